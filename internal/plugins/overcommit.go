@@ -1,0 +1,93 @@
+package plugins
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+// Config keys of the overcommit filters.
+const (
+	CPUOvercommitName    = "CPUOvercommit"
+	MemoryOvercommitName = "MemoryOvercommit"
+)
+
+// Default ratios, as in the reference: vCPUs may be overcommitted 4:1, memory not at all.
+const (
+	defaultCPURatio    = 4
+	defaultMemoryRatio = 1
+)
+
+// cpuOvercommit passes a node when (vCPUs of running guests + request) / logical CPUs <= ratio.
+type cpuOvercommit struct{ ratio float64 }
+
+func newCPUOvercommit(args map[string]string) (scheduler.Plugin, error) {
+	r, err := parseRatio(args, defaultCPURatio)
+	return cpuOvercommit{ratio: r}, err
+}
+
+func (cpuOvercommit) Name() string { return CPUOvercommitName }
+
+func (f cpuOvercommit) Filter(req scheduler.Request, n *scheduler.NodeInfo) *scheduler.Rejection {
+	group := "exceeded cpu overcommit ratio " + scheduler.FormatNumber(f.ratio)
+	if n.Node.MaxCPU <= 0 {
+		return &scheduler.Rejection{Reason: "CPUOvercommit: node reports no CPUs", Group: group}
+	}
+	sum := n.AllocCPU + float64(req.VCPUs())
+	if sum <= f.ratio*float64(n.Node.MaxCPU) {
+		return nil
+	}
+	return &scheduler.Rejection{
+		Reason: fmt.Sprintf("CPUOvercommit: (%s+%d)/%d = %s > %s", scheduler.FormatNumber(n.AllocCPU), req.VCPUs(),
+			n.Node.MaxCPU, scheduler.FormatNumber(round(sum/float64(n.Node.MaxCPU))), scheduler.FormatNumber(f.ratio)),
+		Group: group,
+	}
+}
+
+// memoryOvercommit passes a node when (configured memory of running guests + request) /
+// total memory <= ratio.
+type memoryOvercommit struct{ ratio float64 }
+
+func newMemoryOvercommit(args map[string]string) (scheduler.Plugin, error) {
+	r, err := parseRatio(args, defaultMemoryRatio)
+	return memoryOvercommit{ratio: r}, err
+}
+
+func (memoryOvercommit) Name() string { return MemoryOvercommitName }
+
+func (f memoryOvercommit) Filter(req scheduler.Request, n *scheduler.NodeInfo) *scheduler.Rejection {
+	group := "exceeded memory overcommit ratio " + scheduler.FormatNumber(f.ratio)
+	if n.Node.MaxMem == 0 {
+		return &scheduler.Rejection{Reason: "MemoryOvercommit: node reports no memory", Group: group}
+	}
+	const mib = 1 << 20
+	request := uint64(req.MemoryMiB) * mib
+	sum := float64(n.AllocMem + request)
+	if sum <= f.ratio*float64(n.Node.MaxMem) {
+		return nil
+	}
+	return &scheduler.Rejection{
+		Reason: fmt.Sprintf("MemoryOvercommit: (%s+%d)/%s MiB = %s > %s", mibString(n.AllocMem), req.MemoryMiB,
+			mibString(n.Node.MaxMem), scheduler.FormatNumber(round(sum/float64(n.Node.MaxMem))), scheduler.FormatNumber(f.ratio)),
+		Group: group,
+	}
+}
+
+func parseRatio(args map[string]string, def float64) (float64, error) {
+	s, ok := args["ratio"]
+	if !ok {
+		return def, nil
+	}
+	r, err := strconv.ParseFloat(s, 64)
+	if err != nil || r <= 0 || r != r || r > 1e6 {
+		return 0, fmt.Errorf("arg ratio must be a positive number, got %q", s)
+	}
+	return r, nil
+}
+
+func mibString(bytes uint64) string {
+	return scheduler.FormatNumber(round(float64(bytes) / (1 << 20)))
+}
+
+func round(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }

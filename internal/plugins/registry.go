@@ -1,0 +1,42 @@
+// Package plugins holds the scheduler's filter, score and vmid plugins, one file each. To add
+// a plugin, write its file and add one line to Registry.
+package plugins
+
+import "github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+
+// Registry lists every plugin in the order the pipeline runs them. Range comes before Regex,
+// so Range wins when both annotations are set.
+var Registry = scheduler.Registry{
+	Filters: []scheduler.PluginSpec{
+		{Name: NodeNameName, New: newNodeName},
+		{Name: NodeOnlineName, New: newNodeOnline},
+		{Name: NodeRegexName, New: newNodeRegex},
+		{Name: CPUOvercommitName, Args: []string{"ratio"}, New: newCPUOvercommit},
+		{Name: MemoryOvercommitName, Args: []string{"ratio"}, New: newMemoryOvercommit},
+	},
+	Scores: []scheduler.PluginSpec{
+		{Name: NodeResourceName, New: newNodeResource},
+	},
+	VMIDs: []scheduler.PluginSpec{
+		{Name: RangeName, New: newRange},
+		{Name: RegexName, New: newRegex},
+	},
+}
+
+// NewProfile builds a pipeline from the registry and a merged plugin config.
+func NewProfile(cfg scheduler.PluginConfig) (*scheduler.Profile, error) {
+	return scheduler.NewProfile(Registry, cfg)
+}
+
+// Names lists the plugin names per kind, for docs and validators.
+func Names() (filters, scores, vmids []string) {
+	return specNames(Registry.Filters), specNames(Registry.Scores), specNames(Registry.VMIDs)
+}
+
+func specNames(specs []scheduler.PluginSpec) []string {
+	out := make([]string, len(specs))
+	for i, s := range specs {
+		out[i] = s.Name
+	}
+	return out
+}

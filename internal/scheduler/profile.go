@@ -1,0 +1,107 @@
+package scheduler
+
+import (
+	"fmt"
+)
+
+// Profile is a ready-to-run pipeline: the enabled plugins, configured, in registry order.
+type Profile struct {
+	filters []FilterPlugin
+	scores  []weightedScore
+	vmids   []VMIDPlugin
+	// validators are every enabled plugin that checks requests at plan time.
+	validators []RequestValidator
+}
+
+type weightedScore struct {
+	plugin ScorePlugin
+	weight float64
+}
+
+// NewProfile builds the pipeline from a registry and a merged plugin config. Unknown plugin
+// names, unknown args, bad arg values and negative weights are InputErrors on
+// "plugin_config".
+func NewProfile(reg Registry, cfg PluginConfig) (*Profile, error) {
+	const attr = "plugin_config"
+	sections := []struct {
+		kind  string
+		specs []PluginSpec
+		set   map[string]PluginSetting
+	}{
+		{"filter", reg.Filters, cfg.Filters},
+		{"score", reg.Scores, cfg.Scores},
+		{"vmid", reg.VMIDs, cfg.VMIDs},
+	}
+	p := &Profile{}
+	for _, sec := range sections {
+		if err := checkSection(sec.kind, sec.specs, sec.set, attr); err != nil {
+			return nil, err
+		}
+		for _, spec := range sec.specs {
+			setting := sec.set[spec.Name]
+			if setting.Enable != nil && !*setting.Enable {
+				continue
+			}
+			plugin, err := spec.New(setting.Args)
+			if err != nil {
+				return nil, &InputError{Attribute: attr, Key: spec.Name, Message: err.Error()}
+			}
+			if err := p.add(sec.kind, plugin, setting); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return p, nil
+}
+
+func (p *Profile) add(kind string, plugin Plugin, setting PluginSetting) error {
+	switch kind {
+	case "filter":
+		f, ok := plugin.(FilterPlugin)
+		if !ok {
+			return fmt.Errorf("plugin %s registered as a filter is not a FilterPlugin", plugin.Name())
+		}
+		p.filters = append(p.filters, f)
+	case "score":
+		s, ok := plugin.(ScorePlugin)
+		if !ok {
+			return fmt.Errorf("plugin %s registered as a score is not a ScorePlugin", plugin.Name())
+		}
+		weight := int64(1)
+		if setting.Weight != nil {
+			weight = *setting.Weight
+		}
+		p.scores = append(p.scores, weightedScore{plugin: s, weight: float64(weight)})
+	case "vmid":
+		v, ok := plugin.(VMIDPlugin)
+		if !ok {
+			return fmt.Errorf("plugin %s registered as a vmid plugin is not a VMIDPlugin", plugin.Name())
+		}
+		p.vmids = append(p.vmids, v)
+	}
+	if v, ok := plugin.(RequestValidator); ok {
+		p.validators = append(p.validators, v)
+	}
+	return nil
+}
+
+// ValidateRequest checks a request without a snapshot: sizes, pins and every enabled plugin's
+// annotation. Errors are InputErrors naming the attribute.
+func (p *Profile) ValidateRequest(r Request) error {
+	switch {
+	case r.Cores < 1:
+		return &InputError{Attribute: "cores", Message: fmt.Sprintf("must be at least 1, got %d", r.Cores)}
+	case r.Sockets < 1:
+		return &InputError{Attribute: "sockets", Message: fmt.Sprintf("must be at least 1, got %d", r.Sockets)}
+	case r.MemoryMiB < 1:
+		return &InputError{Attribute: "memory", Message: fmt.Sprintf("must be at least 1 MiB, got %d", r.MemoryMiB)}
+	case r.VMID != 0 && (r.VMID < MinVMID || r.VMID > MaxVMID):
+		return &InputError{Attribute: "vmid", Message: fmt.Sprintf("%d is outside the valid VMID range %d-%d", r.VMID, MinVMID, MaxVMID)}
+	}
+	for _, v := range p.validators {
+		if err := v.ValidateRequest(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
