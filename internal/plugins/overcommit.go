@@ -90,4 +90,5 @@ func mibString(bytes uint64) string {
 	return scheduler.FormatNumber(round(float64(bytes) / (1 << 20)))
 }
 
-func round(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }
+// round keeps 4 decimals: enough to show why 4097 MiB on top of 4096 exceeds 8192.
+func round(v float64) float64 { return float64(int64(v*10000+0.5)) / 10000 }

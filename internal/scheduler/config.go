@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -69,11 +70,20 @@ func ParsePluginConfigYAML(data []byte) (PluginConfig, error) {
 	return cfg, nil
 }
 
+var yamlUnknownField = regexp.MustCompile(`field (\S+) not found in type scheduler\.(\w+)`)
+
+// yamlMessage turns yaml.v3's wording into the user's: which key is unknown and what is valid.
 func yamlMessage(err error) string {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	if strings.Contains(msg, "not found in type") {
-		msg += " (valid sections: filters, scores, vmids; valid plugin keys: enable, config, weight)"
-	}
+	msg = strings.TrimPrefix(msg, "unmarshal errors:\n")
+	msg = strings.Join(strings.Fields(msg), " ")
+	msg = yamlUnknownField.ReplaceAllStringFunc(msg, func(m string) string {
+		sub := yamlUnknownField.FindStringSubmatch(m)
+		if sub[2] == "yamlPluginConfig" {
+			return fmt.Sprintf("unknown section %q (valid sections: filters, scores, vmids)", sub[1])
+		}
+		return fmt.Sprintf("unknown key %q (valid keys: enable, config, weight)", sub[1])
+	})
 	return "invalid plugin config YAML: " + msg
 }
 

@@ -1,0 +1,78 @@
+package plugins
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+func benchSnapshot(nodes, guests int) scheduler.Snapshot {
+	snap := scheduler.Snapshot{}
+	for i := 0; i < nodes; i++ {
+		n := node(fmt.Sprintf("pve%d", i+1), 64, 1024)
+		n.CPU = float64(i%10) / 20
+		n.Mem = uint64(i%7) * 64 * gib
+		snap.Nodes = append(snap.Nodes, n)
+	}
+	for i := 0; i < guests; i++ {
+		g := running(100+i, snap.Nodes[i%nodes].Name, 2, 1)
+		if i%3 == 0 {
+			g.Status = "stopped"
+		}
+		snap.Guests = append(snap.Guests, g)
+	}
+	return snap
+}
+
+func benchRequest(name string) scheduler.Request {
+	r := request(name)
+	r.Annotations[scheduler.AnnotationNodeRegex] = "pve[0-9]+"
+	r.Annotations[scheduler.AnnotationVMIDRange] = "100-999999"
+	return r
+}
+
+func BenchmarkSchedule(b *testing.B) {
+	for _, size := range []struct{ nodes, guests int }{{8, 1000}, {64, 10000}} {
+		b.Run(fmt.Sprintf("%dnodes_%dguests", size.nodes, size.guests), func(b *testing.B) {
+			snap := benchSnapshot(size.nodes, size.guests)
+			p := mustProfile(scheduler.PluginConfig{})
+			reqs := []scheduler.Request{benchRequest("web")}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := p.Schedule(snap, reqs, scheduler.Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkSchedule100VMs(b *testing.B) {
+	snap := benchSnapshot(64, 10000)
+	p := mustProfile(scheduler.PluginConfig{})
+	reqs := make([]scheduler.Request, 100)
+	for i := range reqs {
+		reqs[i] = benchRequest(fmt.Sprintf("web-%d", i))
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := p.Schedule(snap, reqs, scheduler.Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkRegexVMIDNoMatch(b *testing.B) {
+	for _, expr := range []string{`0.*`, `[a-z]+`, `9{10}`, `\d*5{10}`} {
+		b.Run(expr, func(b *testing.B) {
+			plugin := &vmidRegex{}
+			used := scheduler.IDSet{}
+			for i := 0; i < b.N; i++ {
+				if _, err := plugin.SelectVMID(expr, used); err == nil {
+					b.Fatal("expected no match")
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,278 @@
+package plugins
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+func threeEqualNodes() []scheduler.Node {
+	return []scheduler.Node{node("pve1", 8, 32), node("pve2", 8, 32), node("pve3", 8, 32)}
+}
+
+func TestMultiPlacementSpreadsAndTakesDistinctIDs(t *testing.T) {
+	reqs := make([]scheduler.Request, 6)
+	for i := range reqs {
+		reqs[i] = request(fmt.Sprintf("web-%d", i))
+		reqs[i].MemoryMiB = 2048
+	}
+	d, err := mustProfile(scheduler.PluginConfig{}).Schedule(scheduler.Snapshot{Nodes: threeEqualNodes()}, reqs, scheduler.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	perNode := map[string]int{}
+	ids := map[int]bool{}
+	for _, p := range d.Placements {
+		perNode[p.Node]++
+		ids[p.VMID] = true
+	}
+	if perNode["pve1"] != 2 || perNode["pve2"] != 2 || perNode["pve3"] != 2 {
+		t.Fatalf("placements per node = %v, want 2-2-2", perNode)
+	}
+	if len(ids) != 6 || !ids[100] || !ids[105] {
+		t.Fatalf("vmids = %v, want 100..105", ids)
+	}
+}
+
+func TestMultiPlacementIsAllOrNothing(t *testing.T) {
+	reqs := []scheduler.Request{request("a"), request("b")}
+	reqs[1].Annotations[scheduler.AnnotationVMIDRange] = "100-100"
+	_, err := mustProfile(scheduler.PluginConfig{}).Schedule(scheduler.Snapshot{Nodes: threeEqualNodes()}, reqs, scheduler.Options{})
+	if err == nil || !strings.Contains(err.Error(), "no free vmid in range 100-100: 1 of 1 in use") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestDeterministicTieBreakSpreadsNames(t *testing.T) {
+	p := mustProfile(scheduler.PluginConfig{})
+	snap := scheduler.Snapshot{Nodes: threeEqualNodes()}
+	seen := map[string]bool{}
+	for i := 0; i < 30; i++ {
+		name := fmt.Sprintf("vm-%d", i)
+		first, err := p.Schedule(snap, []scheduler.Request{request(name)}, scheduler.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, _ := p.Schedule(snap, []scheduler.Request{request(name)}, scheduler.Options{})
+		if first.Placements[0].Node != again.Placements[0].Node {
+			t.Fatalf("%s: %s then %s", name, first.Placements[0].Node, again.Placements[0].Node)
+		}
+		seen[first.Placements[0].Node] = true
+	}
+	if len(seen) != 3 {
+		t.Fatalf("equal nodes chosen for 30 names: %v, want all three", seen)
+	}
+}
+
+func TestNodeResourcePrefersFreeNode(t *testing.T) {
+	nodes := threeEqualNodes()
+	nodes[0].CPU, nodes[0].Mem = 0.9, 30*gib
+	nodes[1].CPU, nodes[1].Mem = 0.1, 4*gib
+	nodes[2].CPU, nodes[2].Mem = 0.5, 16*gib
+	d, err := mustProfile(scheduler.PluginConfig{}).Schedule(scheduler.Snapshot{Nodes: nodes}, []scheduler.Request{request("a")}, scheduler.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := d.Placements[0]
+	if p.Node != "pve2" {
+		t.Fatalf("node = %s, want pve2", p.Node)
+	}
+	if got := p.Candidates[1].Scores["NodeResource"]; got != 88.75 {
+		t.Fatalf("pve2 NodeResource = %v, want 50*0.9 + 50*(1-4/32) = 88.75", got)
+	}
+	want := "a: pve2 (score 88.75; 3/3 nodes feasible), vmid 100 (next free id), storage local-lvm"
+	if p.Summary != want {
+		t.Fatalf("summary = %q\nwant      %q", p.Summary, want)
+	}
+}
+
+func TestScoreWeight(t *testing.T) {
+	w := int64(3)
+	cfg := scheduler.PluginConfig{Scores: map[string]scheduler.PluginSetting{"NodeResource": {Weight: &w}}}
+	d, err := mustProfile(cfg).Schedule(scheduler.Snapshot{Nodes: threeEqualNodes()}, []scheduler.Request{request("a")}, scheduler.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Placements[0].Candidates[0].Score; got != 300 {
+		t.Fatalf("weighted score = %v, want 3*100", got)
+	}
+}
+
+func TestVMIDSelection(t *testing.T) {
+	disabled := false
+	guests := []scheduler.Guest{
+		running(100, "pve1", 1, 1), running(101, "pve1", 1, 1),
+		{VMID: 102, Node: "pve1", Type: scheduler.GuestLXC, Status: "stopped"},
+	}
+	tests := []struct {
+		name        string
+		cfg         scheduler.PluginConfig
+		annotations map[string]string
+		pin         int
+		bounds      *scheduler.IDBounds
+		reserved    []scheduler.Reservation
+		want        int
+		err         string
+	}{
+		{name: "next free skips qemu and lxc ids", want: 103},
+		{name: "reservations are used ids", reserved: []scheduler.Reservation{{VMID: 103, Node: "pve1"}}, want: 104},
+		{name: "datacenter next-id bounds", bounds: &scheduler.IDBounds{Lower: 5000, Upper: 6000}, want: 5000},
+		{name: "next-id bounds exhausted", bounds: &scheduler.IDBounds{Lower: 100, Upper: 103}, err: "no free vmid in datacenter next-id range [100, 103)"},
+		{name: "range", annotations: map[string]string{scheduler.AnnotationVMIDRange: "100-150"}, want: 103},
+		{name: "range exhausted", annotations: map[string]string{scheduler.AnnotationVMIDRange: "100-102"}, err: "no free vmid in range 100-102: 3 of 3 in use"},
+		{name: "regex matches whole id", annotations: map[string]string{scheduler.AnnotationVMIDRegex: "10[0-9]"}, want: 103},
+		{name: "range beats regex", annotations: map[string]string{scheduler.AnnotationVMIDRange: "200-210", scheduler.AnnotationVMIDRegex: "3[0-9]{2}"}, want: 200},
+		{name: "pin beats range", pin: 777, annotations: map[string]string{scheduler.AnnotationVMIDRange: "200-210"}, want: 777},
+		{name: "pinned id in use", pin: 101, err: "vmid: VMID 101 is already in use"},
+		{name: "disabled range is ignored", cfg: scheduler.PluginConfig{VMIDs: map[string]scheduler.PluginSetting{"Range": {Enable: &disabled}}},
+			annotations: map[string]string{scheduler.AnnotationVMIDRange: "200-210"}, want: 103},
+		{name: "regex with nothing free", annotations: map[string]string{scheduler.AnnotationVMIDRegex: "10[0-2]"}, err: `no free vmid in 100-999999999 matches regex "10[0-2]"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := request("a")
+			for k, v := range tt.annotations {
+				req.Annotations[k] = v
+			}
+			req.VMID = tt.pin
+			snap := scheduler.Snapshot{Nodes: []scheduler.Node{node("pve1", 64, 256)}, Guests: guests, NextIDBounds: tt.bounds, Reservations: tt.reserved}
+			d, err := mustProfile(tt.cfg).Schedule(snap, []scheduler.Request{req}, scheduler.Options{})
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want it to contain %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := d.Placements[0].VMID; got != tt.want {
+				t.Fatalf("vmid = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestReservationsDebitCapacity(t *testing.T) {
+	nodes := []scheduler.Node{node("pve1", 8, 8), node("pve2", 8, 8)}
+	snap := scheduler.Snapshot{Nodes: nodes, Reservations: []scheduler.Reservation{{VMID: 100, Node: "pve1", VCPUs: 1, MemoryMiB: 8192}}}
+	d, err := mustProfile(scheduler.PluginConfig{}).Schedule(snap, []scheduler.Request{request("a")}, scheduler.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := d.Placements[0]; p.Node != "pve2" || p.VMID != 101 {
+		t.Fatalf("placement = %s/%d, want pve2/101", p.Node, p.VMID)
+	}
+}
+
+func TestStickyKeepsExistingGuest(t *testing.T) {
+	nodes := threeEqualNodes()
+	nodes[0].Mem = 30 * gib // the existing guest's node is the worst choice for a new VM
+	guest := running(150, "pve1", 1, 1)
+	guest.Name = "web"
+	snap := scheduler.Snapshot{Nodes: nodes, Guests: []scheduler.Guest{guest}}
+	p := mustProfile(scheduler.PluginConfig{})
+
+	d, err := p.Schedule(snap, []scheduler.Request{request("web")}, scheduler.Options{Sticky: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl := d.Placements[0]; !pl.Existing || pl.Node != "pve1" || pl.VMID != 150 {
+		t.Fatalf("sticky placement = %+v", pl)
+	}
+
+	// A guest that no longer passes the hard filters is scheduled afresh.
+	req := request("web")
+	req.Annotations[scheduler.AnnotationNodeRegex] = "pve[23]"
+	d, err = p.Schedule(snap, []scheduler.Request{req}, scheduler.Options{Sticky: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl := d.Placements[0]; pl.Existing || pl.Node == "pve1" || pl.VMID == 150 {
+		t.Fatalf("placement after regex change = %+v", pl)
+	}
+	if got := p.CheckNode(snap, req, "pve1", 150); len(got) != 1 || !strings.HasPrefix(got[0], "NodeRegex:") {
+		t.Fatalf("CheckNode = %q", got)
+	}
+}
+
+func TestCheckNodeExcludesTheGuestItself(t *testing.T) {
+	snap := scheduler.Snapshot{Nodes: []scheduler.Node{node("pve1", 8, 8)}, Guests: []scheduler.Guest{running(100, "pve1", 4, 8)}}
+	req := request("vm100")
+	req.MemoryMiB = 8192
+	if got := mustProfile(scheduler.PluginConfig{}).CheckNode(snap, req, "pve1", 100); got != nil {
+		t.Fatalf("CheckNode = %q, want nil", got)
+	}
+}
+
+func TestStorageChoice(t *testing.T) {
+	n := node("pve1", 8, 32)
+	n.Storages = []scheduler.Storage{
+		{Name: "local", Content: []string{"iso", "vztmpl"}, Active: true, Total: 900 * gib},
+		{Name: "big", Content: []string{"images"}, Active: false, Total: 800 * gib},
+		{Name: "ceph", Content: []string{"images", "rootdir"}, Active: true, Shared: true, Total: 500 * gib, Used: 100 * gib},
+		{Name: "local-lvm", Content: []string{"images"}, Active: true, Total: 300 * gib},
+	}
+	tests := []struct{ pin, want, err string }{
+		{want: "ceph"},
+		{pin: "local-lvm", want: "local-lvm"},
+		{pin: "big", err: `storage "big" is not active on pve1`},
+		{pin: "local", err: `storage "local" on pve1 does not hold VM images`},
+		{pin: "nfs", err: `storage "nfs" does not exist on pve1`},
+	}
+	for _, tt := range tests {
+		req := request("a")
+		req.Storage = tt.pin
+		d, err := mustProfile(scheduler.PluginConfig{}).Schedule(scheduler.Snapshot{Nodes: []scheduler.Node{n}}, []scheduler.Request{req}, scheduler.Options{})
+		if tt.err != "" {
+			var ue *scheduler.UnschedulableError
+			if !errors.As(err, &ue) || !strings.Contains(ue.Candidates[0].Reasons[0], tt.err) {
+				t.Errorf("pin %q: err = %v, want reason %q", tt.pin, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || d.Placements[0].Storage != tt.want {
+			t.Errorf("pin %q: storage = %v (%v), want %s", tt.pin, d, err, tt.want)
+		}
+	}
+}
+
+func TestEmptyCluster(t *testing.T) {
+	_, err := mustProfile(scheduler.PluginConfig{}).Schedule(scheduler.Snapshot{}, []scheduler.Request{request("a")}, scheduler.Options{})
+	if err == nil || !strings.Contains(err.Error(), "0/0 nodes are available") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestValidateRequest(t *testing.T) {
+	tests := []struct {
+		key, value, want string
+	}{
+		{scheduler.AnnotationNodeRegex, "pve[", `annotations["node.qemu-scheduler/regex"]: invalid regex "pve[": error parsing regexp: missing closing ]: ` + "`[`"},
+		{scheduler.AnnotationVMIDRegex, "(12", `annotations["vmid.qemu-scheduler/regex"]: invalid regex "(12"`},
+		{scheduler.AnnotationVMIDRange, "150", `invalid range "150": want START-END, e.g. 200-299`},
+		{scheduler.AnnotationVMIDRange, "a-10", `invalid range "a-10": START and END must be whole numbers`},
+		{scheduler.AnnotationVMIDRange, " 100-150", `START and END must be whole numbers`},
+		{scheduler.AnnotationVMIDRange, "300-200", `start 300 is greater than end 200`},
+		{scheduler.AnnotationVMIDRange, "1-10", `ids must lie within 100-999999999`},
+		{scheduler.AnnotationVMIDRange, "100-1000000000", `ids must lie within 100-999999999`},
+	}
+	p := mustProfile(scheduler.PluginConfig{})
+	for _, tt := range tests {
+		req := request("a")
+		req.Annotations[tt.key] = tt.value
+		err := p.ValidateRequest(req)
+		var ie *scheduler.InputError
+		if !errors.As(err, &ie) || ie.Attribute != "annotations" || ie.Key != tt.key || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s=%q: err = %v, want InputError containing %q", tt.key, tt.value, err, tt.want)
+		}
+	}
+	bad := request("a")
+	bad.VMID = 99
+	if err := p.ValidateRequest(bad); err == nil || err.Error() != "vmid: 99 is outside the valid VMID range 100-999999999" {
+		t.Errorf("vmid 99: err = %v", err)
+	}
+}
