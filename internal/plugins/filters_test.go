@@ -22,9 +22,9 @@ func TestFilters(t *testing.T) {
 		reasons []string
 	}{
 		{
-			name:  "pinned node is exact and case-sensitive",
-			nodes: []scheduler.Node{node("pve1", 8, 32), node("pve2", 8, 32)},
-			req:   func(r *scheduler.Request) { r.Node = "PVE2" },
+			name:    "pinned node is exact and case-sensitive",
+			nodes:   []scheduler.Node{node("pve1", 8, 32), node("pve2", 8, 32)},
+			req:     func(r *scheduler.Request) { r.Node = "PVE2" },
 			reasons: []string{`NodeName: pinned to "PVE2"`},
 		},
 		{
@@ -66,9 +66,9 @@ func TestFilters(t *testing.T) {
 			want:   "pve1",
 		},
 		{
-			name:   "lxc guests count",
-			nodes:  []scheduler.Node{node("pve1", 8, 8)},
-			guests: []scheduler.Guest{{VMID: 200, Node: "pve1", Type: scheduler.GuestLXC, Status: "running", CPUs: 0.5, MaxMem: 8 * gib}},
+			name:    "lxc guests count",
+			nodes:   []scheduler.Node{node("pve1", 8, 8)},
+			guests:  []scheduler.Guest{{VMID: 200, Node: "pve1", Type: scheduler.GuestLXC, Status: "running", CPUs: 0.5, MaxMem: 8 * gib}},
 			reasons: []string{"MemoryOvercommit: (8192+512)/8192 MiB = 1.0625 > 1"},
 		},
 		{
@@ -94,10 +94,10 @@ func TestFilters(t *testing.T) {
 			want:   "pve1",
 		},
 		{
-			name:   "cpu ratio arg",
-			cfg:    ratio("CPUOvercommit", "1"),
-			nodes:  []scheduler.Node{node("pve1", 8, 64)},
-			guests: []scheduler.Guest{running(100, "pve1", 8, 1)},
+			name:    "cpu ratio arg",
+			cfg:     ratio("CPUOvercommit", "1"),
+			nodes:   []scheduler.Node{node("pve1", 8, 64)},
+			guests:  []scheduler.Guest{running(100, "pve1", 8, 1)},
 			reasons: []string{"CPUOvercommit: (8+1)/8 = 1.125 > 1"},
 		},
 		{
