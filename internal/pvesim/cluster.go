@@ -1,0 +1,110 @@
+// Package pvesim is an in-memory, stateful Proxmox VE API server for tests and demos. It
+// answers with PVE's envelope, JSON types and error shapes so that clients written against it
+// (go-proxmox in particular) behave as they would against a real cluster.
+package pvesim
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Cluster is the initial state of a simulated cluster, as written in a cluster file.
+type Cluster struct {
+	Nodes    []NodeSpec    `yaml:"nodes" json:"nodes"`
+	Storages []StorageSpec `yaml:"storages" json:"storages"`
+	Guests   []GuestSpec   `yaml:"guests" json:"guests"`
+	Pools    []string      `yaml:"pools" json:"pools"`
+	// NextID sets datacenter.cfg next-id (lower inclusive, upper exclusive).
+	NextID *NextIDSpec `yaml:"next_id" json:"next_id"`
+}
+
+// NodeSpec describes one node.
+type NodeSpec struct {
+	Name      string  `yaml:"name" json:"name"`
+	CPUs      int     `yaml:"cpus" json:"cpus"`
+	MemoryGiB float64 `yaml:"memory_gib" json:"memory_gib"`
+	// CPULoad and MemUsedGiB are the host's own load, before any guest runs.
+	CPULoad    float64 `yaml:"cpu_load" json:"cpu_load"`
+	MemUsedGiB float64 `yaml:"mem_used_gib" json:"mem_used_gib"`
+	Offline    bool    `yaml:"offline" json:"offline"`
+}
+
+// StorageSpec describes a storage and the nodes it is enabled on (all when empty).
+type StorageSpec struct {
+	Name     string   `yaml:"name" json:"name"`
+	Type     string   `yaml:"type" json:"type"`
+	Content  []string `yaml:"content" json:"content"`
+	Shared   bool     `yaml:"shared" json:"shared"`
+	Nodes    []string `yaml:"nodes" json:"nodes"`
+	SizeGiB  float64  `yaml:"size_gib" json:"size_gib"`
+	UsedGiB  float64  `yaml:"used_gib" json:"used_gib"`
+	Inactive bool     `yaml:"inactive" json:"inactive"`
+}
+
+// GuestSpec describes an existing qemu VM or lxc container.
+type GuestSpec struct {
+	VMID      int      `yaml:"vmid" json:"vmid"`
+	Node      string   `yaml:"node" json:"node"`
+	Type      string   `yaml:"type" json:"type"` // qemu (default) or lxc
+	Name      string   `yaml:"name" json:"name"`
+	Status    string   `yaml:"status" json:"status"` // running or stopped (default)
+	Cores     int      `yaml:"cores" json:"cores"`
+	Sockets   int      `yaml:"sockets" json:"sockets"`
+	MemoryMiB int      `yaml:"memory_mib" json:"memory_mib"`
+	Template  bool     `yaml:"template" json:"template"`
+	Tags      []string `yaml:"tags" json:"tags"`
+	Pool      string   `yaml:"pool" json:"pool"`
+	// Config holds further PVE config keys verbatim, e.g. scsi0, net0, ide2.
+	Config map[string]string `yaml:"config" json:"config"`
+}
+
+// NextIDSpec is datacenter.cfg next-id.
+type NextIDSpec struct {
+	Lower int `yaml:"lower" json:"lower"`
+	Upper int `yaml:"upper" json:"upper"`
+}
+
+// ParseCluster reads a cluster file in YAML or JSON (JSON is YAML). Unknown keys are errors.
+func ParseCluster(data []byte) (Cluster, error) {
+	var c Cluster
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		return Cluster{}, fmt.Errorf("cluster file: %w", err)
+	}
+	return c, c.validate()
+}
+
+// LoadCluster reads a cluster file from disk.
+func LoadCluster(path string) (Cluster, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Cluster{}, err
+	}
+	return ParseCluster(data)
+}
+
+func (c Cluster) validate() error {
+	nodes := map[string]bool{}
+	for _, n := range c.Nodes {
+		if n.Name == "" || n.CPUs <= 0 || n.MemoryGiB <= 0 {
+			return fmt.Errorf("cluster file: node %q needs a name, cpus > 0 and memory_gib > 0", n.Name)
+		}
+		nodes[n.Name] = true
+	}
+	ids := map[int]bool{}
+	for _, g := range c.Guests {
+		if g.VMID < 100 || g.VMID > 999999999 || ids[g.VMID] {
+			return fmt.Errorf("cluster file: guest vmid %d is invalid or duplicated", g.VMID)
+		}
+		ids[g.VMID] = true
+		if !nodes[g.Node] {
+			return fmt.Errorf("cluster file: guest %d is on unknown node %q", g.VMID, g.Node)
+		}
+	}
+	return nil
+}
+

@@ -1,0 +1,332 @@
+package pvesim
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	h := func(pattern string, fn http.HandlerFunc) { m.HandleFunc(strings.Replace(pattern, " ", " "+apiPrefix, 1), fn) }
+	h("POST /access/ticket", s.handleTicket)
+	h("GET /version", func(w http.ResponseWriter, _ *http.Request) {
+		writeData(w, map[string]any{"version": "8.2.4", "release": "8.2", "repoid": "faa83925c9641325"})
+	})
+	h("GET /cluster/status", s.handleClusterStatus)
+	h("GET /cluster/resources", s.handleResources)
+	h("GET /cluster/nextid", s.handleNextID)
+	h("GET /cluster/options", s.handleOptions)
+	h("GET /pools", s.handlePools)
+	h("GET /nodes", s.handleNodes)
+	h("GET /nodes/{node}/status", s.handleNodeStatus)
+	h("GET /nodes/{node}/storage", s.handleNodeStorage)
+	h("GET /nodes/{node}/lxc", s.guestList("lxc"))
+	h("GET /nodes/{node}/qemu", s.guestList("qemu"))
+	h("POST /nodes/{node}/qemu", s.handleCreate)
+	h("GET /nodes/{node}/qemu/{vmid}/config", s.handleConfigGet)
+	h("POST /nodes/{node}/qemu/{vmid}/config", s.handleConfigSet(true))
+	h("PUT /nodes/{node}/qemu/{vmid}/config", s.handleConfigSet(false))
+	h("GET /nodes/{node}/qemu/{vmid}/status/current", s.handleStatusCurrent)
+	h("POST /nodes/{node}/qemu/{vmid}/status/{action}", s.handlePower)
+	h("POST /nodes/{node}/qemu/{vmid}/clone", s.handleClone)
+	h("POST /nodes/{node}/qemu/{vmid}/migrate", s.handleMigrate)
+	h("PUT /nodes/{node}/qemu/{vmid}/resize", s.handleResize)
+	h("DELETE /nodes/{node}/qemu/{vmid}", s.handleDelete)
+	h("GET /nodes/{node}/tasks/{upid}/status", s.handleTaskStatus)
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeStatus(w, http.StatusNotImplemented, "Method '"+r.Method+" "+strings.TrimPrefix(r.URL.Path, apiPrefix)+"' not implemented", nil)
+	})
+	s.mux = m
+}
+
+func (s *Server) node(name string) *node {
+	for _, n := range s.nodes {
+		if n.name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// requireOnline answers for requests proxied to {node}: 500 for a node outside the cluster,
+// 595 with an empty body for an offline one. The caller holds s.mu.
+func (s *Server) requireOnline(w http.ResponseWriter, r *http.Request) bool {
+	name := r.PathValue("node")
+	n := s.node(name)
+	switch {
+	case n == nil:
+		writeStatus(w, http.StatusInternalServerError, fmt.Sprintf("hostname lookup '%s' failed - failed to get address info for: %s: Name or service not known", name, name), nil)
+		return false
+	case !n.online:
+		writeStatus(w, 595, "Errors during connection establishment, proxy handler: No route to host", nil)
+		return false
+	}
+	return true
+}
+
+// liveLoad is the node's live figures: its own load plus what running guests use.
+func (s *Server) liveLoad(n *node) (cpu float64, mem uint64) {
+	cpu, mem = n.baseCPU, n.baseMem
+	for _, g := range s.guests {
+		if g.node == n.name && g.status == "running" {
+			cpu += float64(g.vcpus()) * 0.1 / float64(n.cpus)
+			mem += g.memoryBytes()
+		}
+	}
+	return min(cpu, 1), min(mem, n.maxmem)
+}
+
+func (s *Server) nodeRow(n *node) map[string]any {
+	row := map[string]any{"id": "node/" + n.name, "type": "node", "node": n.name, "level": "",
+		"maxcpu": n.cpus, "maxmem": n.maxmem, "maxdisk": uint64(100 * gib), "status": "offline"}
+	if n.online {
+		cpu, mem := s.liveLoad(n)
+		row["status"], row["cpu"], row["mem"], row["disk"], row["uptime"] = "online", cpu, mem, uint64(10*gib), 86400
+		row["cgroup-mode"] = 2
+	}
+	return row
+}
+
+func (s *Server) guestRow(g *guest) map[string]any {
+	row := map[string]any{"id": g.typ + "/" + strconv.Itoa(g.vmid), "type": g.typ, "vmid": g.vmid, "node": g.node, "status": "unknown"}
+	if tags := g.config["tags"]; tags != "" {
+		row["tags"] = tags
+	}
+	if g.lock != "" {
+		row["lock"] = g.lock
+	}
+	if g.pool != "" {
+		row["pool"] = g.pool
+	}
+	n := s.node(g.node)
+	if !g.hasStats || n == nil || !n.online {
+		return row
+	}
+	row["status"], row["name"], row["maxcpu"], row["maxmem"] = g.status, g.name(), g.vcpus(), g.memoryBytes()
+	row["template"] = 0
+	if g.template() {
+		row["template"] = 1
+	}
+	row["cpu"], row["mem"], row["uptime"] = 0, 0, 0
+	if g.status == "running" {
+		row["cpu"], row["mem"], row["uptime"] = 0.02, g.memoryBytes()/2, 3600
+	}
+	row["maxdisk"], row["disk"], row["netin"], row["netout"], row["diskread"], row["diskwrite"] = s.diskBytes(g), 0, 0, 0, 0, 0
+	return row
+}
+
+func (s *Server) diskBytes(g *guest) uint64 {
+	var total float64
+	for _, k := range g.disks() {
+		total += sizeGiB(g.config[k])
+	}
+	return uint64(total * gib)
+}
+
+func (s *Server) sortedGuests() []*guest {
+	list := make([]*guest, 0, len(s.guests))
+	for _, g := range s.guests {
+		list = append(list, g)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].vmid < list[j].vmid })
+	return list
+}
+
+func (s *Server) handleResources(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	typ := r.URL.Query().Get("type")
+	if typ != "" && typ != "vm" && typ != "node" && typ != "storage" && typ != "sdn" {
+		writeStatus(w, http.StatusBadRequest, "Parameter verification failed.", map[string]string{"type": "value '" + typ + "' does not have a value in the enumeration 'vm, storage, node, sdn'"})
+		return
+	}
+	rows := []map[string]any{}
+	if typ == "" {
+		for _, p := range sortedKeys(s.pools) {
+			rows = append(rows, map[string]any{"id": "/pool/" + p, "type": "pool", "pool": p})
+		}
+	}
+	if typ == "" || typ == "vm" {
+		for _, g := range s.sortedGuests() {
+			rows = append(rows, s.guestRow(g))
+		}
+	}
+	if typ == "" || typ == "node" {
+		for _, n := range s.nodes {
+			rows = append(rows, s.nodeRow(n))
+		}
+	}
+	if typ == "" || typ == "storage" {
+		for _, n := range s.nodes {
+			for _, st := range n.storages {
+				rows = append(rows, storageRow(n, st))
+			}
+		}
+	}
+	writeData(w, rows)
+}
+
+func storageRow(n *node, st *storage) map[string]any {
+	status := "available"
+	if st.inactive || !n.online {
+		status = "unknown"
+	}
+	return map[string]any{"id": "storage/" + n.name + "/" + st.name, "type": "storage", "storage": st.name, "node": n.name,
+		"plugintype": st.typ, "content": strings.Join(st.content, ","), "shared": b2i(st.shared), "status": status,
+		"disk": st.used, "maxdisk": st.total}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func sortedKeys(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func (s *Server) idBounds() (int, int) {
+	lower, upper := 100, 1000000
+	if s.nextID != nil {
+		if s.nextID.Lower > 0 {
+			lower = s.nextID.Lower
+		}
+		if s.nextID.Upper > 0 {
+			upper = s.nextID.Upper
+		}
+	}
+	return lower, upper
+}
+
+func (s *Server) handleNextID(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v := r.URL.Query().Get("vmid"); v != "" {
+		id, ok := parseVMID(v)
+		if !ok {
+			writeStatus(w, http.StatusBadRequest, "Parameter verification failed.", map[string]string{"vmid": "invalid format - value does not look like a valid VM ID"})
+			return
+		}
+		if _, taken := s.guests[id]; taken {
+			writeStatus(w, http.StatusBadRequest, "Parameter verification failed.", map[string]string{"vmid": fmt.Sprintf("VM %d already exists", id)})
+			return
+		}
+		writeData(w, strconv.Itoa(id))
+		return
+	}
+	lower, upper := s.idBounds()
+	for id := lower; id < upper; id++ {
+		if _, taken := s.guests[id]; !taken {
+			writeData(w, strconv.Itoa(id))
+			return
+		}
+	}
+	writeStatus(w, http.StatusInternalServerError, fmt.Sprintf("unable to get any free VMID in range [%d, %d]", lower, upper), nil)
+}
+
+func parseVMID(v string) (int, bool) {
+	id, err := strconv.Atoi(v)
+	if err != nil || id < 100 || id > 999999999 || strconv.Itoa(id) != v {
+		return 0, false
+	}
+	return id, true
+}
+
+func (s *Server) handleOptions(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	opts := map[string]any{"keyboard": "en-us"}
+	if s.nextID != nil {
+		nid := map[string]any{}
+		if s.nextID.Lower > 0 {
+			nid["lower"] = strconv.Itoa(s.nextID.Lower)
+		}
+		if s.nextID.Upper > 0 {
+			nid["upper"] = strconv.Itoa(s.nextID.Upper)
+		}
+		opts["next-id"] = nid
+	}
+	writeData(w, opts)
+}
+
+func (s *Server) handleClusterStatus(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rows := []map[string]any{{"type": "cluster", "id": "cluster", "name": "sim", "nodes": len(s.nodes), "quorate": 1, "version": 1}}
+	for i, n := range s.nodes {
+		rows = append(rows, map[string]any{"type": "node", "id": "node/" + n.name, "name": n.name, "nodeid": i + 1,
+			"ip": fmt.Sprintf("10.0.0.%d", 11+i), "local": b2i(i == 0), "online": b2i(n.online), "level": ""})
+	}
+	writeData(w, rows)
+}
+
+func (s *Server) handlePools(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rows := []map[string]any{}
+	for _, p := range sortedKeys(s.pools) {
+		rows = append(rows, map[string]any{"poolid": p, "comment": ""})
+	}
+	writeData(w, rows)
+}
+
+func (s *Server) handleNodes(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rows := []map[string]any{}
+	for _, n := range s.nodes {
+		row := s.nodeRow(n)
+		row["ssl_fingerprint"] = "80:D4:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:F5"
+		delete(row, "cgroup-mode")
+		rows = append(rows, row)
+	}
+	writeData(w, rows)
+}
+
+func (s *Server) handleNodeStatus(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.requireOnline(w, r) {
+		return
+	}
+	n := s.node(r.PathValue("node"))
+	cpu, mem := s.liveLoad(n)
+	writeData(w, map[string]any{
+		"uptime": 86400, "idle": 0, "cpu": cpu, "wait": 0.0003, "loadavg": []string{"0.15", "0.25", "0.30"},
+		"cpuinfo": map[string]any{"model": "Simulated CPU", "vendor": "GenuineIntel", "family": "6", "cpus": n.cpus,
+			"cores": n.cpus / 2, "sockets": 1, "mhz": "3000.000", "hvm": "1", "user_hz": 100, "flags": "fpu vme"},
+		"memory":         map[string]any{"total": n.maxmem, "used": mem, "free": n.maxmem - mem, "available": n.maxmem - mem},
+		"swap":           map[string]any{"total": 0, "used": 0, "free": 0},
+		"ksm":            map[string]any{"shared": 0},
+		"rootfs":         map[string]any{"total": uint64(100 * gib), "used": uint64(10 * gib), "free": uint64(90 * gib), "avail": uint64(85 * gib)},
+		"kversion":       "Linux 6.8.12-4-pve #1 SMP PREEMPT_DYNAMIC",
+		"current-kernel": map[string]any{"sysname": "Linux", "release": "6.8.12-4-pve", "version": "#1 SMP", "machine": "x86_64"},
+		"boot-info":      map[string]any{"mode": "efi", "secureboot": 0},
+		"pveversion":     "pve-manager/8.2.4/faa83925c9641325",
+	})
+}
+
+func (s *Server) handleNodeStorage(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.requireOnline(w, r) {
+		return
+	}
+	rows := []map[string]any{}
+	for _, st := range s.node(r.PathValue("node")).storages {
+		rows = append(rows, map[string]any{"storage": st.name, "type": st.typ, "content": strings.Join(st.content, ","),
+			"active": b2i(!st.inactive), "enabled": 1, "shared": b2i(st.shared), "total": st.total, "used": st.used,
+			"avail": st.total - min(st.used, st.total), "used_fraction": float64(st.used) / float64(max(st.total, 1))})
+	}
+	writeData(w, rows)
+}

@@ -1,0 +1,95 @@
+package pvesim
+
+import (
+	"fmt"
+	"time"
+)
+
+type fault struct {
+	endpoint string // "POST /nodes/{node}/qemu"
+	left     int
+	status   int
+	message  string
+}
+
+// FailRequests makes the next n requests to endpoint (e.g. "POST /nodes/{node}/qemu") fail
+// with status and message; 503 "Service Unavailable" simulates a transient proxy error.
+func (s *Server) FailRequests(endpoint string, n, status int, message string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, &fault{endpoint: endpoint, left: n, status: status, message: message})
+}
+
+func (s *Server) takeFault(method, endpoint string) *fault {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, f := range s.faults {
+		if f.left > 0 && f.endpoint == endpoint {
+			f.left--
+			return f
+		}
+	}
+	return nil
+}
+
+// FailNextTask makes the next task of the given type (qmcreate, qmclone, qmstart, ...) end
+// with exitstatus message instead of OK.
+func (s *Server) FailNextTask(taskType, message string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failing[taskType] = message
+}
+
+// SetNodeOnline takes a node offline (every /nodes/{node}/... request answers 595) or back.
+func (s *Server) SetNodeOnline(name string, online bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := s.node(name); n != nil {
+		n.online = online
+	}
+}
+
+// TakeVMID plays an outside actor (another Terraform run, a human) creating a stopped VM with
+// that id on the first node.
+func (s *Server) TakeVMID(vmid int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.guests[vmid]; ok {
+		return
+	}
+	s.guests[vmid] = &guest{vmid: vmid, node: s.nodes[0].name, typ: "qemu", status: "stopped", hasStats: true,
+		config: map[string]string{"name": fmt.Sprintf("outsider-%d", vmid), "memory": "512", "cores": "1"}}
+}
+
+// SetGuestNode moves a guest to another node at once, as HA or an admin would.
+func (s *Server) SetGuestNode(vmid int, nodeName string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g, ok := s.guests[vmid]; ok {
+		g.node = nodeName
+	}
+}
+
+// SetTaskDuration changes how long tasks started from now on take.
+func (s *Server) SetTaskDuration(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.taskDuration = d
+}
+
+// Tick publishes stats for every guest, ending the lag simulated by WithStatsLag.
+func (s *Server) Tick() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, g := range s.guests {
+		g.hasStats = true
+	}
+}
+
+// DeleteGuest removes a guest behind Terraform's back.
+func (s *Server) DeleteGuest(vmid int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.guests, vmid)
+}
+

@@ -1,0 +1,280 @@
+package pvesim
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	mrand "math/rand"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+const apiPrefix = "/api2/json"
+
+// Server is a simulated PVE cluster behind the PVE HTTP API. It is safe for concurrent use.
+type Server struct {
+	mu      sync.Mutex
+	nodes   []*node
+	guests  map[int]*guest
+	pools   map[string]bool
+	nextID  *NextIDSpec
+	tasks   map[string]*task
+	pid     int
+	rng     *mrand.Rand
+	mux     *http.ServeMux
+	counts  map[string]int
+	faults  []*fault
+	failing map[string]string // task type -> exit status for the next task of that type
+
+	latency      time.Duration
+	taskDuration time.Duration
+	statsLag     bool
+
+	tokenID, tokenSecret string
+	username, password   string
+	tickets              map[string]string // ticket -> CSRF token
+
+	url, caPEM string
+}
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithTaskDuration makes every task run for d before it completes (default: at once).
+func WithTaskDuration(d time.Duration) Option { return func(s *Server) { s.taskDuration = d } }
+
+// WithStatsLag makes new guests show only id/vmid/node/type/status "unknown" in
+// /cluster/resources until Tick, as PVE does until its next stats broadcast.
+func WithStatsLag() Option { return func(s *Server) { s.statsLag = true } }
+
+// WithLatency delays every request by d.
+func WithLatency(d time.Duration) Option { return func(s *Server) { s.latency = d } }
+
+// New builds a server holding the cluster's state. Serve it with net/http or NewTestServer.
+func New(c Cluster, opts ...Option) (*Server, error) {
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		guests: map[int]*guest{}, pools: map[string]bool{}, tasks: map[string]*task{},
+		counts: map[string]int{}, failing: map[string]string{}, tickets: map[string]string{},
+		rng: mrand.New(mrand.NewSource(1)), nextID: c.NextID, pid: 0x1000,
+		tokenID: "root@pam!sim", tokenSecret: randomHex(16), username: "root@pam", password: randomHex(8),
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	for _, n := range c.Nodes {
+		nd := &node{name: n.Name, cpus: n.CPUs, maxmem: uint64(n.MemoryGiB * gib), baseCPU: n.CPULoad,
+			baseMem: uint64(n.MemUsedGiB * gib), online: !n.Offline, diskCount: map[string]int{}}
+		for _, st := range c.Storages {
+			if len(st.Nodes) == 0 || contains(st.Nodes, n.Name) {
+				nd.storages = append(nd.storages, &storage{name: st.Name, typ: st.Type, content: st.Content, shared: st.Shared,
+					total: uint64(st.SizeGiB * gib), used: uint64(st.UsedGiB * gib), inactive: st.Inactive})
+			}
+		}
+		s.nodes = append(s.nodes, nd)
+	}
+	for _, p := range c.Pools {
+		s.pools[p] = true
+	}
+	for _, gs := range c.Guests {
+		s.guests[gs.VMID] = guestFromSpec(gs)
+	}
+	s.routes()
+	return s, nil
+}
+
+func guestFromSpec(gs GuestSpec) *guest {
+	g := &guest{vmid: gs.VMID, node: gs.Node, typ: gs.Type, status: gs.Status, pool: gs.Pool, config: map[string]string{}, hasStats: true}
+	if g.typ == "" {
+		g.typ = "qemu"
+	}
+	if g.status == "" {
+		g.status = "stopped"
+	}
+	for k, v := range gs.Config {
+		g.config[k] = v
+	}
+	set := func(k, v string) {
+		if _, ok := g.config[k]; !ok && v != "" && v != "0" {
+			g.config[k] = v
+		}
+	}
+	set("name", gs.Name)
+	set("cores", fmt.Sprint(gs.Cores))
+	set("sockets", fmt.Sprint(gs.Sockets))
+	set("memory", fmt.Sprint(gs.MemoryMiB))
+	if gs.Template {
+		g.config["template"] = "1"
+	}
+	if len(gs.Tags) > 0 {
+		g.config["tags"] = normalizeTags(strings.Join(gs.Tags, ";"))
+	}
+	return g
+}
+
+// APIToken returns a valid API token, USER@REALM!TOKENID=SECRET.
+func (s *Server) APIToken() string { return s.tokenID + "=" + s.tokenSecret }
+
+// Credentials returns a valid username and password for ticket login.
+func (s *Server) Credentials() (string, string) { return s.username, s.password }
+
+// URL is the server's base URL (without /api2/json), set once it listens.
+func (s *Server) URL() string { return s.url }
+
+// CACertPEM is the PEM of the TLS certificate clients must trust.
+func (s *Server) CACertPEM() string { return s.caPEM }
+
+// SetListener records where the server is reachable, for URL and CACertPEM.
+func (s *Server) SetListener(url, caPEM string) { s.url, s.caPEM = url, caPEM }
+
+// Requests returns how many requests hit an endpoint, e.g. "GET /cluster/resources" or
+// "GET /nodes/{node}/qemu/{vmid}/config".
+func (s *Server) Requests(endpoint string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counts[endpoint]
+}
+
+// TotalRequests returns how many API requests were served, login included.
+func (s *Server) TotalRequests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	total := 0
+	for _, n := range s.counts {
+		total += n
+	}
+	return total
+}
+
+// ResetRequests zeroes the request counters.
+func (s *Server) ResetRequests() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.counts = map[string]int{}
+}
+
+// ServeHTTP applies latency, auth, faults and offline nodes, then routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.latency > 0 {
+		time.Sleep(s.latency)
+	}
+	if !strings.HasPrefix(r.URL.Path, apiPrefix+"/") {
+		writeStatus(w, http.StatusNotImplemented, "Method '"+r.Method+" "+r.URL.Path+"' not implemented", nil)
+		return
+	}
+	_, pattern := s.mux.Handler(r)
+	endpoint := strings.Replace(pattern, apiPrefix, "", 1)
+	s.mu.Lock()
+	s.counts[endpoint]++
+	s.mu.Unlock()
+	if endpoint != "POST /access/ticket" && !s.authorized(w, r) {
+		return
+	}
+	if f := s.takeFault(r.Method, endpoint); f != nil {
+		writeStatus(w, f.status, f.message, nil)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// writeData writes PVE's success envelope.
+func writeData(w http.ResponseWriter, data any) {
+	w.Header().Set("Content-Type", "application/json;charset=UTF-8")
+	_ = json.NewEncoder(w).Encode(map[string]any{"data": data})
+}
+
+// writeStatus writes an error the way pveproxy does: the message is the HTTP reason phrase
+// (which is all go-proxmox reports for a 500) and also the body's "message". Go's
+// ResponseWriter cannot set a reason phrase, so the connection is hijacked. errs, when set,
+// is the 400 "errors" map.
+func writeStatus(w http.ResponseWriter, code int, reason string, errs map[string]string) {
+	reason = strings.NewReplacer("\r", " ", "\n", " ").Replace(reason)
+	var body []byte
+	if code != 595 {
+		payload := map[string]any{"data": nil}
+		if errs != nil {
+			payload["errors"] = errs
+		} else {
+			payload["message"] = reason + "\n"
+		}
+		body, _ = json.Marshal(payload)
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		w.WriteHeader(code)
+		_, _ = w.Write(body)
+		return
+	}
+	conn, buf, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	writeRaw(buf, code, reason, body)
+}
+
+func writeRaw(buf *bufio.ReadWriter, code int, reason string, body []byte) {
+	fmt.Fprintf(buf, "HTTP/1.1 %d %s\r\nContent-Type: application/json;charset=UTF-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n", code, reason, len(body))
+	_, _ = buf.Write(body)
+	_ = buf.Flush()
+}
+
+// Guests lists every guest's vmid, sorted.
+func (s *Server) Guests() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]int, 0, len(s.guests))
+	for id := range s.guests {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	return ids
+}
+
+// GuestState is a copy of a guest's state for test assertions.
+type GuestState struct {
+	VMID   int
+	Node   string
+	Type   string
+	Status string
+	Lock   string
+	Pool   string
+	Config map[string]string
+}
+
+// Guest returns a copy of a guest's state.
+func (s *Server) Guest(vmid int) (GuestState, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, ok := s.guests[vmid]
+	if !ok {
+		return GuestState{}, false
+	}
+	cfg := make(map[string]string, len(g.config))
+	for k, v := range g.config {
+		cfg[k] = v
+	}
+	return GuestState{VMID: g.vmid, Node: g.node, Type: g.typ, Status: g.status, Lock: g.lock, Pool: g.pool, Config: cfg}, true
+}

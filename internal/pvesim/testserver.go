@@ -1,0 +1,20 @@
+package pvesim
+
+import (
+	"encoding/pem"
+	"net/http/httptest"
+	"testing"
+)
+
+// NewTestServer serves a simulated cluster over TLS on loopback until the test ends.
+func NewTestServer(t testing.TB, c Cluster, opts ...Option) *Server {
+	t.Helper()
+	s, err := New(c, opts...)
+	if err != nil {
+		t.Fatalf("pvesim: %v", err)
+	}
+	ts := httptest.NewTLSServer(s)
+	t.Cleanup(ts.Close)
+	s.SetListener(ts.URL, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw})))
+	return s
+}
