@@ -107,4 +107,3 @@ func (c Cluster) validate() error {
 	}
 	return nil
 }
-

@@ -10,7 +10,9 @@ import (
 
 func (s *Server) routes() {
 	m := http.NewServeMux()
-	h := func(pattern string, fn http.HandlerFunc) { m.HandleFunc(strings.Replace(pattern, " ", " "+apiPrefix, 1), fn) }
+	h := func(pattern string, fn http.HandlerFunc) {
+		m.HandleFunc(strings.Replace(pattern, " ", " "+apiPrefix, 1), fn)
+	}
 	h("POST /access/ticket", s.handleTicket)
 	h("GET /version", func(w http.ResponseWriter, _ *http.Request) {
 		writeData(w, map[string]any{"version": "8.2.4", "release": "8.2", "repoid": "faa83925c9641325"})

@@ -92,4 +92,3 @@ func (s *Server) DeleteGuest(vmid int) {
 	defer s.mu.Unlock()
 	delete(s.guests, vmid)
 }
-
