@@ -1,0 +1,56 @@
+package proxmox
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+)
+
+type taskStatus struct {
+	Status     string `json:"status"`
+	ExitStatus string `json:"exitstatus"`
+}
+
+// waitTask polls a task until it stops. Success is exitstatus "OK" or "WARNINGS: n" (go-proxmox
+// calls warnings a failure and a failed task a success); anything else is the error text.
+func (c *Client) waitTask(ctx context.Context, op, upid string) error {
+	parts := strings.Split(upid, ":")
+	if len(parts) < 9 || parts[0] != "UPID" {
+		return &APIError{Op: op, Message: fmt.Sprintf("PVE returned no task id (got %q)", upid), kind: ErrTaskFailed}
+	}
+	path := fmt.Sprintf("/nodes/%s/tasks/%s/status", parts[1], url.PathEscape(upid))
+	ticker := time.NewTicker(c.poll)
+	defer ticker.Stop()
+	for {
+		var st taskStatus
+		if err := c.get(ctx, op+": task status", path, nil, &st); err != nil {
+			return err
+		}
+		if st.Status != "running" {
+			if st.ExitStatus == "OK" || strings.HasPrefix(st.ExitStatus, "WARNINGS:") {
+				return nil
+			}
+			err := classify(op, 0, st.ExitStatus, nil).(*APIError)
+			if err.kind == nil {
+				err.kind = ErrTaskFailed
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: gave up waiting for task %s: %w", op, upid, ctx.Err())
+		case <-ticker.C:
+		}
+	}
+}
+
+// task runs a write that starts a PVE task and waits for it.
+func (c *Client) task(ctx context.Context, op, method, path string, body map[string]any) error {
+	var upid string
+	if err := c.write(ctx, op, method, path, body, &upid); err != nil {
+		return err
+	}
+	return c.waitTask(ctx, op, upid)
+}
