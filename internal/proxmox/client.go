@@ -51,7 +51,7 @@ var tokenPattern = regexp.MustCompile(`^([^@!\s]+@[^@!\s]+![^=\s]+)=(\S+)$`)
 func ParseAPIToken(token string) (id, secret string, err error) {
 	m := tokenPattern.FindStringSubmatch(token)
 	if m == nil {
-		return "", "", errors.New("the API token must look like USER@REALM!TOKENID=SECRET, e.g. terraform@pve!provider=1234abcd-...")
+		return "", "", errors.New("the API token must look like USER@REALM!TOKENID=SECRET, e.g. terraform@pve!provider=1234abcd-5678")
 	}
 	return m[1], m[2], nil
 }
