@@ -125,8 +125,8 @@ func (p *Profile) place(snap *Snapshot, infos []*NodeInfo, used IDSet, r Request
 	}, nil
 }
 
-// evaluate runs every filter (all of them, to report every reason), the storage check and,
-// for feasible nodes, the scores.
+// evaluate runs every filter (all of them, to report every reason), then, for a node that
+// passes them, the storage check and the scores.
 func (p *Profile) evaluate(r Request, ni *NodeInfo) Candidate {
 	c := Candidate{Node: ni.Node.Name, Feasible: true}
 	for _, f := range p.filters {
@@ -135,11 +135,12 @@ func (p *Profile) evaluate(r Request, ni *NodeInfo) Candidate {
 			c.Reasons = append(c.Reasons, rej.Reason)
 		}
 	}
+	if !c.Feasible {
+		return c
+	}
 	if _, reason := chooseStorage(ni.Node, r.Storage); reason != "" {
 		c.Feasible = false
 		c.Reasons = append(c.Reasons, "Storage: "+reason)
-	}
-	if !c.Feasible {
 		return c
 	}
 	c.Scores = make(map[string]float64, len(p.scores))
@@ -152,13 +153,16 @@ func (p *Profile) evaluate(r Request, ni *NodeInfo) Candidate {
 	return c
 }
 
-// groups counts nodes per rejection phrase for the unschedulable message.
+// groups counts nodes for the unschedulable message, each node under its first failing
+// check (filters in registry order, then storage), so the counts add up to the node count.
 func (p *Profile) groups(r Request, infos []*NodeInfo) map[string]int {
 	counts := map[string]int{}
+next:
 	for _, ni := range infos {
 		for _, f := range p.filters {
 			if rej := f.Filter(r, ni); rej != nil {
 				counts[rej.Group]++
+				continue next
 			}
 		}
 		if _, reason := chooseStorage(ni.Node, r.Storage); reason != "" {

@@ -1,0 +1,95 @@
+package provider
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
+)
+
+// testProviders runs the provider in-process for terraform-plugin-testing, with Terraform or
+// OpenTofu (TF_ACC_TERRAFORM_PATH) as the CLI.
+var testProviders = map[string]func() (tfprotov6.ProviderServer, error){
+	"qemuscheduler": providerserver.NewProtocol6WithError(New("test")()),
+}
+
+// accEnv is where an acceptance test runs: a fresh simulated cluster, or a real lab cluster
+// when PROXMOX_VE_ENDPOINT and credentials are set (the provider then reads them from the
+// environment, and tests that need the simulator's cluster or faults are skipped).
+type accEnv struct {
+	sim *pvesim.Server
+}
+
+func newAccEnv(t *testing.T, c pvesim.Cluster, opts ...pvesim.Option) *accEnv {
+	t.Helper()
+	if os.Getenv("TF_ACC") == "" {
+		t.Skip("acceptance test: set TF_ACC=1 (make test does)")
+	}
+	if os.Getenv("PROXMOX_VE_ENDPOINT") != "" {
+		return &accEnv{}
+	}
+	return &accEnv{sim: pvesim.NewTestServer(t, c, opts...)}
+}
+
+// needsSim skips a test that depends on the simulated cluster's exact shape or faults.
+func (e *accEnv) needsSim(t *testing.T) *pvesim.Server {
+	t.Helper()
+	if e.sim == nil {
+		t.Skip("needs the simulator's cluster and fault injection; skipped against a real cluster")
+	}
+	return e.sim
+}
+
+// providerBlock renders the provider configuration for the simulator (empty for a real
+// cluster, where the environment configures the provider).
+func (e *accEnv) providerBlock(extra string) string {
+	if e.sim == nil {
+		return fmt.Sprintf("provider \"qemuscheduler\" {\n%s\n}\n", extra)
+	}
+	return fmt.Sprintf("provider \"qemuscheduler\" {\n  endpoint  = %q\n  api_token = %q\n  ca_cert   = <<EOT\n%sEOT\n%s\n}\n",
+		e.sim.URL(), e.sim.APIToken(), e.sim.CACertPEM(), extra)
+}
+
+// config joins the provider block and the test's HCL.
+func (e *accEnv) config(hcl ...string) string {
+	return e.providerBlock("") + strings.Join(hcl, "\n")
+}
+
+// labCluster is the small cluster most tests use. Live figures, as the simulator computes
+// them (host load plus running guests), give NodeResource scores pve1 35, pve2 86.56,
+// pve3 77.5; pve4 is offline.
+func labCluster() pvesim.Cluster {
+	return pvesim.Cluster{
+		Nodes: []pvesim.NodeSpec{
+			{Name: "pve1", CPUs: 8, MemoryGiB: 16, CPULoad: 0.5, MemUsedGiB: 8},
+			{Name: "pve2", CPUs: 8, MemoryGiB: 16, CPULoad: 0.1, MemUsedGiB: 2},
+			{Name: "pve3", CPUs: 8, MemoryGiB: 16, CPULoad: 0.2, MemUsedGiB: 4},
+			{Name: "pve4", CPUs: 8, MemoryGiB: 16, Offline: true},
+		},
+		Storages: []pvesim.StorageSpec{
+			{Name: "local-lvm", Type: "lvmthin", Content: []string{"images", "rootdir"}, SizeGiB: 500, UsedGiB: 100},
+			{Name: "ceph", Type: "rbd", Content: []string{"images"}, Shared: true, SizeGiB: 2000, UsedGiB: 1000},
+		},
+		Pools: []string{"lab"},
+		Guests: []pvesim.GuestSpec{
+			{VMID: 100, Node: "pve1", Name: "db", Status: "running", Cores: 4, MemoryMiB: 4096},
+			{VMID: 200, Node: "pve2", Type: "lxc", Name: "dns", Status: "running", Cores: 1, MemoryMiB: 512},
+			{VMID: 9000, Node: "pve1", Name: "debian-12", Template: true, Cores: 2, MemoryMiB: 2048,
+				Config: map[string]string{"scsi0": "ceph:base-9000-disk-0,size=8G", "net0": "virtio=BC:24:11:00:90:00,bridge=vmbr0"}},
+		},
+	}
+}
+
+// equalCluster has three identical empty nodes.
+func equalCluster() pvesim.Cluster {
+	c := pvesim.Cluster{Storages: []pvesim.StorageSpec{{Name: "local-lvm", Content: []string{"images"}, SizeGiB: 500}}}
+	for i := 1; i <= 3; i++ {
+		c.Nodes = append(c.Nodes, pvesim.NodeSpec{Name: fmt.Sprintf("pve%d", i), CPUs: 16, MemoryGiB: 64})
+	}
+	return c
+}

@@ -1,0 +1,274 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/datasourcevalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/plugins"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+const logSubsystem = "scheduler"
+
+func newPlacementDataSource() datasource.DataSource { return &placementDataSource{} }
+
+type placementDataSource struct{ data *providerData }
+
+type placementModel struct {
+	Annotations      types.Map          `tfsdk:"annotations"`
+	Name             types.String       `tfsdk:"name"`
+	Names            types.List         `tfsdk:"names"`
+	Cores            types.Int64        `tfsdk:"cores"`
+	Sockets          types.Int64        `tfsdk:"sockets"`
+	Memory           types.Int64        `tfsdk:"memory"`
+	Node             types.String       `tfsdk:"node"`
+	VMID             types.Int64        `tfsdk:"vmid"`
+	Storage          types.String       `tfsdk:"storage"`
+	PluginConfigYAML types.String       `tfsdk:"plugin_config_yaml"`
+	PluginConfig     *pluginConfigModel `tfsdk:"plugin_config"`
+	Placements       []placementOut     `tfsdk:"placements"`
+	Candidates       []candidateOut     `tfsdk:"candidates"`
+	Summary          types.String       `tfsdk:"summary"`
+	ID               types.String       `tfsdk:"id"`
+}
+
+type placementOut struct {
+	Name     types.String `tfsdk:"name"`
+	Node     types.String `tfsdk:"node"`
+	VMID     types.Int64  `tfsdk:"vmid"`
+	Storage  types.String `tfsdk:"storage"`
+	Existing types.Bool   `tfsdk:"existing"`
+}
+
+type candidateOut struct {
+	Node     types.String  `tfsdk:"node"`
+	Feasible types.Bool    `tfsdk:"feasible"`
+	Reasons  []string      `tfsdk:"reasons"`
+	Score    types.Float64 `tfsdk:"score"`
+	Scores   types.Map     `tfsdk:"scores"`
+}
+
+func (d *placementDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_placement"
+}
+
+func (d *placementDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		Description: "Runs the scheduler at plan time, read-only: which node and VMID a VM (or several) would get, with the " +
+			"full explanation. Feed `node` and `vmid` to any Proxmox resource. A VM that already exists with the requested " +
+			"name keeps its node and VMID (`existing = true`) while it still passes the hard filters, so the answer does " +
+			"not flap after the VM is created.",
+		Attributes: map[string]schema.Attribute{
+			"annotations": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+				Description: "Scheduler annotations, as on a CAPPX ProxmoxMachine: `node.qemu-scheduler/regex`, `vmid.qemu-scheduler/range` " +
+					"(`START-END`), `vmid.qemu-scheduler/regex`. Both regexes must match the whole node name or id."},
+			"name": schema.StringAttribute{Optional: true,
+				Description: "The VM's name: seed of the tie-break and key of the sticky lookup. Exactly one of `name` and `names`."},
+			"names": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+				Validators:  []validator.List{listvalidator.SizeAtLeast(1), listvalidator.UniqueValues()},
+				Description: "Several VMs of the same size placed in one decision, in order: each debits capacity and takes its VMID before the next. All or nothing."},
+			"cores": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1)},
+				Description: "vCPU cores per socket. Default 1."},
+			"sockets": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1)},
+				Description: "CPU sockets. Default 1."},
+			"memory": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(16)},
+				Description: "Memory in MiB. Default 512."},
+			"node": schema.StringAttribute{Optional: true, Computed: true,
+				Description: "Input: pin the node (the NodeName filter; the other filters still apply). Output: the chosen node (of the first name)."},
+			"vmid": schema.Int64Attribute{Optional: true, Computed: true, Validators: []validator.Int64{int64validator.Between(scheduler.MinVMID, scheduler.MaxVMID)},
+				Description: "Input: pin the VMID; it must be free, and beats both vmid annotations. Output: the chosen VMID (of the first name)."},
+			"storage": schema.StringAttribute{Optional: true, Computed: true,
+				Description: "Input: pin the disk storage; it must exist on the node, be active and hold `images`. Output: the chosen storage, by default the active images storage with the most free space."},
+			"plugin_config_yaml": schema.StringAttribute{Optional: true, Description: pluginConfigYAMLDescription},
+			"placements": schema.ListNestedAttribute{Computed: true, Description: "One placement per name, in order.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"name":     schema.StringAttribute{Computed: true, Description: "VM name."},
+					"node":     schema.StringAttribute{Computed: true, Description: "Chosen node."},
+					"vmid":     schema.Int64Attribute{Computed: true, Description: "Chosen VMID."},
+					"storage":  schema.StringAttribute{Computed: true, Description: "Chosen storage for disks."},
+					"existing": schema.BoolAttribute{Computed: true, Description: "True when a VM with this name already existed and kept its place."},
+				}}},
+			"candidates": schema.ListNestedAttribute{Computed: true, Description: "Every node of the cluster and its verdict for the (first) VM.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"node":     schema.StringAttribute{Computed: true, Description: "Node name."},
+					"feasible": schema.BoolAttribute{Computed: true, Description: "Whether every filter passed."},
+					"reasons":  schema.ListAttribute{Computed: true, ElementType: types.StringType, Description: "Each failing filter, with its numbers."},
+					"score":    schema.Float64Attribute{Computed: true, Description: "Weighted total score (feasible nodes)."},
+					"scores":   schema.MapAttribute{Computed: true, ElementType: types.Float64Type, Description: "Score per score plugin, 0..100."},
+				}}},
+			"summary":       schema.StringAttribute{Computed: true, Description: "One human line per placement."},
+			"id":            schema.StringAttribute{Computed: true, Description: "Identifies the decision: name=node/vmid per placement."},
+		},
+		Blocks: map[string]schema.Block{"plugin_config": dataSourcePluginConfigBlock()},
+	}
+}
+
+func (d *placementDataSource) ConfigValidators(context.Context) []datasource.ConfigValidator {
+	return []datasource.ConfigValidator{
+		datasourcevalidator.ExactlyOneOf(path.MatchRoot("name"), path.MatchRoot("names")),
+	}
+}
+
+// ValidateConfig catches malformed annotations and plugin config at plan time.
+func (d *placementDataSource) ValidateConfig(ctx context.Context, req datasource.ValidateConfigRequest, resp *datasource.ValidateConfigResponse) {
+	var m placementModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	yamlCfg, blockCfg, diags := schedulingLayers(ctx, m.PluginConfigYAML, m.PluginConfig)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() || m.Annotations.IsUnknown() {
+		return
+	}
+	validateAnnotations(ctx, &resp.Diagnostics, m.Annotations, scheduler.MergePluginConfigs(yamlCfg, blockCfg))
+}
+
+// validateAnnotations checks the annotations alone, with the object's own plugin layers.
+func validateAnnotations(ctx context.Context, diags *diag.Diagnostics, annotations types.Map, cfg scheduler.PluginConfig) {
+	var ann map[string]string
+	diags.Append(annotations.ElementsAs(ctx, &ann, false)...)
+	profile, err := plugins.NewProfile(cfg)
+	if err != nil || diags.HasError() {
+		return
+	}
+	if err := profile.ValidateRequest(scheduler.Request{Annotations: ann, Cores: 1, Sockets: 1, MemoryMiB: 512}); err != nil {
+		addSchedulerError(diags, err)
+	}
+}
+
+func (d *placementDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
+	if req.ProviderData == nil {
+		return
+	}
+	data, ok := req.ProviderData.(*providerData)
+	if !ok {
+		resp.Diagnostics.AddError("Unexpected provider data", fmt.Sprintf("got %T; this is a bug in the provider", req.ProviderData))
+		return
+	}
+	d.data = data
+}
+
+func (d *placementDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
+	var m placementModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	yamlCfg, blockCfg, diags := schedulingLayers(ctx, m.PluginConfigYAML, m.PluginConfig)
+	resp.Diagnostics.Append(diags...)
+	reqs := m.requests(ctx, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	profile, err := plugins.NewProfile(scheduler.MergePluginConfigs(d.data.defaults, yamlCfg, blockCfg))
+	if err != nil {
+		addSchedulerError(&resp.Diagnostics, err)
+		return
+	}
+	snap, err := d.data.snapshot(ctx)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot read the Proxmox VE cluster", err.Error())
+		return
+	}
+	ctx = tflog.NewSubsystem(ctx, logSubsystem)
+	decision, err := profile.Schedule(snap, reqs, scheduler.Options{Sticky: true})
+	if err != nil {
+		tflog.SubsystemInfo(ctx, logSubsystem, "no placement", map[string]any{"error": err.Error()})
+		addSchedulerError(&resp.Diagnostics, err)
+		return
+	}
+	m.fill(ctx, decision, &resp.Diagnostics)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// requests builds one scheduler request per name; sizes default to 1 core, 1 socket, 512 MiB.
+func (m *placementModel) requests(ctx context.Context, diags *diag.Diagnostics) []scheduler.Request {
+	var names []string
+	if known(m.Name) {
+		names = []string{m.Name.ValueString()}
+	} else {
+		diags.Append(m.Names.ElementsAs(ctx, &names, false)...)
+	}
+	var ann map[string]string
+	if !m.Annotations.IsNull() {
+		diags.Append(m.Annotations.ElementsAs(ctx, &ann, false)...)
+	}
+	base := scheduler.Request{
+		Annotations: ann,
+		Cores:       int(int64Or(m.Cores, 1)),
+		Sockets:     int(int64Or(m.Sockets, 1)),
+		MemoryMiB:   int(int64Or(m.Memory, 512)),
+		Node:        m.Node.ValueString(),
+		VMID:        int(m.VMID.ValueInt64()),
+		Storage:     m.Storage.ValueString(),
+	}
+	reqs := make([]scheduler.Request, len(names))
+	for i, n := range names {
+		reqs[i] = base
+		reqs[i].Name = n
+	}
+	return reqs
+}
+
+func int64Or(v types.Int64, def int64) int64 {
+	if v.IsNull() || v.IsUnknown() {
+		return def
+	}
+	return v.ValueInt64()
+}
+
+func (m *placementModel) fill(ctx context.Context, d scheduler.Decision, diags *diag.Diagnostics) {
+	m.Placements = nil
+	ids := make([]string, 0, len(d.Placements))
+	summaries := make([]string, 0, len(d.Placements))
+	for _, p := range d.Placements {
+		m.Placements = append(m.Placements, placementOut{
+			Name: types.StringValue(p.Name), Node: types.StringValue(p.Node), VMID: types.Int64Value(int64(p.VMID)),
+			Storage: types.StringValue(p.Storage), Existing: types.BoolValue(p.Existing),
+		})
+		ids = append(ids, fmt.Sprintf("%s=%s/%d", p.Name, p.Node, p.VMID))
+		summaries = append(summaries, p.Summary)
+		tflog.SubsystemInfo(ctx, logSubsystem, "placement decided", map[string]any{"name": p.Name, "node": p.Node, "vmid": p.VMID, "storage": p.Storage, "existing": p.Existing})
+		tflog.SubsystemDebug(ctx, logSubsystem, "placement explanation", map[string]any{"name": p.Name, "summary": p.Summary, "candidates": explainCandidates(p.Candidates)})
+	}
+	first := d.Placements[0]
+	m.Node, m.VMID, m.Storage = types.StringValue(first.Node), types.Int64Value(int64(first.VMID)), types.StringValue(first.Storage)
+	m.Candidates = candidatesOut(first.Candidates, diags)
+	m.Summary = types.StringValue(strings.Join(summaries, "\n"))
+	m.ID = types.StringValue(strings.Join(ids, ","))
+}
+
+// candidatesOut renders candidates; an existing guest kept in place has none (no decision ran).
+func candidatesOut(cands []scheduler.Candidate, diags *diag.Diagnostics) []candidateOut {
+	out := make([]candidateOut, 0, len(cands))
+	for _, c := range cands {
+		scores := map[string]attrFloat{}
+		for k, v := range c.Scores {
+			scores[k] = types.Float64Value(v)
+		}
+		sm, d := types.MapValueFrom(context.Background(), types.Float64Type, scores)
+		diags.Append(d...)
+		reasons := c.Reasons
+		if reasons == nil {
+			reasons = []string{}
+		}
+		out = append(out, candidateOut{Node: types.StringValue(c.Node), Feasible: types.BoolValue(c.Feasible), Reasons: reasons,
+			Score: types.Float64Value(c.Score), Scores: sm})
+	}
+	return out
+}
+
+type attrFloat = types.Float64

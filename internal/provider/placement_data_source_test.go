@@ -1,0 +1,256 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
+)
+
+const ds = "data.qemuscheduler_placement.p"
+
+// wrapped compiles an error pattern whose spaces also match the line breaks Terraform inserts
+// when it wraps diagnostics.
+func wrapped(pattern string) *regexp.Regexp {
+	return regexp.MustCompile(strings.ReplaceAll(pattern, " ", `\s+`))
+}
+
+func placement(body string) string {
+	return fmt.Sprintf("data \"qemuscheduler_placement\" \"p\" {\n%s\n}\n", body)
+}
+
+// TestAccPlacementPlugins drives every plugin through HCL on the lab cluster.
+func TestAccPlacementPlugins(t *testing.T) {
+	tests := []struct {
+		name  string
+		body  string
+		attrs map[string]string
+	}{
+		{"NodeResource picks the freest node", `name = "web"`,
+			map[string]string{"node": "pve2", "vmid": "101", "storage": "ceph", "candidates.1.score": "86.56", "candidates.3.reasons.0": "NodeOnline: node is offline",
+				"summary": "web: pve2 (score 86.56; 3/4 nodes feasible), vmid 101 (next free id), storage ceph", "placements.0.existing": "false"}},
+		{"node regex matches whole names", `name = "web"
+			annotations = { "node.qemu-scheduler/regex" = "pve[13]" }`, map[string]string{"node": "pve3", "candidates.1.reasons.0": `NodeRegex: "pve2" does not match "pve[13]"`}},
+		{"cpu overcommit exactly at the ratio passes", `name = "web"
+			cores = 8
+			plugin_config {
+			  filter {
+			    name = "CPUOvercommit"
+			    args = { ratio = "1" }
+			  }
+			}`, map[string]string{"node": "pve3", "candidates.1.reasons.0": "CPUOvercommit: (1+8)/8 = 1.125 > 1"}},
+		{"memory overcommit exactly at the ratio passes", `name = "web"
+			memory = 16384`, map[string]string{"node": "pve3", "candidates.0.reasons.0": "MemoryOvercommit: (4096+16384)/16384 MiB = 1.25 > 1"}},
+		{"range", `name = "web"
+			annotations = { "vmid.qemu-scheduler/range" = "150-160" }`, map[string]string{"vmid": "150"}},
+		{"regex skips used ids", `name = "web"
+			annotations = { "vmid.qemu-scheduler/regex" = "9[0-9]{3}" }`, map[string]string{"vmid": "9001"}},
+		{"range beats regex", `name = "web"
+			annotations = { "vmid.qemu-scheduler/range" = "300-310", "vmid.qemu-scheduler/regex" = "9[0-9]{3}" }`, map[string]string{"vmid": "300"}},
+		{"pinned vmid beats annotations", `name = "web"
+			vmid = 777
+			annotations = { "vmid.qemu-scheduler/range" = "300-310" }`, map[string]string{"vmid": "777"}},
+		{"pinned node", `name = "web"
+			node = "pve1"
+			storage = "local-lvm"`, map[string]string{"node": "pve1", "storage": "local-lvm", "candidates.1.reasons.0": `NodeName: pinned to "pve1"`}},
+		{"reference plugin-config.yaml verbatim", `name = "web"
+			memory = 20000
+			plugin_config_yaml = <<-EOT
+			  filters:
+			    CPUOvercommit:
+			      enable: false
+			    MemoryOvercommit:
+			      enable: false
+			  scores:
+			    NodeResource:
+			      enable: true
+			EOT`, map[string]string{"node": "pve2"}},
+		{"block re-enables what YAML disabled", `name = "web"
+			memory = 16384
+			plugin_config_yaml = "filters: {MemoryOvercommit: {enable: false}}"
+			plugin_config {
+			  filter { name = "MemoryOvercommit" }
+			}`, map[string]string{"node": "pve3"}},
+		{"score weight", `name = "web"
+			plugin_config {
+			  score {
+			    name   = "NodeResource"
+			    weight = 2
+			  }
+			}`, map[string]string{"candidates.1.score": "173.13", "candidates.1.scores.NodeResource": "86.56"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := newAccEnv(t, labCluster())
+			env.needsSim(t)
+			var checks []resource.TestCheckFunc
+			for k, v := range tt.attrs {
+				checks = append(checks, resource.TestCheckResourceAttr(ds, k, v))
+			}
+			resource.ParallelTest(t, resource.TestCase{
+				ProtoV6ProviderFactories: testProviders,
+				Steps:                    []resource.TestStep{{Config: env.config(placement(tt.body)), Check: resource.ComposeAggregateTestCheckFunc(checks...)}},
+			})
+		})
+	}
+}
+
+func TestAccPlacementErrors(t *testing.T) {
+	tests := []struct {
+		name, provider, body string
+		want                 string
+	}{
+		{"nothing fits", "", `name = "big"
+			memory = 16385`, `0/4 nodes are available: 3 node\(s\) exceeded memory overcommit ratio 1, 1 node\(s\) were offline`},
+		{"invalid node regex", "", `name = "a"
+			annotations = { "node.qemu-scheduler/regex" = "pve[" }`, `invalid regex "pve\["`},
+		{"range without dash", "", `name = "a"
+			annotations = { "vmid.qemu-scheduler/range" = "150" }`, `invalid range "150": want START-END`},
+		{"range below 100", "", `name = "a"
+			annotations = { "vmid.qemu-scheduler/range" = "1-10" }`, `ids must lie within 100-999999999`},
+		{"reversed range", "", `name = "a"
+			annotations = { "vmid.qemu-scheduler/range" = "300-200" }`, `start 300 is greater than end 200`},
+		{"range exhausted", "", `name = "a"
+			annotations = { "vmid.qemu-scheduler/range" = "100-100" }`, `no free vmid in range 100-100: 1 of 1 in use`},
+		{"unknown plugin in a block", "", `name = "a"
+			plugin_config {
+			  filter { name = "NodeNames" }
+			}`, `unknown filter plugin "NodeNames"; valid filter plugins: NodeName, NodeOnline, NodeRegex, CPUOvercommit, MemoryOvercommit`},
+		{"bad ratio", "", `name = "a"
+			plugin_config {
+			  filter {
+			    name = "CPUOvercommit"
+			    args = { ratio = "-2" }
+			  }
+			}`, `arg ratio must be a positive number, got "-2"`},
+		{"malformed YAML", "", `name = "a"
+			plugin_config_yaml = "filters: ["`, `invalid plugin config YAML`},
+		{"name and names", "", `name = "a"
+			names = ["b"]`, `Exactly one of these attributes must be configured: \[name,names\]`},
+		{"neither name nor names", "", `cores = 2`, `Exactly one of these attributes must be configured: \[name,names\]`},
+		{"cores below 1", "", `name = "a"
+			cores = 0`, `Attribute cores value must be at least 1`},
+		{"pinned vmid in use", "", `name = "a"
+			vmid = 100`, `VMID 100 is already in use`},
+		{"pinned storage missing", "", `name = "a"
+			storage = "nfs"`, `storage "nfs" does not exist on pve1`},
+		{"provider: unknown plugin", `plugin_config_yaml = "scores: {Random: {}}"`, `name = "a"`, `unknown score plugin "Random"; valid score plugins: NodeResource`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := newAccEnv(t, labCluster())
+			env.needsSim(t)
+			resource.ParallelTest(t, resource.TestCase{
+				ProtoV6ProviderFactories: testProviders,
+				Steps: []resource.TestStep{{
+					Config:      env.providerBlock(tt.provider) + placement(tt.body),
+					ExpectError: wrapped(tt.want),
+				}},
+			})
+		})
+	}
+}
+
+func TestAccProviderConfigErrors(t *testing.T) {
+	pem := "-----BEGIN CERTIFICATE-----\\nnope\\n-----END CERTIFICATE-----\\n"
+	tests := []struct{ provider, want string }{
+		{`endpoint = "pve:8006"
+		  api_token = "a@pam!t=s"`, `endpoint "pve:8006" is not a URL`},
+		{`endpoint = "https://pve:8006"
+		  api_token = "root-token"`, `the API token must look like USER@REALM!TOKENID=SECRET`},
+		{`endpoint = "https://pve:8006"
+		  api_token = "a@pam!t=s"
+		  password = "x"`, `Give either api_token or username and password, not both`},
+		{`endpoint = "https://pve:8006"`, `Missing Proxmox VE credentials`},
+		{`endpoint = "https://pve:8006"
+		  api_token = "a@pam!t=s"
+		  ca_cert = "` + pem + `"`, `ca_cert block 1 is not a valid certificate`},
+		{`endpoint = "https://pve:8006"
+		  api_token = "a@pam!t=s"
+		  plugin_config_yaml = "filterz: {}"`, `unknown section "filterz"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			if strings.Contains(tt.want, "Missing") {
+				t.Setenv("PROXMOX_VE_API_TOKEN", "")
+				t.Setenv("PROXMOX_VE_USERNAME", "")
+				t.Setenv("PROXMOX_VE_PASSWORD", "")
+			}
+			newAccEnv(t, labCluster())
+			resource.Test(t, resource.TestCase{
+				ProtoV6ProviderFactories: testProviders,
+				Steps: []resource.TestStep{{
+					Config:      "provider \"qemuscheduler\" {\n" + tt.provider + "\n}\n" + placement(`name = "a"`),
+					ExpectError: wrapped(regexp.QuoteMeta(tt.want)),
+				}},
+			})
+		})
+	}
+}
+
+func TestAccPlacementMultiSpreadsTwoTwoTwo(t *testing.T) {
+	env := newAccEnv(t, equalCluster())
+	env.needsSim(t)
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders,
+		Steps: []resource.TestStep{{
+			Config: env.config(placement(`names = ["w0", "w1", "w2", "w3", "w4", "w5"]
+				memory = 4096`)),
+			Check: func(s *terraform.State) error {
+				attrs := s.RootModule().Resources[ds].Primary.Attributes
+				perNode, ids := map[string]int{}, map[string]bool{}
+				for i := 0; i < 6; i++ {
+					perNode[attrs[fmt.Sprintf("placements.%d.node", i)]]++
+					ids[attrs[fmt.Sprintf("placements.%d.vmid", i)]] = true
+				}
+				if perNode["pve1"] != 2 || perNode["pve2"] != 2 || perNode["pve3"] != 2 || len(ids) != 6 {
+					return fmt.Errorf("placements per node %v, distinct ids %d; want 2-2-2 and 6", perNode, len(ids))
+				}
+				if attrs["placements.0.name"] != "w0" || attrs["node"] != attrs["placements.0.node"] {
+					return fmt.Errorf("first placement = %s on %s; node = %s", attrs["placements.0.name"], attrs["placements.0.node"], attrs["node"])
+				}
+				return nil
+			},
+		}},
+	})
+}
+
+// A VM that appears with the requested name is returned where it is, and the plan that
+// feeds it to another resource stays empty.
+func TestAccPlacementStickyFeedsOtherResources(t *testing.T) {
+	env := newAccEnv(t, labCluster())
+	sim := env.needsSim(t)
+	cfg := env.config(placement(`name = "web"`), `resource "terraform_data" "vm" {
+  input = "${data.qemuscheduler_placement.p.node}/${data.qemuscheduler_placement.p.vmid}"
+}`)
+	createWeb := func() {
+		c, err := proxmox.New(proxmox.Config{Endpoint: sim.URL(), APIToken: sim.APIToken(), CACertPEM: sim.CACertPEM(), PollInterval: 5 * time.Millisecond})
+		if err == nil {
+			err = c.CreateVM(context.Background(), "pve2", 101, map[string]string{"name": "web", "memory": "512", "start": "1"})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders,
+		Steps: []resource.TestStep{
+			{Config: cfg, Check: resource.ComposeAggregateTestCheckFunc(
+				resource.TestCheckResourceAttr("terraform_data.vm", "output", "pve2/101"),
+				resource.TestCheckResourceAttr(ds, "placements.0.existing", "false"))},
+			{PreConfig: createWeb, Config: cfg, Check: resource.ComposeAggregateTestCheckFunc(
+				resource.TestCheckResourceAttr(ds, "placements.0.existing", "true"),
+				resource.TestCheckResourceAttr(ds, "vmid", "101"),
+				resource.TestCheckResourceAttr(ds, "node", "pve2"),
+				resource.TestCheckResourceAttr("terraform_data.vm", "output", "pve2/101"))},
+			{Config: cfg, PlanOnly: true},
+		},
+	})
+}

@@ -1,0 +1,243 @@
+package provider
+
+import (
+	"context"
+	"errors"
+
+	dsschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	providerschema "github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	rschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/plugins"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+// pluginConfigModel is the plugin_config block, shared by the provider, the data source and
+// the resource.
+type pluginConfigModel struct {
+	Filter []pluginModel      `tfsdk:"filter"`
+	Score  []scorePluginModel `tfsdk:"score"`
+	VMID   []pluginModel      `tfsdk:"vmid"`
+}
+
+type pluginModel struct {
+	Name   types.String `tfsdk:"name"`
+	Enable types.Bool   `tfsdk:"enable"`
+	Args   types.Map    `tfsdk:"args"`
+}
+
+type scorePluginModel struct {
+	Name   types.String `tfsdk:"name"`
+	Enable types.Bool   `tfsdk:"enable"`
+	Args   types.Map    `tfsdk:"args"`
+	Weight types.Int64  `tfsdk:"weight"`
+}
+
+const pluginConfigDescription = "Enables, disables and configures scheduler plugins, like the reference scheduler's " +
+	"plugin-config.yaml. Merged over the provider's plugin config and over `plugin_config_yaml`; a block is the last word: " +
+	"`enable` omitted means enabled even when a lower layer disabled the plugin."
+
+const pluginConfigYAMLDescription = "The reference (CAPPX qemu-scheduler) plugin-config.yaml, verbatim: sections `filters`, " +
+	"`scores` and `vmids`, each a map of plugin name to `{enable, config, weight}`. `enable` omitted means enabled."
+
+// blockAttrs documents the attributes of a filter, score or vmid block.
+type blockAttrs struct {
+	name, enable, args, weight string
+}
+
+var pluginAttrDocs = blockAttrs{
+	name:   "Plugin name, exactly as in the reference scheduler.",
+	enable: "Whether the plugin runs. Omitted means enabled.",
+	args:   "Plugin arguments (the YAML `config:` map), e.g. `{ ratio = \"8\" }` for the overcommit filters.",
+	weight: "Multiplier of the plugin's 0..100 score (scores only; default 1).",
+}
+
+func pluginKindDoc(kind string) string {
+	filters, scores, vmids := plugins.Names()
+	names := map[string][]string{"filter": filters, "score": scores, "vmid": vmids}[kind]
+	doc := "A " + kind + " plugin setting. Valid names: "
+	for i, n := range names {
+		if i > 0 {
+			doc += ", "
+		}
+		doc += "`" + n + "`"
+	}
+	return doc + "."
+}
+
+func providerPluginConfigBlock() providerschema.Block {
+	kind := func(k string, withWeight bool) providerschema.ListNestedBlock {
+		attrs := map[string]providerschema.Attribute{
+			"name":   providerschema.StringAttribute{Required: true, Description: pluginAttrDocs.name},
+			"enable": providerschema.BoolAttribute{Optional: true, Description: pluginAttrDocs.enable},
+			"args":   providerschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: pluginAttrDocs.args},
+		}
+		if withWeight {
+			attrs["weight"] = providerschema.Int64Attribute{Optional: true, Description: pluginAttrDocs.weight}
+		}
+		return providerschema.ListNestedBlock{Description: pluginKindDoc(k), NestedObject: providerschema.NestedBlockObject{Attributes: attrs}}
+	}
+	return providerschema.SingleNestedBlock{
+		Description: pluginConfigDescription,
+		Blocks:      map[string]providerschema.Block{"filter": kind("filter", false), "score": kind("score", true), "vmid": kind("vmid", false)},
+	}
+}
+
+func dataSourcePluginConfigBlock() dsschema.Block {
+	kind := func(k string, withWeight bool) dsschema.ListNestedBlock {
+		attrs := map[string]dsschema.Attribute{
+			"name":   dsschema.StringAttribute{Required: true, Description: pluginAttrDocs.name},
+			"enable": dsschema.BoolAttribute{Optional: true, Description: pluginAttrDocs.enable},
+			"args":   dsschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: pluginAttrDocs.args},
+		}
+		if withWeight {
+			attrs["weight"] = dsschema.Int64Attribute{Optional: true, Description: pluginAttrDocs.weight}
+		}
+		return dsschema.ListNestedBlock{Description: pluginKindDoc(k), NestedObject: dsschema.NestedBlockObject{Attributes: attrs}}
+	}
+	return dsschema.SingleNestedBlock{
+		Description: pluginConfigDescription,
+		Blocks:      map[string]dsschema.Block{"filter": kind("filter", false), "score": kind("score", true), "vmid": kind("vmid", false)},
+	}
+}
+
+func resourcePluginConfigBlock() rschema.Block {
+	kind := func(k string, withWeight bool) rschema.ListNestedBlock {
+		attrs := map[string]rschema.Attribute{
+			"name":   rschema.StringAttribute{Required: true, Description: pluginAttrDocs.name},
+			"enable": rschema.BoolAttribute{Optional: true, Description: pluginAttrDocs.enable},
+			"args":   rschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: pluginAttrDocs.args},
+		}
+		if withWeight {
+			attrs["weight"] = rschema.Int64Attribute{Optional: true, Description: pluginAttrDocs.weight}
+		}
+		return rschema.ListNestedBlock{Description: pluginKindDoc(k), NestedObject: rschema.NestedBlockObject{Attributes: attrs}}
+	}
+	return rschema.SingleNestedBlock{
+		Description: pluginConfigDescription,
+		Blocks:      map[string]rschema.Block{"filter": kind("filter", false), "score": kind("score", true), "vmid": kind("vmid", false)},
+	}
+}
+
+// toScheduler converts the block. A block is the user's last word, so an omitted enable is an
+// explicit true.
+func (m *pluginConfigModel) toScheduler(ctx context.Context) (scheduler.PluginConfig, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	if m == nil {
+		return scheduler.PluginConfig{}, diags
+	}
+	setting := func(enabled types.Bool, args types.Map) scheduler.PluginSetting {
+		enable := enabled.IsNull() || enabled.ValueBool()
+		s := scheduler.PluginSetting{Enable: &enable}
+		if !args.IsNull() && !args.IsUnknown() {
+			s.Args = map[string]string{}
+			diags.Append(args.ElementsAs(ctx, &s.Args, false)...)
+		}
+		return s
+	}
+	section := func(list []pluginModel) map[string]scheduler.PluginSetting {
+		if len(list) == 0 {
+			return nil
+		}
+		out := map[string]scheduler.PluginSetting{}
+		for _, p := range list {
+			out[p.Name.ValueString()] = setting(p.Enable, p.Args)
+		}
+		return out
+	}
+	var scores map[string]scheduler.PluginSetting
+	for _, p := range m.Score {
+		if scores == nil {
+			scores = map[string]scheduler.PluginSetting{}
+		}
+		s := setting(p.Enable, p.Args)
+		if !p.Weight.IsNull() && !p.Weight.IsUnknown() {
+			w := p.Weight.ValueInt64()
+			s.Weight = &w
+		}
+		scores[p.Name.ValueString()] = s
+	}
+	return scheduler.PluginConfig{Filters: section(m.Filter), Scores: scores, VMIDs: section(m.VMID)}, diags
+}
+
+// schedulingLayers parses and checks one object's YAML and block layers, each on its own so
+// that a mistake is reported on the attribute that holds it.
+func schedulingLayers(ctx context.Context, yamlText types.String, block *pluginConfigModel) (yamlCfg, blockCfg scheduler.PluginConfig, diags diag.Diagnostics) {
+	if !yamlText.IsNull() && !yamlText.IsUnknown() {
+		cfg, err := scheduler.ParsePluginConfigYAML([]byte(yamlText.ValueString()))
+		if err == nil {
+			_, err = plugins.NewProfile(cfg)
+		}
+		if err != nil {
+			addSchedulerError(&diags, relabel(err, "plugin_config_yaml"))
+		}
+		yamlCfg = cfg
+	}
+	cfg, d := block.toScheduler(ctx)
+	diags.Append(d...)
+	if _, err := plugins.NewProfile(cfg); err != nil {
+		addSchedulerError(&diags, relabel(err, "plugin_config"))
+	}
+	return yamlCfg, cfg, diags
+}
+
+// relabel points a plugin-config error at the attribute it came from.
+func relabel(err error, attribute string) error {
+	var ie *scheduler.InputError
+	if errors.As(err, &ie) && (ie.Attribute == "plugin_config" || ie.Attribute == "plugin_config_yaml") {
+		copied := *ie
+		copied.Attribute = attribute
+		return &copied
+	}
+	return err
+}
+
+// addSchedulerError turns a scheduler error into a diagnostic on the attribute to blame.
+func addSchedulerError(diags *diag.Diagnostics, err error) {
+	var ie *scheduler.InputError
+	var ue *scheduler.UnschedulableError
+	switch {
+	case errors.As(err, &ie):
+		p := path.Root(ie.Attribute)
+		if ie.Attribute == "annotations" && ie.Key != "" {
+			p = p.AtMapKey(ie.Key)
+		}
+		diags.AddAttributeError(p, "Invalid "+ie.Attribute, ie.Message)
+	case errors.As(err, &ue):
+		diags.AddError("No placement for "+quoteOr(ue.Request, "the VM"), ue.Message+explainCandidates(ue.Candidates))
+	default:
+		diags.AddError("Scheduling failed", err.Error())
+	}
+}
+
+func quoteOr(s, fallback string) string {
+	if s == "" {
+		return fallback
+	}
+	return `"` + s + `"`
+}
+
+func explainCandidates(cands []scheduler.Candidate) string {
+	if len(cands) == 0 {
+		return ""
+	}
+	out := "\n\nPer node:"
+	for _, c := range cands {
+		out += "\n  " + c.Node + ": "
+		if c.Feasible {
+			out += "feasible, score " + scheduler.FormatNumber(c.Score)
+			continue
+		}
+		for i, r := range c.Reasons {
+			if i > 0 {
+				out += "; "
+			}
+			out += r
+		}
+	}
+	return out
+}
+

@@ -1,0 +1,210 @@
+// Package provider implements the qemuscheduler Terraform provider: its configuration, the
+// qemuscheduler_placement data source and the qemuscheduler_vm resource.
+package provider
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/reservations"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+// Environment variables, named as in the bpg provider so existing credentials work unchanged.
+const (
+	envEndpoint = "PROXMOX_VE_ENDPOINT"
+	envToken    = "PROXMOX_VE_API_TOKEN"
+	envUsername = "PROXMOX_VE_USERNAME"
+	envPassword = "PROXMOX_VE_PASSWORD"
+	envInsecure = "PROXMOX_VE_INSECURE"
+)
+
+// New returns the provider factory for a version.
+func New(version string) func() provider.Provider {
+	return func() provider.Provider { return &qemuProvider{version: version} }
+}
+
+type qemuProvider struct{ version string }
+
+type providerModel struct {
+	Endpoint         types.String       `tfsdk:"endpoint"`
+	APIToken         types.String       `tfsdk:"api_token"`
+	Username         types.String       `tfsdk:"username"`
+	Password         types.String       `tfsdk:"password"`
+	Insecure         types.Bool         `tfsdk:"insecure"`
+	CACert           types.String       `tfsdk:"ca_cert"`
+	PluginConfigYAML types.String       `tfsdk:"plugin_config_yaml"`
+	PluginConfig     *pluginConfigModel `tfsdk:"plugin_config"`
+}
+
+func (p *qemuProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
+	resp.TypeName = "qemuscheduler"
+	resp.Version = p.version
+}
+
+func (p *qemuProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		Description: "Decides where a QEMU VM runs in a Proxmox VE cluster and which VMID it gets (filter, score, select, " +
+			"as the CAPPX qemu-scheduler), explains every decision, and creates the VM there.",
+		Attributes: map[string]schema.Attribute{
+			"endpoint": schema.StringAttribute{Optional: true,
+				Description: "Proxmox VE API URL, e.g. `https://pve.example.com:8006` (with or without `/api2/json`). Env: `" + envEndpoint + "`."},
+			"api_token": schema.StringAttribute{Optional: true, Sensitive: true,
+				Description: "API token `USER@REALM!TOKENID=SECRET`. Env: `" + envToken + "`. Conflicts with `password`."},
+			"username": schema.StringAttribute{Optional: true,
+				Description: "User for ticket login, with realm, e.g. `root@pam`. Env: `" + envUsername + "`."},
+			"password": schema.StringAttribute{Optional: true, Sensitive: true,
+				Description: "Password for ticket login. Env: `" + envPassword + "`."},
+			"insecure": schema.BoolAttribute{Optional: true,
+				Description: "Skip TLS certificate verification. Default false. Env: `" + envInsecure + "`."},
+			"ca_cert": schema.StringAttribute{Optional: true,
+				Description: "PEM certificate(s) of the CA that signed the PVE API certificate, for private CAs."},
+			"plugin_config_yaml": schema.StringAttribute{Optional: true,
+				Description: pluginConfigYAMLDescription + " Default for every data source and resource of this provider."},
+		},
+		Blocks: map[string]schema.Block{"plugin_config": providerPluginConfigBlock()},
+	}
+}
+
+// ValidateConfig checks what is known at plan time, each error on its attribute.
+func (p *qemuProvider) ValidateConfig(ctx context.Context, req provider.ValidateConfigRequest, resp *provider.ValidateConfigResponse) {
+	var m providerModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	validateConnection(&resp.Diagnostics, m)
+	_, _, diags := schedulingLayers(ctx, m.PluginConfigYAML, m.PluginConfig)
+	resp.Diagnostics.Append(diags...)
+}
+
+func known(v types.String) bool { return !v.IsNull() && !v.IsUnknown() }
+
+func validateConnection(diags *diag.Diagnostics, m providerModel) {
+	if known(m.Endpoint) {
+		if _, err := proxmox.NormalizeEndpoint(m.Endpoint.ValueString()); err != nil {
+			diags.AddAttributeError(path.Root("endpoint"), "Invalid endpoint", err.Error())
+		}
+	}
+	if known(m.APIToken) {
+		if _, _, err := proxmox.ParseAPIToken(m.APIToken.ValueString()); err != nil {
+			diags.AddAttributeError(path.Root("api_token"), "Invalid API token", err.Error())
+		}
+		if known(m.Password) {
+			diags.AddAttributeError(path.Root("password"), "Conflicting credentials",
+				"Give either api_token or username and password, not both.")
+		}
+	}
+	if known(m.CACert) {
+		if err := checkPEM(m.CACert.ValueString()); err != nil {
+			diags.AddAttributeError(path.Root("ca_cert"), "Invalid CA certificate", err.Error())
+		}
+	}
+}
+
+// checkPEM requires at least one parseable certificate and nothing else.
+func checkPEM(text string) error {
+	rest := []byte(text)
+	count := 0
+	for {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		if _, err := x509.ParseCertificate(block.Bytes); block.Type != "CERTIFICATE" || err != nil {
+			return fmt.Errorf("ca_cert block %d is not a valid certificate: want PEM blocks -----BEGIN CERTIFICATE----- ... -----END CERTIFICATE-----", count+1)
+		}
+		count++
+	}
+	if count == 0 {
+		return fmt.Errorf("ca_cert must hold at least one PEM certificate (-----BEGIN CERTIFICATE----- ...)")
+	}
+	return nil
+}
+
+func (p *qemuProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
+	var m providerModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	for attr, v := range map[string]types.String{"endpoint": m.Endpoint, "api_token": m.APIToken, "username": m.Username, "password": m.Password, "ca_cert": m.CACert} {
+		if v.IsUnknown() {
+			if req.ClientCapabilities.DeferralAllowed {
+				resp.Deferred = &provider.Deferred{Reason: provider.DeferredReasonProviderConfigUnknown}
+				return
+			}
+			resp.Diagnostics.AddAttributeError(path.Root(attr), "Unknown provider configuration",
+				"The provider cannot connect before "+attr+" is known. Set it to a value known at plan time, or apply the resource it depends on first (terraform apply -target=...).")
+			return
+		}
+	}
+	cfg := proxmox.Config{
+		Endpoint:  valueOrEnv(m.Endpoint, envEndpoint),
+		APIToken:  valueOrEnv(m.APIToken, envToken),
+		Username:  valueOrEnv(m.Username, envUsername),
+		Password:  valueOrEnv(m.Password, envPassword),
+		CACertPEM: m.CACert.ValueString(),
+		UserAgent: "terraform-provider-qemuscheduler/" + p.version,
+	}
+	cfg.Insecure = m.Insecure.ValueBool()
+	if m.Insecure.IsNull() {
+		cfg.Insecure, _ = strconv.ParseBool(os.Getenv(envInsecure))
+	}
+	ctx = tflog.MaskAllFieldValuesStrings(ctx, cfg.APIToken, cfg.Password)
+	ctx = tflog.MaskFieldValuesWithFieldKeys(ctx, "api_token", "password")
+	switch {
+	case cfg.Endpoint == "":
+		resp.Diagnostics.AddAttributeError(path.Root("endpoint"), "Missing Proxmox VE endpoint",
+			"Set endpoint in the provider block or the "+envEndpoint+" environment variable, e.g. https://pve.example.com:8006.")
+		return
+	case cfg.APIToken == "" && (cfg.Username == "" || cfg.Password == ""):
+		resp.Diagnostics.AddAttributeError(path.Root("api_token"), "Missing Proxmox VE credentials",
+			"Set api_token ("+envToken+"), or username and password ("+envUsername+", "+envPassword+").")
+		return
+	}
+	client, err := proxmox.New(cfg)
+	if err != nil {
+		resp.Diagnostics.AddError("Invalid Proxmox VE connection settings", err.Error())
+		return
+	}
+	yamlCfg, blockCfg, diags := schedulingLayers(ctx, m.PluginConfigYAML, m.PluginConfig)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	tflog.Debug(ctx, "configured Proxmox VE client", map[string]any{"endpoint": cfg.Endpoint, "api_token": cfg.APIToken})
+	data := &providerData{client: client, defaults: scheduler.MergePluginConfigs(yamlCfg, blockCfg), ledger: reservations.New()}
+	resp.DataSourceData = data
+	resp.ResourceData = data
+}
+
+func valueOrEnv(v types.String, env string) string {
+	if !v.IsNull() {
+		return v.ValueString()
+	}
+	return os.Getenv(env)
+}
+
+func (p *qemuProvider) Resources(context.Context) []func() resource.Resource {
+	return nil
+}
+
+func (p *qemuProvider) DataSources(context.Context) []func() datasource.DataSource {
+	return []func() datasource.DataSource{newPlacementDataSource}
+}

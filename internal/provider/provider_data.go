@@ -1,0 +1,49 @@
+package provider
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/reservations"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+// snapshotTTL is how long a snapshot serves reads: long enough for the data sources of one
+// plan to share it, short enough that it never outlives an operation. Writes invalidate it.
+const snapshotTTL = 2 * time.Second
+
+// providerData is what Configure hands to data sources and resources.
+type providerData struct {
+	client *proxmox.Client
+	// defaults is the provider's plugin config: the bottom layer every object merges onto.
+	defaults scheduler.PluginConfig
+	ledger   *reservations.Ledger
+
+	mu      sync.Mutex
+	cached  *scheduler.Snapshot
+	cachedAt time.Time
+}
+
+// snapshot returns a recent snapshot, shared by reads within snapshotTTL.
+func (p *providerData) snapshot(ctx context.Context) (scheduler.Snapshot, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cached != nil && time.Since(p.cachedAt) < snapshotTTL {
+		return *p.cached, nil
+	}
+	snap, err := p.client.Snapshot(ctx)
+	if err != nil {
+		return scheduler.Snapshot{}, err
+	}
+	p.cached, p.cachedAt = &snap, time.Now()
+	return snap, nil
+}
+
+// invalidate drops the cached snapshot; every write calls it.
+func (p *providerData) invalidate() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cached = nil
+}
