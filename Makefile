@@ -1,15 +1,24 @@
-# terraform-provider-qemuscheduler
+# terraform-provider-qemuscheduler: the two commands a newcomer needs are `make demo` and
+# `make test`.
 BINARY  := terraform-provider-qemuscheduler
 VERSION ?= dev
 
-.PHONY: build test unit lint
+.PHONY: build demo test bench lint
+
 build:
 	go build -ldflags "-X main.version=$(VERSION)" -o bin/$(BINARY) .
 
-unit:
-	go test ./...
+## demo: build, start the simulated lab cluster, terraform apply examples/demo, show the placements
+demo:
+	scripts/demo.sh
 
-test: unit
+## test: unit tests, then acceptance tests against the simulator with Terraform and OpenTofu
+test:
+	scripts/test.sh
+
+bench:
+	go test -run XXX -bench . -benchtime 200x ./internal/plugins/
+	go test -run XXX -bench Snapshot -benchtime 10x ./internal/proxmox/
 
 lint:
 	gofmt -l . | (! grep .)

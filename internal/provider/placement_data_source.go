@@ -108,8 +108,8 @@ func (d *placementDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 					"score":    schema.Float64Attribute{Computed: true, Description: "Weighted total score (feasible nodes)."},
 					"scores":   schema.MapAttribute{Computed: true, ElementType: types.Float64Type, Description: "Score per score plugin, 0..100."},
 				}}},
-			"summary":       schema.StringAttribute{Computed: true, Description: "One human line per placement."},
-			"id":            schema.StringAttribute{Computed: true, Description: "Identifies the decision: name=node/vmid per placement."},
+			"summary": schema.StringAttribute{Computed: true, Description: "One human line per placement."},
+			"id":      schema.StringAttribute{Computed: true, Description: "Identifies the decision: name=node/vmid per placement."},
 		},
 		Blocks: map[string]schema.Block{"plugin_config": dataSourcePluginConfigBlock()},
 	}

@@ -240,4 +240,3 @@ func explainCandidates(cands []scheduler.Candidate) string {
 	}
 	return out
 }
-

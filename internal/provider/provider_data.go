@@ -21,8 +21,8 @@ type providerData struct {
 	defaults scheduler.PluginConfig
 	ledger   *reservations.Ledger
 
-	mu      sync.Mutex
-	cached  *scheduler.Snapshot
+	mu       sync.Mutex
+	cached   *scheduler.Snapshot
 	cachedAt time.Time
 }
 

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# make demo: build the provider, start the simulated lab cluster, apply examples/demo with
+# Terraform and show where each VM went and why. Everything lives in a temporary directory;
+# the user's Terraform configuration is never touched.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work=$(mktemp -d)
+sim_pid=""
+cleanup() {
+  [ -n "$sim_pid" ] && kill "$sim_pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+terraform_bin=${TERRAFORM:-$(command -v terraform || true)}
+[ -n "$terraform_bin" ] || { echo "terraform is not on PATH" >&2; exit 1; }
+
+echo "== building the provider and the simulator"
+go build -o "$work/bin/terraform-provider-qemuscheduler" .
+go build -o "$work/pvesim" ./internal/pvesim/cmd/pvesim
+
+echo "== starting the simulated cluster (examples/lab/cluster.yaml)"
+"$work/pvesim" --cluster examples/lab/cluster.yaml --ca-out "$work/ca.pem" --env-out "$work/env" --task-duration 200ms >"$work/pvesim.log" 2>&1 &
+sim_pid=$!
+for _ in $(seq 50); do [ -s "$work/env" ] && break; sleep 0.1; done
+[ -s "$work/env" ] || { cat "$work/pvesim.log" >&2; exit 1; }
+# shellcheck disable=SC1091
+. "$work/env"
+head -1 "$work/pvesim.log"
+
+cat >"$work/terraformrc" <<EOF2
+provider_installation {
+  dev_overrides {
+    "registry.terraform.io/qemuscheduler/qemuscheduler" = "$work/bin"
+  }
+  direct {}
+}
+EOF2
+export TF_CLI_CONFIG_FILE="$work/terraformrc" TF_IN_AUTOMATION=1 TF_VAR_ca_cert_file="$work/ca.pem"
+cp -r examples/demo "$work/demo"
+
+echo "== terraform apply"
+"$terraform_bin" -chdir="$work/demo" apply -auto-approve -input=false -compact-warnings
