@@ -202,7 +202,7 @@ func valueOrEnv(v types.String, env string) string {
 }
 
 func (p *qemuProvider) Resources(context.Context) []func() resource.Resource {
-	return nil
+	return []func() resource.Resource{NewVMResource}
 }
 
 func (p *qemuProvider) DataSources(context.Context) []func() datasource.DataSource {

@@ -1,0 +1,604 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/plugins"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+// maxCreateAttempts bounds how often a create decides again after PVE says the VMID exists
+// (another Terraform run or a human took it between our snapshot and the create).
+const maxCreateAttempts = 5
+
+// NewVMResource returns the qemuscheduler_vm resource.
+func NewVMResource() resource.Resource { return &vmResource{} }
+
+type vmResource struct{ data *providerData }
+
+var (
+	_ resource.ResourceWithModifyPlan  = (*vmResource)(nil)
+	_ resource.ResourceWithImportState = (*vmResource)(nil)
+)
+
+func (r *vmResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_vm"
+}
+
+func (r *vmResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	if req.ProviderData == nil {
+		return
+	}
+	data, ok := req.ProviderData.(*providerData)
+	if !ok {
+		resp.Diagnostics.AddError("Unexpected provider data", fmt.Sprintf("got %T; this is a bug in the provider", req.ProviderData))
+		return
+	}
+	r.data = data
+}
+
+func (r *vmResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var m vmModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	yamlCfg, blockCfg, diags := schedulingLayers(ctx, m.PluginConfigYAML, m.PluginConfig)
+	resp.Diagnostics.Append(diags...)
+	if !resp.Diagnostics.HasError() && !m.Annotations.IsUnknown() {
+		validateAnnotations(ctx, &resp.Diagnostics, m.Annotations, scheduler.MergePluginConfigs(yamlCfg, blockCfg))
+	}
+	if !m.Balloon.IsNull() && !m.Memory.IsNull() && !m.Balloon.IsUnknown() && !m.Memory.IsUnknown() && m.Balloon.ValueInt64() > m.Memory.ValueInt64() {
+		resp.Diagnostics.AddAttributeError(path.Root("balloon"), "Balloon larger than memory",
+			fmt.Sprintf("balloon (%d MiB) must not exceed memory (%d MiB).", m.Balloon.ValueInt64(), m.Memory.ValueInt64()))
+	}
+	if m.Clone != nil && m.Clone.SourceVMID.IsNull() {
+		resp.Diagnostics.AddAttributeError(path.Root("clone").AtName("source_vmid"), "Missing clone source",
+			"A clone block needs source_vmid, the VMID of the template or VM to clone.")
+	}
+	seen := map[string]bool{}
+	for i, d := range m.Disks {
+		if s := d.Slot.ValueString(); seen[s] {
+			resp.Diagnostics.AddAttributeError(path.Root("disk").AtListIndex(i).AtName("slot"), "Duplicate disk slot", s+" is used twice.")
+		} else {
+			seen[s] = true
+		}
+	}
+	for i, n := range m.Networks {
+		if s := n.Slot.ValueString(); seen[s] {
+			resp.Diagnostics.AddAttributeError(path.Root("network").AtListIndex(i).AtName("slot"), "Duplicate network slot", s+" is used twice.")
+		} else {
+			seen[s] = true
+		}
+	}
+}
+
+// profileFor merges the provider's plugin config with the resource's own layers.
+func (r *vmResource) profileFor(ctx context.Context, m *vmModel, diags *diag.Diagnostics) *scheduler.Profile {
+	yamlCfg, blockCfg, d := schedulingLayers(ctx, m.PluginConfigYAML, m.PluginConfig)
+	diags.Append(d...)
+	if diags.HasError() {
+		return nil
+	}
+	profile, err := plugins.NewProfile(scheduler.MergePluginConfigs(r.data.defaults, yamlCfg, blockCfg))
+	if err != nil {
+		addSchedulerError(diags, err)
+		return nil
+	}
+	return profile
+}
+
+// request is the scheduling request for the model. Unset sizes of a clone come from its
+// source, so the overcommit filters see what the VM will really use.
+func (r *vmResource) request(ctx context.Context, m *vmModel, diags *diag.Diagnostics) scheduler.Request {
+	req := scheduler.Request{Name: m.Name.ValueString(), Cores: 1, Sockets: 1, MemoryMiB: 512, Node: m.Node.ValueString(), VMID: int(m.VMID.ValueInt64())}
+	if !m.Annotations.IsNull() && !m.Annotations.IsUnknown() {
+		diags.Append(m.Annotations.ElementsAs(ctx, &req.Annotations, false)...)
+	}
+	if m.Clone != nil && (m.Cores.IsUnknown() || m.Cores.IsNull() || m.Memory.IsUnknown() || m.Memory.IsNull() || m.Sockets.IsUnknown() || m.Sockets.IsNull()) {
+		if src, err := r.cloneSource(ctx, m.Clone); err == nil {
+			req.Cores = atoiDefault(src.Config["cores"], 1)
+			req.Sockets = atoiDefault(src.Config["sockets"], 1)
+			req.MemoryMiB = atoiDefault(strings.TrimPrefix(src.Config["memory"], "current="), 512)
+		} else {
+			diags.AddAttributeError(path.Root("clone").AtName("source_vmid"), "Cannot read the clone source", err.Error())
+		}
+	}
+	for _, size := range []struct {
+		v   types.Int64
+		out *int
+	}{{m.Cores, &req.Cores}, {m.Sockets, &req.Sockets}, {m.Memory, &req.MemoryMiB}} {
+		if !size.v.IsNull() && !size.v.IsUnknown() {
+			*size.out = int(size.v.ValueInt64())
+		}
+	}
+	return req
+}
+
+func (r *vmResource) cloneSource(ctx context.Context, c *cloneModel) (*proxmox.VM, error) {
+	vmid := int(c.SourceVMID.ValueInt64())
+	node := c.SourceNode.ValueString()
+	if node == "" {
+		var err error
+		if node, err = r.data.client.LocateVM(ctx, vmid); err != nil {
+			return nil, err
+		}
+	}
+	return r.data.client.GetVM(ctx, node, vmid)
+}
+
+// ModifyPlan checks at plan time that a new VM fits somewhere, that disks only grow, and warns
+// when an existing VM's node no longer passes the hard filters.
+func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() || r.data == nil {
+		return
+	}
+	var plan vmModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() || plan.Node.IsUnknown() && !plan.ID.IsUnknown() || plan.Name.IsUnknown() || plan.Annotations.IsUnknown() {
+		return
+	}
+	profile := r.profileFor(ctx, &plan, &resp.Diagnostics)
+	if profile == nil {
+		return
+	}
+	schedReq := r.request(ctx, &plan, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	snap, err := r.data.snapshot(ctx)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot read the Proxmox VE cluster", err.Error())
+		return
+	}
+	if req.State.Raw.IsNull() {
+		if _, err := profile.Schedule(snap, []scheduler.Request{schedReq}, scheduler.Options{}); err != nil {
+			addSchedulerError(&resp.Diagnostics, err)
+		}
+		return
+	}
+	var state vmModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	checkDiskShrink(&state, &plan, &resp.Diagnostics)
+	schedReq.Node, schedReq.VMID = "", 0
+	if reasons := profile.CheckNode(snap, schedReq, state.Node.ValueString(), int(state.VMID.ValueInt64())); len(reasons) > 0 {
+		resp.Diagnostics.AddWarning("VM "+state.ID.ValueString()+" no longer fits its node under the current scheduling rules",
+			fmt.Sprintf("%s on %s: %s. Placement is sticky, so the VM stays; pin or change node to move it.",
+				state.Name.ValueString(), state.Node.ValueString(), strings.Join(reasons, "; ")))
+	}
+}
+
+func checkDiskShrink(state, plan *vmModel, diags *diag.Diagnostics) {
+	sizes := map[string]int64{}
+	for _, d := range state.Disks {
+		sizes[d.Slot.ValueString()] = d.Size.ValueInt64()
+	}
+	for i, d := range plan.Disks {
+		if old, ok := sizes[d.Slot.ValueString()]; ok && !d.Size.IsUnknown() && d.Size.ValueInt64() < old {
+			diags.AddAttributeError(path.Root("disk").AtListIndex(i).AtName("size"), "Disks cannot shrink",
+				fmt.Sprintf("%s is %d GiB; Proxmox VE cannot shrink disks, so %d GiB is refused. Keep the size, or replace the VM (terraform apply -replace=...).",
+					d.Slot.ValueString(), old, d.Size.ValueInt64()))
+		}
+	}
+}
+
+func (r *vmResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan vmModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, d := plan.Timeouts.Create(ctx, 30*time.Minute)
+	resp.Diagnostics.Append(d...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	profile := r.profileFor(ctx, &plan, &resp.Diagnostics)
+	schedReq := r.request(ctx, &plan, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx = tflog.NewSubsystem(ctx, logSubsystem)
+	ledger := r.data.ledger
+	for attempt := 1; ; attempt++ {
+		var placement scheduler.Placement
+		reservation, err := ledger.Decide(ctx, r.data.client.Snapshot, func(snap scheduler.Snapshot) (scheduler.Reservation, error) {
+			d, err := profile.Schedule(snap, []scheduler.Request{schedReq}, scheduler.Options{})
+			if err != nil {
+				return scheduler.Reservation{}, err
+			}
+			placement = d.Placements[0]
+			return scheduler.Reservation{VMID: placement.VMID, Node: placement.Node, VCPUs: schedReq.VCPUs(), MemoryMiB: schedReq.MemoryMiB}, nil
+		})
+		if err != nil {
+			var pe *proxmox.APIError
+			if errors.As(err, &pe) {
+				resp.Diagnostics.AddError("Cannot read the Proxmox VE cluster", err.Error())
+			} else {
+				addSchedulerError(&resp.Diagnostics, err)
+			}
+			return
+		}
+		tflog.SubsystemInfo(ctx, logSubsystem, "placement decided", map[string]any{"name": placement.Name, "node": placement.Node, "vmid": placement.VMID, "attempt": attempt})
+		err = r.createGuest(ctx, &plan, placement)
+		if errors.Is(err, proxmox.ErrAlreadyExists) && schedReq.VMID == 0 && attempt < maxCreateAttempts {
+			ledger.MarkTaken(reservation.VMID)
+			r.data.invalidate()
+			tflog.SubsystemWarn(ctx, logSubsystem, "vmid taken meanwhile, deciding again", map[string]any{"vmid": reservation.VMID})
+			continue
+		}
+		if err != nil {
+			ledger.Release(reservation.VMID)
+			r.data.invalidate()
+			resp.Diagnostics.AddError(fmt.Sprintf("Cannot create VM %q", plan.Name.ValueString()), err.Error()+attemptsNote(attempt))
+			return
+		}
+		// The guest exists: from here on every error is returned with state set, so that
+		// Terraform taints the VM instead of orphaning it.
+		plan.Storage = types.StringValue(placement.Storage)
+		plan.PlacementSummary = types.StringValue(placement.Summary)
+		cfgErr := r.configureNew(ctx, &plan, placement)
+		ledger.Release(reservation.VMID)
+		r.data.invalidate()
+		if cfgErr != nil {
+			resp.Diagnostics.AddError(fmt.Sprintf("VM %d was created on %s but could not be set up", placement.VMID, placement.Node), cfgErr.Error())
+		}
+		r.readBack(ctx, &plan, placement.Node, placement.VMID, &resp.Diagnostics)
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+		return
+	}
+}
+
+func attemptsNote(attempt int) string {
+	if attempt > 1 {
+		return fmt.Sprintf(" (after %d attempts: VMIDs kept being taken by someone else)", attempt)
+	}
+	return ""
+}
+
+// createGuest clones or creates the VM at the placement. For a clone, configuration follows
+// in configureNew; a VM from scratch gets its whole configuration at once.
+func (r *vmResource) createGuest(ctx context.Context, m *vmModel, p scheduler.Placement) error {
+	c := r.data.client
+	if m.Clone != nil {
+		src := m.Clone.SourceNode.ValueString()
+		if src == "" {
+			var err error
+			if src, err = c.LocateVM(ctx, int(m.Clone.SourceVMID.ValueInt64())); err != nil {
+				return fmt.Errorf("clone source: %w", err)
+			}
+		}
+		full := m.Clone.Full.IsNull() || m.Clone.Full.ValueBool()
+		storage := ""
+		if full {
+			storage = p.Storage
+			if known(m.Clone.Storage) {
+				storage = m.Clone.Storage.ValueString()
+			}
+		}
+		return c.CloneVM(ctx, proxmox.CloneRequest{SourceNode: src, SourceVMID: int(m.Clone.SourceVMID.ValueInt64()), NewID: p.VMID,
+			Target: p.Node, Name: m.Name.ValueString(), Pool: m.Pool.ValueString(), Storage: storage, Full: full})
+	}
+	var diags diag.Diagnostics
+	params := m.vmConfig(ctx, p.Storage, &diags)
+	if diags.HasError() {
+		return errors.New("invalid configuration")
+	}
+	for i, d := range m.Disks {
+		storage := p.Storage
+		if known(d.Storage) {
+			storage = d.Storage.ValueString()
+		}
+		m.Disks[i].Storage = types.StringValue(storage)
+		params[d.Slot.ValueString()] = fmt.Sprintf("%s:%d", storage, d.Size.ValueInt64())
+	}
+	if m.CloudInit != nil {
+		params["ide2"] = p.Storage + ":cloudinit"
+	}
+	if known(m.Pool) {
+		params["pool"] = m.Pool.ValueString()
+	}
+	return c.CreateVM(ctx, p.Node, p.VMID, params)
+}
+
+// configureNew brings a fresh guest to the planned configuration and power state.
+func (r *vmResource) configureNew(ctx context.Context, m *vmModel, p scheduler.Placement) error {
+	c := r.data.client
+	if m.Clone != nil {
+		vm, err := c.GetVM(ctx, p.Node, p.VMID)
+		if err != nil {
+			return err
+		}
+		var diags diag.Diagnostics
+		set := m.vmConfig(ctx, p.Storage, &diags)
+		if m.CloudInit != nil && !hasCloudInitDrive(vm.Config) {
+			set["ide2"] = p.Storage + ":cloudinit"
+		}
+		if err := r.applyDisks(ctx, m, vm.Config, set, p.Node, p.VMID, p.Storage); err != nil {
+			return err
+		}
+		if err := c.UpdateVM(ctx, p.Node, p.VMID, changed(vm.Config, set), nil); err != nil {
+			return err
+		}
+	}
+	if m.Started.ValueBool() {
+		return c.StartVM(ctx, p.Node, p.VMID)
+	}
+	return nil
+}
+
+func hasCloudInitDrive(cfg map[string]string) bool {
+	for k, v := range cfg {
+		if diskSlot.MatchString(k) && strings.Contains(v, "cloudinit") {
+			return true
+		}
+	}
+	return false
+}
+
+// applyDisks grows existing disks to their planned size and adds new ones to set.
+func (r *vmResource) applyDisks(ctx context.Context, m *vmModel, current, set map[string]string, node string, vmid int, defaultStorage string) error {
+	for i, d := range m.Disks {
+		slot := d.Slot.ValueString()
+		if v, ok := current[slot]; ok {
+			m.Disks[i].Storage = types.StringValue(diskStorage(v))
+			if d.Size.ValueInt64() > diskSizeGiB(v) {
+				if err := r.data.client.ResizeDisk(ctx, node, vmid, slot, fmt.Sprintf("%dG", d.Size.ValueInt64())); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		storage := defaultStorage
+		if known(d.Storage) {
+			storage = d.Storage.ValueString()
+		}
+		m.Disks[i].Storage = types.StringValue(storage)
+		set[slot] = fmt.Sprintf("%s:%d", storage, d.Size.ValueInt64())
+	}
+	return nil
+}
+
+// changed keeps the keys of want whose values differ from have.
+func changed(have, want map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range want {
+		if have[k] != v {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// readBack refreshes the model after a write; if PVE cannot be read, computed values that are
+// still unknown are set null so that the state can be saved.
+func (r *vmResource) readBack(ctx context.Context, m *vmModel, node string, vmid int, diags *diag.Diagnostics) {
+	m.ID, m.VMID, m.Node = types.StringValue(strconv.Itoa(vmid)), types.Int64Value(int64(vmid)), types.StringValue(node)
+	vm, err := r.data.client.GetVM(ctx, node, vmid)
+	if err != nil {
+		diags.AddError(fmt.Sprintf("Cannot read VM %d back", vmid), err.Error())
+		m.nullUnknowns()
+		return
+	}
+	m.readInto(ctx, vm, diags)
+}
+
+func (m *vmModel) nullUnknowns() {
+	for _, s := range []*types.String{&m.Storage, &m.PlacementSummary, &m.Description, &m.CPUType} {
+		if s.IsUnknown() {
+			*s = types.StringNull()
+		}
+	}
+	for _, i := range []*types.Int64{&m.Cores, &m.Sockets, &m.Memory, &m.Balloon} {
+		if i.IsUnknown() {
+			*i = types.Int64Null()
+		}
+	}
+	for _, b := range []*types.Bool{&m.Agent, &m.OnBoot} {
+		if b.IsUnknown() {
+			*b = types.BoolNull()
+		}
+	}
+	if m.Tags.IsUnknown() {
+		m.Tags = types.SetNull(types.StringType)
+	}
+	for i := range m.Networks {
+		if m.Networks[i].MAC.IsUnknown() {
+			m.Networks[i].MAC = types.StringNull()
+		}
+	}
+	for i := range m.Disks {
+		if m.Disks[i].Storage.IsUnknown() {
+			m.Disks[i].Storage = types.StringNull()
+		}
+	}
+}
+
+func (r *vmResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state vmModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	vmid := int(state.VMID.ValueInt64())
+	node, err := r.data.client.LocateVM(ctx, vmid)
+	if errors.Is(err, proxmox.ErrNotFound) {
+		tflog.Warn(ctx, "VM is gone; removing it from state", map[string]any{"vmid": vmid})
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.AddError(fmt.Sprintf("Cannot find VM %d", vmid), err.Error())
+		return
+	}
+	vm, err := r.data.client.GetVM(ctx, node, vmid)
+	if err != nil {
+		resp.Diagnostics.AddError(fmt.Sprintf("Cannot read VM %d", vmid), err.Error())
+		return
+	}
+	state.readInto(ctx, vm, &resp.Diagnostics)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+func (r *vmResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan, state vmModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, d := plan.Timeouts.Update(ctx, 30*time.Minute)
+	resp.Diagnostics.Append(d...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	defer r.data.invalidate()
+	c := r.data.client
+	vmid := int(state.VMID.ValueInt64())
+	node := state.Node.ValueString()
+	err := r.update(ctx, &plan, &state, node, vmid)
+	if err != nil {
+		resp.Diagnostics.AddError(fmt.Sprintf("Cannot update VM %d", vmid), err.Error())
+	}
+	if at, lerr := c.LocateVM(ctx, vmid); lerr == nil {
+		node = at
+	}
+	r.readBack(ctx, &plan, node, vmid, &resp.Diagnostics)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+func (r *vmResource) update(ctx context.Context, plan, state *vmModel, node string, vmid int) error {
+	c := r.data.client
+	vm, err := c.GetVM(ctx, node, vmid)
+	if err != nil {
+		return err
+	}
+	if target := plan.Node.ValueString(); known(plan.Node) && target != node {
+		if err := c.MigrateVM(ctx, node, vmid, target, vm.Status == "running"); err != nil {
+			return err
+		}
+		node = target
+	}
+	var diags diag.Diagnostics
+	want := plan.vmConfig(ctx, state.Storage.ValueString(), &diags)
+	old := state.vmConfig(ctx, state.Storage.ValueString(), &diags)
+	if diags.HasError() {
+		return errors.New("invalid configuration")
+	}
+	if plan.CloudInit != nil && !hasCloudInitDrive(vm.Config) {
+		want["ide2"] = state.Storage.ValueString() + ":cloudinit"
+	}
+	if err := r.applyDisks(ctx, plan, vm.Config, want, node, vmid, state.Storage.ValueString()); err != nil {
+		return err
+	}
+	var del []string
+	for k := range old {
+		if _, keep := want[k]; !keep {
+			if _, present := vm.Config[k]; present {
+				del = append(del, k)
+			}
+		}
+	}
+	for _, d := range state.Disks {
+		if !hasSlot(plan.Disks, d.Slot.ValueString()) {
+			del = append(del, d.Slot.ValueString())
+		}
+	}
+	if err := c.UpdateVM(ctx, node, vmid, changed(vm.Config, want), del); err != nil {
+		return err
+	}
+	running := vm.Status == "running"
+	switch wantRun := plan.Started.ValueBool(); {
+	case wantRun && !running:
+		return c.StartVM(ctx, node, vmid)
+	case !wantRun && running:
+		return c.ShutdownVM(ctx, node, vmid, time.Minute)
+	}
+	return nil
+}
+
+func hasSlot(disks []diskModel, slot string) bool {
+	for _, d := range disks {
+		if d.Slot.ValueString() == slot {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *vmResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state vmModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, d := state.Timeouts.Delete(ctx, 10*time.Minute)
+	resp.Diagnostics.Append(d...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	defer r.data.invalidate()
+	vmid := int(state.VMID.ValueInt64())
+	c := r.data.client
+	node, err := c.LocateVM(ctx, vmid)
+	if errors.Is(err, proxmox.ErrNotFound) {
+		return
+	}
+	if err == nil {
+		var vm *proxmox.VM
+		if vm, err = c.GetVM(ctx, node, vmid); err == nil && vm.Status == "running" {
+			err = c.ShutdownVM(ctx, node, vmid, timeout/2)
+		}
+	}
+	if err == nil {
+		err = c.DeleteVM(ctx, node, vmid)
+	}
+	if err != nil && !errors.Is(err, proxmox.ErrNotFound) {
+		resp.Diagnostics.AddError(fmt.Sprintf("Cannot delete VM %d", vmid), err.Error())
+	}
+}
+
+// ImportState accepts "123" or "pve2/123". The VM's disks and NICs become managed blocks.
+func (r *vmResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	idText := req.ID
+	if _, after, ok := strings.Cut(idText, "/"); ok {
+		idText = after
+	}
+	vmid, err := strconv.Atoi(idText)
+	if err != nil || vmid < scheduler.MinVMID || vmid > scheduler.MaxVMID {
+		resp.Diagnostics.AddError("Invalid import ID", fmt.Sprintf("%q is not a VMID; use 123 or node/123, e.g. pve2/123.", req.ID))
+		return
+	}
+	node, err := r.data.client.LocateVM(ctx, vmid)
+	if err != nil {
+		resp.Diagnostics.AddError(fmt.Sprintf("Cannot import VM %d", vmid), err.Error())
+		return
+	}
+	vm, err := r.data.client.GetVM(ctx, node, vmid)
+	if err != nil {
+		resp.Diagnostics.AddError(fmt.Sprintf("Cannot import VM %d", vmid), err.Error())
+		return
+	}
+	m := vmModel{Storage: types.StringNull(), PlacementSummary: types.StringValue("imported"), Annotations: types.MapNull(types.StringType),
+		PluginConfigYAML: types.StringNull(), Pool: types.StringNull()}
+	m.Timeouts.Object = types.ObjectNull(map[string]attr.Type{"create": types.StringType, "update": types.StringType, "delete": types.StringType})
+	m.importDevices(vm.Config)
+	if len(m.Disks) > 0 {
+		m.Storage = m.Disks[0].Storage
+	}
+	m.readInto(ctx, vm, &resp.Diagnostics)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}

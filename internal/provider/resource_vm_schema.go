@@ -1,0 +1,151 @@
+package provider
+
+import (
+	"context"
+	"regexp"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/setplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+var (
+	dnsName    = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
+	tagFormat  = regexp.MustCompile(`^[a-z0-9_][a-z0-9_\-+.]*$`)
+	diskFormat = regexp.MustCompile(`^(scsi([0-9]|[1-2][0-9]|30)|virtio([0-9]|1[0-5])|sata[0-5]|ide[0-3])$`)
+	netFormat  = regexp.MustCompile(`^net([0-9]|[1-2][0-9]|3[0-1])$`)
+)
+
+func keepString() []planmodifier.String {
+	return []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
+}
+
+func keepInt64() []planmodifier.Int64 {
+	return []planmodifier.Int64{int64planmodifier.UseStateForUnknown()}
+}
+
+func keepBool() []planmodifier.Bool {
+	return []planmodifier.Bool{boolplanmodifier.UseStateForUnknown()}
+}
+
+func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		Description: "A QEMU VM placed by the scheduler and created there, by clone or from scratch. The plan checks that " +
+			"some node fits; the final, race-free decision (node and VMID) is taken at apply. After creation the placement " +
+			"is sticky: later changes to annotations or plugin config do not move the VM (the plan warns when its node no " +
+			"longer passes a hard filter). Changing a pinned `node` migrates the VM; changing `vmid` or `clone` replaces it.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{Computed: true, PlanModifiers: keepString(),
+				Description: "The VMID, which is cluster-unique and survives migration."},
+			"node": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: keepString(),
+				Description: "Pin the node (the NodeName filter; the other filters still apply), or read where the VM runs. " +
+					"Unpinned, a move by HA or by hand is not drift; pinned, changing it migrates the VM (online when running)."},
+			"vmid": schema.Int64Attribute{Optional: true, Computed: true,
+				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown(), int64planmodifier.RequiresReplace()},
+				Validators:    []validator.Int64{int64validator.Between(scheduler.MinVMID, scheduler.MaxVMID)},
+				Description:   "Pin the VMID (must be free; beats the vmid annotations), or read the one chosen. Changing it replaces the VM."},
+			"storage": schema.StringAttribute{Computed: true, PlanModifiers: keepString(),
+				Description: "The storage chosen for disks without their own `storage` (and for full clones without `clone.storage`)."},
+			"placement_summary": schema.StringAttribute{Computed: true, PlanModifiers: keepString(),
+				Description: "Why the VM went where it did, as decided at create."},
+			"annotations": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+				Description: "Scheduler annotations: `node.qemu-scheduler/regex`, `vmid.qemu-scheduler/range`, `vmid.qemu-scheduler/regex` (whole-string matches)."},
+			"plugin_config_yaml": schema.StringAttribute{Optional: true, Description: pluginConfigYAMLDescription},
+			"name": schema.StringAttribute{Required: true,
+				Validators:  []validator.String{stringvalidator.RegexMatches(dnsName, "must be a DNS name: letters, digits, '-' and '.'")},
+				Description: "VM name (a DNS name); also the scheduler's tie-break seed."},
+			"description": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: keepString(), Description: "VM notes."},
+			"tags": schema.SetAttribute{Optional: true, Computed: true, ElementType: types.StringType,
+				PlanModifiers: []planmodifier.Set{setplanmodifier.UseStateForUnknown()},
+				Validators: []validator.Set{setvalidator.ValueStringsAre(stringvalidator.RegexMatches(tagFormat,
+					"must be lowercase letters, digits and _ - + . (PVE lowercases tags; writing them lowercase avoids a perpetual diff)"))},
+				Description: "Tags. PVE stores them lowercased and sorted; a set of lowercase tags reads back unchanged."},
+			"pool": schema.StringAttribute{Optional: true, PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Description: "Resource pool to create the VM in. Changing it replaces the VM."},
+			"cores": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: keepInt64(),
+				Validators: []validator.Int64{int64validator.AtLeast(1)}, Description: "Cores per socket. Default: the clone source's, else 1."},
+			"sockets": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: keepInt64(),
+				Validators: []validator.Int64{int64validator.AtLeast(1)}, Description: "Sockets. Default: the clone source's, else 1."},
+			"cpu_type": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: keepString(),
+				Description: "CPU type, e.g. `x86-64-v2-AES` or `host`."},
+			"memory": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: keepInt64(),
+				Validators: []validator.Int64{int64validator.AtLeast(16)}, Description: "Memory in MiB. Default: the clone source's, else 512."},
+			"balloon": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: keepInt64(),
+				Validators: []validator.Int64{int64validator.AtLeast(0)}, Description: "Minimum memory in MiB for ballooning; 0 disables the balloon device. Must not exceed `memory`."},
+			"agent":   schema.BoolAttribute{Optional: true, Computed: true, PlanModifiers: keepBool(), Description: "Enable the QEMU guest agent."},
+			"on_boot": schema.BoolAttribute{Optional: true, Computed: true, PlanModifiers: keepBool(), Description: "Start the VM when its node boots."},
+			"started": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),
+				Description: "Whether the VM runs. Default true."},
+		},
+		Blocks: map[string]schema.Block{
+			"plugin_config": resourcePluginConfigBlock(),
+			"clone": schema.SingleNestedBlock{
+				Description:   "Create by cloning a VM or template instead of from scratch. Changing it replaces the VM.",
+				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+				Attributes: map[string]schema.Attribute{
+					"source_vmid": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(scheduler.MinVMID, scheduler.MaxVMID)},
+						Description: "VMID of the template or VM to clone. Required in a clone block."},
+					"source_node": schema.StringAttribute{Optional: true, Description: "Node of the source. Default: looked up."},
+					"full":        schema.BoolAttribute{Optional: true, Description: "Full clone (default true); false makes a linked clone of a template."},
+					"storage": schema.StringAttribute{Optional: true,
+						Description: "Target storage of a full clone. Default: the scheduler's storage. To clone onto another node the source's disks must be on shared storage."},
+				},
+			},
+			"disk": schema.ListNestedBlock{
+				Description: "A disk. New disks are allocated; a cloned disk named here is grown to `size`. Disks cannot shrink.",
+				NestedObject: schema.NestedBlockObject{Attributes: map[string]schema.Attribute{
+					"slot": schema.StringAttribute{Required: true,
+						Validators:  []validator.String{stringvalidator.RegexMatches(diskFormat, "must be scsi0-30, virtio0-15, sata0-5 or ide0-3")},
+						Description: "Bus and index, e.g. `scsi0`."},
+					"storage": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: keepString(),
+						Description: "Storage for a new disk. Default: the scheduler's storage."},
+					"size": schema.Int64Attribute{Required: true, Validators: []validator.Int64{int64validator.AtLeast(1)}, Description: "Size in GiB."},
+				}},
+			},
+			"network": schema.ListNestedBlock{
+				Description: "A network device.",
+				NestedObject: schema.NestedBlockObject{Attributes: map[string]schema.Attribute{
+					"slot": schema.StringAttribute{Required: true,
+						Validators: []validator.String{stringvalidator.RegexMatches(netFormat, "must be net0 to net31")}, Description: "e.g. `net0`."},
+					"model": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("virtio"),
+						Validators:  []validator.String{stringvalidator.OneOf("virtio", "e1000", "e1000e", "rtl8139", "vmxnet3")},
+						Description: "NIC model. Default `virtio`."},
+					"bridge":   schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("vmbr0"), Description: "Bridge. Default `vmbr0`."},
+					"vlan":     schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(1, 4094)}, Description: "VLAN tag."},
+					"firewall": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false), Description: "Enable the PVE firewall on this NIC."},
+					"mac":      schema.StringAttribute{Computed: true, PlanModifiers: keepString(), Description: "MAC address PVE assigned."},
+				}},
+			},
+			"cloud_init": schema.SingleNestedBlock{
+				Description: "Cloud-init settings; a cloud-init drive is added when the VM has none.",
+				Attributes: map[string]schema.Attribute{
+					"user":     schema.StringAttribute{Optional: true, Description: "Default user."},
+					"password": schema.StringAttribute{Optional: true, Sensitive: true, Description: "Password of the default user."},
+					"ssh_keys": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+						Validators: []validator.List{listvalidator.SizeAtLeast(1)}, Description: "Public SSH keys."},
+					"ip_config": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+						Description: "One entry per NIC, e.g. `ip=dhcp` or `ip=10.0.0.5/24,gw=10.0.0.1`."},
+					"nameserver":   schema.StringAttribute{Optional: true, Description: "DNS servers."},
+					"searchdomain": schema.StringAttribute{Optional: true, Description: "DNS search domain."},
+				},
+			},
+			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+		},
+	}
+}

@@ -1,0 +1,307 @@
+package provider
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
+)
+
+const vmAddr = "qemuscheduler_vm.web"
+
+// guestCheck asserts on the simulator's copy of the VM the resource manages.
+func guestCheck(sim *pvesim.Server, check func(g pvesim.GuestState) error) resource.TestCheckFunc {
+	return func(s *terraform.State) error {
+		rs, ok := s.RootModule().Resources[vmAddr]
+		if !ok {
+			return fmt.Errorf("%s not in state", vmAddr)
+		}
+		vmid, _ := strconv.Atoi(rs.Primary.Attributes["vmid"])
+		g, ok := sim.Guest(vmid)
+		if !ok {
+			return fmt.Errorf("VM %d does not exist in the cluster", vmid)
+		}
+		if g.Node != rs.Primary.Attributes["node"] {
+			return fmt.Errorf("state says node %s, cluster says %s", rs.Primary.Attributes["node"], g.Node)
+		}
+		return check(g)
+	}
+}
+
+func expectConfig(want map[string]string) func(g pvesim.GuestState) error {
+	return func(g pvesim.GuestState) error {
+		for k, v := range want {
+			if g.Config[k] != v {
+				return fmt.Errorf("config %s = %q, want %q (config %v)", k, g.Config[k], v, g.Config)
+			}
+		}
+		return nil
+	}
+}
+
+func TestAccVMLifecycleFromScratch(t *testing.T) {
+	env := newAccEnv(t, labCluster())
+	sim := env.needsSim(t)
+	vm := func(extra string) string {
+		return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
+  name        = "web-1"
+  cores       = 2
+  memory      = 2048
+  tags        = ["web", "prod"]
+  description = "front end"
+  annotations = { "vmid.qemu-scheduler/range" = "500-599" }
+  disk {
+    slot = "scsi0"
+    size = %s
+  }
+  network {
+    slot = "net0"
+    vlan = 20
+  }
+  cloud_init {
+    user      = "debian"
+    ssh_keys  = ["ssh-ed25519 AAAAC3 user@host"]
+    ip_config = ["ip=dhcp"]
+  }
+  %s
+}`, "10", extra))
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders,
+		Steps: []resource.TestStep{
+			{Config: vm(""), Check: resource.ComposeAggregateTestCheckFunc(
+				resource.TestCheckResourceAttr(vmAddr, "node", "pve2"),
+				resource.TestCheckResourceAttr(vmAddr, "vmid", "500"),
+				resource.TestCheckResourceAttr(vmAddr, "id", "500"),
+				resource.TestCheckResourceAttr(vmAddr, "storage", "ceph"),
+				resource.TestCheckResourceAttr(vmAddr, "disk.0.storage", "ceph"),
+				resource.TestMatchResourceAttr(vmAddr, "network.0.mac", regexp.MustCompile(`^BC:24:11:`)),
+				resource.TestMatchResourceAttr(vmAddr, "placement_summary", regexp.MustCompile(`^web-1: pve2 \(score 86.56; 3/4 nodes feasible\), vmid 500 \(range 500-599\)`)),
+				guestCheck(sim, func(g pvesim.GuestState) error {
+					if g.Status != "running" {
+						return fmt.Errorf("status %s, want running", g.Status)
+					}
+					return expectConfig(map[string]string{"cores": "2", "memory": "2048", "tags": "prod;web", "scsi0": "ceph:vm-500-disk-0,size=10G",
+						"ciuser": "debian", "sshkeys": "ssh-ed25519%20AAAAC3%20user%40host", "ipconfig0": "ip=dhcp", "ide2": "ceph:vm-500-cloudinit,media=cdrom"})(g)
+				}),
+			)},
+			// Update in place: sizes, tags, description, a bigger disk, a stopped VM.
+			{Config: vm(`started = false`), PreConfig: func() {}, Check: resource.ComposeAggregateTestCheckFunc(
+				resource.TestCheckResourceAttr(vmAddr, "vmid", "500"),
+				guestCheck(sim, func(g pvesim.GuestState) error {
+					if g.Status != "stopped" {
+						return fmt.Errorf("status %s, want stopped", g.Status)
+					}
+					return nil
+				}),
+			)},
+			{Config: vm(`started = false
+  node    = "pve3"`), Check: resource.ComposeAggregateTestCheckFunc(
+				resource.TestCheckResourceAttr(vmAddr, "node", "pve3"),
+				resource.TestCheckResourceAttr(vmAddr, "vmid", "500"),
+				guestCheck(sim, func(g pvesim.GuestState) error { return nil }),
+			)},
+			{ResourceName: vmAddr, ImportState: true, ImportStateId: "pve3/500", ImportStateVerify: true,
+				ImportStateVerifyIgnore: []string{"annotations", "placement_summary", "storage", "cloud_init", "timeouts", "%"}},
+		},
+	})
+}
+
+func TestAccVMUpdateInPlace(t *testing.T) {
+	env := newAccEnv(t, labCluster())
+	sim := env.needsSim(t)
+	vm := func(cores, memory, size int, tags, desc string) string {
+		return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
+  name        = "web-1"
+  cores       = %d
+  memory      = %d
+  balloon     = 512
+  tags        = %s
+  description = %q
+  on_boot     = true
+  disk {
+    slot    = "scsi0"
+    storage = "local-lvm"
+    size    = %d
+  }
+}`, cores, memory, tags, desc, size))
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders,
+		Steps: []resource.TestStep{
+			{Config: vm(1, 1024, 8, `["a"]`, "one")},
+			{Config: vm(4, 4096, 20, `["b", "c"]`, "two"), Check: guestCheck(sim, expectConfig(map[string]string{
+				"cores": "4", "memory": "4096", "tags": "b;c", "description": "two", "scsi0": "local-lvm:vm-101-disk-0,size=20G", "onboot": "1", "balloon": "512"}))},
+			{Config: vm(4, 4096, 10, `["b", "c"]`, "two"), ExpectError: wrapped(`scsi0 is 20 GiB; Proxmox VE cannot shrink disks`)},
+		},
+	})
+}
+
+func TestAccVMClone(t *testing.T) {
+	env := newAccEnv(t, labCluster())
+	sim := env.needsSim(t)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders,
+		Steps: []resource.TestStep{{
+			Config: env.config(`resource "qemuscheduler_vm" "web" {
+  name   = "web-clone"
+  memory = 1024
+  clone {
+    source_vmid = 9000
+  }
+  disk {
+    slot = "scsi0"
+    size = 16
+  }
+}`),
+			Check: resource.ComposeAggregateTestCheckFunc(
+				resource.TestCheckResourceAttr(vmAddr, "node", "pve2"),
+				resource.TestCheckResourceAttr(vmAddr, "cores", "2"),
+				guestCheck(sim, expectConfig(map[string]string{"name": "web-clone", "memory": "1024", "cores": "2", "scsi0": "ceph:vm-101-disk-0,size=16G"})),
+			),
+		}},
+	})
+}
+
+func TestAccVMCountGetsDistinctIDsAndSpreads(t *testing.T) {
+	env := newAccEnv(t, equalCluster())
+	sim := env.needsSim(t)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders,
+		Steps: []resource.TestStep{{
+			Config: env.config(`resource "qemuscheduler_vm" "web" {
+  count  = 20
+  name   = "web-${count.index}"
+  memory = 2048
+}`),
+			Check: func(*terraform.State) error {
+				perNode := map[string]int{}
+				ids := sim.Guests()
+				for _, id := range ids {
+					g, _ := sim.Guest(id)
+					perNode[g.Node]++
+				}
+				if len(ids) != 20 {
+					return fmt.Errorf("%d guests, want 20", len(ids))
+				}
+				for node, n := range perNode {
+					if n < 5 || n > 8 {
+						return fmt.Errorf("placements per node %v: %s has %d, want an even spread", perNode, node, n)
+					}
+				}
+				return nil
+			},
+		}},
+	})
+}
+
+// Someone else creates the chosen VMID between our decision and our create: the resource
+// marks it taken and decides again.
+func TestAccVMRetriesWhenTheIDIsTaken(t *testing.T) {
+	env := newAccEnv(t, labCluster())
+	sim := env.needsSim(t)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders,
+		Steps: []resource.TestStep{{
+			PreConfig: func() {
+				sim.FailRequests("POST /nodes/{node}/qemu", 1, 500, "unable to create VM 101 - VM 101 already exists on node 'pve1'")
+			},
+			Config: env.config(`resource "qemuscheduler_vm" "web" {
+  name = "web-1"
+}`),
+			Check: resource.TestCheckResourceAttr(vmAddr, "vmid", "102"),
+		}},
+	})
+}
+
+func TestAccVMFailures(t *testing.T) {
+	t.Run("clone task fails, nothing is left behind", func(t *testing.T) {
+		env := newAccEnv(t, labCluster())
+		sim := env.needsSim(t)
+		resource.Test(t, resource.TestCase{
+			ProtoV6ProviderFactories: testProviders,
+			Steps: []resource.TestStep{{
+				PreConfig: func() { sim.FailNextTask("qmclone", "clone failed: storage 'ceph' is full") },
+				Config: env.config(`resource "qemuscheduler_vm" "web" {
+  name = "web-1"
+  clone {
+    source_vmid = 9000
+  }
+}`),
+				ExpectError: wrapped(`clone failed: storage 'ceph' is full`),
+			}},
+			CheckDestroy: func(*terraform.State) error {
+				if _, ok := sim.Guest(101); ok {
+					return fmt.Errorf("a failed clone left VM 101 behind")
+				}
+				return nil
+			},
+		})
+	})
+	t.Run("start fails after create: the VM is tainted, not orphaned", func(t *testing.T) {
+		env := newAccEnv(t, labCluster())
+		sim := env.needsSim(t)
+		resource.Test(t, resource.TestCase{
+			ProtoV6ProviderFactories: testProviders,
+			Steps: []resource.TestStep{{
+				PreConfig:   func() { sim.FailNextTask("qmstart", "start failed: QEMU exited with code 1") },
+				Config:      env.config(`resource "qemuscheduler_vm" "web" { name = "web-1" }`),
+				ExpectError: wrapped(`QEMU exited with code 1`),
+			}},
+			CheckDestroy: func(*terraform.State) error {
+				if _, ok := sim.Guest(101); ok {
+					return fmt.Errorf("the tainted VM 101 was not destroyed")
+				}
+				return nil
+			},
+		})
+	})
+	t.Run("node goes offline before apply: rescheduled", func(t *testing.T) {
+		env := newAccEnv(t, labCluster())
+		sim := env.needsSim(t)
+		resource.Test(t, resource.TestCase{
+			ProtoV6ProviderFactories: testProviders,
+			Steps: []resource.TestStep{{
+				PreConfig: func() { sim.SetNodeOnline("pve2", false) },
+				Config:    env.config(`resource "qemuscheduler_vm" "web" { name = "web-1" }`),
+				Check:     resource.TestCheckResourceAttr(vmAddr, "node", "pve3"),
+			}},
+		})
+	})
+	t.Run("nothing fits fails the plan", func(t *testing.T) {
+		env := newAccEnv(t, labCluster())
+		env.needsSim(t)
+		resource.Test(t, resource.TestCase{
+			ProtoV6ProviderFactories: testProviders,
+			Steps: []resource.TestStep{{
+				Config: env.config(`resource "qemuscheduler_vm" "web" {
+  name   = "big"
+  memory = 65536
+}`),
+				PlanOnly:    true,
+				ExpectError: wrapped(`0/4 nodes are available: 3 node\(s\) exceeded memory overcommit ratio 1, 1 node\(s\) were offline`),
+			}},
+		})
+	})
+}
+
+func TestAccVMDriftAndOutsideChanges(t *testing.T) {
+	env := newAccEnv(t, labCluster())
+	sim := env.needsSim(t)
+	cfg := env.config(`resource "qemuscheduler_vm" "web" { name = "web-1" }`)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders,
+		Steps: []resource.TestStep{
+			{Config: cfg, Check: resource.TestCheckResourceAttr(vmAddr, "node", "pve2")},
+			// Moved by HA: not drift, since node is not pinned.
+			{PreConfig: func() { sim.SetGuestNode(101, "pve3") }, Config: cfg, Check: resource.TestCheckResourceAttr(vmAddr, "node", "pve3")},
+			// Deleted behind Terraform's back: removed from state and planned again.
+			{PreConfig: func() { sim.DeleteGuest(101) }, Config: cfg, PlanOnly: true, ExpectNonEmptyPlan: true},
+		},
+	})
+}
