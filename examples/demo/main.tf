@@ -27,15 +27,29 @@ provider "qemuscheduler" {
   EOT
 }
 
-# Three web servers in one decision: each placement debits its node before the next, so
-# they spread, and they take ids from the web range.
-data "qemuscheduler_placement" "web" {
-  names  = ["web-1", "web-2", "web-3"]
+# Three web servers, cloned from the cloud-init template and created where the scheduler
+# puts them. The node and VMID are decided at apply, one VM after the other under a lock, so
+# the three spread over the cluster and take distinct ids from the web range.
+resource "qemuscheduler_vm" "web" {
+  count  = 3
+  name   = "web-${count.index + 1}"
   cores  = 2
   memory = 4096
+  tags   = ["demo", "web"]
   annotations = {
     "node.qemu-scheduler/regex" = "pve[1-4]"
     "vmid.qemu-scheduler/range" = "1000-1099"
+  }
+  clone {
+    source_vmid = 9000
+  }
+  disk {
+    slot = "scsi0"
+    size = 20
+  }
+  cloud_init {
+    user      = "debian"
+    ip_config = ["ip=dhcp"]
   }
 }
 
@@ -50,13 +64,13 @@ data "qemuscheduler_placement" "db" {
 }
 
 output "web" {
-  description = "Where each web server goes."
-  value       = { for p in data.qemuscheduler_placement.web.placements : p.name => "${p.node} / vmid ${p.vmid} / ${p.storage}" }
+  description = "Where each web server went, and why."
+  value       = { for vm in qemuscheduler_vm.web : vm.name => vm.placement_summary }
 }
 
-output "why" {
-  description = "One line per decision."
-  value       = split("\n", "${data.qemuscheduler_placement.web.summary}\n${data.qemuscheduler_placement.db.summary}")
+output "db" {
+  description = "Where the database would go (a plan-time, read-only decision)."
+  value       = data.qemuscheduler_placement.db.summary
 }
 
 output "db_candidates" {
