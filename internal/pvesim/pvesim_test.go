@@ -153,3 +153,8 @@ func TestTaskFailureAndLifecycle(t *testing.T) {
 		t.Fatalf("exit = %q", task.ExitStatus)
 	}
 }
+
+// insecureClient talks to test servers whose certificate the test does not pin.
+var insecureClient = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback test server
+
+func pvesimServer(t *testing.T) *pvesim.Server { return pvesim.NewTestServer(t, labCluster(t)) }
