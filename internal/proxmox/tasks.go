@@ -8,6 +8,11 @@ import (
 	"time"
 )
 
+const (
+	firstPoll   = 50 * time.Millisecond
+	fastPolling = 2 * time.Second
+)
+
 type taskStatus struct {
 	Status     string `json:"status"`
 	ExitStatus string `json:"exitstatus"`
@@ -21,8 +26,10 @@ func (c *Client) waitTask(ctx context.Context, op, upid string) error {
 		return &APIError{Op: op, Message: fmt.Sprintf("PVE returned no task id (got %q)", upid), kind: ErrTaskFailed}
 	}
 	path := fmt.Sprintf("/nodes/%s/tasks/%s/status", parts[1], url.PathEscape(upid))
-	ticker := time.NewTicker(c.poll)
-	defer ticker.Stop()
+	// Poll quickly for the first seconds (most tasks take well under a second), then back off
+	// to c.poll.
+	interval := min(firstPoll, c.poll)
+	started := time.Now()
 	for {
 		var st taskStatus
 		if err := c.get(ctx, op+": task status", path, nil, &st); err != nil {
@@ -41,7 +48,10 @@ func (c *Client) waitTask(ctx context.Context, op, upid string) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%s: gave up waiting for task %s: %w", op, upid, ctx.Err())
-		case <-ticker.C:
+		case <-time.After(interval):
+		}
+		if time.Since(started) > fastPolling {
+			interval = min(interval*2, c.poll)
 		}
 	}
 }

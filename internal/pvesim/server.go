@@ -31,6 +31,8 @@ type Server struct {
 	faults  []*fault
 	failing map[string]string // task type -> exit status for the next task of that type
 
+	firstTaskStart, lastTaskEnd time.Time
+
 	latency      time.Duration
 	taskDuration time.Duration
 	statsLag     bool

@@ -31,6 +31,9 @@ func (s *Server) startTask(nodeName, typ string, id int, holds *guest, action fu
 	t := &task{node: nodeName, typ: typ, id: strconv.Itoa(id), user: user, pid: s.pid, start: now, startTime: now.Unix()}
 	t.upid = fmt.Sprintf("UPID:%s:%08X:%08X:%08X:%s:%s:%s:", nodeName, t.pid, s.pid*7, t.startTime, typ, t.id, user)
 	s.tasks[t.upid] = t
+	if s.firstTaskStart.IsZero() {
+		s.firstTaskStart = now
+	}
 	finish := func() {
 		if msg, ok := s.failing[typ]; ok {
 			delete(s.failing, typ)
@@ -41,6 +44,7 @@ func (s *Server) startTask(nodeName, typ string, id int, holds *guest, action fu
 			t.exit = "OK"
 		}
 		t.done = true
+		s.lastTaskEnd = time.Now()
 		if t.exit != "OK" && holds != nil {
 			holds.lock = ""
 		}
@@ -77,4 +81,12 @@ func (s *Server) handleTaskStatus(w http.ResponseWriter, r *http.Request) {
 		status["exitstatus"] = t.exit
 	}
 	writeData(w, status)
+}
+
+// TaskWindow returns when the first task started and the last one finished: the wall time a
+// client kept the cluster busy, without its own planning before the first task.
+func (s *Server) TaskWindow() (first, last time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.firstTaskStart, s.lastTaskEnd
 }
