@@ -4,8 +4,12 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
@@ -304,4 +308,39 @@ func TestAccVMDriftAndOutsideChanges(t *testing.T) {
 			{PreConfig: func() { sim.DeleteGuest(101) }, Config: cfg, PlanOnly: true, ExpectNonEmptyPlan: true},
 		},
 	})
+}
+
+// Two applies with separate provider instances (as two terraform processes have) race for
+// the same VMIDs on one cluster: both must finish, with distinct ids.
+func TestAccVMConcurrentApplies(t *testing.T) {
+	env := newAccEnv(t, equalCluster(), pvesim.WithTaskDuration(100*time.Millisecond))
+	sim := env.needsSim(t)
+	for _, run := range []string{"a", "b"} {
+		t.Run("run "+run, func(t *testing.T) {
+			t.Parallel()
+			resource.Test(t, resource.TestCase{
+				ProtoV6ProviderFactories: map[string]func() (tfprotov6.ProviderServer, error){
+					"qemuscheduler": providerserver.NewProtocol6WithError(New("test")()),
+				},
+				Steps: []resource.TestStep{{
+					Config: env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
+  count = 5
+  name  = "%s-${count.index}"
+}`, run)),
+					Check: func(*terraform.State) error {
+						mine := 0
+						for _, id := range sim.Guests() {
+							if g, _ := sim.Guest(id); strings.HasPrefix(g.Config["name"], run+"-") {
+								mine++
+							}
+						}
+						if mine != 5 {
+							return fmt.Errorf("run %s owns %d VMs, want 5", run, mine)
+						}
+						return nil
+					},
+				}},
+			})
+		})
+	}
 }
