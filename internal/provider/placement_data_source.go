@@ -16,7 +16,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
-	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/plugins"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
@@ -125,40 +124,13 @@ func (d *placementDataSource) ConfigValidators(context.Context) []datasource.Con
 func (d *placementDataSource) ValidateConfig(ctx context.Context, req datasource.ValidateConfigRequest, resp *datasource.ValidateConfigResponse) {
 	var m placementModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	yamlCfg, blockCfg, diags := schedulingLayers(ctx, m.PluginConfigYAML, m.PluginConfig)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() || m.Annotations.IsUnknown() {
-		return
-	}
-	validateAnnotations(ctx, &resp.Diagnostics, m.Annotations, scheduler.MergePluginConfigs(yamlCfg, blockCfg))
-}
-
-// validateAnnotations checks the annotations alone, with the object's own plugin layers.
-func validateAnnotations(ctx context.Context, diags *diag.Diagnostics, annotations types.Map, cfg scheduler.PluginConfig) {
-	var ann map[string]string
-	diags.Append(annotations.ElementsAs(ctx, &ann, false)...)
-	profile, err := plugins.NewProfile(cfg)
-	if err != nil || diags.HasError() {
-		return
-	}
-	if err := profile.ValidateRequest(scheduler.Request{Annotations: ann, Cores: 1, Sockets: 1, MemoryMiB: 512}); err != nil {
-		addSchedulerError(diags, err)
+	if !resp.Diagnostics.HasError() {
+		validateScheduling(ctx, &resp.Diagnostics, m.PluginConfigYAML, m.PluginConfig, m.Annotations)
 	}
 }
 
 func (d *placementDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
-	if req.ProviderData == nil {
-		return
-	}
-	data, ok := req.ProviderData.(*providerData)
-	if !ok {
-		resp.Diagnostics.AddError("Unexpected provider data", fmt.Sprintf("got %T; this is a bug in the provider", req.ProviderData))
-		return
-	}
-	d.data = data
+	d.data = providerDataFrom(req.ProviderData, &resp.Diagnostics)
 }
 
 func (d *placementDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
@@ -167,15 +139,9 @@ func (d *placementDataSource) Read(ctx context.Context, req datasource.ReadReque
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	yamlCfg, blockCfg, diags := schedulingLayers(ctx, m.PluginConfigYAML, m.PluginConfig)
-	resp.Diagnostics.Append(diags...)
+	profile := schedulingProfile(ctx, &resp.Diagnostics, d.data.defaults, m.PluginConfigYAML, m.PluginConfig)
 	reqs := m.requests(ctx, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
-		return
-	}
-	profile, err := plugins.NewProfile(scheduler.MergePluginConfigs(d.data.defaults, yamlCfg, blockCfg))
-	if err != nil {
-		addSchedulerError(&resp.Diagnostics, err)
 		return
 	}
 	snap, err := d.data.snapshot(ctx)

@@ -184,6 +184,38 @@ func schedulingLayers(ctx context.Context, yamlText types.String, block *pluginC
 	return yamlCfg, cfg, diags
 }
 
+// schedulingProfile merges the provider's defaults with an object's own plugin layers (YAML,
+// then blocks) into a pipeline; nil after an error.
+func schedulingProfile(ctx context.Context, diags *diag.Diagnostics, defaults scheduler.PluginConfig, yamlText types.String, block *pluginConfigModel) *scheduler.Profile {
+	yamlCfg, blockCfg, d := schedulingLayers(ctx, yamlText, block)
+	diags.Append(d...)
+	if diags.HasError() {
+		return nil
+	}
+	profile, err := plugins.NewProfile(scheduler.MergePluginConfigs(defaults, yamlCfg, blockCfg))
+	if err != nil {
+		addSchedulerError(diags, err)
+	}
+	return profile
+}
+
+// validateScheduling checks an object's plugin layers and annotations at plan time, before any
+// cluster is read (the provider's own defaults are not known yet).
+func validateScheduling(ctx context.Context, diags *diag.Diagnostics, yamlText types.String, block *pluginConfigModel, annotations types.Map) {
+	profile := schedulingProfile(ctx, diags, scheduler.PluginConfig{}, yamlText, block)
+	if profile == nil || annotations.IsUnknown() {
+		return
+	}
+	var ann map[string]string
+	diags.Append(annotations.ElementsAs(ctx, &ann, false)...)
+	if diags.HasError() {
+		return
+	}
+	if err := profile.ValidateRequest(scheduler.Request{Annotations: ann, Cores: 1, Sockets: 1, MemoryMiB: 512}); err != nil {
+		addSchedulerError(diags, err)
+	}
+}
+
 // relabel points a plugin-config error at the attribute it came from.
 func relabel(err error, attribute string) error {
 	var ie *scheduler.InputError

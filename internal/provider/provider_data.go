@@ -2,8 +2,11 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/reservations"
@@ -46,4 +49,17 @@ func (p *providerData) invalidate() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cached = nil
+}
+
+// providerDataFrom is what data sources and resources do in Configure: take the provider's
+// data, which is nil while the provider itself is not configured yet.
+func providerDataFrom(v any, diags *diag.Diagnostics) *providerData {
+	if v == nil {
+		return nil
+	}
+	data, ok := v.(*providerData)
+	if !ok {
+		diags.AddError("Unexpected provider data", fmt.Sprintf("got %T; this is a bug in the provider", v))
+	}
+	return data
 }

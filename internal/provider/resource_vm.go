@@ -15,7 +15,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
-	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/plugins"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
@@ -39,15 +38,7 @@ func (r *vmResource) Metadata(_ context.Context, req resource.MetadataRequest, r
 }
 
 func (r *vmResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	if req.ProviderData == nil {
-		return
-	}
-	data, ok := req.ProviderData.(*providerData)
-	if !ok {
-		resp.Diagnostics.AddError("Unexpected provider data", fmt.Sprintf("got %T; this is a bug in the provider", req.ProviderData))
-		return
-	}
-	r.data = data
+	r.data = providerDataFrom(req.ProviderData, &resp.Diagnostics)
 }
 
 func (r *vmResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
@@ -56,11 +47,7 @@ func (r *vmResource) ValidateConfig(ctx context.Context, req resource.ValidateCo
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	yamlCfg, blockCfg, diags := schedulingLayers(ctx, m.PluginConfigYAML, m.PluginConfig)
-	resp.Diagnostics.Append(diags...)
-	if !resp.Diagnostics.HasError() && !m.Annotations.IsUnknown() {
-		validateAnnotations(ctx, &resp.Diagnostics, m.Annotations, scheduler.MergePluginConfigs(yamlCfg, blockCfg))
-	}
+	validateScheduling(ctx, &resp.Diagnostics, m.PluginConfigYAML, m.PluginConfig, m.Annotations)
 	if !m.Balloon.IsNull() && !m.Memory.IsNull() && !m.Balloon.IsUnknown() && !m.Memory.IsUnknown() && m.Balloon.ValueInt64() > m.Memory.ValueInt64() {
 		resp.Diagnostics.AddAttributeError(path.Root("balloon"), "Balloon larger than memory",
 			fmt.Sprintf("balloon (%d MiB) must not exceed memory (%d MiB).", m.Balloon.ValueInt64(), m.Memory.ValueInt64()))
@@ -86,19 +73,8 @@ func (r *vmResource) ValidateConfig(ctx context.Context, req resource.ValidateCo
 	}
 }
 
-// profileFor merges the provider's plugin config with the resource's own layers.
 func (r *vmResource) profileFor(ctx context.Context, m *vmModel, diags *diag.Diagnostics) *scheduler.Profile {
-	yamlCfg, blockCfg, d := schedulingLayers(ctx, m.PluginConfigYAML, m.PluginConfig)
-	diags.Append(d...)
-	if diags.HasError() {
-		return nil
-	}
-	profile, err := plugins.NewProfile(scheduler.MergePluginConfigs(r.data.defaults, yamlCfg, blockCfg))
-	if err != nil {
-		addSchedulerError(diags, err)
-		return nil
-	}
-	return profile
+	return schedulingProfile(ctx, diags, r.data.defaults, m.PluginConfigYAML, m.PluginConfig)
 }
 
 // request is the scheduling request for the model. Unset sizes of a clone come from its
