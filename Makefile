@@ -3,7 +3,7 @@
 BINARY  := terraform-provider-qemuscheduler
 VERSION ?= dev
 
-.PHONY: build demo test bench lint
+.PHONY: build demo test bench docs lint
 
 build:
 	go build -ldflags "-X main.version=$(VERSION)" -o bin/$(BINARY) .
@@ -19,6 +19,10 @@ test:
 bench:
 	go test -run XXX -bench . -benchtime 200x ./internal/plugins/
 	go test -run XXX -bench Snapshot -benchtime 10x ./internal/proxmox/
+
+## docs: regenerate docs/ (never edit it by hand) from the schema, templates/ and examples/
+docs:
+	scripts/docs.sh
 
 lint:
 	gofmt -l . | (! grep .)

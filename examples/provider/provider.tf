@@ -1,0 +1,19 @@
+provider "qemuscheduler" {
+  endpoint  = "https://pve.example.com:8006" # or PROXMOX_VE_ENDPOINT
+  api_token = var.pve_api_token              # USER@REALM!TOKENID=SECRET, or PROXMOX_VE_API_TOKEN
+
+  # Defaults for every data source and resource: the reference's plugin-config.yaml as it
+  # is, then blocks, which have the last word.
+  plugin_config_yaml = file("plugin-config.yaml")
+  plugin_config {
+    filter {
+      name = "CPUOvercommit"
+      args = { ratio = "8" }
+    }
+  }
+}
+
+variable "pve_api_token" {
+  type      = string
+  sensitive = true
+}

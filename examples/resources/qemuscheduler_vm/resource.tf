@@ -1,0 +1,37 @@
+resource "qemuscheduler_vm" "worker" {
+  count  = 3
+  name   = "k8s-worker-${count.index}"
+  cores  = 4
+  memory = 8192
+  tags   = ["k8s", "worker"]
+
+  annotations = {
+    "node.qemu-scheduler/regex" = "pve[0-9]+"
+    "vmid.qemu-scheduler/range" = "3000-3099"
+  }
+
+  clone {
+    source_vmid = 9000 # a cloud-init template on shared storage
+  }
+
+  disk {
+    slot = "scsi0"
+    size = 40
+  }
+
+  network {
+    slot   = "net0"
+    bridge = "vmbr0"
+    vlan   = 20
+  }
+
+  cloud_init {
+    user      = "debian"
+    ssh_keys  = ["ssh-ed25519 AAAA... admin@example.com"]
+    ip_config = ["ip=dhcp"]
+  }
+
+  timeouts {
+    create = "20m"
+  }
+}
