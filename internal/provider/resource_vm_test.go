@@ -304,6 +304,14 @@ func TestAccVMDriftAndOutsideChanges(t *testing.T) {
 			{Config: cfg, Check: resource.TestCheckResourceAttr(vmAddr, "node", "pve2")},
 			// Moved by HA: not drift, since node is not pinned.
 			{PreConfig: func() { sim.SetGuestNode(101, "pve3") }, Config: cfg, Check: resource.TestCheckResourceAttr(vmAddr, "node", "pve3")},
+			// Sticky: new annotations that exclude its node do not move it (the plan warns).
+			{Config: env.config(`resource "qemuscheduler_vm" "web" {
+  name        = "web-1"
+  annotations = { "node.qemu-scheduler/regex" = "pve1" }
+}`), Check: resource.ComposeAggregateTestCheckFunc(
+				resource.TestCheckResourceAttr(vmAddr, "node", "pve3"),
+				resource.TestCheckResourceAttr(vmAddr, "vmid", "101"),
+				guestCheck(sim, func(pvesim.GuestState) error { return nil }))},
 			// Deleted behind Terraform's back: removed from state and planned again.
 			{PreConfig: func() { sim.DeleteGuest(101) }, Config: cfg, PlanOnly: true, ExpectNonEmptyPlan: true},
 		},
