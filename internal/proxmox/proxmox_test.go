@@ -224,3 +224,33 @@ func TestTicketLogin(t *testing.T) {
 		t.Fatalf("create with ticket auth: %v", err)
 	}
 }
+
+// A create whose answer is lost is checked, not repeated: the VM exists with our name.
+func TestCreateWithLostAnswerIsConfirmed(t *testing.T) {
+	s := pvesim.NewTestServer(t, lab(t))
+	c := newClient(t, s)
+	s.LoseResponses("POST /nodes/{node}/qemu", 1)
+	if err := c.CreateVM(context.Background(), "pve2", 150, map[string]string{"name": "lost"}); err != nil {
+		t.Fatalf("create with a lost answer: %v", err)
+	}
+	if n := s.Requests("POST /nodes/{node}/qemu"); n != 1 {
+		t.Fatalf("create was sent %d times, want once", n)
+	}
+}
+
+func TestFaultsLatencyAndErrorRate(t *testing.T) {
+	s := pvesim.NewTestServer(t, lab(t), pvesim.WithLatency(20*time.Millisecond))
+	c := newClient(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+	defer cancel()
+	if _, err := c.Snapshot(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("snapshot slower than its deadline: %v", err)
+	}
+	// Half the reads fail transiently; retries get every snapshot through.
+	s.FailRate("GET /cluster/resources", 0.5, 503, "Service Unavailable")
+	for i := 0; i < 5; i++ {
+		if _, err := c.Snapshot(context.Background()); err != nil {
+			t.Fatalf("snapshot %d under a 50%% error rate: %v", i, err)
+		}
+	}
+}

@@ -8,8 +8,13 @@ import (
 type fault struct {
 	endpoint string // "POST /nodes/{node}/qemu"
 	left     int
-	status   int
-	message  string
+	// rate, when set, fails that fraction of requests instead of the next left ones.
+	rate    float64
+	status  int
+	message string
+	// lose serves the request, then drops the connection: the client never hears that it
+	// succeeded.
+	lose bool
 }
 
 // FailRequests makes the next n requests to endpoint (e.g. "POST /nodes/{node}/qemu") fail
@@ -20,11 +25,33 @@ func (s *Server) FailRequests(endpoint string, n, status int, message string) {
 	s.faults = append(s.faults, &fault{endpoint: endpoint, left: n, status: status, message: message})
 }
 
-func (s *Server) takeFault(method, endpoint string) *fault {
+// FailRate makes a fraction (0..1) of the requests to endpoint fail with status and message,
+// drawn from the server's seeded random source, so a run is repeatable.
+func (s *Server) FailRate(endpoint string, rate float64, status int, message string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, &fault{endpoint: endpoint, rate: rate, status: status, message: message})
+}
+
+// LoseResponses makes the next n requests to endpoint take effect but never answer: the
+// connection drops, as when a proxy or the network fails after PVE acted.
+func (s *Server) LoseResponses(endpoint string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, &fault{endpoint: endpoint, left: n, lose: true})
+}
+
+func (s *Server) takeFault(endpoint string) *fault {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, f := range s.faults {
-		if f.left > 0 && f.endpoint == endpoint {
+		switch {
+		case f.endpoint != endpoint:
+		case f.rate > 0:
+			if s.rng.Float64() < f.rate {
+				return f
+			}
+		case f.left > 0:
 			f.left--
 			return f
 		}

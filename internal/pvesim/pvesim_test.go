@@ -3,6 +3,7 @@ package pvesim_test
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"crypto/x509"
 	"net/http"
 	"strings"
@@ -158,3 +159,37 @@ func TestTaskFailureAndLifecycle(t *testing.T) {
 var insecureClient = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback test server
 
 func pvesimServer(t *testing.T) *pvesim.Server { return pvesim.NewTestServer(t, labCluster(t)) }
+
+func TestCSRFAndUnknownPaths(t *testing.T) {
+	s := pvesim.NewTestServer(t, labCluster(t))
+	user, pass := s.Credentials()
+	res, err := insecureClient.PostForm(s.URL()+"/api2/json/access/ticket", map[string][]string{"username": {user}, "password": {pass}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var login struct {
+		Data struct{ Ticket string } `json:"data"`
+	}
+	_ = json.NewDecoder(res.Body).Decode(&login)
+	res.Body.Close()
+	req, _ := http.NewRequest(http.MethodPost, s.URL()+"/api2/json/nodes/pve2/qemu/102/status/stop", nil)
+	req.AddCookie(&http.Cookie{Name: "PVEAuthCookie", Value: login.Data.Ticket})
+	res, err = insecureClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 401 || res.Status != "401 Permission denied - invalid csrf token" {
+		t.Fatalf("write without CSRF token: %s", res.Status)
+	}
+	req, _ = http.NewRequest(http.MethodGet, s.URL()+"/api2/json/nodes/pve1/hardware/pci", nil)
+	req.Header.Set("Authorization", "PVEAPIToken="+s.APIToken())
+	res, err = insecureClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 501 || !strings.Contains(res.Status, "/nodes/pve1/hardware/pci") {
+		t.Fatalf("unknown path: %s", res.Status)
+	}
+}

@@ -179,11 +179,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if endpoint != "POST /access/ticket" && !s.authorized(w, r) {
 		return
 	}
-	if f := s.takeFault(r.Method, endpoint); f != nil {
+	f := s.takeFault(endpoint)
+	switch {
+	case f == nil:
+		s.mux.ServeHTTP(w, r)
+	case f.lose:
+		s.mux.ServeHTTP(discard{header: http.Header{}}, r)
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				conn.Close()
+			}
+		}
+	default:
 		writeStatus(w, f.status, f.message, nil)
-		return
 	}
-	s.mux.ServeHTTP(w, r)
 }
 
 func randomHex(n int) string {
@@ -280,3 +289,10 @@ func (s *Server) Guest(vmid int) (GuestState, bool) {
 	}
 	return GuestState{VMID: g.vmid, Node: g.node, Type: g.typ, Status: g.status, Lock: g.lock, Pool: g.pool, Config: cfg}, true
 }
+
+// discard is a ResponseWriter that throws the answer away (for LoseResponses).
+type discard struct{ header http.Header }
+
+func (d discard) Header() http.Header       { return d.header }
+func (discard) Write(b []byte) (int, error) { return len(b), nil }
+func (discard) WriteHeader(int)             {}
