@@ -1,14 +1,17 @@
 package provider
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
 
@@ -43,6 +46,18 @@ func (e *accEnv) needsSim(t *testing.T) *pvesim.Server {
 		t.Skip("needs the simulator's cluster and fault injection; skipped against a real cluster")
 	}
 	return e.sim
+}
+
+// createVM plays a human creating a VM in the simulated cluster, outside Terraform.
+func (e *accEnv) createVM(t *testing.T, node string, vmid int, params map[string]string) {
+	t.Helper()
+	c, err := proxmox.New(proxmox.Config{Endpoint: e.sim.URL(), APIToken: e.sim.APIToken(), CACertPEM: e.sim.CACertPEM(), PollInterval: 5 * time.Millisecond})
+	if err == nil {
+		err = c.CreateVM(context.Background(), node, vmid, params)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // providerBlock renders the provider configuration for the simulator (empty for a real

@@ -1,17 +1,13 @@
 package provider
 
 import (
-	"context"
 	"fmt"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
-
-	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 )
 
 const ds = "data.qemuscheduler_placement.p"
@@ -226,19 +222,11 @@ func TestAccPlacementMultiSpreadsTwoTwoTwo(t *testing.T) {
 // feeds it to another resource stays empty.
 func TestAccPlacementStickyFeedsOtherResources(t *testing.T) {
 	env := newAccEnv(t, labCluster())
-	sim := env.needsSim(t)
+	env.needsSim(t)
 	cfg := env.config(placement(`name = "web"`), `resource "terraform_data" "vm" {
   input = "${data.qemuscheduler_placement.p.node}/${data.qemuscheduler_placement.p.vmid}"
 }`)
-	createWeb := func() {
-		c, err := proxmox.New(proxmox.Config{Endpoint: sim.URL(), APIToken: sim.APIToken(), CACertPEM: sim.CACertPEM(), PollInterval: 5 * time.Millisecond})
-		if err == nil {
-			err = c.CreateVM(context.Background(), "pve2", 101, map[string]string{"name": "web", "memory": "512", "start": "1"})
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	createWeb := func() { env.createVM(t, "pve2", 101, map[string]string{"name": "web", "memory": "512", "start": "1"}) }
 	resource.ParallelTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testProviders,
 		Steps: []resource.TestStep{

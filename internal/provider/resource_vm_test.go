@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
@@ -351,4 +352,73 @@ func TestAccVMConcurrentApplies(t *testing.T) {
 			})
 		})
 	}
+}
+
+func TestAccVMNetworkCloudInitAndReplace(t *testing.T) {
+	env := newAccEnv(t, labCluster())
+	sim := env.needsSim(t)
+	vm := func(vlan int, user, pin string) string {
+		return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
+  name = "web-1"
+  %s
+  network {
+    slot = "net0"
+    vlan = %d
+  }
+  cloud_init {
+    user       = %q
+    nameserver = "10.0.0.53"
+  }
+}`, pin, vlan, user))
+	}
+	var mac string
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders,
+		Steps: []resource.TestStep{
+			{Config: vm(10, "debian", ""), Check: resource.ComposeAggregateTestCheckFunc(
+				guestCheck(sim, func(g pvesim.GuestState) error {
+					mac = g.Config["net0"][len("virtio="):len("virtio=BC:24:11:00:00:00")]
+					return expectConfig(map[string]string{"ciuser": "debian", "nameserver": "10.0.0.53"})(g)
+				}))},
+			{Config: vm(30, "ops", ""), Check: guestCheck(sim, func(g pvesim.GuestState) error {
+				return expectConfig(map[string]string{"ciuser": "ops", "net0": "virtio=" + mac + ",bridge=vmbr0,tag=30"})(g)
+			})},
+			{Config: vm(30, "ops", "vmid = 700"), ConfigPlanChecks: resource.ConfigPlanChecks{
+				PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionDestroyBeforeCreate)},
+			}, Check: resource.TestCheckResourceAttr(vmAddr, "vmid", "700")},
+		},
+	})
+}
+
+// A VM made by hand is imported by node/vmid; a configuration that describes it plans no
+// changes.
+func TestAccVMImportThenPlanIsEmpty(t *testing.T) {
+	env := newAccEnv(t, labCluster())
+	env.needsSim(t)
+	cfg := env.config(`resource "qemuscheduler_vm" "web" {
+  name        = "legacy"
+  cores       = 2
+  memory      = 1024
+  tags        = ["old"]
+  description = "made by hand"
+  on_boot     = true
+  disk {
+    slot = "scsi0"
+    size = 8
+  }
+  network {
+    slot = "net0"
+  }
+}`)
+	createLegacy := func() {
+		env.createVM(t, "pve3", 150, map[string]string{"name": "legacy", "cores": "2", "memory": "1024", "tags": "old",
+			"description": "made by hand", "onboot": "1", "scsi0": "local-lvm:8", "net0": "virtio,bridge=vmbr0", "start": "1"})
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders,
+		Steps: []resource.TestStep{
+			{PreConfig: createLegacy, Config: cfg, ResourceName: vmAddr, ImportState: true, ImportStateId: "pve3/150", ImportStatePersist: true},
+			{Config: cfg, PlanOnly: true},
+		},
+	})
 }

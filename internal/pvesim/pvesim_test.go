@@ -3,8 +3,8 @@ package pvesim_test
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"crypto/x509"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
