@@ -59,12 +59,15 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *guest {
 	return g
 }
 
-func (s *Server) locked(w http.ResponseWriter, g *guest) bool {
-	if g.lock != "" {
+// unlocked is lookup for changes: a locked VM (clone, migrate, destroy running) refuses them,
+// as in PVE. The caller holds s.mu.
+func (s *Server) unlocked(w http.ResponseWriter, r *http.Request) *guest {
+	g := s.lookup(w, r)
+	if g != nil && g.lock != "" {
 		writeStatus(w, http.StatusInternalServerError, fmt.Sprintf("VM is locked (%s)", g.lock), nil)
-		return true
+		return nil
 	}
-	return false
+	return g
 }
 
 func (s *Server) handleConfigGet(w http.ResponseWriter, r *http.Request) {
@@ -225,8 +228,8 @@ func (s *Server) handleConfigSet(async bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		g := s.lookup(w, r)
-		if g == nil || s.locked(w, g) {
+		g := s.unlocked(w, r)
+		if g == nil {
 			return
 		}
 		p := params(r)
@@ -310,8 +313,8 @@ func (s *Server) handlePower(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleResize(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g := s.lookup(w, r)
-	if g == nil || s.locked(w, g) {
+	g := s.unlocked(w, r)
+	if g == nil {
 		return
 	}
 	p := params(r)
@@ -348,8 +351,8 @@ func (s *Server) handleResize(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g := s.lookup(w, r)
-	if g == nil || s.locked(w, g) {
+	g := s.unlocked(w, r)
+	if g == nil {
 		return
 	}
 	if g.status == "running" {
@@ -366,8 +369,8 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleMigrate(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g := s.lookup(w, r)
-	if g == nil || s.locked(w, g) {
+	g := s.unlocked(w, r)
+	if g == nil {
 		return
 	}
 	p := params(r)
