@@ -166,7 +166,11 @@ func (p *qemuProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 	if m.Insecure.IsNull() {
 		cfg.Insecure, _ = strconv.ParseBool(os.Getenv(envInsecure))
 	}
-	ctx = tflog.MaskAllFieldValuesStrings(ctx, cfg.APIToken, cfg.Password)
+	for _, secret := range []string{cfg.APIToken, cfg.Password} {
+		if secret != "" { // masking "" would garble every log value
+			ctx = tflog.MaskAllFieldValuesStrings(ctx, secret)
+		}
+	}
 	ctx = tflog.MaskFieldValuesWithFieldKeys(ctx, "api_token", "password")
 	switch {
 	case cfg.Endpoint == "":
