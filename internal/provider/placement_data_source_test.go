@@ -242,3 +242,25 @@ func TestAccPlacementStickyFeedsOtherResources(t *testing.T) {
 		},
 	})
 }
+
+// Data sources of one plan share a short-lived snapshot instead of each reading the cluster.
+func TestAccPlacementSharesSnapshots(t *testing.T) {
+	env := newAccEnv(t, labCluster())
+	sim := env.needsSim(t)
+	var hcl []string
+	for i := 0; i < 8; i++ {
+		hcl = append(hcl, fmt.Sprintf("data \"qemuscheduler_placement\" \"p%d\" {\n  name = \"vm-%d\"\n}\n", i, i))
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders,
+		Steps: []resource.TestStep{{
+			Config: env.config(hcl...),
+			Check: func(*terraform.State) error {
+				if n := sim.Requests("GET /cluster/resources"); n >= 8 {
+					return fmt.Errorf("8 data sources read the cluster %d times; they should share snapshots", n)
+				}
+				return nil
+			},
+		}},
+	})
+}
