@@ -8,10 +8,7 @@ import (
 	"time"
 )
 
-const (
-	firstPoll   = 50 * time.Millisecond
-	fastPolling = 2 * time.Second
-)
+const firstPoll = 25 * time.Millisecond
 
 type taskStatus struct {
 	Status     string `json:"status"`
@@ -26,10 +23,9 @@ func (c *Client) waitTask(ctx context.Context, op, upid string) error {
 		return &APIError{Op: op, Message: fmt.Sprintf("PVE returned no task id (got %q)", upid), kind: ErrTaskFailed}
 	}
 	path := fmt.Sprintf("/nodes/%s/tasks/%s/status", parts[1], url.PathEscape(upid))
-	// Poll quickly for the first seconds (most tasks take well under a second), then back off
-	// to c.poll.
+	// Polls grow by a quarter each time, from 25 ms up to c.poll: a task is seen done at most
+	// about a quarter of its run time late, with few requests even for long tasks.
 	interval := min(firstPoll, c.poll)
-	started := time.Now()
 	for {
 		var st taskStatus
 		if err := c.get(ctx, op+": task status", path, nil, &st); err != nil {
@@ -50,9 +46,7 @@ func (c *Client) waitTask(ctx context.Context, op, upid string) error {
 			return fmt.Errorf("%s: gave up waiting for task %s: %w", op, upid, ctx.Err())
 		case <-time.After(interval):
 		}
-		if time.Since(started) > fastPolling {
-			interval = min(interval*2, c.poll)
-		}
+		interval = min(interval*5/4, c.poll)
 	}
 }
 
