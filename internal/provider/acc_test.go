@@ -96,6 +96,8 @@ func labCluster() pvesim.Cluster {
 			{VMID: 200, Node: "pve2", Type: "lxc", Name: "dns", Status: "running", Cores: 1, MemoryMiB: 512},
 			{VMID: 9000, Node: "pve1", Name: "debian-12", Template: true, Cores: 2, MemoryMiB: 2048,
 				Config: map[string]string{"scsi0": "ceph:base-9000-disk-0,size=8G", "net0": "virtio=BC:24:11:00:90:00,bridge=vmbr0"}},
+			{VMID: 9001, Node: "pve3", Name: "local-template", Template: true, Cores: 1, MemoryMiB: 1024,
+				Config: map[string]string{"scsi0": "local-lvm:base-9001-disk-0,size=4G"}},
 		},
 	}
 }

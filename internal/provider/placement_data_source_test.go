@@ -47,7 +47,7 @@ func TestAccPlacementPlugins(t *testing.T) {
 		{"range", `name = "web"
 			annotations = { "vmid.qemu-scheduler/range" = "150-160" }`, map[string]string{"vmid": "150"}},
 		{"regex skips used ids", `name = "web"
-			annotations = { "vmid.qemu-scheduler/regex" = "9[0-9]{3}" }`, map[string]string{"vmid": "9001"}},
+			annotations = { "vmid.qemu-scheduler/regex" = "9[0-9]{3}" }`, map[string]string{"vmid": "9002"}},
 		{"range beats regex", `name = "web"
 			annotations = { "vmid.qemu-scheduler/range" = "300-310", "vmid.qemu-scheduler/regex" = "9[0-9]{3}" }`, map[string]string{"vmid": "300"}},
 		{"pinned vmid beats annotations", `name = "web"

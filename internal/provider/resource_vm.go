@@ -77,15 +77,18 @@ func (r *vmResource) profileFor(ctx context.Context, m *vmModel, diags *diag.Dia
 	return schedulingProfile(ctx, diags, r.data.defaults, m.PluginConfigYAML, m.PluginConfig)
 }
 
-// request is the scheduling request for the model. Unset sizes of a clone come from its
-// source, so the overcommit filters see what the VM will really use.
-func (r *vmResource) request(ctx context.Context, m *vmModel, diags *diag.Diagnostics) scheduler.Request {
+// request is the scheduling request for the model and, for a VM still to be created, the
+// clone source if any: unset sizes of a clone come from it, so the overcommit filters see what
+// the VM will really use. (An existing VM no longer needs its source, which may be gone.)
+func (r *vmResource) request(ctx context.Context, m *vmModel, creating bool, diags *diag.Diagnostics) (scheduler.Request, *proxmox.VM) {
 	req := scheduler.Request{Name: m.Name.ValueString(), Cores: 1, Sockets: 1, MemoryMiB: 512, Node: m.Node.ValueString(), VMID: int(m.VMID.ValueInt64())}
 	if !m.Annotations.IsNull() && !m.Annotations.IsUnknown() {
 		diags.Append(m.Annotations.ElementsAs(ctx, &req.Annotations, false)...)
 	}
-	if m.Clone != nil && (m.Cores.IsUnknown() || m.Cores.IsNull() || m.Memory.IsUnknown() || m.Memory.IsNull() || m.Sockets.IsUnknown() || m.Sockets.IsNull()) {
-		if src, err := r.cloneSource(ctx, m.Clone); err == nil {
+	var src *proxmox.VM
+	if creating && m.Clone != nil && !m.Clone.SourceVMID.IsUnknown() {
+		var err error
+		if src, err = r.cloneSource(ctx, m.Clone); err == nil {
 			req.Cores = atoiDefault(src.Config["cores"], 1)
 			req.Sockets = atoiDefault(src.Config["sockets"], 1)
 			req.MemoryMiB = atoiDefault(strings.TrimPrefix(src.Config["memory"], "current="), 512)
@@ -101,7 +104,36 @@ func (r *vmResource) request(ctx context.Context, m *vmModel, diags *diag.Diagno
 			*size.out = int(size.v.ValueInt64())
 		}
 	}
-	return req
+	return req, src
+}
+
+// cloneNode pins the request to the clone source's node when the source has a disk on storage
+// that is not shared: PVE can clone such a VM only onto its own node.
+func cloneNode(snap scheduler.Snapshot, src *proxmox.VM, req scheduler.Request) (scheduler.Request, error) {
+	if src == nil {
+		return req, nil
+	}
+	shared := map[string]bool{}
+	for _, n := range snap.Nodes {
+		if n.Name == src.Node {
+			for _, st := range n.Storages {
+				shared[st.Name] = st.Shared
+			}
+		}
+	}
+	for k, v := range src.Config {
+		if !diskSlot.MatchString(k) || strings.Contains(v, "media=cdrom") || shared[diskStorage(v)] {
+			continue
+		}
+		if req.Node != "" && req.Node != src.Node {
+			return req, &scheduler.InputError{Attribute: "node", Message: fmt.Sprintf(
+				"the clone source %d keeps %s on storage %q, which is local to %s: Proxmox VE can clone it only onto %s. Pin node = %q, or clone from a template on shared storage.",
+				src.VMID, k, diskStorage(v), src.Node, src.Node, src.Node)}
+		}
+		req.Node = src.Node
+		return req, nil
+	}
+	return req, nil
 }
 
 func (r *vmResource) cloneSource(ctx context.Context, c *cloneModel) (*proxmox.VM, error) {
@@ -131,7 +163,7 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 	if profile == nil {
 		return
 	}
-	schedReq := r.request(ctx, &plan, &resp.Diagnostics)
+	schedReq, src := r.request(ctx, &plan, req.State.Raw.IsNull(), &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -141,7 +173,10 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 		return
 	}
 	if req.State.Raw.IsNull() {
-		if _, err := profile.Schedule(snap, []scheduler.Request{schedReq}, scheduler.Options{}); err != nil {
+		if schedReq, err = cloneNode(snap, src, schedReq); err == nil {
+			_, err = profile.Schedule(snap, []scheduler.Request{schedReq}, scheduler.Options{})
+		}
+		if err != nil {
 			addSchedulerError(&resp.Diagnostics, err)
 		}
 		return
@@ -185,7 +220,7 @@ func (r *vmResource) Create(ctx context.Context, req resource.CreateRequest, res
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	profile := r.profileFor(ctx, &plan, &resp.Diagnostics)
-	schedReq := r.request(ctx, &plan, &resp.Diagnostics)
+	schedReq, src := r.request(ctx, &plan, true, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -194,7 +229,11 @@ func (r *vmResource) Create(ctx context.Context, req resource.CreateRequest, res
 	for attempt := 1; ; attempt++ {
 		var placement scheduler.Placement
 		reservation, err := ledger.Decide(ctx, r.data.client.Snapshot, func(snap scheduler.Snapshot) (scheduler.Reservation, error) {
-			d, err := profile.Schedule(snap, []scheduler.Request{schedReq}, scheduler.Options{})
+			pinned, err := cloneNode(snap, src, schedReq)
+			if err != nil {
+				return scheduler.Reservation{}, err
+			}
+			d, err := profile.Schedule(snap, []scheduler.Request{pinned}, scheduler.Options{})
 			if err != nil {
 				return scheduler.Reservation{}, err
 			}

@@ -422,3 +422,26 @@ func TestAccVMImportThenPlanIsEmpty(t *testing.T) {
 		},
 	})
 }
+
+// A template on local storage can only be cloned onto its own node: the scheduler is told so,
+// and a pin elsewhere fails the plan with the reason.
+func TestAccVMCloneFromLocalTemplate(t *testing.T) {
+	env := newAccEnv(t, labCluster())
+	env.needsSim(t)
+	vm := func(pin string) string {
+		return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
+  name = "web-1"
+  %s
+  clone {
+    source_vmid = 9001
+  }
+}`, pin))
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders,
+		Steps: []resource.TestStep{
+			{Config: vm(`node = "pve2"`), PlanOnly: true, ExpectError: wrapped(`keeps scsi0 on storage "local-lvm", which is local to pve3`)},
+			{Config: vm(""), Check: resource.TestCheckResourceAttr(vmAddr, "node", "pve3")},
+		},
+	})
+}
