@@ -533,7 +533,9 @@ func (r *vmResource) update(ctx context.Context, plan, state *vmModel, node stri
 			del = append(del, d.Slot.ValueString())
 		}
 	}
-	if err := c.UpdateVM(ctx, node, vmid, changed(vm.Config, want), del); err != nil {
+	// Only what the plan changes is written: unchanged attributes keep whatever PVE has (an absent
+	// balloon must not become an explicit 0).
+	if err := c.UpdateVM(ctx, node, vmid, changed(old, want), del); err != nil {
 		return err
 	}
 	running := vm.Status == "running"
