@@ -163,7 +163,13 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 	if profile == nil {
 		return
 	}
-	schedReq, src := r.request(ctx, &plan, req.State.Raw.IsNull(), &resp.Diagnostics)
+	creating := req.State.Raw.IsNull()
+	var state vmModel
+	if !creating {
+		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+		checkDiskShrink(&state, &plan, &resp.Diagnostics)
+	}
+	schedReq, src := r.request(ctx, &plan, creating, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -172,7 +178,7 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 		resp.Diagnostics.AddError("Cannot read the Proxmox VE cluster", err.Error())
 		return
 	}
-	if req.State.Raw.IsNull() {
+	if creating {
 		if schedReq, err = cloneNode(snap, src, schedReq); err == nil {
 			_, err = profile.Schedule(snap, []scheduler.Request{schedReq}, scheduler.Options{})
 		}
@@ -181,17 +187,20 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 		}
 		return
 	}
-	var state vmModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	vmid, current := int(state.VMID.ValueInt64()), state.Node.ValueString()
+	schedReq.Node, schedReq.VMID = "", 0
+	// A changed pin is a migration: the target must pass the hard filters.
+	if target := plan.Node.ValueString(); known(plan.Node) && target != current {
+		if reasons := profile.CheckNode(snap, schedReq, target, vmid); len(reasons) > 0 {
+			resp.Diagnostics.AddAttributeError(path.Root("node"), "Cannot migrate to "+target,
+				fmt.Sprintf("%s fails the scheduling rules for this VM: %s.", target, strings.Join(reasons, "; ")))
+		}
 		return
 	}
-	checkDiskShrink(&state, &plan, &resp.Diagnostics)
-	schedReq.Node, schedReq.VMID = "", 0
-	if reasons := profile.CheckNode(snap, schedReq, state.Node.ValueString(), int(state.VMID.ValueInt64())); len(reasons) > 0 {
+	if reasons := profile.CheckNode(snap, schedReq, current, vmid); len(reasons) > 0 {
 		resp.Diagnostics.AddWarning("VM "+state.ID.ValueString()+" no longer fits its node under the current scheduling rules",
 			fmt.Sprintf("%s on %s: %s. Placement is sticky, so the VM stays; pin or change node to move it.",
-				state.Name.ValueString(), state.Node.ValueString(), strings.Join(reasons, "; ")))
+				state.Name.ValueString(), current, strings.Join(reasons, "; ")))
 	}
 }
 

@@ -106,6 +106,8 @@ func TestAccVMLifecycleFromScratch(t *testing.T) {
 				}),
 			)},
 			{Config: vm(`started = false
+  node    = "pve4"`), ExpectError: wrapped(`pve4 fails the scheduling rules for this VM: NodeOnline: node is offline`)},
+			{Config: vm(`started = false
   node    = "pve3"`), Check: resource.ComposeAggregateTestCheckFunc(
 				resource.TestCheckResourceAttr(vmAddr, "node", "pve3"),
 				resource.TestCheckResourceAttr(vmAddr, "vmid", "500"),
