@@ -264,3 +264,22 @@ func TestAccPlacementSharesSnapshots(t *testing.T) {
 		}},
 	})
 }
+
+// An endpoint that is only known after apply cannot configure the provider at plan time.
+func TestAccProviderUnknownEndpoint(t *testing.T) {
+	newAccEnv(t, labCluster())
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders,
+		Steps: []resource.TestStep{{
+			Config: `resource "terraform_data" "endpoint" {
+  input = "https://pve.example.com:8006"
+}
+provider "qemuscheduler" {
+  endpoint  = terraform_data.endpoint.output
+  api_token = "a@pam!t=s"
+}
+` + placement(`name = "a"`),
+			ExpectError: wrapped(`The provider cannot connect before endpoint is known`),
+		}},
+	})
+}
