@@ -8,6 +8,8 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
 
 const ds = "data.qemuscheduler_placement.p"
@@ -282,4 +284,57 @@ provider "qemuscheduler" {
 			ExpectError: wrapped(`The provider cannot connect before endpoint is known`),
 		}},
 	})
+}
+
+// Every way of connecting: token with a private CA, ticket login without TLS verification,
+// and the bpg-compatible environment variables; plus the two mistakes a user meets first.
+func TestAccProviderConnections(t *testing.T) {
+	tests := []struct {
+		name     string
+		provider func(sim *pvesim.Server) string
+		env      func(sim *pvesim.Server) map[string]string
+		want     string // error pattern; empty = the data source reads the cluster
+	}{
+		{name: "api token and ca_cert", provider: func(sim *pvesim.Server) string {
+			return fmt.Sprintf("endpoint = %q\napi_token = %q\nca_cert = <<EOT\n%sEOT", sim.URL(), sim.APIToken(), sim.CACertPEM())
+		}},
+		{name: "username, password and insecure", provider: func(sim *pvesim.Server) string {
+			user, pass := sim.Credentials()
+			return fmt.Sprintf("endpoint = %q\nusername = %q\npassword = %q\ninsecure = true", sim.URL()+"/api2/json", user, pass)
+		}},
+		{name: "environment variables", env: func(sim *pvesim.Server) map[string]string {
+			return map[string]string{"PROXMOX_VE_ENDPOINT": sim.URL(), "PROXMOX_VE_API_TOKEN": sim.APIToken(), "PROXMOX_VE_INSECURE": "true"}
+		}},
+		{name: "wrong token secret", provider: func(sim *pvesim.Server) string {
+			id, _, _ := strings.Cut(sim.APIToken(), "=")
+			return fmt.Sprintf("endpoint = %q\napi_token = %q\ninsecure = true", sim.URL(), id+"=wrong")
+		}, want: `authentication failure: check api_token, or username and password \(HTTP 401\)`},
+		{name: "certificate not trusted", provider: func(sim *pvesim.Server) string {
+			return fmt.Sprintf("endpoint = %q\napi_token = %q", sim.URL(), sim.APIToken())
+		}, want: `(?s)certificate signed by unknown authority.*Set ca_cert to the PEM of the CA`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sim := newAccEnv(t, labCluster()).needsSim(t)
+			for _, k := range []string{envEndpoint, envToken, envUsername, envPassword, envInsecure} {
+				t.Setenv(k, "")
+			}
+			block := ""
+			if tt.provider != nil {
+				block = tt.provider(sim)
+			}
+			if tt.env != nil {
+				for k, v := range tt.env(sim) {
+					t.Setenv(k, v)
+				}
+			}
+			step := resource.TestStep{Config: "provider \"qemuscheduler\" {\n" + block + "\n}\n" + placement(`name = "web"`)}
+			if tt.want == "" {
+				step.Check = resource.TestCheckResourceAttr(ds, "node", "pve2")
+			} else {
+				step.ExpectError = wrapped(tt.want)
+			}
+			resource.Test(t, resource.TestCase{ProtoV6ProviderFactories: testProviders, Steps: []resource.TestStep{step}})
+		})
+	}
 }

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,10 +39,21 @@ func (p *providerData) snapshot(ctx context.Context) (scheduler.Snapshot, error)
 	}
 	snap, err := p.client.Snapshot(ctx)
 	if err != nil {
-		return scheduler.Snapshot{}, err
+		return scheduler.Snapshot{}, withTLSHint(err)
 	}
 	p.cached, p.cachedAt = &snap, time.Now()
 	return snap, nil
+}
+
+// withTLSHint adds the fix to a certificate error, the first thing most users meet: PVE
+// installs a self-signed certificate by default. The client keeps only the error's text.
+func withTLSHint(err error) error {
+	if !strings.Contains(err.Error(), "x509: ") {
+		return err
+	}
+	return fmt.Errorf("%w\n\nThe Proxmox VE API certificate is not trusted. Set ca_cert to the PEM of the CA that "+
+		"signed it (on a default install, the content of /etc/pve/pve-root-ca.pem), or insecure = true "+
+		"(%s=true) to skip verification in a lab", err, envInsecure)
 }
 
 // invalidate drops the cached snapshot; every write calls it.
