@@ -58,7 +58,7 @@ func TestAccPlacementPlugins(t *testing.T) {
 		{"pinned node", `name = "web"
 			node = "pve1"
 			storage = "local-lvm"`, map[string]string{"node": "pve1", "storage": "local-lvm", "candidates.1.reasons.0": `NodeName: pinned to "pve1"`}},
-		{"reference plugin-config.yaml verbatim", `name = "web"
+		{"reference deployed plugin-config.yaml, NodeResource enabled", `name = "web"
 			memory = 20000
 			plugin_config_yaml = <<-EOT
 			  filters:
@@ -70,6 +70,22 @@ func TestAccPlacementPlugins(t *testing.T) {
 			    NodeResource:
 			      enable: true
 			EOT`, map[string]string{"node": "pve2"}},
+		{"reference plugin-config.yaml format example verbatim", `name = "web"
+			cores = 40
+			annotations = { "vmid.qemu-scheduler/regex" = "9[0-9]{3}" }
+			plugin_config_yaml = <<-EOT
+			  filters:            # map  plugin-name -> {enable, config}
+			    CPUOvercommit:
+			      enable: false
+			    MemoryOvercommit:
+			      enable: true
+			  scores:
+			    NodeResource:
+			      enable: false
+			  vmids:
+			    Regex:
+			      enable: false
+			EOT`, map[string]string{"vmid": "101", "candidates.#": "4", "candidates.1.feasible": "true", "candidates.1.score": "0", "candidates.1.scores.%": "0"}},
 		{"block re-enables what YAML disabled", `name = "web"
 			memory = 16384
 			plugin_config_yaml = "filters: {MemoryOvercommit: {enable: false}}"
@@ -137,6 +153,10 @@ func TestAccPlacementErrors(t *testing.T) {
 			cores = 0`, `Attribute cores value must be at least 1`},
 		{"pinned vmid in use", "", `name = "a"
 			vmid = 100`, `VMID 100 is already in use`},
+		{"pinned node unknown", "", `name = "a"
+			node = "pve9"`, `0/4 nodes are available: 4 node\(s\) didn't match pinned node "pve9"`},
+		{"pinned node offline", "", `name = "a"
+			node = "pve4"`, `0/4 nodes are available: 3 node\(s\) didn't match pinned node "pve4", 1 node\(s\) were offline`},
 		{"pinned storage missing", "", `name = "a"
 			storage = "nfs"`, `storage "nfs" does not exist on pve1`},
 		{"provider: unknown plugin", `plugin_config_yaml = "scores: {Random: {}}"`, `name = "a"`, `unknown score plugin "Random"; valid score plugins: NodeResource`},
