@@ -1,51 +1,78 @@
 package pvesim
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
+	"time"
 )
 
-// authorized accepts an API token header, or a ticket cookie plus (on writes) the CSRF
-// header, and answers 401 otherwise, as pveproxy does (without its 3 s delay).
-func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
-	if auth := r.Header.Get("Authorization"); auth != "" {
-		if strings.TrimPrefix(auth, "PVEAPIToken=") == s.APIToken() {
-			return true
+// authorized accepts an API token (Authorization: PVEAPIToken=USER@REALM!ID=SECRET, "=" or a
+// space after PVEAPIToken) or a ticket (cookie PVEAuthCookie, or Authorization:
+// PVEAuthCookie=...) plus, on writes, the CSRF header. Otherwise it answers 401 as pveproxy
+// does, without its 3 s delay. It returns the user tasks are started as.
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request) (string, bool) {
+	auth := r.Header.Get("Authorization")
+	if token, ok := apiToken(auth); ok {
+		// pveproxy splits the token at its last "=": id, then secret.
+		i := strings.LastIndex(token, "=")
+		if i < 0 || token[:i] != s.tokenID || token[i+1:] != s.tokenSecret {
+			writeError(w, http.StatusUnauthorized, "authentication failure")
+			return "", false
 		}
-		writeStatus(w, http.StatusUnauthorized, "authentication failure", nil)
-		return false
+		return s.tokenID, true
 	}
-	cookie, err := r.Cookie("PVEAuthCookie")
-	if err != nil {
-		writeStatus(w, http.StatusUnauthorized, "No ticket", nil)
-		return false
+	ticket, ok := strings.CutPrefix(auth, "PVEAuthCookie=")
+	if !ok {
+		cookie, err := r.Cookie("PVEAuthCookie")
+		if err != nil {
+			writeError(w, http.StatusUnauthorized, "No ticket")
+			return "", false
+		}
+		ticket = cookie.Value
 	}
 	s.mu.Lock()
-	csrf, ok := s.tickets[cookie.Value]
+	csrf, known := s.tickets[ticket]
 	s.mu.Unlock()
-	if !ok {
-		writeStatus(w, http.StatusUnauthorized, "authentication failure", nil)
-		return false
+	if !known {
+		writeError(w, http.StatusUnauthorized, "authentication failure")
+		return "", false
 	}
 	if r.Method != http.MethodGet && r.Header.Get("CSRFPreventionToken") != csrf {
-		writeStatus(w, http.StatusUnauthorized, "Permission denied - invalid csrf token", nil)
-		return false
+		writeError(w, http.StatusUnauthorized, "Permission denied - invalid csrf token")
+		return "", false
 	}
-	return true
+	return s.username, true
 }
 
+func apiToken(header string) (string, bool) {
+	for _, sep := range []string{"PVEAPIToken=", "PVEAPIToken "} {
+		if i := strings.Index(header, sep); i >= 0 && (i == 0 || header[i-1] == ' ') {
+			token, _, _ := strings.Cut(header[i+len(sep):], ";")
+			return token, true
+		}
+	}
+	return "", false
+}
+
+// handleTicket is POST /access/ticket: a login with username (USER@REALM, or USER plus realm)
+// and password.
 func (s *Server) handleTicket(w http.ResponseWriter, r *http.Request) {
-	p := params(r)
+	p, ok := readParams(w, r)
+	if !ok {
+		return
+	}
 	user := p["username"]
 	if !strings.Contains(user, "@") && p["realm"] != "" {
 		user += "@" + p["realm"]
 	}
 	if user != s.username || p["password"] != s.password {
-		writeStatus(w, http.StatusUnauthorized, "authentication failure", nil)
+		writeError(w, http.StatusUnauthorized, "authentication failure")
 		return
 	}
-	ticket := "PVE:" + user + ":" + strings.ToUpper(randomHex(4)) + "::" + randomHex(32)
-	csrf := strings.ToUpper(randomHex(4)) + ":" + randomHex(20)
+	stamp := fmt.Sprintf("%08X", time.Now().Unix())
+	ticket := "PVE:" + user + ":" + stamp + "::" + randomHex(32)
+	csrf := stamp + ":" + randomHex(20)
 	s.mu.Lock()
 	s.tickets[ticket] = csrf
 	s.mu.Unlock()

@@ -38,9 +38,8 @@ func (s *Server) routes() {
 	h("PUT /nodes/{node}/qemu/{vmid}/resize", s.handleResize)
 	h("DELETE /nodes/{node}/qemu/{vmid}", s.handleDelete)
 	h("GET /nodes/{node}/tasks/{upid}/status", s.handleTaskStatus)
-	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeStatus(w, http.StatusNotImplemented, "Method '"+r.Method+" "+strings.TrimPrefix(r.URL.Path, apiPrefix)+"' not implemented", nil)
-	})
+	h("GET /nodes/{node}/tasks/{upid}/log", s.handleTaskLog)
+	m.HandleFunc("/", notImplemented)
 	s.mux = m
 }
 
@@ -60,38 +59,73 @@ func (s *Server) requireOnline(w http.ResponseWriter, r *http.Request) bool {
 	n := s.node(name)
 	switch {
 	case n == nil:
-		writeStatus(w, http.StatusInternalServerError, fmt.Sprintf("hostname lookup '%s' failed - failed to get address info for: %s: Name or service not known", name, name), nil)
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("hostname lookup '%s' failed - failed to get address info for: %s: Name or service not known", name, name))
 		return false
 	case !n.online:
-		writeStatus(w, 595, "Errors during connection establishment, proxy handler: No route to host", nil)
+		writeError(w, 595, "Errors during connection establishment, proxy handler: No route to host")
 		return false
 	}
 	return true
 }
 
-// liveLoad is the node's live figures: its own load plus what running guests use.
-func (s *Server) liveLoad(n *node) (cpu float64, mem uint64) {
-	cpu, mem = n.baseCPU, n.baseMem
-	for _, g := range s.guests {
-		if g.node == n.name && g.status == "running" {
-			cpu += float64(g.vcpus()) * 0.1 / float64(n.cpus)
-			mem += g.memoryBytes()
-		}
-	}
-	return min(cpu, 1), min(mem, n.maxmem)
+// guestCPUShare is how busy a running guest's vCPUs are, as a fraction.
+const guestCPUShare = 0.1
+
+// load is a node's live usage.
+type load struct {
+	cpu float64 // 0..1 of the node's CPUs
+	mem uint64
 }
 
-func (s *Server) nodeRow(n *node) map[string]any {
+// loads returns every node's live figures, in one pass over the guests: the host's own load,
+// plus for each running guest guestCPUShare of its vCPUs and its configured memory. So placing
+// and starting VMs moves later scores. The caller holds s.mu.
+func (s *Server) loads() map[string]load {
+	out := make(map[string]load, len(s.nodes))
+	cpus := make(map[string]int, len(s.nodes))
+	for _, n := range s.nodes {
+		out[n.name] = load{cpu: n.baseCPU, mem: n.baseMem}
+		cpus[n.name] = n.cpus
+	}
+	for _, g := range s.guests {
+		l, known := out[g.node]
+		if !known || g.status != "running" {
+			continue
+		}
+		l.cpu += float64(g.vcpus()) * guestCPUShare / float64(cpus[g.node])
+		l.mem += g.memoryBytes()
+		out[g.node] = l
+	}
+	for _, n := range s.nodes {
+		l := out[n.name]
+		out[n.name] = load{cpu: min(l.cpu, 1), mem: min(l.mem, n.maxmem)}
+	}
+	return out
+}
+
+// nodeRow is a node's /cluster/resources and /nodes row; an offline node keeps only its
+// capacity.
+func nodeRow(n *node, l load) map[string]any {
 	row := map[string]any{"id": "node/" + n.name, "type": "node", "node": n.name, "level": "",
 		"maxcpu": n.cpus, "maxmem": n.maxmem, "maxdisk": uint64(100 * gib), "status": "offline"}
 	if n.online {
-		cpu, mem := s.liveLoad(n)
-		row["status"], row["cpu"], row["mem"], row["disk"], row["uptime"] = "online", cpu, mem, uint64(10*gib), 86400
+		row["status"], row["cpu"], row["mem"], row["disk"], row["uptime"] = "online", l.cpu, l.mem, uint64(10*gib), 86400
 		row["cgroup-mode"] = 2
 	}
 	return row
 }
 
+// maxCPU is a guest's vCPUs as PVE reports them: capped at its host's logical CPUs.
+func (s *Server) maxCPU(g *guest) int {
+	if n := s.node(g.node); n != nil {
+		return min(g.vcpus(), n.cpus)
+	}
+	return g.vcpus()
+}
+
+// guestRow is a guest's /cluster/resources row. Without stats (a guest created since the last
+// tick, or on an offline node) it has only id, vmid, node, type, status "unknown", and tags,
+// lock and pool.
 func (s *Server) guestRow(g *guest) map[string]any {
 	row := map[string]any{"id": g.typ + "/" + strconv.Itoa(g.vmid), "type": g.typ, "vmid": g.vmid, "node": g.node, "status": "unknown"}
 	if tags := g.config["tags"]; tags != "" {
@@ -107,19 +141,20 @@ func (s *Server) guestRow(g *guest) map[string]any {
 	if !g.hasStats || n == nil || !n.online {
 		return row
 	}
-	row["status"], row["name"], row["maxcpu"], row["maxmem"] = g.status, g.name(), g.vcpus(), g.memoryBytes()
+	row["status"], row["name"], row["maxcpu"], row["maxmem"] = g.status, g.name(), s.maxCPU(g), g.memoryBytes()
 	row["template"] = 0
 	if g.template() {
 		row["template"] = 1
 	}
 	row["cpu"], row["mem"], row["uptime"] = 0, 0, 0
 	if g.status == "running" {
-		row["cpu"], row["mem"], row["uptime"] = 0.02, g.memoryBytes()/2, 3600
+		row["cpu"], row["mem"], row["uptime"] = guestCPUShare, g.memoryBytes()/2, 3600
 	}
 	row["maxdisk"], row["disk"], row["netin"], row["netout"], row["diskread"], row["diskwrite"] = s.diskBytes(g), 0, 0, 0, 0, 0
 	return row
 }
 
+// diskBytes is a guest's maxdisk: the size of its disks.
 func (s *Server) diskBytes(g *guest) uint64 {
 	var total float64
 	for _, k := range g.disks() {
@@ -142,7 +177,7 @@ func (s *Server) handleResources(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	typ := r.URL.Query().Get("type")
 	if typ != "" && typ != "vm" && typ != "node" && typ != "storage" && typ != "sdn" {
-		writeStatus(w, http.StatusBadRequest, "Parameter verification failed.", map[string]string{"type": "value '" + typ + "' does not have a value in the enumeration 'vm, storage, node, sdn'"})
+		paramError(w, "type", "value '"+typ+"' does not have a value in the enumeration 'vm, storage, node, sdn'")
 		return
 	}
 	rows := []map[string]any{}
@@ -157,8 +192,9 @@ func (s *Server) handleResources(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if typ == "" || typ == "node" {
+		loads := s.loads()
 		for _, n := range s.nodes {
-			rows = append(rows, s.nodeRow(n))
+			rows = append(rows, nodeRow(n, loads[n.name]))
 		}
 	}
 	if typ == "" || typ == "storage" {
@@ -216,11 +252,11 @@ func (s *Server) handleNextID(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("vmid"); v != "" {
 		id, ok := parseVMID(v)
 		if !ok {
-			writeStatus(w, http.StatusBadRequest, "Parameter verification failed.", map[string]string{"vmid": "invalid format - value does not look like a valid VM ID"})
+			paramError(w, "vmid", "invalid format - value does not look like a valid VM ID")
 			return
 		}
 		if _, taken := s.guests[id]; taken {
-			writeStatus(w, http.StatusBadRequest, "Parameter verification failed.", map[string]string{"vmid": fmt.Sprintf("VM %d already exists", id)})
+			paramError(w, "vmid", fmt.Sprintf("VM %d already exists", id))
 			return
 		}
 		writeData(w, strconv.Itoa(id))
@@ -233,7 +269,7 @@ func (s *Server) handleNextID(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeStatus(w, http.StatusInternalServerError, fmt.Sprintf("unable to get any free VMID in range [%d, %d]", lower, upper), nil)
+	writeError(w, http.StatusInternalServerError, fmt.Sprintf("unable to get any free VMID in range [%d, %d]", lower, upper))
 }
 
 func parseVMID(v string) (int, bool) {
@@ -286,8 +322,9 @@ func (s *Server) handleNodes(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rows := []map[string]any{}
+	loads := s.loads()
 	for _, n := range s.nodes {
-		row := s.nodeRow(n)
+		row := nodeRow(n, loads[n.name])
 		row["ssl_fingerprint"] = "80:D4:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:F5"
 		delete(row, "cgroup-mode")
 		rows = append(rows, row)
@@ -302,12 +339,12 @@ func (s *Server) handleNodeStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n := s.node(r.PathValue("node"))
-	cpu, mem := s.liveLoad(n)
+	l := s.loads()[n.name]
 	writeData(w, map[string]any{
-		"uptime": 86400, "idle": 0, "cpu": cpu, "wait": 0.0003, "loadavg": []string{"0.15", "0.25", "0.30"},
+		"uptime": 86400, "idle": 0, "cpu": l.cpu, "wait": 0.0003, "loadavg": []string{"0.15", "0.25", "0.30"},
 		"cpuinfo": map[string]any{"model": "Simulated CPU", "vendor": "GenuineIntel", "family": "6", "cpus": n.cpus,
-			"cores": n.cpus / 2, "sockets": 1, "mhz": "3000.000", "hvm": "1", "user_hz": 100, "flags": "fpu vme"},
-		"memory":         map[string]any{"total": n.maxmem, "used": mem, "free": n.maxmem - mem, "available": n.maxmem - mem},
+			"cores": max(n.cpus/2, 1), "sockets": 1, "mhz": "3000.000", "hvm": "1", "user_hz": 100, "flags": "fpu vme"},
+		"memory":         map[string]any{"total": n.maxmem, "used": l.mem, "free": n.maxmem - l.mem, "available": n.maxmem - l.mem},
 		"swap":           map[string]any{"total": 0, "used": 0, "free": 0},
 		"ksm":            map[string]any{"shared": 0},
 		"rootfs":         map[string]any{"total": uint64(100 * gib), "used": uint64(10 * gib), "free": uint64(90 * gib), "avail": uint64(85 * gib)},

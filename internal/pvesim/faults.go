@@ -68,20 +68,24 @@ func (s *Server) FailNextTask(taskType, message string) {
 }
 
 // SetNodeOnline takes a node offline (every /nodes/{node}/... request answers 595) or back.
-func (s *Server) SetNodeOnline(name string, online bool) {
+func (s *Server) SetNodeOnline(name string, online bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if n := s.node(name); n != nil {
-		n.online = online
+	n := s.node(name)
+	if n == nil {
+		return fmt.Errorf("pvesim: no node %q", name)
 	}
+	n.online = online
+	return nil
 }
 
-// TakeVMID plays an outside actor (another Terraform run, a human) creating a stopped VM with
-// that id on the first node.
+// TakeVMID plays an outside actor (another Terraform run, a human) creating a stopped VM named
+// outsider-<vmid> with that id on the first node. It is a no-op when the id is already taken
+// or the cluster has no nodes.
 func (s *Server) TakeVMID(vmid int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.guests[vmid]; ok {
+	if _, taken := s.guests[vmid]; taken || len(s.nodes) == 0 {
 		return
 	}
 	s.guests[vmid] = &guest{vmid: vmid, node: s.nodes[0].name, typ: "qemu", status: "stopped", hasStats: true,
@@ -89,12 +93,18 @@ func (s *Server) TakeVMID(vmid int) {
 }
 
 // SetGuestNode moves a guest to another node at once, as HA or an admin would.
-func (s *Server) SetGuestNode(vmid int, nodeName string) {
+func (s *Server) SetGuestNode(vmid int, nodeName string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if g, ok := s.guests[vmid]; ok {
-		g.node = nodeName
+	g, found := s.guests[vmid]
+	switch {
+	case !found:
+		return fmt.Errorf("pvesim: no guest %d to move", vmid)
+	case s.node(nodeName) == nil:
+		return fmt.Errorf("pvesim: no node %q to move guest %d to", nodeName, vmid)
 	}
+	g.node = nodeName
+	return nil
 }
 
 // SetTaskDuration changes how long tasks started from now on take.

@@ -9,32 +9,48 @@ import (
 	"strings"
 )
 
-// params merges query and body parameters (JSON or form), values as PVE reads them: numbers
-// in decimal, booleans as 1/0.
-func params(r *http.Request) map[string]string {
+// readParams merges body parameters (JSON or form) and query parameters, the query winning as
+// in pve-http-server, with values as PVE reads them (JSON numbers in decimal, JSON booleans as
+// 1/0). Path parameters may be repeated only with the same value; they are left out of the
+// result. On a bad request it answers 400 and returns false.
+func readParams(w http.ResponseWriter, r *http.Request) (map[string]string, bool) {
 	out := map[string]string{}
-	for k, v := range r.URL.Query() {
-		out[k] = v[0]
-	}
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	if len(body) == 0 {
-		return out
-	}
-	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") || body[0] == '{' {
-		var m map[string]any
-		if json.Unmarshal(body, &m) == nil {
+	if len(body) > 0 {
+		if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+			var m map[string]any
+			if err := json.Unmarshal(body, &m); err != nil {
+				writeError(w, http.StatusBadRequest, "malformed JSON body: "+err.Error())
+				return nil, false
+			}
 			for k, v := range m {
 				out[k] = scalar(v)
 			}
+		} else {
+			form, err := url.ParseQuery(string(body))
+			if err != nil {
+				writeError(w, http.StatusBadRequest, "malformed form body: "+err.Error())
+				return nil, false
+			}
+			for k, v := range form {
+				out[k] = v[0]
+			}
 		}
-		return out
 	}
-	if form, err := url.ParseQuery(string(body)); err == nil {
-		for k, v := range form {
-			out[k] = v[0]
+	for k, v := range r.URL.Query() {
+		out[k] = v[0]
+	}
+	for _, k := range []string{"node", "vmid", "upid"} {
+		pathValue := r.PathValue(k)
+		if v, ok := out[k]; ok && pathValue != "" {
+			if v != pathValue {
+				paramError(w, k, "duplicate parameter (already defined in URI) with conflicting values!")
+				return nil, false
+			}
+			delete(out, k)
 		}
 	}
-	return out
+	return out, true
 }
 
 func scalar(v any) string {
@@ -53,13 +69,4 @@ func scalar(v any) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
-}
-
-// boolParam reads a PVE boolean: 1/0, true/false, on/off, yes/no.
-func boolParam(v string) bool {
-	switch strings.ToLower(v) {
-	case "1", "true", "on", "yes":
-		return true
-	}
-	return false
 }

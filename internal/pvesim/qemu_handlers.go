@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 func (s *Server) guestList(typ string) http.HandlerFunc {
@@ -27,13 +28,13 @@ func (s *Server) guestList(typ string) http.HandlerFunc {
 
 // listRow is a /nodes/{node}/qemu row: template only when 1, pid only when running.
 func (s *Server) listRow(g *guest) map[string]any {
-	row := map[string]any{"vmid": g.vmid, "name": g.name(), "status": g.status, "cpus": g.vcpus(), "maxmem": g.memoryBytes(),
+	row := map[string]any{"vmid": g.vmid, "name": g.name(), "status": g.status, "cpus": s.maxCPU(g), "maxmem": g.memoryBytes(),
 		"maxdisk": s.diskBytes(g), "disk": 0, "uptime": 0, "cpu": 0, "mem": 0, "netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0}
 	if g.template() {
 		row["template"] = 1
 	}
 	if g.status == "running" {
-		row["pid"], row["uptime"], row["cpu"], row["mem"] = 10000+g.vmid, 3600, 0.02, g.memoryBytes()/2
+		row["pid"], row["uptime"], row["cpu"], row["mem"] = 10000+g.vmid, 3600, guestCPUShare, g.memoryBytes()/2
 	}
 	if tags := g.config["tags"]; tags != "" {
 		row["tags"] = tags
@@ -50,21 +51,32 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *guest {
 	if !s.requireOnline(w, r) {
 		return nil
 	}
-	id, _ := strconv.Atoi(r.PathValue("vmid"))
-	g, ok := s.guests[id]
-	if !ok || g.node != r.PathValue("node") || g.typ != "qemu" {
-		writeStatus(w, http.StatusInternalServerError, fmt.Sprintf("Configuration file 'nodes/%s/qemu-server/%s.conf' does not exist", r.PathValue("node"), r.PathValue("vmid")), nil)
+	id, valid := parseVMID(r.PathValue("vmid"))
+	if !valid {
+		paramError(w, "vmid", "invalid format - value does not look like a valid VM ID")
+		return nil
+	}
+	g, found := s.guests[id]
+	if !found || g.node != r.PathValue("node") || g.typ != "qemu" {
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("Configuration file 'nodes/%s/qemu-server/%d.conf' does not exist", r.PathValue("node"), id))
 		return nil
 	}
 	return g
 }
 
-// unlocked is lookup for changes: a locked VM (clone, migrate, destroy running) refuses them,
-// as in PVE. The caller holds s.mu.
+// unlocked is lookup for changes: a VM with a lock in its config (migrate, destroyed, ...)
+// refuses them, and one that clones are reading keeps its file lock until they end. The
+// caller holds s.mu.
 func (s *Server) unlocked(w http.ResponseWriter, r *http.Request) *guest {
 	g := s.lookup(w, r)
-	if g != nil && g.lock != "" {
-		writeStatus(w, http.StatusInternalServerError, fmt.Sprintf("VM is locked (%s)", g.lock), nil)
+	switch {
+	case g == nil:
+		return nil
+	case g.lock != "":
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("VM is locked (%s)", g.lock))
+		return nil
+	case g.clones > 0:
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("can't lock file '/var/lock/qemu-server/lock-%d.conf' - got timeout", g.vmid))
 		return nil
 	}
 	return g
@@ -88,71 +100,96 @@ func (s *Server) handleStatusCurrent(w http.ResponseWriter, r *http.Request) {
 	row := s.listRow(g)
 	row["ha"] = map[string]any{"managed": 0}
 	row["qmpstatus"] = g.status
-	if boolParam(strings.Split(g.config["agent"], ",")[0]) || strings.Contains(g.config["agent"], "enabled=1") {
+	if agent := g.config["agent"]; boolParam(strings.Split(agent, ",")[0]) || strings.Contains(agent, "enabled=1") {
 		row["agent"] = 1
 	}
 	writeData(w, row)
 }
 
-var storageAlloc = regexp.MustCompile(`^([a-zA-Z0-9][a-zA-Z0-9\-_.]*):(\d+(?:\.\d+)?)(,.*)?$`)
+// storageAlloc is PVE's allocation syntax for a new disk: STORAGE:SIZE_GiB[,options].
+var storageAlloc = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9\-_.]*):(\d+(?:\.\d+)?)(,.*)?$`)
 
-// applyConfig validates and applies config keys to g (PVE's create/set semantics): disks given
-// as STORAGE:SIZE_GB are allocated, NICs get MACs, tags are normalised. It returns a 400
-// errors map for bad values. The caller holds s.mu.
-func (s *Server) applyConfig(g *guest, n *node, set map[string]string) map[string]string {
-	errs := map[string]string{}
-	for k, v := range set {
-		switch {
-		case k == "name" && !regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`).MatchString(v):
-			errs[k] = "value does not look like a valid DNS name"
-		case (k == "cores" || k == "sockets") && atoi(v) < 1:
-			errs[k] = "value must have a minimum value of 1"
-		case k == "memory" && atoi(strings.TrimPrefix(v, "current=")) < 16:
-			errs[k] = "value must have a minimum value of 16"
-		case k == "tags":
-			for _, t := range strings.Split(normalizeTags(v), ";") {
-				if t != "" && !tagPattern.MatchString(t) {
-					errs[k] = "invalid format - invalid characters in tag '" + t + "'"
-				}
-			}
-		}
-	}
-	if len(errs) > 0 {
-		return errs
+// change is a validated config change: values to set (new disks already named, NICs with
+// MACs, tags normalised) and the volumes to allocate for new disks.
+type change struct {
+	set   map[string]string
+	alloc []allocation
+}
+
+type allocation struct {
+	st    *storage
+	name  string
+	bytes uint64
+}
+
+// prepareConfig validates config keys for guest g as a create or a config write does. It
+// answers the request itself (400 for schema problems, 500 for PVE's handler errors) and
+// returns false when the change is refused. The caller holds s.mu.
+func (s *Server) prepareConfig(w http.ResponseWriter, g *guest, raw map[string]string) (change, bool) {
+	set, problems := checkConfig(raw)
+	if len(problems) > 0 {
+		writeParamError(w, problems)
+		return change{}, false
 	}
 	if b := atoi(set["balloon"]); b > 0 {
 		mem := set["memory"]
 		if mem == "" {
 			mem = g.config["memory"]
 		}
-		if m := atoi(strings.TrimPrefix(mem, "current=")); m > 0 && b > m {
-			return map[string]string{"balloon": "balloon value too large (must be smaller than assigned memory)"}
+		if m := atoi(strings.TrimPrefix(mem, "current=")); m == 0 && b > 512 || m > 0 && b > m {
+			writeError(w, http.StatusInternalServerError, "balloon value too large (must be smaller than assigned memory)")
+			return change{}, false
 		}
 	}
-	for k, v := range set {
+	n := s.node(g.node)
+	c := change{set: map[string]string{}}
+	// A scratch copy names several new disks on one storage apart (disk-0, disk-1, ...).
+	scratch := &guest{vmid: g.vmid, config: map[string]string{}}
+	for k, v := range g.config {
+		scratch.config[k] = v
+	}
+	for _, k := range sortedConfigKeys(set) {
+		v := set[k]
 		switch {
 		case k == "tags":
 			v = normalizeTags(v)
 		case strings.HasPrefix(k, "net"):
 			v = withMAC(v, s.rng, false)
-		case diskKey.MatchString(k):
+		case volumeKey.MatchString(k) && !strings.HasPrefix(k, "unused"):
 			if m := storageAlloc.FindStringSubmatch(v); m != nil {
-				if n.storage(m[1]) == nil {
-					return map[string]string{k: fmt.Sprintf("storage '%s' does not exist", m[1])}
+				st, msg := imageStorage(n, m[1])
+				if msg != "" {
+					writeError(w, http.StatusInternalServerError, msg)
+					return change{}, false
 				}
 				size, _ := strconv.ParseFloat(m[2], 64)
-				v = fmt.Sprintf("%s:%s,size=%s%s", m[1], n.volume(m[1], g.vmid), formatSize(size), m[3])
-			} else if strings.HasSuffix(v, ":cloudinit") {
-				v = fmt.Sprintf("%s:vm-%d-cloudinit,media=cdrom", strings.TrimSuffix(v, ":cloudinit"), g.vmid)
+				name := scratch.nextVolume(st)
+				v = fmt.Sprintf("%s:%s,size=%s%s", m[1], name, formatSize(size), m[3])
+				c.alloc = append(c.alloc, allocation{st, name, uint64(size * gib)})
+			} else if name, isCI := strings.CutSuffix(v, ":cloudinit"); isCI {
+				if _, msg := imageStorage(n, name); msg != "" {
+					writeError(w, http.StatusInternalServerError, msg)
+					return change{}, false
+				}
+				v = fmt.Sprintf("%s:vm-%d-cloudinit,media=cdrom", name, g.vmid)
 			}
 		}
-		if v == "" {
-			delete(g.config, k)
-			continue
-		}
-		g.config[k] = v
+		scratch.config[k] = v
+		c.set[k] = v
 	}
-	return nil
+	return c, true
+}
+
+// imageStorage finds a storage on n that can hold disk images, or PVE's complaint.
+func imageStorage(n *node, name string) (*storage, string) {
+	st := n.storage(name)
+	switch {
+	case st == nil:
+		return nil, fmt.Sprintf("storage '%s' does not exist", name)
+	case !contains(st.content, "images"):
+		return nil, fmt.Sprintf("storage '%s' does not support vm images", name)
+	}
+	return st, ""
 }
 
 func (n *node) storage(name string) *storage {
@@ -164,25 +201,25 @@ func (n *node) storage(name string) *storage {
 	return nil
 }
 
-func (n *node) volume(storageName string, vmid int) string {
-	key := fmt.Sprintf("%s/%d", storageName, vmid)
-	i := n.diskCount[key]
-	n.diskCount[key] = i + 1
-	return fmt.Sprintf("vm-%d-disk-%d", vmid, i)
+// storageOf is the storage a volume of guest g lives on, if its node has it.
+func (s *Server) storageOf(g *guest, name string) *storage {
+	if n := s.node(g.node); n != nil {
+		return n.storage(name)
+	}
+	return nil
 }
 
-// configKeys keeps the parameters that are VM config, not API call options.
-func configKeys(p map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range p {
-		switch k {
-		case "vmid", "start", "digest", "delete", "pool", "skiplock", "background_delay", "force", "storage", "unique", "archive":
-			continue
-		}
-		out[k] = v
+func (c change) commit(g *guest) {
+	for k, v := range c.set {
+		g.config[k] = v
 	}
-	return out
+	for _, a := range c.alloc {
+		a.st.alloc(a.name, a.bytes)
+	}
 }
+
+// createParams are the POST /nodes/{node}/qemu parameters that are not VM config.
+var createParams = []string{"vmid", "start", "pool", "storage", "archive", "force", "unique", "live-restore", "bwlimit", "ha-managed"}
 
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
@@ -190,40 +227,65 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	if !s.requireOnline(w, r) {
 		return
 	}
-	p := params(r)
-	vmid, ok := parseVMID(p["vmid"])
-	if !ok {
-		writeStatus(w, http.StatusBadRequest, "Parameter verification failed.", map[string]string{"vmid": "invalid format - value does not look like a valid VM ID"})
+	p, valid := readParams(w, r)
+	if !valid {
+		return
+	}
+	cfg := map[string]string{}
+	for k, v := range p {
+		if !contains(createParams, k) {
+			cfg[k] = v
+		}
+	}
+	vmid, valid := parseVMID(p["vmid"])
+	switch {
+	case p["vmid"] == "":
+		paramError(w, "vmid", "property is missing and it is not optional")
+		return
+	case !valid:
+		paramError(w, "vmid", "invalid format - value does not look like a valid VM ID")
 		return
 	}
 	n := s.node(r.PathValue("node"))
 	if other, taken := s.guests[vmid]; taken {
-		writeStatus(w, http.StatusInternalServerError, fmt.Sprintf("unable to create VM %d - VM %d already exists on node '%s'", vmid, vmid, other.node), nil)
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("unable to create VM %d - VM %d already exists on node '%s'", vmid, vmid, other.node))
 		return
 	}
 	if pool := p["pool"]; pool != "" && !s.pools[pool] {
-		writeStatus(w, http.StatusForbidden, fmt.Sprintf("Permission check failed (pool '%s' does not exist)", pool), nil)
+		writeError(w, http.StatusForbidden, fmt.Sprintf("Permission check failed (pool '%s' does not exist)", pool))
 		return
 	}
 	g := &guest{vmid: vmid, node: n.name, typ: "qemu", status: "stopped", pool: p["pool"], config: map[string]string{}, hasStats: !s.statsLag}
-	if errs := s.applyConfig(g, n, configKeys(p)); errs != nil {
-		writeStatus(w, http.StatusBadRequest, "Parameter verification failed.", errs)
+	c, valid := s.prepareConfig(w, g, cfg)
+	if !valid {
 		return
 	}
-	start := boolParam(p["start"])
-	upid := s.startTask(n.name, "qmcreate", vmid, nil, func() string {
-		if other, taken := s.guests[vmid]; taken {
-			return fmt.Sprintf("unable to create VM %d - VM %d already exists on node '%s'", vmid, vmid, other.node)
+	// PVE gives every new VM a SMBIOS uuid, a generation id and creation metadata.
+	defaults := map[string]string{"smbios1": "uuid=" + randomUUID(s.rng), "vmgenid": randomUUID(s.rng),
+		"meta": fmt.Sprintf("creation-qemu=9.0.2,ctime=%d", time.Now().Unix())}
+	for k, v := range defaults {
+		if _, given := c.set[k]; !given {
+			c.set[k] = v
 		}
+	}
+	start := boolParam(p["start"])
+	writeData(w, s.startTask(r, n.name, "qmcreate", vmid, func() outcome {
+		if other, taken := s.guests[vmid]; taken {
+			return taskError("unable to create VM %d - VM %d already exists on node '%s'", vmid, vmid, other.node)
+		}
+		c.commit(g)
 		s.guests[vmid] = g
 		if start {
 			g.status = "running"
 		}
-		return ""
-	})
-	writeData(w, upid)
+		return taskOK()
+	}, nil))
 }
 
+// configParams are the config-write parameters that are not VM config.
+var configParams = []string{"delete", "revert", "digest", "skiplock", "force", "background_delay"}
+
+// handleConfigSet is POST (async, a qmconfig task) or PUT (sync) .../config.
 func (s *Server) handleConfigSet(async bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
@@ -232,253 +294,81 @@ func (s *Server) handleConfigSet(async bool) http.HandlerFunc {
 		if g == nil {
 			return
 		}
-		p := params(r)
-		if d := p["digest"]; d != "" && d != g.digest() {
-			writeStatus(w, http.StatusInternalServerError, "checksum mismatch (file change by other user?)", nil)
+		p, valid := readParams(w, r)
+		if !valid {
 			return
 		}
-		set := configKeys(p)
+		if d := p["digest"]; d != "" && d != g.digest() {
+			writeError(w, http.StatusInternalServerError, "checksum mismatch (file change by other user?)")
+			return
+		}
+		cfg := map[string]string{}
+		for k, v := range p {
+			if !contains(configParams, k) {
+				cfg[k] = v
+			}
+		}
 		del := strings.FieldsFunc(p["delete"], func(r rune) bool { return r == ',' || r == ';' || r == ' ' })
 		for _, k := range del {
-			if _, both := set[k]; both {
-				writeStatus(w, http.StatusBadRequest, "Parameter verification failed.", map[string]string{"delete": "cannot set and delete '" + k + "' at the same time"})
+			if _, both := cfg[k]; both {
+				paramError(w, "delete", fmt.Sprintf("cannot set and delete '%s' at the same time", k))
 				return
 			}
 		}
-		if len(set) == 0 && len(del) == 0 {
-			writeStatus(w, http.StatusInternalServerError, "no options specified", nil)
+		if len(cfg) == 0 && len(del) == 0 {
+			writeError(w, http.StatusInternalServerError, "no options specified")
 			return
 		}
-		n := s.node(g.node)
-		next := &guest{vmid: g.vmid, config: map[string]string{}}
-		for k, v := range g.config {
-			next.config[k] = v
-		}
-		if errs := s.applyConfig(next, n, set); errs != nil {
-			writeStatus(w, http.StatusBadRequest, "Parameter verification failed.", errs)
+		c, valid := s.prepareConfig(w, g, cfg)
+		if !valid {
 			return
 		}
-		warnings := 0
-		for _, k := range del {
-			if _, ok := next.config[k]; !ok {
-				warnings++
+		force := boolParam(p["force"])
+		apply := func() outcome {
+			if s.guests[g.vmid] != g {
+				return taskError("Configuration file 'nodes/%s/qemu-server/%d.conf' does not exist", g.node, g.vmid)
 			}
-			delete(next.config, k)
+			c.commit(g)
+			return outcome{warnings: s.deleteKeys(g, del, force)}
 		}
-		g.config = next.config
 		if !async {
+			apply()
 			writeData(w, nil)
 			return
 		}
-		writeData(w, s.startTask(g.node, "qmconfig", g.vmid, nil, func() string {
-			if warnings > 0 {
-				return fmt.Sprintf("WARNINGS: %d", warnings)
-			}
-			return ""
-		}))
+		writeData(w, s.startTask(r, g.node, "qmconfig", g.vmid, apply, nil))
 	}
 }
 
-func (s *Server) handlePower(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g := s.lookup(w, r)
-	if g == nil {
-		return
-	}
-	action := r.PathValue("action")
-	types := map[string]string{"start": "qmstart", "stop": "qmstop", "shutdown": "qmshutdown", "reboot": "qmreboot"}
-	typ, ok := types[action]
-	if !ok {
-		writeStatus(w, http.StatusNotImplemented, "Method 'POST "+strings.TrimPrefix(r.URL.Path, apiPrefix)+"' not implemented", nil)
-		return
-	}
-	writeData(w, s.startTask(g.node, typ, g.vmid, nil, func() string {
-		switch action {
-		case "start":
-			switch {
-			case g.template():
-				return "you can't start a vm if it's a template"
-			case g.status == "running":
-				return fmt.Sprintf("VM %d already running", g.vmid)
-			}
-			g.status = "running"
-		case "stop", "shutdown":
-			g.status = "stopped"
-		}
-		return ""
-	}))
-}
-
-func (s *Server) handleResize(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g := s.unlocked(w, r)
-	if g == nil {
-		return
-	}
-	p := params(r)
-	disk, ok := g.config[p["disk"]]
-	if !ok {
-		writeStatus(w, http.StatusInternalServerError, fmt.Sprintf("disk '%s' does not exist", p["disk"]), nil)
-		return
-	}
-	if strings.Contains(disk, "media=cdrom") {
-		writeStatus(w, http.StatusInternalServerError, "you can't resize a cdrom", nil)
-		return
-	}
-	size := p["size"]
-	current := sizeGiB(disk)
-	target := parseSize(strings.TrimPrefix(size, "+"))
-	if target == 0 && strings.TrimPrefix(size, "+") != "0" {
-		writeStatus(w, http.StatusBadRequest, "Parameter verification failed.", map[string]string{"size": "value does not match the regex pattern"})
-		return
-	}
-	if strings.HasPrefix(size, "+") {
-		target += current
-	}
-	if target < current {
-		writeStatus(w, http.StatusInternalServerError, "shrinking disks is not supported", nil)
-		return
-	}
-	key := p["disk"]
-	writeData(w, s.startTask(g.node, "resize", g.vmid, nil, func() string {
-		g.config[key] = setDiskSize(g.config[key], target)
-		return ""
-	}))
-}
-
-func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g := s.unlocked(w, r)
-	if g == nil {
-		return
-	}
-	if g.status == "running" {
-		writeStatus(w, http.StatusInternalServerError, fmt.Sprintf("VM %d is running - destroy failed", g.vmid), nil)
-		return
-	}
-	g.lock = "destroyed"
-	writeData(w, s.startTask(g.node, "qmdestroy", g.vmid, g, func() string {
-		delete(s.guests, g.vmid)
-		return ""
-	}))
-}
-
-func (s *Server) handleMigrate(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g := s.unlocked(w, r)
-	if g == nil {
-		return
-	}
-	p := params(r)
-	target := s.node(p["target"])
-	switch {
-	case target == nil:
-		writeStatus(w, http.StatusInternalServerError, fmt.Sprintf("no such cluster node '%s'", p["target"]), nil)
-		return
-	case target.name == g.node:
-		writeStatus(w, http.StatusBadRequest, "Parameter verification failed.", map[string]string{"target": "target is local node."})
-		return
-	case !target.online:
-		writeStatus(w, http.StatusInternalServerError, fmt.Sprintf("target node '%s' is not online", target.name), nil)
-		return
-	case g.status == "running" && !boolParam(p["online"]):
-		writeStatus(w, http.StatusInternalServerError, "can't migrate running VM without --online", nil)
-		return
-	}
-	g.lock = "migrate"
-	writeData(w, s.startTask(g.node, "qmigrate", g.vmid, g, func() string {
-		g.lock = ""
-		g.node = target.name
-		return ""
-	}))
-}
-
-func (s *Server) handleClone(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	src := s.lookup(w, r)
-	if src == nil {
-		return
-	}
-	p := params(r)
-	newid, ok := parseVMID(p["newid"])
-	if !ok {
-		writeStatus(w, http.StatusBadRequest, "Parameter verification failed.", map[string]string{"newid": "invalid format - value does not look like a valid VM ID"})
-		return
-	}
-	if _, taken := s.guests[newid]; taken {
-		writeStatus(w, http.StatusInternalServerError, fmt.Sprintf("unable to create VM %d: config file already exists", newid), nil)
-		return
-	}
-	full := !src.template()
-	if v, ok := p["full"]; ok {
-		full = boolParam(v)
-	}
-	target := s.node(src.node)
-	if t := p["target"]; t != "" {
-		if target = s.node(t); target == nil || !target.online {
-			writeStatus(w, http.StatusInternalServerError, fmt.Sprintf("target node '%s' is not online", t), nil)
-			return
-		}
-	}
-	storageName := p["storage"]
-	if storageName != "" && !full {
-		writeStatus(w, http.StatusInternalServerError, "parameter 'storage' not allowed for linked clones", nil)
-		return
-	}
-	if storageName != "" && target.storage(storageName) == nil {
-		writeStatus(w, http.StatusInternalServerError, fmt.Sprintf("storage '%s' does not exist on node '%s'", storageName, target.name), nil)
-		return
-	}
-	if target.name != src.node {
-		for _, k := range src.disks() {
-			st := s.node(src.node).storage(strings.SplitN(src.config[k], ":", 2)[0])
-			if st == nil || !st.shared {
-				writeStatus(w, http.StatusInternalServerError, fmt.Sprintf("can't clone VM to node '%s' (VM uses local storage)", target.name), nil)
-				return
-			}
-		}
-	}
-	if pool := p["pool"]; pool != "" && !s.pools[pool] {
-		writeStatus(w, http.StatusForbidden, fmt.Sprintf("Permission check failed (pool '%s' does not exist)", pool), nil)
-		return
-	}
-	clone := &guest{vmid: newid, node: target.name, typ: "qemu", status: "stopped", pool: p["pool"], config: map[string]string{}, hasStats: !s.statsLag}
-	for k, v := range src.config {
+// deleteKeys removes config keys as PVE does: a disk is detached to the first free unusedN
+// (destroyed with force), an unusedN volume is destroyed, and a key that is not set is a
+// warning. The caller holds s.mu.
+func (s *Server) deleteKeys(g *guest, keys []string, force bool) []string {
+	var warnings []string
+	for _, k := range keys {
+		v, set := g.config[k]
 		switch {
-		case k == "template" || strings.HasPrefix(k, "unused"):
+		case !set:
+			warnings = append(warnings, fmt.Sprintf("cannot delete '%s' - not set in current configuration!", k))
 			continue
-		case strings.HasPrefix(k, "net"):
-			v = withMAC(v, s.rng, true)
-		case diskKey.MatchString(k):
-			parts := strings.SplitN(v, ":", 2)
-			st := parts[0]
-			if storageName != "" && !strings.Contains(v, "media=cdrom") {
-				st = storageName
+		case !volumeKey.MatchString(k) || isCDROM(v):
+		case force || strings.HasPrefix(k, "unused"):
+			if vol, ok := parseVolume(v); ok {
+				if st := s.storageOf(g, vol.storage); st != nil {
+					st.free(vol.name)
+				}
 			}
-			rest := regexp.MustCompile(`(base|vm)-\d+-(disk-\d+|cloudinit)`).ReplaceAllString(parts[len(parts)-1], fmt.Sprintf("vm-%d-$2", newid))
-			v = st + ":" + rest
+		default:
+			if vol, ok := parseVolume(v); ok {
+				for i := 0; ; i++ {
+					if _, used := g.config[fmt.Sprintf("unused%d", i)]; !used {
+						g.config[fmt.Sprintf("unused%d", i)] = vol.storage + ":" + vol.name
+						break
+					}
+				}
+			}
 		}
-		clone.config[k] = v
+		delete(g.config, k)
 	}
-	clone.config["name"] = p["name"]
-	if clone.config["name"] == "" {
-		clone.config["name"] = "Copy-of-VM-" + src.name()
-	}
-	if d := p["description"]; d != "" {
-		clone.config["description"] = d
-	}
-	src.lock = "clone"
-	writeData(w, s.startTask(src.node, "qmclone", src.vmid, src, func() string {
-		src.lock = ""
-		if other, taken := s.guests[newid]; taken {
-			return fmt.Sprintf("clone failed: unable to create VM %d - VM %d already exists on node '%s'", newid, newid, other.node)
-		}
-		s.guests[newid] = clone
-		return ""
-	}))
+	return warnings
 }

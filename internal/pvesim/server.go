@@ -1,10 +1,9 @@
 package pvesim
 
 import (
-	"bufio"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	mrand "math/rand"
 	"net/http"
@@ -57,6 +56,13 @@ func WithStatsLag() Option { return func(s *Server) { s.statsLag = true } }
 // WithLatency delays every request by d.
 func WithLatency(d time.Duration) Option { return func(s *Server) { s.latency = d } }
 
+// SetLatency changes the delay of requests from now on.
+func (s *Server) SetLatency(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.latency = d
+}
+
 // New builds a server holding the cluster's state. Serve it with net/http or NewTestServer.
 func New(c Cluster, opts ...Option) (*Server, error) {
 	if err := c.validate(); err != nil {
@@ -71,14 +77,24 @@ func New(c Cluster, opts ...Option) (*Server, error) {
 	for _, o := range opts {
 		o(s)
 	}
+	shared := map[string]*storage{}
 	for _, n := range c.Nodes {
 		nd := &node{name: n.Name, cpus: n.CPUs, maxmem: uint64(n.MemoryGiB * gib), baseCPU: n.CPULoad,
-			baseMem: uint64(n.MemUsedGiB * gib), online: !n.Offline, diskCount: map[string]int{}}
-		for _, st := range c.Storages {
-			if len(st.Nodes) == 0 || contains(st.Nodes, n.Name) {
-				nd.storages = append(nd.storages, &storage{name: st.Name, typ: st.Type, content: st.Content, shared: st.Shared,
-					total: uint64(st.SizeGiB * gib), used: uint64(st.UsedGiB * gib), inactive: st.Inactive})
+			baseMem: uint64(n.MemUsedGiB * gib), online: !n.Offline}
+		for _, spec := range c.Storages {
+			if len(spec.Nodes) > 0 && !contains(spec.Nodes, n.Name) {
+				continue
 			}
+			st := shared[spec.Name]
+			if st == nil {
+				st = &storage{name: spec.Name, typ: spec.Type, content: spec.Content, shared: spec.Shared,
+					total: uint64(spec.SizeGiB * gib), used: uint64(spec.UsedGiB * gib), inactive: spec.Inactive,
+					volumes: map[string]uint64{}}
+				if spec.Shared {
+					shared[spec.Name] = st
+				}
+			}
+			nd.storages = append(nd.storages, st)
 		}
 		s.nodes = append(s.nodes, nd)
 	}
@@ -86,7 +102,14 @@ func New(c Cluster, opts ...Option) (*Server, error) {
 		s.pools[p] = true
 	}
 	for _, gs := range c.Guests {
-		s.guests[gs.VMID] = guestFromSpec(gs)
+		g := guestFromSpec(gs)
+		s.guests[gs.VMID] = g
+		// The file's used_gib already counts the guests' disks: record them without adding.
+		for _, v := range g.volumes() {
+			if st := s.storageOf(g, v.storage); st != nil {
+				st.volumes[v.name] = uint64(sizeGiB(g.config[v.key]) * gib)
+			}
+		}
 	}
 	s.routes()
 	return s, nil
@@ -162,13 +185,16 @@ func (s *Server) ResetRequests() {
 	s.counts = map[string]int{}
 }
 
-// ServeHTTP applies latency, auth, faults and offline nodes, then routes.
+// ServeHTTP applies latency, counting, auth and faults, then routes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.latency > 0 {
-		time.Sleep(s.latency)
+	s.mu.Lock()
+	latency := s.latency
+	s.mu.Unlock()
+	if latency > 0 {
+		time.Sleep(latency)
 	}
 	if !strings.HasPrefix(r.URL.Path, apiPrefix+"/") {
-		writeStatus(w, http.StatusNotImplemented, "Method '"+r.Method+" "+r.URL.Path+"' not implemented", nil)
+		writeError(w, http.StatusNotImplemented, "no such uri")
 		return
 	}
 	_, pattern := s.mux.Handler(r)
@@ -176,9 +202,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.counts[endpoint]++
 	s.mu.Unlock()
-	if endpoint != "POST /access/ticket" && !s.authorized(w, r) {
+	if (r.Method == http.MethodGet || r.Method == http.MethodDelete) && r.ContentLength > 0 {
+		writeError(w, http.StatusNotImplemented, fmt.Sprintf("Unexpected content for method '%s'", r.Method))
 		return
 	}
+	user := ""
+	if endpoint != "POST /access/ticket" {
+		var ok bool
+		if user, ok = s.authorized(w, r); !ok {
+			return
+		}
+	}
+	r = r.WithContext(context.WithValue(r.Context(), userKey{}, user))
 	f := s.takeFault(endpoint)
 	switch {
 	case f == nil:
@@ -191,8 +226,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	default:
-		writeStatus(w, f.status, f.message, nil)
+		writeError(w, f.status, f.message)
 	}
+}
+
+// userKey carries the authenticated user (USER@REALM or USER@REALM!TOKEN) in the request
+// context, for the tasks it starts.
+type userKey struct{}
+
+func requestUser(r *http.Request) string {
+	if u, _ := r.Context().Value(userKey{}).(string); u != "" {
+		return u
+	}
+	return "root@pam"
 }
 
 func randomHex(n int) string {
@@ -208,48 +254,6 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// writeData writes PVE's success envelope.
-func writeData(w http.ResponseWriter, data any) {
-	w.Header().Set("Content-Type", "application/json;charset=UTF-8")
-	_ = json.NewEncoder(w).Encode(map[string]any{"data": data})
-}
-
-// writeStatus writes an error the way pveproxy does: the message is the HTTP reason phrase
-// (which is all go-proxmox reports for a 500) and also the body's "message". Go's
-// ResponseWriter cannot set a reason phrase, so the connection is hijacked. errs, when set,
-// is the 400 "errors" map.
-func writeStatus(w http.ResponseWriter, code int, reason string, errs map[string]string) {
-	reason = strings.NewReplacer("\r", " ", "\n", " ").Replace(reason)
-	var body []byte
-	if code != 595 {
-		payload := map[string]any{"data": nil}
-		if errs != nil {
-			payload["errors"] = errs
-		} else {
-			payload["message"] = reason + "\n"
-		}
-		body, _ = json.Marshal(payload)
-	}
-	hj, ok := w.(http.Hijacker)
-	if !ok {
-		w.WriteHeader(code)
-		_, _ = w.Write(body)
-		return
-	}
-	conn, buf, err := hj.Hijack()
-	if err != nil {
-		return
-	}
-	defer conn.Close()
-	writeRaw(buf, code, reason, body)
-}
-
-func writeRaw(buf *bufio.ReadWriter, code int, reason string, body []byte) {
-	fmt.Fprintf(buf, "HTTP/1.1 %d %s\r\nContent-Type: application/json;charset=UTF-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n", code, reason, len(body))
-	_, _ = buf.Write(body)
-	_ = buf.Flush()
 }
 
 // Guests lists every guest's vmid, sorted.

@@ -17,14 +17,13 @@ const (
 )
 
 type node struct {
-	name      string
-	cpus      int
-	maxmem    uint64
-	baseCPU   float64
-	baseMem   uint64
-	online    bool
-	storages  []*storage
-	diskCount map[string]int // per storage: next disk number, for unique volume names
+	name     string
+	cpus     int
+	maxmem   uint64
+	baseCPU  float64
+	baseMem  uint64
+	online   bool
+	storages []*storage // a shared storage is the same object on every node
 }
 
 type storage struct {
@@ -35,6 +34,22 @@ type storage struct {
 	total    uint64
 	used     uint64
 	inactive bool
+	volumes  map[string]uint64 // volume name (vm-100-disk-0) -> size in bytes
+}
+
+// alloc creates or resizes a volume, counting the space it takes.
+func (st *storage) alloc(vol string, bytes uint64) {
+	st.free(vol)
+	st.volumes[vol] = bytes
+	st.used += bytes
+}
+
+// free destroys a volume, if it exists.
+func (st *storage) free(vol string) {
+	if bytes, ok := st.volumes[vol]; ok {
+		st.used -= min(st.used, bytes)
+		delete(st.volumes, vol)
+	}
 }
 
 type guest struct {
@@ -46,6 +61,9 @@ type guest struct {
 	pool     string
 	config   map[string]string
 	hasStats bool // false until the next stats tick when stats lag is simulated
+	// clones counts clones running from this guest: they hold its config lock, so changes to
+	// it wait and time out as in PVE.
+	clones int
 }
 
 func (g *guest) template() bool { return g.config["template"] == "1" }
@@ -75,7 +93,8 @@ func (g *guest) memoryBytes() uint64 {
 	return uint64(m) * mib
 }
 
-// digest is the SHA-1 of the serialized config, as PVE computes it over the config file.
+// digest is the SHA-1 of the serialized config (lock included), as PVE computes it over the
+// config file.
 func (g *guest) digest() string {
 	keys := make([]string, 0, len(g.config))
 	for k := range g.config {
@@ -86,21 +105,18 @@ func (g *guest) digest() string {
 	for _, k := range keys {
 		fmt.Fprintf(h, "%s: %s\n", k, g.config[k])
 	}
+	if g.lock != "" {
+		fmt.Fprintf(h, "lock: %s\n", g.lock)
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// numericConfigKeys are rendered as JSON numbers in config GETs (PVE's integer and boolean
-// schema types); every other key, memory included, is a string.
-var numericConfigKeys = map[string]bool{
-	"cores": true, "sockets": true, "vcpus": true, "balloon": true, "onboot": true, "template": true,
-	"numa": true, "protection": true, "cpuunits": true, "tablet": true, "acpi": true, "kvm": true,
-	"localtime": true, "reboot": true, "shares": true,
-}
-
+// configJSON renders the config as a config GET does: integer and boolean keys as numbers,
+// everything else (memory and agent included) as strings, plus the digest.
 func (g *guest) configJSON() map[string]any {
 	out := make(map[string]any, len(g.config)+1)
 	for k, v := range g.config {
-		if numericConfigKeys[k] {
+		if kd, _ := keyKind(k); kd != kString {
 			if n, err := strconv.Atoi(v); err == nil {
 				out[k] = n
 				continue
@@ -112,22 +128,82 @@ func (g *guest) configJSON() map[string]any {
 		}
 		out[k] = v
 	}
+	if g.lock != "" {
+		out["lock"] = g.lock
+	}
 	out["digest"] = g.digest()
 	return out
 }
 
-var diskKey = regexp.MustCompile(`^(scsi|virtio|sata|ide)\d+$`)
+var (
+	diskKey   = regexp.MustCompile(`^(scsi|virtio|sata|ide)\d+$`)
+	volumeKey = regexp.MustCompile(`^((scsi|virtio|sata|ide|unused)\d+|efidisk0|tpmstate0)$`)
+)
 
 // disks returns the guest's disk keys (cd-roms excluded), sorted.
 func (g *guest) disks() []string {
 	var keys []string
 	for k, v := range g.config {
-		if diskKey.MatchString(k) && !strings.Contains(v, "media=cdrom") {
+		if diskKey.MatchString(k) && !isCDROM(v) {
 			keys = append(keys, k)
 		}
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// volumes returns every volume the guest's config references, detached (unusedN) ones
+// included. Cd-roms own nothing.
+func (g *guest) volumes() []volume {
+	var out []volume
+	for _, k := range sortedConfigKeys(g.config) {
+		if v, ok := parseVolume(g.config[k]); ok && volumeKey.MatchString(k) && !isCDROM(g.config[k]) {
+			v.key = k
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// volume is a disk in a config: "local-lvm:vm-100-disk-0,size=32G" is on storage local-lvm,
+// named vm-100-disk-0.
+type volume struct{ key, storage, name string }
+
+func parseVolume(value string) (volume, bool) {
+	volid, _, _ := strings.Cut(value, ",")
+	st, name, ok := strings.Cut(volid, ":")
+	return volume{storage: st, name: name}, ok && st != "" && name != ""
+}
+
+func isCDROM(v string) bool { return strings.Contains(v, "media=cdrom") }
+
+func sortedConfigKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// nextVolume names the guest's next disk on a storage: vm-<vmid>-disk-<n> for the lowest n
+// neither on the storage nor in the config.
+func (g *guest) nextVolume(st *storage) string {
+	for n := 0; ; n++ {
+		name := fmt.Sprintf("vm-%d-disk-%d", g.vmid, n)
+		if _, exists := st.volumes[name]; exists {
+			continue
+		}
+		inConfig := false
+		for _, v := range g.config {
+			if vol, ok := parseVolume(v); ok && vol.storage == st.name && vol.name == name {
+				inConfig = true
+			}
+		}
+		if !inConfig {
+			return name
+		}
+	}
 }
 
 // normalizeTags does what PVE does on write: split on ; , and spaces, lowercase, sort,
@@ -146,8 +222,6 @@ func normalizeTags(s string) string {
 	return strings.Join(tags, ";")
 }
 
-var tagPattern = regexp.MustCompile(`^[a-z0-9_][a-z0-9_\-+.]*$`)
-
 func randomMAC(rng *rand.Rand) string {
 	return fmt.Sprintf("BC:24:11:%02X:%02X:%02X", rng.Intn(256), rng.Intn(256), rng.Intn(256))
 }
@@ -162,6 +236,15 @@ func withMAC(value string, rng *rand.Rand, fresh bool) string {
 	}
 	parts[0] = model + "=" + randomMAC(rng)
 	return strings.Join(parts, ",")
+}
+
+// randomUUID is a random RFC 4122 version 4 uuid, for smbios1 and vmgenid.
+func randomUUID(rng *rand.Rand) string {
+	b := make([]byte, 16)
+	rng.Read(b)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 func atoi(s string) int {

@@ -3,7 +3,9 @@ package pvesim
 import (
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -14,40 +16,62 @@ type task struct {
 	id        string
 	user      string
 	pid       int
-	start     time.Time
+	pstart    int
+	startTime int64
 	done      bool
 	exit      string
-	startTime int64
+	log       []string
 }
 
-// startTask mints a UPID and runs action when the task completes: at once, or after the task
-// duration. action runs under s.mu and returns "" for OK or the error text. holds, when set, is
-// the guest the task locked; a failed task releases the lock (a successful action does so
-// itself). The caller holds s.mu.
-func (s *Server) startTask(nodeName, typ string, id int, holds *guest, action func() string) string {
+// outcome is what a task's action reports: "" for OK, or the error text; warnings are logged
+// lines that turn an OK into "WARNINGS: n".
+type outcome struct {
+	err      string
+	warnings []string
+}
+
+func taskOK() outcome { return outcome{} }
+
+func taskError(format string, a ...any) outcome { return outcome{err: fmt.Sprintf(format, a...)} }
+
+// startTask mints a UPID for a worker of type typ on nodeName, started by the request's user,
+// and runs action when the task completes: at once, or after the task duration. An injected
+// failure (FailNextTask) replaces the action. release, when set, runs after either, to drop
+// the locks the task held. Both run under s.mu, which the caller holds.
+func (s *Server) startTask(r *http.Request, nodeName, typ string, id int, action func() outcome, release func()) string {
 	s.pid++
 	now := time.Now()
-	user := "root@pam"
-	t := &task{node: nodeName, typ: typ, id: strconv.Itoa(id), user: user, pid: s.pid, start: now, startTime: now.Unix()}
-	t.upid = fmt.Sprintf("UPID:%s:%08X:%08X:%08X:%s:%s:%s:", nodeName, t.pid, s.pid*7, t.startTime, typ, t.id, user)
+	t := &task{node: nodeName, typ: typ, id: strconv.Itoa(id), user: requestUser(r), pid: s.pid, pstart: s.pid * 7, startTime: now.Unix()}
+	t.upid = fmt.Sprintf("UPID:%s:%08X:%08X:%08X:%s:%s:%s:", nodeName, t.pid, t.pstart, t.startTime, typ, t.id, t.user)
 	s.tasks[t.upid] = t
 	if s.firstTaskStart.IsZero() {
 		s.firstTaskStart = now
 	}
 	finish := func() {
-		if msg, ok := s.failing[typ]; ok {
+		var res outcome
+		if msg, failing := s.failing[typ]; failing {
 			delete(s.failing, typ)
-			t.exit = msg
-		} else if err := action(); err != "" {
-			t.exit = err
+			res = outcome{err: msg}
 		} else {
+			res = action()
+		}
+		t.log = append(t.log, res.warnings...)
+		switch {
+		case res.err != "":
+			t.exit = res.err
+			t.log = append(t.log, "TASK ERROR: "+res.err)
+		case len(res.warnings) > 0:
+			t.exit = fmt.Sprintf("WARNINGS: %d", len(res.warnings))
+			t.log = append(t.log, "TASK "+t.exit)
+		default:
 			t.exit = "OK"
+			t.log = append(t.log, "TASK OK")
+		}
+		if release != nil {
+			release()
 		}
 		t.done = true
 		s.lastTaskEnd = time.Now()
-		if t.exit != "OK" && holds != nil {
-			holds.lock = ""
-		}
 	}
 	if s.taskDuration <= 0 {
 		finish()
@@ -61,26 +85,68 @@ func (s *Server) startTask(nodeName, typ string, id int, holds *guest, action fu
 	return t.upid
 }
 
+var upidPattern = regexp.MustCompile(`^UPID:([a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?):([0-9A-Fa-f]{8}):([0-9A-Fa-f]{8,9}):([0-9A-Fa-f]{8}):([^:\s/]+):([^:\s/]*):([^:\s/]+):$`)
+
+// taskFor finds the task named in the path, answering like PVE when the UPID is malformed or
+// unknown on that node. The caller holds s.mu.
+func (s *Server) taskFor(w http.ResponseWriter, r *http.Request) *task {
+	if !s.requireOnline(w, r) {
+		return nil
+	}
+	upid := r.PathValue("upid")
+	if !upidPattern.MatchString(upid) {
+		paramError(w, "upid", "unable to parse worker upid '"+upid+"'")
+		return nil
+	}
+	t, found := s.tasks[upid]
+	if !found || t.node != r.PathValue("node") {
+		paramError(w, "upid", "no such task")
+		return nil
+	}
+	return t
+}
+
 func (s *Server) handleTaskStatus(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.requireOnline(w, r) {
-		return
-	}
-	t, ok := s.tasks[r.PathValue("upid")]
-	if !ok {
-		writeStatus(w, http.StatusBadRequest, "Parameter verification failed.", map[string]string{"upid": "no such task"})
+	t := s.taskFor(w, r)
+	if t == nil {
 		return
 	}
 	status := map[string]any{
-		"upid": t.upid, "node": t.node, "pid": t.pid, "pstart": t.pid * 7, "starttime": t.startTime,
+		"upid": t.upid, "node": t.node, "pid": t.pid, "pstart": t.pstart, "starttime": t.startTime,
 		"type": t.typ, "id": t.id, "user": t.user, "status": "running",
+	}
+	// A token's tasks name the bare user and the token id separately.
+	if user, token, isToken := strings.Cut(t.user, "!"); isToken {
+		status["user"], status["tokenid"] = user, token
 	}
 	if t.done {
 		status["status"] = "stopped"
 		status["exitstatus"] = t.exit
 	}
 	writeData(w, status)
+}
+
+// handleTaskLog is GET /nodes/{node}/tasks/{upid}/log: numbered lines from start (0-based),
+// at most limit (default 50), and the total.
+func (s *Server) handleTaskLog(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.taskFor(w, r)
+	if t == nil {
+		return
+	}
+	start, limit := atoi(r.URL.Query().Get("start")), 50
+	if l := r.URL.Query().Get("limit"); l != "" {
+		limit = atoi(l)
+	}
+	lines := append([]string{fmt.Sprintf("%s %s started by %s", t.typ, t.id, t.user)}, t.log...)
+	rows := []map[string]any{}
+	for i := start; i < len(lines) && len(rows) < limit; i++ {
+		rows = append(rows, map[string]any{"n": i + 1, "t": lines[i]})
+	}
+	writeEnvelope(w, map[string]any{"data": rows, "total": len(lines)})
 }
 
 // TaskWindow returns when the first task started and the last one finished: the wall time a

@@ -1,0 +1,414 @@
+package pvesim
+
+import (
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+)
+
+// stillThere reports whether g is still the guest vmid on node when a task runs: an outside
+// actor may have deleted or moved it since the request.
+func (s *Server) stillThere(g *guest, node string) bool {
+	return s.guests[g.vmid] == g && g.node == node
+}
+
+func missingConfig(node string, vmid int) outcome {
+	return taskError("Configuration file 'nodes/%s/qemu-server/%d.conf' does not exist", node, vmid)
+}
+
+func (s *Server) handlePower(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	types := map[string]string{"start": "qmstart", "stop": "qmstop", "shutdown": "qmshutdown", "reboot": "qmreboot"}
+	action := r.PathValue("action")
+	typ, known := types[action]
+	if !known {
+		notImplemented(w, r)
+		return
+	}
+	g := s.lookup(w, r)
+	if g == nil {
+		return
+	}
+	if _, valid := readParams(w, r); !valid {
+		return
+	}
+	node := g.node
+	// PVE checks the lock and the state inside the worker, so these are task failures.
+	writeData(w, s.startTask(r, node, typ, g.vmid, func() outcome {
+		switch {
+		case !s.stillThere(g, node):
+			return missingConfig(node, g.vmid)
+		case g.lock != "":
+			return taskError("VM is locked (%s)", g.lock)
+		}
+		switch action {
+		case "start":
+			switch {
+			case g.template():
+				return taskError("you can't start a vm if it's a template")
+			case g.status == "running":
+				return taskError("VM %d already running", g.vmid)
+			}
+			g.status = "running"
+		case "reboot":
+			if g.status != "running" {
+				return taskError("VM %d not running", g.vmid)
+			}
+		default:
+			g.status = "stopped"
+		}
+		return taskOK()
+	}, nil))
+}
+
+var resizeSize = regexp.MustCompile(`^\+?\d+(\.\d+)?[KMGT]?$`)
+
+func (s *Server) handleResize(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.unlocked(w, r)
+	if g == nil {
+		return
+	}
+	p, valid := readParams(w, r)
+	if !valid {
+		return
+	}
+	if problems := checkParams(p, "disk", "size", "digest", "skiplock"); problems != nil {
+		writeParamError(w, problems)
+		return
+	}
+	key, size := p["disk"], p["size"]
+	switch {
+	case key == "":
+		paramError(w, "disk", "property is missing and it is not optional")
+		return
+	case size == "":
+		paramError(w, "size", "property is missing and it is not optional")
+		return
+	case !resizeSize.MatchString(size):
+		paramError(w, "size", "value does not match the regex pattern")
+		return
+	case p["digest"] != "" && p["digest"] != g.digest():
+		writeError(w, http.StatusInternalServerError, "checksum mismatch (file change by other user?)")
+		return
+	}
+	disk, exists := g.config[key]
+	switch {
+	case !exists || !volumeKey.MatchString(key):
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("disk '%s' does not exist", key))
+		return
+	case isCDROM(disk):
+		writeError(w, http.StatusInternalServerError, "you can't resize a cdrom")
+		return
+	}
+	current := sizeGiB(disk)
+	target := parseSize(strings.TrimPrefix(size, "+"))
+	if strings.HasPrefix(size, "+") {
+		target += current
+	}
+	if target < current {
+		writeError(w, http.StatusInternalServerError, "shrinking disks is not supported")
+		return
+	}
+	node := g.node
+	writeData(w, s.startTask(r, node, "resize", g.vmid, func() outcome {
+		if !s.stillThere(g, node) {
+			return missingConfig(node, g.vmid)
+		}
+		value, exists := g.config[key]
+		if !exists {
+			return taskError("disk '%s' does not exist", key)
+		}
+		g.config[key] = setDiskSize(value, target)
+		if vol, ok := parseVolume(value); ok {
+			if st := s.storageOf(g, vol.storage); st != nil {
+				st.alloc(vol.name, uint64(target*gib))
+			}
+		}
+		return taskOK()
+	}, nil))
+}
+
+func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.unlocked(w, r)
+	if g == nil {
+		return
+	}
+	p, valid := readParams(w, r)
+	if !valid {
+		return
+	}
+	if problems := checkParams(p, "purge", "destroy-unreferenced-disks", "skiplock"); problems != nil {
+		writeParamError(w, problems)
+		return
+	}
+	switch {
+	case g.status == "running":
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("VM %d is running - destroy failed", g.vmid))
+		return
+	case g.config["protection"] == "1":
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("can't remove VM %d - protection mode enabled", g.vmid))
+		return
+	}
+	unreferenced := boolParam(p["destroy-unreferenced-disks"])
+	g.lock = "destroyed"
+	writeData(w, s.startTask(r, g.node, "qmdestroy", g.vmid, func() outcome {
+		if s.guests[g.vmid] != g {
+			return missingConfig(g.node, g.vmid)
+		}
+		for _, v := range g.volumes() {
+			if st := s.storageOf(g, v.storage); st != nil {
+				st.free(v.name)
+			}
+		}
+		if n := s.node(g.node); n != nil && unreferenced {
+			for _, st := range n.storages {
+				for name := range st.volumes {
+					if strings.HasPrefix(name, fmt.Sprintf("vm-%d-", g.vmid)) || strings.HasPrefix(name, fmt.Sprintf("base-%d-", g.vmid)) {
+						st.free(name)
+					}
+				}
+			}
+		}
+		delete(s.guests, g.vmid)
+		return taskOK()
+	}, func() { g.lock = "" }))
+}
+
+func (s *Server) handleMigrate(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.unlocked(w, r)
+	if g == nil {
+		return
+	}
+	p, valid := readParams(w, r)
+	if !valid {
+		return
+	}
+	if problems := checkParams(p, "target", "online", "force", "with-local-disks", "targetstorage", "bwlimit",
+		"migration_type", "migration_network", "with-conntrack-state"); problems != nil {
+		writeParamError(w, problems)
+		return
+	}
+	target := s.node(p["target"])
+	switch {
+	case p["target"] == "":
+		paramError(w, "target", "property is missing and it is not optional")
+		return
+	case target == nil:
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("no such cluster node '%s'", p["target"]))
+		return
+	case target.name == g.node:
+		paramError(w, "target", "target is local node.")
+		return
+	case !target.online:
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("target node '%s' is not online", target.name))
+		return
+	case g.status == "running" && !boolParam(p["online"]):
+		writeError(w, http.StatusInternalServerError, "can't migrate running VM without --online")
+		return
+	}
+	// Disks on local storage move with the VM: they need the storage (or targetstorage) on the
+	// target, and a live migration must be told to copy them.
+	type move struct {
+		from, to *storage
+		key, vol string
+	}
+	var moves []move
+	for _, v := range g.volumes() {
+		from := s.storageOf(g, v.storage)
+		if from == nil || from.shared {
+			continue
+		}
+		if g.status == "running" && !boolParam(p["with-local-disks"]) {
+			writeError(w, http.StatusInternalServerError, "can't live migrate attached local disks without with-local-disks option")
+			return
+		}
+		toName := v.storage
+		if ts := p["targetstorage"]; ts != "" && ts != "1" {
+			toName = ts
+		}
+		to, msg := imageStorage(target, toName)
+		if msg != "" {
+			writeError(w, http.StatusInternalServerError, fmt.Sprintf("storage '%s' is not available on node '%s'", toName, target.name))
+			return
+		}
+		moves = append(moves, move{from, to, v.key, v.name})
+	}
+	g.lock = "migrate"
+	writeData(w, s.startTask(r, g.node, "qmigrate", g.vmid, func() outcome {
+		for _, m := range moves {
+			bytes := m.from.volumes[m.vol]
+			m.from.free(m.vol)
+			m.to.alloc(m.vol, bytes)
+			if m.to != m.from {
+				g.config[m.key] = m.to.name + strings.TrimPrefix(g.config[m.key], m.from.name)
+			}
+		}
+		g.node = target.name
+		return taskOK()
+	}, func() { g.lock = "" }))
+}
+
+// clonedVolume renames a source volume for the clone: base-9000-disk-0 becomes
+// vm-<newid>-disk-0, vm-9000-cloudinit becomes vm-<newid>-cloudinit.
+var (
+	clonedVolume = regexp.MustCompile(`^(base|vm)-\d+-(disk-\d+|cloudinit)`)
+	smbiosUUID   = regexp.MustCompile(`uuid=[0-9a-fA-F-]+`)
+)
+
+// cloneParams are the clone call's parameters.
+var cloneParams = []string{"newid", "name", "description", "target", "full", "storage", "format", "pool", "snapname", "bwlimit"}
+
+func (s *Server) handleClone(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	src := s.lookup(w, r)
+	if src == nil {
+		return
+	}
+	p, valid := readParams(w, r)
+	if !valid {
+		return
+	}
+	if problems := checkParams(p, cloneParams...); problems != nil {
+		writeParamError(w, problems)
+		return
+	}
+	if src.lock != "" {
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("VM is locked (%s)", src.lock))
+		return
+	}
+	newid, valid := parseVMID(p["newid"])
+	switch {
+	case p["newid"] == "":
+		paramError(w, "newid", "property is missing and it is not optional")
+		return
+	case !valid:
+		paramError(w, "newid", "invalid format - value does not look like a valid VM ID")
+		return
+	case p["name"] != "" && !dnsName.MatchString(p["name"]):
+		paramError(w, "name", "invalid format - value does not look like a valid DNS name")
+		return
+	}
+	// The config-file check looks only at the node the call runs on; an id taken elsewhere
+	// fails inside the task.
+	if other, taken := s.guests[newid]; taken && other.node == src.node {
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("unable to create VM %d: config file already exists", newid))
+		return
+	}
+	full := !src.template()
+	if v, given := p["full"]; given {
+		full = boolParam(v)
+	}
+	target := s.node(src.node)
+	if t := p["target"]; t != "" {
+		switch target = s.node(t); {
+		case target == nil:
+			writeError(w, http.StatusInternalServerError, fmt.Sprintf("no such cluster node '%s'", t))
+			return
+		case !target.online:
+			writeError(w, http.StatusInternalServerError, fmt.Sprintf("target node '%s' is not online", t))
+			return
+		}
+	}
+	msg := s.cloneCheck(src, target, full, p["storage"])
+	if msg == "" && p["pool"] != "" && !s.pools[p["pool"]] {
+		writeError(w, http.StatusForbidden, fmt.Sprintf("Permission check failed (pool '%s' does not exist)", p["pool"]))
+		return
+	}
+	if msg != "" {
+		writeError(w, http.StatusInternalServerError, msg)
+		return
+	}
+	clone := &guest{vmid: newid, node: target.name, typ: "qemu", status: "stopped", pool: p["pool"], config: map[string]string{}, hasStats: !s.statsLag}
+	var allocs []allocation
+	for _, k := range sortedConfigKeys(src.config) {
+		v := src.config[k]
+		switch {
+		case k == "template" || k == "parent" || k == "vmstate" || strings.HasPrefix(k, "unused"):
+			continue
+		case strings.HasPrefix(k, "net"):
+			v = withMAC(v, s.rng, true)
+		case k == "smbios1":
+			v = smbiosUUID.ReplaceAllString(v, "uuid="+randomUUID(s.rng))
+		case k == "vmgenid":
+			v = randomUUID(s.rng)
+		case volumeKey.MatchString(k):
+			vol, isVolume := parseVolume(v)
+			if !isVolume || !clonedVolume.MatchString(vol.name) {
+				break
+			}
+			stName := vol.storage
+			if p["storage"] != "" && full && !isCDROM(v) {
+				stName = p["storage"]
+			}
+			name := clonedVolume.ReplaceAllString(vol.name, fmt.Sprintf("vm-%d-$2", newid))
+			_, rest, _ := strings.Cut(v, ",")
+			v = stName + ":" + name
+			if rest != "" {
+				v += "," + rest
+			}
+			if st := target.storage(stName); st != nil && !isCDROM(v) {
+				var bytes uint64
+				if full {
+					bytes = uint64(sizeGiB(v) * gib)
+				}
+				allocs = append(allocs, allocation{st, name, bytes})
+			}
+		}
+		clone.config[k] = v
+	}
+	clone.config["name"] = p["name"]
+	if clone.config["name"] == "" {
+		clone.config["name"] = "Copy-of-VM-" + src.name()
+	}
+	if d := p["description"]; d != "" {
+		clone.config["description"] = d
+	}
+	src.clones++
+	writeData(w, s.startTask(r, src.node, "qmclone", src.vmid, func() outcome {
+		if other, taken := s.guests[newid]; taken {
+			return taskError("clone failed: unable to create VM %d - VM %d already exists on node '%s'", newid, newid, other.node)
+		}
+		change{set: map[string]string{}, alloc: allocs}.commit(clone)
+		s.guests[newid] = clone
+		return taskOK()
+	}, func() { src.clones-- }))
+}
+
+// cloneCheck applies PVE's synchronous clone checks, returning its message or "".
+func (s *Server) cloneCheck(src *guest, target *node, full bool, storageName string) string {
+	srcNode := s.node(src.node)
+	if !full {
+		if storageName != "" {
+			return "parameter 'storage' not allowed for linked clones"
+		}
+		if disks := src.disks(); !src.template() && len(disks) > 0 {
+			return fmt.Sprintf("Linked clone feature is not supported for drive '%s'", disks[0])
+		}
+	}
+	if storageName != "" {
+		st, msg := imageStorage(target, storageName)
+		switch {
+		case msg != "":
+			return msg
+		case target != srcNode && !st.shared:
+			return fmt.Sprintf("can't clone to non-shared storage '%s'", storageName)
+		}
+	}
+	if target != srcNode {
+		for _, v := range src.volumes() {
+			if st := srcNode.storage(v.storage); !strings.HasPrefix(v.key, "unused") && (st == nil || !st.shared) {
+				return fmt.Sprintf("can't clone VM to node '%s' (VM uses local storage)", target.name)
+			}
+		}
+	}
+	return ""
+}
