@@ -212,20 +212,20 @@ func (m *placementModel) fill(ctx context.Context, d scheduler.Decision, diags *
 	}
 	first := d.Placements[0]
 	m.Node, m.VMID, m.Storage = types.StringValue(first.Node), types.Int64Value(int64(first.VMID)), types.StringValue(first.Storage)
-	m.Candidates = candidatesOut(first.Candidates, diags)
+	m.Candidates = candidatesOut(ctx, first.Candidates, diags)
 	m.Summary = types.StringValue(strings.Join(summaries, "\n"))
 	m.ID = types.StringValue(strings.Join(ids, ","))
 }
 
 // candidatesOut renders candidates; an existing guest kept in place has none (no decision ran).
-func candidatesOut(cands []scheduler.Candidate, diags *diag.Diagnostics) []candidateOut {
+func candidatesOut(ctx context.Context, cands []scheduler.Candidate, diags *diag.Diagnostics) []candidateOut {
 	out := make([]candidateOut, 0, len(cands))
 	for _, c := range cands {
-		scores := map[string]attrFloat{}
+		scores := map[string]types.Float64{}
 		for k, v := range c.Scores {
 			scores[k] = types.Float64Value(v)
 		}
-		sm, d := types.MapValueFrom(context.Background(), types.Float64Type, scores)
+		sm, d := types.MapValueFrom(ctx, types.Float64Type, scores)
 		diags.Append(d...)
 		reasons := c.Reasons
 		if reasons == nil {
@@ -236,5 +236,3 @@ func candidatesOut(cands []scheduler.Candidate, diags *diag.Diagnostics) []candi
 	}
 	return out
 }
-
-type attrFloat = types.Float64

@@ -116,6 +116,47 @@ func TestAccPlacementPlugins(t *testing.T) {
 	}
 }
 
+// The provider's plugin config is the bottom layer under each data source's own.
+func TestAccPlacementProviderPluginConfig(t *testing.T) {
+	tests := []struct {
+		name, provider, body string
+		attrs                map[string]string
+	}{
+		{name: "provider plugin config is the default", provider: `plugin_config {
+			  filter {
+			    name = "MemoryOvercommit"
+			    args = { ratio = "2" }
+			  }
+			}`, body: `name = "web"
+			memory = 20000`, attrs: map[string]string{"node": "pve2", "candidates.0.feasible": "true", "candidates.1.feasible": "true", "candidates.2.feasible": "true"}},
+		{name: "data source config beats the provider's", provider: `plugin_config_yaml = "filters: {MemoryOvercommit: {config: {ratio: 2}}}"`, body: `name = "web"
+			memory = 16384
+			plugin_config {
+			  filter {
+			    name = "MemoryOvercommit"
+			    args = { ratio = "1" }
+			  }
+			}`, attrs: map[string]string{"node": "pve3", "candidates.1.reasons.0": "MemoryOvercommit: (512+16384)/16384 MiB = 1.0313 > 1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := newAccEnv(t, labCluster())
+			env.needsSim(t)
+			var checks []resource.TestCheckFunc
+			for k, v := range tt.attrs {
+				checks = append(checks, resource.TestCheckResourceAttr(ds, k, v))
+			}
+			resource.ParallelTest(t, resource.TestCase{
+				ProtoV6ProviderFactories: testProviders,
+				Steps: []resource.TestStep{{
+					Config: env.providerBlock(tt.provider) + placement(tt.body),
+					Check:  resource.ComposeAggregateTestCheckFunc(checks...),
+				}},
+			})
+		})
+	}
+}
+
 func TestAccPlacementErrors(t *testing.T) {
 	tests := []struct {
 		name, provider, body string
