@@ -29,7 +29,7 @@ provider "qemuscheduler" {
 
 # Three web servers, cloned from the cloud-init template and created where the scheduler
 # puts them. The node and VMID are decided at apply, one VM after the other under a lock, so
-# the three spread over the cluster and take distinct ids from the web range.
+# each sees the capacity the others took and they get distinct ids from the web range.
 resource "qemuscheduler_vm" "web" {
   count  = 3
   name   = "web-${count.index + 1}"
