@@ -3,6 +3,7 @@ package provider
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -398,4 +399,46 @@ func TestAccProviderConnections(t *testing.T) {
 			resource.Test(t, resource.TestCase{ProtoV6ProviderFactories: testProviders, Steps: []resource.TestStep{step}})
 		})
 	}
+}
+
+// Runs on the simulator and on a real cluster alike (read-only): the answer agrees with its
+// own explanation, honours the range, and a second plan is empty.
+func TestAccPlacementConsistentOnAnyCluster(t *testing.T) {
+	env := newAccEnv(t, labCluster())
+	cfg := env.config(placement(`name = "qemuscheduler-acc-probe"
+  annotations = { "vmid.qemu-scheduler/range" = "990000-990999" }`), `resource "terraform_data" "vm" {
+  input = data.qemuscheduler_placement.p.id
+}`)
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders,
+		Steps: []resource.TestStep{
+			{Config: cfg, Check: func(s *terraform.State) error {
+				attrs := s.RootModule().Resources[ds].Primary.Attributes
+				if vmid := attrs["vmid"]; len(vmid) != 6 || !strings.HasPrefix(vmid, "990") {
+					return fmt.Errorf("vmid %s outside the range 990000-990999", vmid)
+				}
+				best, chosen := -1.0, -1.0
+				n, _ := strconv.Atoi(attrs["candidates.#"])
+				for i := 0; i < n; i++ {
+					c := func(k string) string { return attrs[fmt.Sprintf("candidates.%d.%s", i, k)] }
+					if c("feasible") != "true" {
+						continue
+					}
+					score, err := strconv.ParseFloat(c("score"), 64)
+					if err != nil {
+						return err
+					}
+					best = max(best, score)
+					if c("node") == attrs["node"] {
+						chosen = score
+					}
+				}
+				if chosen < 0 || chosen != best {
+					return fmt.Errorf("chose %s (score %v) but the best feasible score is %v", attrs["node"], chosen, best)
+				}
+				return nil
+			}},
+			{Config: cfg, PlanOnly: true},
+		},
+	})
 }
