@@ -1,0 +1,445 @@
+package pvesim_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func storageUsed(t *testing.T, a *api, node, name string) float64 {
+	t.Helper()
+	for _, st := range a.ok(a.get("/nodes/" + node + "/storage")).list() {
+		if st["storage"] == name {
+			return st["used"].(float64)
+		}
+	}
+	t.Fatalf("no storage %s on %s", name, node)
+	return 0
+}
+
+const gib = 1 << 30
+
+func TestCreateAllocatesAndRendersPVETypes(t *testing.T) {
+	s, a := lab(t)
+	before := storageUsed(t, a, "pve2", "local-lvm")
+	exit := a.task(a.form(http.MethodPost, "/nodes/pve2/qemu", url.Values{
+		"vmid": {"150"}, "name": {"web-1"}, "cores": {"2"}, "memory": {"2048"}, "onboot": {"true"}, "agent": {"1"},
+		"scsi0": {"local-lvm:32,iothread=1"}, "scsi1": {"local-lvm:8"}, "ide2": {"ceph:cloudinit"},
+		"net0": {"virtio,bridge=vmbr0"}, "tags": {"Web;prod,web prod"}, "cipassword": {"secret"},
+	}))
+	if exit != "OK" {
+		t.Fatalf("create task: %s", exit)
+	}
+	g, _ := s.Guest(150)
+	want := map[string]string{
+		"scsi0": "local-lvm:vm-150-disk-0,size=32G,iothread=1", "scsi1": "local-lvm:vm-150-disk-1,size=8G",
+		"ide2": "ceph:vm-150-cloudinit,media=cdrom", "tags": "prod;web", "onboot": "1",
+	}
+	for k, v := range want {
+		if g.Config[k] != v {
+			t.Errorf("config %s = %q, want %q", k, g.Config[k], v)
+		}
+	}
+	if !regexp.MustCompile(`^virtio=BC:24:11:[0-9A-F]{2}:[0-9A-F]{2}:[0-9A-F]{2},bridge=vmbr0$`).MatchString(g.Config["net0"]) {
+		t.Errorf("net0 = %q: want a BC:24:11 MAC", g.Config["net0"])
+	}
+	if got := storageUsed(t, a, "pve2", "local-lvm") - before; got != 40*gib {
+		t.Errorf("local-lvm grew by %v bytes, want 40 GiB", got)
+	}
+
+	// Config GET types: integers and booleans as numbers, memory and agent as strings.
+	cfg := a.ok(a.get("/nodes/pve2/qemu/150/config")).obj()
+	types := map[string]string{"cores": "float64", "onboot": "float64", "memory": "string", "agent": "string", "digest": "string", "smbios1": "string", "vmgenid": "string"}
+	for k, typ := range types {
+		if got := typeName(cfg[k]); got != typ {
+			t.Errorf("config %s is %s (%v), want %s", k, got, cfg[k], typ)
+		}
+	}
+	if cfg["cipassword"] != "**********" {
+		t.Errorf("cipassword = %v, want it masked", cfg["cipassword"])
+	}
+	if _, has := cfg["vmid"]; has {
+		t.Error("config carries vmid; PVE's does not")
+	}
+	// template appears in /nodes/{n}/qemu rows only when 1, in /cluster/resources always.
+	for _, row := range a.ok(a.get("/nodes/pve2/qemu")).list() {
+		if _, has := row["template"]; has && row["vmid"] == 150.0 {
+			t.Errorf("qemu list row has template: %v", row)
+		}
+	}
+	if r := a.row("qemu/150"); r["template"] != 0.0 || r["maxmem"] != 2048.0*(1<<20) || r["maxcpu"] != 2.0 {
+		t.Errorf("resources row %v", r)
+	}
+}
+
+func typeName(v any) string {
+	switch v.(type) {
+	case string:
+		return "string"
+	case float64:
+		return "float64"
+	case nil:
+		return "absent"
+	}
+	return "other"
+}
+
+func TestCreateRefusals(t *testing.T) {
+	_, a := lab(t)
+	tests := []struct {
+		params     url.Values
+		wantStatus string
+		wantErrors map[string]string
+	}{
+		{url.Values{"cores": {"abc"}}, "400 Parameter verification failed.", map[string]string{"cores": "type check ('integer') failed - got 'abc'"}},
+		{url.Values{"cores": {"0"}}, "400 Parameter verification failed.", map[string]string{"cores": "value must have a minimum value of 1"}},
+		{url.Values{"onboot": {"maybe"}}, "400 Parameter verification failed.", map[string]string{"onboot": "type check ('boolean') failed - got 'maybe'"}},
+		{url.Values{"memory": {"8"}}, "400 Parameter verification failed.", map[string]string{"memory": "invalid format - format error current: value must have a minimum value of 16"}},
+		{url.Values{"name": {"web_1"}}, "400 Parameter verification failed.", map[string]string{"name": "invalid format - value does not look like a valid DNS name"}},
+		{url.Values{"corez": {"2"}}, "400 Parameter verification failed.", map[string]string{"corez": "property is not defined in schema and the schema does not allow additional properties"}},
+		{url.Values{"scsi31": {"local-lvm:1"}}, "400 Parameter verification failed.", map[string]string{"scsi31": "property is not defined in schema and the schema does not allow additional properties"}},
+		{url.Values{"tags": {"a b$"}}, "400 Parameter verification failed.", map[string]string{"tags": "invalid format - invalid characters in tag 'b$'"}},
+		{url.Values{"sshkeys": {"ssh-ed25519 AAAA"}}, "400 Parameter verification failed.", map[string]string{"sshkeys": "invalid format - invalid urlencoded string: ssh-ed25519 AAAA"}},
+		{url.Values{"memory": {"1024"}, "balloon": {"2048"}}, "500 balloon value too large (must be smaller than assigned memory)", nil},
+		{url.Values{"scsi0": {"nope:10"}}, "500 storage 'nope' does not exist", nil},
+		{url.Values{"scsi0": {"local:10"}}, "500 storage 'local' does not support vm images", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.params.Encode(), func(t *testing.T) {
+			tt.params.Set("vmid", "150")
+			r := a.form(http.MethodPost, "/nodes/pve1/qemu", tt.params)
+			if r.status != tt.wantStatus {
+				t.Fatalf("status %q, want %q (%s)", r.status, tt.wantStatus, r.body)
+			}
+			for k, v := range tt.wantErrors {
+				if r.env.Errors[k] != v {
+					t.Errorf("errors %v, want %s: %q", r.env.Errors, k, v)
+				}
+			}
+		})
+	}
+	if r := a.get("/cluster/nextid?vmid=150"); r.code != http.StatusOK {
+		t.Fatalf("a refused create left VM 150 behind: %s", r.status)
+	}
+}
+
+func TestConfigWrites(t *testing.T) {
+	s, a := lab(t)
+	path := "/nodes/pve3/qemu/103/config"
+	digest := a.ok(a.get(path)).obj()["digest"].(string)
+
+	tests := []struct {
+		name       string
+		method     string
+		params     url.Values
+		wantStatus string // "" = a task whose exit status is wantExit
+		wantExit   string
+		check      func(cfg map[string]string) string
+	}{
+		{"stale digest", http.MethodPost, url.Values{"cores": {"2"}, "digest": {strings.Repeat("0", 40)}},
+			"500 checksum mismatch (file change by other user?)", "", nil},
+		{"nothing to do", http.MethodPost, url.Values{}, "500 no options specified", "", nil},
+		{"set and delete one key", http.MethodPost, url.Values{"cores": {"2"}, "delete": {"cores"}}, "400 Parameter verification failed.", "", nil},
+		{"set with the current digest", http.MethodPost, url.Values{"cores": {"4"}, "digest": {digest}}, "", "OK",
+			func(cfg map[string]string) string { return want(cfg, "cores", "4") }},
+		{"delete a key that is not set", http.MethodPost, url.Values{"delete": {"balloon"}}, "", "WARNINGS: 1", nil},
+		{"add a disk", http.MethodPost, url.Values{"scsi1": {"local-lvm:10"}}, "", "OK",
+			func(cfg map[string]string) string { return want(cfg, "scsi1", "local-lvm:vm-103-disk-1,size=10G") }},
+		{"detach a disk to unused0", http.MethodPost, url.Values{"delete": {"scsi1"}}, "", "OK",
+			func(cfg map[string]string) string {
+				return want(cfg, "unused0", "local-lvm:vm-103-disk-1") + want(cfg, "scsi1", "")
+			}},
+		{"sync PUT", http.MethodPut, url.Values{"description": {"build box"}}, "", "",
+			func(cfg map[string]string) string { return want(cfg, "description", "build box") }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := a.form(tt.method, path, tt.params)
+			switch {
+			case tt.wantStatus != "":
+				if r.status != tt.wantStatus {
+					t.Fatalf("status %q, want %q", r.status, tt.wantStatus)
+				}
+				return
+			case tt.method == http.MethodPut:
+				if a.ok(r).env.Data != nil {
+					t.Fatalf("PUT config answered %s, want data null", r.body)
+				}
+			default:
+				if exit := a.task(r); exit != tt.wantExit {
+					t.Fatalf("task exit %q, want %q", exit, tt.wantExit)
+				}
+			}
+			if tt.check == nil {
+				return
+			}
+			g, _ := s.Guest(103)
+			if msg := tt.check(g.Config); msg != "" {
+				t.Error(msg)
+			}
+		})
+	}
+
+	// Destroying the detached volume gives its space back.
+	before := storageUsed(t, a, "pve3", "local-lvm")
+	if exit := a.task(a.form(http.MethodPost, path, url.Values{"delete": {"unused0"}})); exit != "OK" {
+		t.Fatal(exit)
+	}
+	if freed := before - storageUsed(t, a, "pve3", "local-lvm"); freed != 10*gib {
+		t.Errorf("deleting unused0 freed %v bytes, want 10 GiB", freed)
+	}
+}
+
+func want(cfg map[string]string, key, value string) string {
+	if cfg[key] != value {
+		return key + " = " + cfg[key] + ", want " + value + "; "
+	}
+	return ""
+}
+
+func TestResize(t *testing.T) {
+	s, a := lab(t)
+	path := "/nodes/pve3/qemu/103/resize"
+	tests := []struct {
+		disk, size string
+		wantStatus string
+		wantSize   string
+	}{
+		{"scsi0", "+20G", "", "local-lvm:vm-103-disk-0,size=100G"},
+		{"scsi0", "120G", "", "local-lvm:vm-103-disk-0,size=120G"},
+		{"scsi0", "120G", "", "local-lvm:vm-103-disk-0,size=120G"},
+		{"scsi0", "100G", "500 shrinking disks is not supported", ""},
+		{"scsi0", "big", "400 Parameter verification failed.", ""},
+		{"scsi5", "+1G", "500 disk 'scsi5' does not exist", ""},
+	}
+	before := storageUsed(t, a, "pve3", "local-lvm")
+	for _, tt := range tests {
+		r := a.form(http.MethodPut, path, url.Values{"disk": {tt.disk}, "size": {tt.size}})
+		if tt.wantStatus != "" {
+			if r.status != tt.wantStatus {
+				t.Errorf("resize %s %s: status %q, want %q", tt.disk, tt.size, r.status, tt.wantStatus)
+			}
+			continue
+		}
+		if upid := a.ok(r).str(); !strings.Contains(upid, ":resize:103:") {
+			t.Errorf("resize UPID %q: want task type resize", upid)
+		}
+		if g, _ := s.Guest(103); g.Config[tt.disk] != tt.wantSize {
+			t.Errorf("resize %s %s: disk %q, want %q", tt.disk, tt.size, g.Config[tt.disk], tt.wantSize)
+		}
+	}
+	if grew := storageUsed(t, a, "pve3", "local-lvm") - before; grew != 40*gib {
+		t.Errorf("storage grew by %v, want 40 GiB", grew)
+	}
+	a.task(a.form(http.MethodPost, "/nodes/pve3/qemu/103/config", url.Values{"ide2": {"none,media=cdrom"}}))
+	if r := a.form(http.MethodPut, path, url.Values{"disk": {"ide2"}, "size": {"+1G"}}); r.status != "500 you can't resize a cdrom" {
+		t.Errorf("resizing a cdrom: %s", r.status)
+	}
+}
+
+func TestPowerAndDestroy(t *testing.T) {
+	s, a := lab(t)
+	tests := []struct {
+		path, wantExit, wantStatus string
+	}{
+		{"/nodes/pve3/qemu/103/status/start", "OK", "running"},
+		{"/nodes/pve3/qemu/103/status/start", "VM 103 already running", "running"},
+		{"/nodes/pve3/qemu/103/status/reboot", "OK", "running"},
+		{"/nodes/pve3/qemu/103/status/shutdown", "OK", "stopped"},
+		{"/nodes/pve3/qemu/103/status/stop", "OK", "stopped"},
+		{"/nodes/pve3/qemu/103/status/reboot", "VM 103 not running", "stopped"},
+		{"/nodes/pve1/qemu/9000/status/start", "you can't start a vm if it's a template", "stopped"},
+	}
+	for _, tt := range tests {
+		if exit := a.task(a.form(http.MethodPost, tt.path, nil)); exit != tt.wantExit {
+			t.Errorf("%s: exit %q, want %q", tt.path, exit, tt.wantExit)
+		}
+		vmid := 103
+		if strings.Contains(tt.path, "9000") {
+			vmid = 9000
+		}
+		if g, _ := s.Guest(vmid); g.Status != tt.wantStatus {
+			t.Errorf("%s: status %s, want %s", tt.path, g.Status, tt.wantStatus)
+		}
+	}
+
+	a.task(a.form(http.MethodPost, "/nodes/pve3/qemu/103/config", url.Values{"protection": {"1"}}))
+	if r := a.form(http.MethodDelete, "/nodes/pve3/qemu/103", nil); r.status != "500 can't remove VM 103 - protection mode enabled" {
+		t.Fatalf("destroying a protected VM: %s", r.status)
+	}
+	a.task(a.form(http.MethodPost, "/nodes/pve3/qemu/103/config", url.Values{"protection": {"0"}}))
+	before := storageUsed(t, a, "pve3", "local-lvm")
+	upid := a.ok(a.form(http.MethodDelete, "/nodes/pve3/qemu/103", url.Values{"purge": {"1"}, "destroy-unreferenced-disks": {"1"}})).str()
+	if !strings.Contains(upid, ":qmdestroy:103:") {
+		t.Fatalf("destroy UPID %q", upid)
+	}
+	if _, exists := s.Guest(103); exists {
+		t.Fatal("VM 103 still exists after its destroy task")
+	}
+	if freed := before - storageUsed(t, a, "pve3", "local-lvm"); freed != 80*gib {
+		t.Errorf("destroy freed %v, want the 80 GiB disk", freed)
+	}
+}
+
+func TestMigrate(t *testing.T) {
+	s, a := lab(t)
+	tests := []struct {
+		name       string
+		path       string
+		params     url.Values
+		wantStatus string
+		wantNode   string
+	}{
+		{"running without online", "/nodes/pve1/qemu/100/migrate", url.Values{"target": {"pve2"}}, "500 can't migrate running VM without --online", ""},
+		{"local disks live", "/nodes/pve1/qemu/100/migrate", url.Values{"target": {"pve2"}, "online": {"1"}},
+			"500 can't live migrate attached local disks without with-local-disks option", ""},
+		{"to itself", "/nodes/pve1/qemu/100/migrate", url.Values{"target": {"pve1"}}, "400 Parameter verification failed.", ""},
+		{"to an unknown node", "/nodes/pve1/qemu/100/migrate", url.Values{"target": {"pve9"}}, "500 no such cluster node 'pve9'", ""},
+		{"to an offline node", "/nodes/pve2/qemu/102/migrate", url.Values{"target": {"pve4"}, "online": {"1"}}, "500 target node 'pve4' is not online", ""},
+		{"live on shared storage", "/nodes/pve2/qemu/102/migrate", url.Values{"target": {"pve3"}, "online": {"1"}}, "", "pve3"},
+		{"live with local disks", "/nodes/pve1/qemu/100/migrate", url.Values{"target": {"pve2"}, "online": {"1"}, "with-local-disks": {"1"}}, "", "pve2"},
+		{"offline", "/nodes/pve3/qemu/103/migrate", url.Values{"target": {"pve1"}}, "", "pve1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := map[string]float64{"pve1": storageUsed(t, a, "pve1", "local-lvm"), "pve2": storageUsed(t, a, "pve2", "local-lvm")}
+			r := a.form(http.MethodPost, tt.path, tt.params)
+			if tt.wantStatus != "" {
+				if r.status != tt.wantStatus {
+					t.Fatalf("status %q, want %q", r.status, tt.wantStatus)
+				}
+				return
+			}
+			upid := a.ok(r).str()
+			if exit := a.task(r); exit != "OK" || !strings.HasPrefix(upid, "UPID:"+strings.Split(tt.path, "/")[2]+":") {
+				t.Fatalf("migrate task %s: %s (the task runs on the source node)", upid, exit)
+			}
+			vmid := atoiT(strings.Split(tt.path, "/")[4])
+			g, _ := s.Guest(vmid)
+			if g.Node != tt.wantNode || g.Lock != "" {
+				t.Fatalf("after migration: node %s lock %q, want %s and no lock", g.Node, g.Lock, tt.wantNode)
+			}
+			if vmid == 100 {
+				moved := storageUsed(t, a, "pve2", "local-lvm") - before["pve2"]
+				if moved != 200*gib || before["pve1"]-storageUsed(t, a, "pve1", "local-lvm") != 200*gib {
+					t.Errorf("the 200 GiB local disk did not move with the VM (pve2 grew by %v)", moved)
+				}
+			}
+		})
+	}
+}
+
+func atoiT(s string) int {
+	n := 0
+	for _, c := range s {
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+func TestClone(t *testing.T) {
+	s, a := lab(t)
+	tests := []struct {
+		name       string
+		path       string
+		params     url.Values
+		wantStatus string // sync refusal
+		wantExit   string
+		check      func(t *testing.T, g map[string]string)
+	}{
+		{"linked clone of a template to another node", "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"300"}, "name": {"web-1"}, "target": {"pve3"}, "pool": {"lab"}}, "", "OK",
+			func(t *testing.T, cfg map[string]string) {
+				if cfg["scsi0"] != "ceph:vm-300-disk-0,size=8G" || cfg["ide2"] != "ceph:vm-300-cloudinit,media=cdrom" || cfg["name"] != "web-1" {
+					t.Errorf("config %v", cfg)
+				}
+				if _, has := cfg["template"]; has {
+					t.Error("the clone is a template")
+				}
+				if cfg["net0"] == "virtio=BC:24:11:00:90:00,bridge=vmbr0" || !strings.HasPrefix(cfg["net0"], "virtio=BC:24:11:") {
+					t.Errorf("net0 %q: want a new BC:24:11 MAC", cfg["net0"])
+				}
+			}},
+		{"default name", "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"301"}}, "", "OK",
+			func(t *testing.T, cfg map[string]string) {
+				if cfg["name"] != "Copy-of-VM-debian-12-cloud" {
+					t.Errorf("name %q", cfg["name"])
+				}
+			}},
+		{"full clone to a storage", "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"302"}, "full": {"1"}, "storage": {"local-lvm"}}, "", "OK",
+			func(t *testing.T, cfg map[string]string) {
+				if cfg["scsi0"] != "local-lvm:vm-302-disk-0,size=8G" || cfg["ide2"] != "ceph:vm-302-cloudinit,media=cdrom" {
+					t.Errorf("config %v", cfg)
+				}
+			}},
+		{"local disks to another node", "/nodes/pve1/qemu/101/clone", url.Values{"newid": {"303"}, "target": {"pve2"}}, "500 can't clone VM to node 'pve2' (VM uses local storage)", "", nil},
+		{"linked clone of a VM", "/nodes/pve1/qemu/101/clone", url.Values{"newid": {"303"}, "full": {"0"}}, "500 Linked clone feature is not supported for drive 'scsi0'", "", nil},
+		{"storage for a linked clone", "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"303"}, "storage": {"ceph"}}, "500 parameter 'storage' not allowed for linked clones", "", nil},
+		{"to non-shared storage elsewhere", "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"303"}, "full": {"1"}, "storage": {"local-lvm"}, "target": {"pve2"}}, "500 can't clone to non-shared storage 'local-lvm'", "", nil},
+		{"newid taken on this node", "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"100"}}, "500 unable to create VM 100: config file already exists", "", nil},
+		{"newid taken on another node fails in the task", "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"102"}}, "", "clone failed: unable to create VM 102 - VM 102 already exists on node 'pve2'", nil},
+		{"missing pool", "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"303"}, "pool": {"nope"}}, "403 Permission check failed (pool 'nope' does not exist)", "", nil},
+		{"unknown parameter", "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"303"}, "cores": {"2"}}, "400 Parameter verification failed.", "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := a.form(http.MethodPost, tt.path, tt.params)
+			if tt.wantStatus != "" {
+				if r.status != tt.wantStatus {
+					t.Fatalf("status %q, want %q", r.status, tt.wantStatus)
+				}
+				return
+			}
+			upid := a.ok(r).str()
+			src := strings.Split(tt.path, "/")
+			if !strings.HasPrefix(upid, "UPID:"+src[2]+":") || !strings.Contains(upid, ":qmclone:"+src[4]+":") {
+				t.Errorf("UPID %q: want a qmclone of the source on the source node", upid)
+			}
+			if exit := a.task(r); exit != tt.wantExit {
+				t.Fatalf("exit %q, want %q", exit, tt.wantExit)
+			}
+			if tt.check != nil {
+				g, _ := s.Guest(atoiT(tt.params.Get("newid")))
+				tt.check(t, g.Config)
+			}
+		})
+	}
+	if g, _ := s.Guest(300); g.Node != "pve3" || g.Pool != "lab" {
+		t.Errorf("clone 300 on %s in pool %q, want pve3 and lab", g.Node, g.Pool)
+	}
+}
+
+func TestStatsLagAndLiveLoad(t *testing.T) {
+	s, a := lab(t, pvesimWithStatsLag())
+	nodeBefore := a.row("node/pve3")
+	a.task(a.form(http.MethodPost, "/nodes/pve3/qemu", url.Values{"vmid": {"150"}, "memory": {"4096"}, "cores": {"4"}, "start": {"1"}}))
+	row := a.row("qemu/150")
+	keys := make([]string, 0, len(row))
+	for k := range row {
+		keys = append(keys, k)
+	}
+	if len(row) != 5 || row["status"] != "unknown" {
+		t.Fatalf("a just-created VM's row %v has %v; want only id, vmid, node, type and status unknown", row, keys)
+	}
+	s.Tick()
+	if row := a.row("qemu/150"); row["status"] != "running" || row["maxmem"] != 4096.0*(1<<20) {
+		t.Fatalf("after a tick: %v", row)
+	}
+	nodeAfter := a.row("node/pve3")
+	if grew := nodeAfter["mem"].(float64) - nodeBefore["mem"].(float64); grew != 4096*(1<<20) {
+		t.Errorf("node mem grew by %v, want the started VM's 4 GiB", grew)
+	}
+	if nodeAfter["cpu"].(float64) <= nodeBefore["cpu"].(float64) {
+		t.Errorf("node cpu %v did not grow from %v", nodeAfter["cpu"], nodeBefore["cpu"])
+	}
+	var status struct {
+		Memory struct{ Used float64 } `json:"memory"`
+	}
+	raw, _ := json.Marshal(a.ok(a.get("/nodes/pve3/status")).obj())
+	_ = json.Unmarshal(raw, &status)
+	if status.Memory.Used != nodeAfter["mem"] {
+		t.Errorf("/nodes/pve3/status memory.used %v, /cluster/resources mem %v", status.Memory.Used, nodeAfter["mem"])
+	}
+}
