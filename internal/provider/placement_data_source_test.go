@@ -167,6 +167,8 @@ func TestAccPlacementErrors(t *testing.T) {
 			memory = 16385`, `0/4 nodes are available: 3 node\(s\) exceeded memory overcommit ratio 1, 1 node\(s\) were offline`},
 		{"invalid node regex", "", `name = "a"
 			annotations = { "node.qemu-scheduler/regex" = "pve[" }`, `invalid regex "pve\["`},
+		{"annotation key typo", "", `name = "a"
+			annotations = { "node.qemu-scheduler/regexp" = "pve1" }`, `unknown annotation "node.qemu-scheduler/regexp"; valid keys: node.qemu-scheduler/regex, vmid.qemu-scheduler/range, vmid.qemu-scheduler/regex`},
 		{"range without dash", "", `name = "a"
 			annotations = { "vmid.qemu-scheduler/range" = "150" }`, `invalid range "150": want START-END`},
 		{"range below 100", "", `name = "a"
@@ -440,5 +442,22 @@ func TestAccPlacementConsistentOnAnyCluster(t *testing.T) {
 			}},
 			{Config: cfg, PlanOnly: true},
 		},
+	})
+}
+
+// An annotation known only after apply defers the read to apply instead of failing the plan.
+func TestAccPlacementAnnotationKnownAfterApply(t *testing.T) {
+	env := newAccEnv(t, labCluster())
+	env.needsSim(t)
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders,
+		Steps: []resource.TestStep{{
+			Config: env.config(`resource "terraform_data" "regex" {
+  input = "pve[13]"
+}
+`, placement(`name = "web"
+  annotations = { "node.qemu-scheduler/regex" = terraform_data.regex.output }`)),
+			Check: resource.TestCheckResourceAttr(ds, "node", "pve3"),
+		}},
 	})
 }

@@ -3,6 +3,9 @@ package provider
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 
 	dsschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -200,21 +203,36 @@ func schedulingProfile(ctx context.Context, diags *diag.Diagnostics, defaults sc
 }
 
 // validateScheduling checks an object's plugin layers and annotations at plan time, before any
-// cluster is read (the provider's own defaults are not known yet).
+// cluster is read (the provider's own defaults are not known yet). Annotation values known
+// only after apply are checked when the object is read or created.
 func validateScheduling(ctx context.Context, diags *diag.Diagnostics, yamlText types.String, block *pluginConfigModel, annotations types.Map) {
 	profile := schedulingProfile(ctx, diags, scheduler.PluginConfig{}, yamlText, block)
-	if profile == nil || annotations.IsUnknown() {
+	if profile == nil || annotations.IsNull() || annotations.IsUnknown() {
 		return
 	}
-	var ann map[string]string
+	var ann map[string]types.String
 	diags.Append(annotations.ElementsAs(ctx, &ann, false)...)
 	if diags.HasError() {
 		return
 	}
-	if err := profile.ValidateRequest(scheduler.Request{Annotations: ann, Cores: 1, Sockets: 1, MemoryMiB: 512}); err != nil {
+	values := map[string]string{}
+	for key, v := range ann {
+		if !slices.Contains(annotationKeys, key) {
+			diags.AddAttributeError(path.Root("annotations").AtMapKey(key), "Unknown annotation",
+				fmt.Sprintf("unknown annotation %q; valid keys: %s", key, strings.Join(annotationKeys, ", ")))
+			continue
+		}
+		if known(v) {
+			values[key] = v.ValueString()
+		}
+	}
+	if err := profile.ValidateRequest(scheduler.Request{Annotations: values, Cores: 1, Sockets: 1, MemoryMiB: 512}); err != nil {
 		addSchedulerError(diags, err)
 	}
 }
+
+// annotationKeys are the keys the scheduler reads; anything else in annotations is a typo.
+var annotationKeys = []string{scheduler.AnnotationNodeRegex, scheduler.AnnotationVMIDRange, scheduler.AnnotationVMIDRegex}
 
 // relabel points a plugin-config error at the attribute it came from.
 func relabel(err error, attribute string) error {
