@@ -168,10 +168,7 @@ func (m *placementModel) requests(ctx context.Context, diags *diag.Diagnostics) 
 	} else {
 		diags.Append(m.Names.ElementsAs(ctx, &names, false)...)
 	}
-	var ann map[string]string
-	if !m.Annotations.IsNull() {
-		diags.Append(m.Annotations.ElementsAs(ctx, &ann, false)...)
-	}
+	ann, _ := annotationValues(ctx, m.Annotations, diags) // a read only runs on a known config
 	base := scheduler.Request{
 		Annotations: ann,
 		Cores:       int(int64Or(m.Cores, 1)),

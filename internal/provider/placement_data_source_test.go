@@ -49,6 +49,8 @@ func TestAccPlacementPlugins(t *testing.T) {
 			memory = 16384`, map[string]string{"node": "pve3", "candidates.0.reasons.0": "MemoryOvercommit: (4096+16384)/16384 MiB = 1.25 > 1"}},
 		{"range", `name = "web"
 			annotations = { "vmid.qemu-scheduler/range" = "150-160" }`, map[string]string{"vmid": "150"}},
+		{"null annotation is absent", `name = "web"
+			annotations = { "vmid.qemu-scheduler/range" = null }`, map[string]string{"vmid": "101"}},
 		{"regex skips used ids", `name = "web"
 			annotations = { "vmid.qemu-scheduler/regex" = "9[0-9]{3}" }`, map[string]string{"vmid": "9002"}},
 		{"range beats regex", `name = "web"

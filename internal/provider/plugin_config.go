@@ -207,24 +207,12 @@ func schedulingProfile(ctx context.Context, diags *diag.Diagnostics, defaults sc
 // only after apply are checked when the object is read or created.
 func validateScheduling(ctx context.Context, diags *diag.Diagnostics, yamlText types.String, block *pluginConfigModel, annotations types.Map) {
 	profile := schedulingProfile(ctx, diags, scheduler.PluginConfig{}, yamlText, block)
-	if profile == nil || annotations.IsNull() || annotations.IsUnknown() {
+	if profile == nil {
 		return
 	}
-	var ann map[string]types.String
-	diags.Append(annotations.ElementsAs(ctx, &ann, false)...)
+	values, _ := annotationValues(ctx, annotations, diags)
 	if diags.HasError() {
 		return
-	}
-	values := map[string]string{}
-	for key, v := range ann {
-		if !slices.Contains(annotationKeys, key) {
-			diags.AddAttributeError(path.Root("annotations").AtMapKey(key), "Unknown annotation",
-				fmt.Sprintf("unknown annotation %q; valid keys: %s", key, strings.Join(annotationKeys, ", ")))
-			continue
-		}
-		if known(v) {
-			values[key] = v.ValueString()
-		}
 	}
 	if err := profile.ValidateRequest(scheduler.Request{Annotations: values, Cores: 1, Sockets: 1, MemoryMiB: 512}); err != nil {
 		addSchedulerError(diags, err)
@@ -233,6 +221,29 @@ func validateScheduling(ctx context.Context, diags *diag.Diagnostics, yamlText t
 
 // annotationKeys are the keys the scheduler reads; anything else in annotations is a typo.
 var annotationKeys = []string{scheduler.AnnotationNodeRegex, scheduler.AnnotationVMIDRange, scheduler.AnnotationVMIDRegex}
+
+// annotationValues returns the known, non-null annotations, with an error for each unknown
+// key; complete is false when some value (or the whole map) is known only after apply.
+func annotationValues(ctx context.Context, annotations types.Map, diags *diag.Diagnostics) (values map[string]string, complete bool) {
+	if annotations.IsUnknown() {
+		return nil, false
+	}
+	var ann map[string]types.String
+	diags.Append(annotations.ElementsAs(ctx, &ann, false)...)
+	values, complete = map[string]string{}, true
+	for key, v := range ann {
+		switch {
+		case !slices.Contains(annotationKeys, key):
+			diags.AddAttributeError(path.Root("annotations").AtMapKey(key), "Unknown annotation",
+				fmt.Sprintf("unknown annotation %q; valid keys: %s", key, strings.Join(annotationKeys, ", ")))
+		case v.IsUnknown():
+			complete = false
+		case !v.IsNull():
+			values[key] = v.ValueString()
+		}
+	}
+	return values, complete
+}
 
 // relabel points a plugin-config error at the attribute it came from.
 func relabel(err error, attribute string) error {
