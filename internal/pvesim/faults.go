@@ -114,6 +114,24 @@ func (s *Server) SetTaskDuration(d time.Duration) {
 	s.taskDuration = d
 }
 
+// HoldTasks keeps tasks started from now on running until ReleaseTasks, so a test can act
+// while a task is in flight (take its vmid, move its VM) without racing a timer.
+func (s *Server) HoldTasks() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.holding = true
+}
+
+// ReleaseTasks completes the held tasks in the order they started and stops holding.
+func (s *Server) ReleaseTasks() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, finish := range s.held {
+		finish()
+	}
+	s.held, s.holding = nil, false
+}
+
 // Tick publishes stats for every guest, ending the lag simulated by WithStatsLag.
 func (s *Server) Tick() {
 	s.mu.Lock()

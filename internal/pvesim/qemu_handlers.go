@@ -18,9 +18,15 @@ func (s *Server) guestList(typ string) http.HandlerFunc {
 		}
 		rows := []map[string]any{}
 		for _, g := range s.sortedGuests() {
-			if g.node == r.PathValue("node") && g.typ == typ {
-				rows = append(rows, s.listRow(g))
+			if g.node != r.PathValue("node") || g.typ != typ {
+				continue
 			}
+			row := s.listRow(g)
+			if typ == "lxc" {
+				// pve-container's rows also name their type and report swap.
+				row["type"], row["maxswap"], row["swap"] = "lxc", 512*mib, 0
+			}
+			rows = append(rows, row)
 		}
 		writeData(w, rows)
 	}
@@ -100,6 +106,11 @@ func (s *Server) handleStatusCurrent(w http.ResponseWriter, r *http.Request) {
 	row := s.listRow(g)
 	row["ha"] = map[string]any{"managed": 0}
 	row["qmpstatus"] = g.status
+	if g.status == "running" {
+		// What QMP reports about the running process and its balloon.
+		row["running-machine"], row["running-qemu"] = "pc-i440fx-9.0+pve0", "9.0.2"
+		row["balloon"], row["freemem"] = g.memoryBytes(), g.memoryBytes()/2
+	}
 	if agent := g.config["agent"]; boolParam(strings.Split(agent, ",")[0]) || strings.Contains(agent, "enabled=1") {
 		row["agent"] = 1
 	}

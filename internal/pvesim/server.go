@@ -35,6 +35,8 @@ type Server struct {
 	latency      time.Duration
 	taskDuration time.Duration
 	statsLag     bool
+	holding      bool     // HoldTasks: tasks wait for ReleaseTasks
+	held         []func() // their completions, in start order
 
 	tokenID, tokenSecret string
 	username, password   string

@@ -73,7 +73,11 @@ func (s *Server) startTask(r *http.Request, nodeName, typ string, id int, action
 		t.done = true
 		s.lastTaskEnd = time.Now()
 	}
-	if s.taskDuration <= 0 {
+	switch {
+	case s.holding:
+		s.held = append(s.held, finish)
+		return t.upid
+	case s.taskDuration <= 0:
 		finish()
 		return t.upid
 	}

@@ -1,0 +1,102 @@
+package pvesim_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
+)
+
+func TestParseCluster(t *testing.T) {
+	tests := []struct {
+		name    string
+		file    string
+		wantErr string
+	}{
+		{"yaml", "nodes: [{name: pve1, cpus: 4, memory_gib: 8}]\nguests: [{vmid: 100, node: pve1}]\n", ""},
+		{"json", `{"nodes":[{"name":"pve1","cpus":4,"memory_gib":8}],"next_id":{"lower":500,"upper":600}}`, ""},
+		{"unknown key", "nodes: [{name: pve1, cpus: 4, memory_gib: 8, ram: 3}]\n", "field ram not found"},
+		{"node without cpus", "nodes: [{name: pve1, memory_gib: 8}]\n", `node "pve1" needs a name, cpus > 0 and memory_gib > 0`},
+		{"duplicate vmid", "nodes: [{name: pve1, cpus: 4, memory_gib: 8}]\nguests: [{vmid: 100, node: pve1}, {vmid: 100, node: pve1}]\n", "guest vmid 100 is invalid or duplicated"},
+		{"vmid out of range", "nodes: [{name: pve1, cpus: 4, memory_gib: 8}]\nguests: [{vmid: 99, node: pve1}]\n", "guest vmid 99 is invalid or duplicated"},
+		{"guest on an unknown node", "nodes: [{name: pve1, cpus: 4, memory_gib: 8}]\nguests: [{vmid: 100, node: pve2}]\n", `guest 100 is on unknown node "pve2"`},
+		{"not a cluster file", "- just\n- a list\n", "cannot unmarshal"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := pvesim.ParseCluster([]byte(tt.file))
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+	if _, err := pvesim.New(pvesim.Cluster{Guests: []pvesim.GuestSpec{{VMID: 100, Node: "x"}}}); err == nil {
+		t.Error("New accepted a guest on an unknown node")
+	}
+}
+
+// The lab file is what the demo and the standalone binary serve: 4 nodes, one offline, a
+// clonable template on shared storage, an lxc, a pool and no next-id bounds.
+func TestLabCluster(t *testing.T) {
+	s, a := lab(t)
+	nodes := a.ok(a.get("/nodes")).list()
+	offline := 0
+	for _, n := range nodes {
+		if n["status"] == "offline" {
+			offline++
+		}
+	}
+	if len(nodes) != 4 || offline != 1 {
+		t.Errorf("%d nodes, %d offline; want 4 and 1", len(nodes), offline)
+	}
+	tmpl, _ := s.Guest(9000)
+	if tmpl.Config["template"] != "1" || !strings.HasPrefix(tmpl.Config["scsi0"], "ceph:") {
+		t.Errorf("template 9000: %v", tmpl.Config)
+	}
+	if ct, _ := s.Guest(200); ct.Type != "lxc" {
+		t.Errorf("guest 200 is %q, want lxc", ct.Type)
+	}
+	if g, _ := s.Guest(100); g.Config["tags"] != "db;prod" || g.Pool != "prod" {
+		t.Errorf("guest 100: tags %q pool %q", g.Config["tags"], g.Pool)
+	}
+	if opts := a.ok(a.get("/cluster/options")).obj(); opts["next-id"] != nil {
+		t.Errorf("lab next-id is set: %v", opts["next-id"])
+	}
+	if lxc := a.ok(a.get("/nodes/pve2/lxc")).list(); len(lxc) != 1 || lxc[0]["vmid"] != 200.0 {
+		t.Errorf("pve2 lxc list %v", lxc)
+	}
+	if pools := a.ok(a.get("/pools")).list(); len(pools) != 2 {
+		t.Errorf("pools %v", pools)
+	}
+}
+
+func TestNextIDBounds(t *testing.T) {
+	c := pvesim.Cluster{
+		Nodes:  []pvesim.NodeSpec{{Name: "pve1", CPUs: 4, MemoryGiB: 8}},
+		Guests: []pvesim.GuestSpec{{VMID: 200, Node: "pve1"}, {VMID: 201, Node: "pve1", Type: "lxc"}},
+		NextID: &pvesim.NextIDSpec{Lower: 200, Upper: 203},
+	}
+	s := pvesim.NewTestServer(t, c)
+	a := newAPI(t, s)
+	if id := a.ok(a.get("/cluster/nextid")); id.str() != "202" {
+		t.Fatalf("nextid %s, want \"202\" (as a string; lxc ids count)", id.body)
+	}
+	nid := a.ok(a.get("/cluster/options")).obj()["next-id"].(map[string]any)
+	if nid["lower"] != "200" || nid["upper"] != "203" {
+		t.Errorf("options next-id %v", nid)
+	}
+	if r := a.get("/cluster/nextid?vmid=150"); r.str() != "150" {
+		t.Errorf("nextid?vmid=150 (outside the bounds, but free) = %s", r.body)
+	}
+	s.TakeVMID(202)
+	if r := a.get("/cluster/nextid"); r.status != "500 unable to get any free VMID in range [200, 203]" {
+		t.Errorf("exhausted range: %s", r.status)
+	}
+	if r := a.get("/cluster/resources?type=vm"); len(r.list()) != 3 || r.code != http.StatusOK {
+		t.Errorf("type=vm lists %d guests, want qemu and lxc", len(r.list()))
+	}
+}
