@@ -1,11 +1,16 @@
-// Command pvesim serves a simulated Proxmox VE cluster on loopback, for demos and manual tests.
+// Command pvesim serves a simulated Proxmox VE cluster on loopback, for demos and manual tests:
+//
+//	go run ./internal/pvesim/cmd/pvesim --cluster examples/lab/cluster.yaml
+//
+// It prints the URL and a ready-to-use API token, and serves until SIGINT or SIGTERM.
 package main
 
 import (
+	"context"
 	"encoding/pem"
 	"flag"
 	"fmt"
-	"log"
+	"io"
 	"net"
 	"net/http/httptest"
 	"os"
@@ -17,24 +22,45 @@ import (
 )
 
 func main() {
-	clusterFile := flag.String("cluster", "examples/lab/cluster.yaml", "cluster file (YAML or JSON)")
-	addr := flag.String("addr", "127.0.0.1:0", "listen address")
-	caOut := flag.String("ca-out", "", "write the server's CA certificate (PEM) to this file")
-	envOut := flag.String("env-out", "", "write PROXMOX_VE_* variables (shell syntax) to this file")
-	taskDuration := flag.Duration("task-duration", 0, "how long each task runs")
-	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "pvesim:", err)
+		os.Exit(2)
+	}
+}
+
+// run serves the cluster until ctx ends. It reports where on stdout, once listening.
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	flags := flag.NewFlagSet("pvesim", flag.ContinueOnError)
+	clusterFile := flags.String("cluster", "examples/lab/cluster.yaml", "cluster file (YAML or JSON)")
+	addr := flags.String("addr", "127.0.0.1:0", "listen address (port 0 picks a free port)")
+	caOut := flags.String("ca-out", "", "write the server's TLS certificate (PEM) to this file, for clients to trust")
+	envOut := flags.String("env-out", "", "write PROXMOX_VE_ENDPOINT and PROXMOX_VE_API_TOKEN (shell syntax) to this file")
+	taskDuration := flags.Duration("task-duration", 0, "how long each task (create, clone, start, ...) runs; 0 finishes at once")
+	statsLag := flags.Bool("stats-lag", false, "new guests show in /cluster/resources without stats, as right after a create on PVE")
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	if flags.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q; every option is a flag, e.g. --cluster FILE", flags.Arg(0))
+	}
 
 	cluster, err := pvesim.LoadCluster(*clusterFile)
 	if err != nil {
-		log.Fatal(err)
+		return fmt.Errorf("%w (pass a cluster file with --cluster; see examples/lab/cluster.yaml)", err)
 	}
-	sim, err := pvesim.New(cluster, pvesim.WithTaskDuration(*taskDuration))
+	opts := []pvesim.Option{pvesim.WithTaskDuration(*taskDuration)}
+	if *statsLag {
+		opts = append(opts, pvesim.WithStatsLag())
+	}
+	sim, err := pvesim.New(cluster, opts...)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
-		log.Fatal(err)
+		return fmt.Errorf("listen on %s: %w (choose another --addr)", *addr, err)
 	}
 	ts := httptest.NewUnstartedServer(sim)
 	ts.Listener.Close()
@@ -42,21 +68,22 @@ func main() {
 	ts.Config.ReadHeaderTimeout = 10 * time.Second
 	ts.StartTLS()
 	defer ts.Close()
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw})
-	if *caOut != "" {
-		if err := os.WriteFile(*caOut, caPEM, 0o600); err != nil {
-			log.Fatal(err)
-		}
-	}
-	env := fmt.Sprintf("export PROXMOX_VE_ENDPOINT=%s\nexport PROXMOX_VE_API_TOKEN='%s'\n", ts.URL, sim.APIToken())
-	if *envOut != "" {
-		if err := os.WriteFile(*envOut, []byte(env), 0o600); err != nil {
-			log.Fatal(err)
-		}
-	}
-	fmt.Printf("pvesim: serving %s (%d nodes, %d guests)\n%s", *clusterFile, len(cluster.Nodes), len(cluster.Guests), env)
+	caPEM := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}))
+	sim.SetListener(ts.URL, caPEM)
 
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
-	<-stop
+	env := fmt.Sprintf("export PROXMOX_VE_ENDPOINT=%s\nexport PROXMOX_VE_API_TOKEN='%s'\n", sim.URL(), sim.APIToken())
+	// The CA first: scripts wait for the env file, then use both.
+	for _, out := range []struct{ path, content string }{{*caOut, caPEM}, {*envOut, env}} {
+		if out.path == "" {
+			continue
+		}
+		if err := os.WriteFile(out.path, []byte(out.content), 0o600); err != nil {
+			return err
+		}
+	}
+	user, pass := sim.Credentials()
+	fmt.Fprintf(stdout, "pvesim: serving %s (%d nodes, %d guests) until interrupted\n%s# ticket login: %s / %s\n",
+		*clusterFile, len(cluster.Nodes), len(cluster.Guests), env, user, pass)
+	<-ctx.Done()
+	return nil
 }
