@@ -93,17 +93,50 @@ func (c Cluster) validate() error {
 		if n.Name == "" || n.CPUs <= 0 || n.MemoryGiB <= 0 {
 			return fmt.Errorf("cluster file: node %q needs a name, cpus > 0 and memory_gib > 0", n.Name)
 		}
+		if nodes[n.Name] {
+			return fmt.Errorf("cluster file: node %q is listed twice", n.Name)
+		}
 		nodes[n.Name] = true
+	}
+	storages := map[string]bool{}
+	for _, st := range c.Storages {
+		if st.Name == "" || st.SizeGiB < 0 || st.UsedGiB < 0 || st.UsedGiB > st.SizeGiB {
+			return fmt.Errorf("cluster file: storage %q needs a name and 0 <= used_gib <= size_gib", st.Name)
+		}
+		if storages[st.Name] {
+			return fmt.Errorf("cluster file: storage %q is listed twice; use its nodes list to enable it on several nodes", st.Name)
+		}
+		storages[st.Name] = true
+		for _, n := range st.Nodes {
+			if !nodes[n] {
+				return fmt.Errorf("cluster file: storage %q is enabled on unknown node %q", st.Name, n)
+			}
+		}
+	}
+	pools := map[string]bool{}
+	for _, p := range c.Pools {
+		pools[p] = true
 	}
 	ids := map[int]bool{}
 	for _, g := range c.Guests {
-		if g.VMID < 100 || g.VMID > 999999999 || ids[g.VMID] {
-			return fmt.Errorf("cluster file: guest vmid %d is invalid or duplicated", g.VMID)
+		switch {
+		case g.VMID < 100 || g.VMID > 999999999 || ids[g.VMID]:
+			return fmt.Errorf("cluster file: guest vmid %d is invalid or duplicated (vmids are unique, 100-999999999)", g.VMID)
+		case !nodes[g.Node]:
+			return fmt.Errorf("cluster file: guest %d is on unknown node %q", g.VMID, g.Node)
+		case g.Type != "" && g.Type != "qemu" && g.Type != "lxc":
+			return fmt.Errorf("cluster file: guest %d has type %q; use qemu or lxc", g.VMID, g.Type)
+		case g.Status != "" && g.Status != "running" && g.Status != "stopped":
+			return fmt.Errorf("cluster file: guest %d has status %q; use running or stopped", g.VMID, g.Status)
+		case g.Pool != "" && !pools[g.Pool]:
+			return fmt.Errorf("cluster file: guest %d is in pool %q, which is not in pools", g.VMID, g.Pool)
+		case g.Template && g.Status == "running":
+			return fmt.Errorf("cluster file: guest %d is a template and cannot be running", g.VMID)
 		}
 		ids[g.VMID] = true
-		if !nodes[g.Node] {
-			return fmt.Errorf("cluster file: guest %d is on unknown node %q", g.VMID, g.Node)
-		}
+	}
+	if id := c.NextID; id != nil && (id.Lower != 0 && id.Lower < 100 || id.Upper != 0 && id.Upper <= id.Lower) {
+		return fmt.Errorf("cluster file: next_id needs 100 <= lower < upper, got lower %d, upper %d", id.Lower, id.Upper)
 	}
 	return nil
 }

@@ -22,6 +22,14 @@ func TestParseCluster(t *testing.T) {
 		{"vmid out of range", "nodes: [{name: pve1, cpus: 4, memory_gib: 8}]\nguests: [{vmid: 99, node: pve1}]\n", "guest vmid 99 is invalid or duplicated"},
 		{"guest on an unknown node", "nodes: [{name: pve1, cpus: 4, memory_gib: 8}]\nguests: [{vmid: 100, node: pve2}]\n", `guest 100 is on unknown node "pve2"`},
 		{"not a cluster file", "- just\n- a list\n", "cannot unmarshal"},
+		{"node twice", "nodes: [{name: pve1, cpus: 4, memory_gib: 8}, {name: pve1, cpus: 4, memory_gib: 8}]\n", `node "pve1" is listed twice`},
+		{"storage on an unknown node", "nodes: [{name: pve1, cpus: 4, memory_gib: 8}]\nstorages: [{name: local, size_gib: 10, nodes: [pve2]}]\n", `storage "local" is enabled on unknown node "pve2"`},
+		{"storage overfull", "storages: [{name: local, size_gib: 10, used_gib: 11}]\n", `storage "local" needs a name and 0 <= used_gib <= size_gib`},
+		{"guest type", "nodes: [{name: pve1, cpus: 4, memory_gib: 8}]\nguests: [{vmid: 100, node: pve1, type: vm}]\n", `guest 100 has type "vm"; use qemu or lxc`},
+		{"guest status", "nodes: [{name: pve1, cpus: 4, memory_gib: 8}]\nguests: [{vmid: 100, node: pve1, status: paused}]\n", `guest 100 has status "paused"; use running or stopped`},
+		{"unknown pool", "nodes: [{name: pve1, cpus: 4, memory_gib: 8}]\nguests: [{vmid: 100, node: pve1, pool: prod}]\n", `guest 100 is in pool "prod", which is not in pools`},
+		{"running template", "nodes: [{name: pve1, cpus: 4, memory_gib: 8}]\nguests: [{vmid: 100, node: pve1, template: true, status: running}]\n", "guest 100 is a template and cannot be running"},
+		{"next_id bounds", "next_id: {lower: 500, upper: 400}\n", "next_id needs 100 <= lower < upper, got lower 500, upper 400"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
