@@ -261,7 +261,7 @@ func (r *vmResource) Create(ctx context.Context, req resource.CreateRequest, res
 		tflog.SubsystemInfo(ctx, logSubsystem, "placement decided", map[string]any{"name": placement.Name, "node": placement.Node, "vmid": placement.VMID, "attempt": attempt})
 		err = r.createGuest(ctx, &plan, placement)
 		if errors.Is(err, proxmox.ErrAlreadyExists) && schedReq.VMID == 0 && attempt < maxCreateAttempts {
-			ledger.MarkTaken(reservation.VMID)
+			ledger.MarkUsed(reservation.VMID)
 			r.data.invalidate()
 			tflog.SubsystemWarn(ctx, logSubsystem, "vmid taken meanwhile, deciding again", map[string]any{"vmid": reservation.VMID})
 			continue

@@ -14,18 +14,18 @@ import (
 type Ledger struct {
 	mu       sync.Mutex
 	inFlight map[int]scheduler.Reservation
-	// taken are ids PVE said exist although our snapshot did not show them yet.
-	taken map[int]struct{}
+	// used are ids PVE said exist although our snapshot did not show them yet.
+	used map[int]struct{}
 }
 
 // New returns an empty ledger.
 func New() *Ledger {
-	return &Ledger{inFlight: map[int]scheduler.Reservation{}, taken: map[int]struct{}{}}
+	return &Ledger{inFlight: map[int]scheduler.Reservation{}, used: map[int]struct{}{}}
 }
 
 // Decide runs one decision under the ledger's lock: read a fresh snapshot, add the in-flight
-// reservations and the ids known taken, decide, and reserve the result before unlocking.
-// The lock covers only this: no PVE task runs under it.
+// reservations and the ids known used, decide, and reserve the result before unlocking.
+// The lock covers only this: no PVE task runs under it, so creates proceed in parallel.
 func (l *Ledger) Decide(ctx context.Context, snapshot func(context.Context) (scheduler.Snapshot, error),
 	decide func(scheduler.Snapshot) (scheduler.Reservation, error)) (scheduler.Reservation, error) {
 	l.mu.Lock()
@@ -33,6 +33,11 @@ func (l *Ledger) Decide(ctx context.Context, snapshot func(context.Context) (sch
 	snap, err := snapshot(ctx)
 	if err != nil {
 		return scheduler.Reservation{}, err
+	}
+	// An id the snapshot shows as a guest needs no entry of ours any more; should that guest
+	// be deleted later, the id is free again.
+	for _, g := range snap.Guests {
+		delete(l.used, g.VMID)
 	}
 	snap.Reservations = append(append([]scheduler.Reservation(nil), snap.Reservations...), l.pending()...)
 	r, err := decide(snap)
@@ -43,14 +48,14 @@ func (l *Ledger) Decide(ctx context.Context, snapshot func(context.Context) (sch
 	return r, nil
 }
 
-// pending lists in-flight reservations and taken ids (as zero-size reservations). Caller
-// holds l.mu.
+// pending lists in-flight reservations and used ids (as reservations that take no capacity).
+// Caller holds l.mu.
 func (l *Ledger) pending() []scheduler.Reservation {
-	out := make([]scheduler.Reservation, 0, len(l.inFlight)+len(l.taken))
+	out := make([]scheduler.Reservation, 0, len(l.inFlight)+len(l.used))
 	for _, r := range l.inFlight {
 		out = append(out, r)
 	}
-	for id := range l.taken {
+	for id := range l.used {
 		if _, ok := l.inFlight[id]; !ok {
 			out = append(out, scheduler.Reservation{VMID: id})
 		}
@@ -65,11 +70,11 @@ func (l *Ledger) Release(vmid int) {
 	delete(l.inFlight, vmid)
 }
 
-// MarkTaken records that PVE refused vmid as already existing, so the next decision avoids it
-// even if the snapshot does not show it yet.
-func (l *Ledger) MarkTaken(vmid int) {
+// MarkUsed ends the reservation of vmid because PVE refused it as already existing, and keeps
+// the id out of later decisions until a snapshot shows its guest.
+func (l *Ledger) MarkUsed(vmid int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.inFlight, vmid)
-	l.taken[vmid] = struct{}{}
+	l.used[vmid] = struct{}{}
 }

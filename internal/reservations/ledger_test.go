@@ -3,7 +3,10 @@ package reservations
 import (
 	"context"
 	"errors"
+	"reflect"
+	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
@@ -20,15 +23,55 @@ func decideLowest(snap scheduler.Snapshot) (scheduler.Reservation, error) {
 	}
 	for id := 100; ; id++ {
 		if !used[id] {
-			return scheduler.Reservation{VMID: id, Node: "pve1", VCPUs: 1, MemoryMiB: 512}, nil
+			return scheduler.Reservation{VMID: id, Node: "pve1", VCPUs: 2, MemoryMiB: 512}, nil
 		}
 	}
 }
 
-func emptySnapshot(context.Context) (scheduler.Snapshot, error) { return scheduler.Snapshot{}, nil }
+func snapshotOf(guests ...int) func(context.Context) (scheduler.Snapshot, error) {
+	return func(context.Context) (scheduler.Snapshot, error) {
+		var s scheduler.Snapshot
+		for _, id := range guests {
+			s.Guests = append(s.Guests, scheduler.Guest{VMID: id, Node: "pve1", Type: scheduler.GuestQEMU})
+		}
+		return s, nil
+	}
+}
 
-func TestConcurrentDecisionsTakeDistinctIDs(t *testing.T) {
+// reservedIDs returns the ids a decision would be shown as reserved, sorted.
+func reservedIDs(t *testing.T, l *Ledger, snapshot func(context.Context) (scheduler.Snapshot, error)) []int {
+	t.Helper()
+	var ids []int
+	_, err := l.Decide(context.Background(), snapshot, func(s scheduler.Snapshot) (scheduler.Reservation, error) {
+		for _, r := range s.Reservations {
+			ids = append(ids, r.VMID)
+		}
+		return scheduler.Reservation{}, errors.New("only looking")
+	})
+	if err == nil {
+		t.Fatal("the probe decision should fail")
+	}
+	sort.Ints(ids)
+	return ids
+}
+
+func TestConcurrentDecisionsAreSerialisedAndTakeDistinctIDs(t *testing.T) {
 	l := New()
+	var inside, maxInside atomic.Int32
+	snapshot := func(context.Context) (scheduler.Snapshot, error) {
+		n := inside.Add(1)
+		for {
+			m := maxInside.Load()
+			if n <= m || maxInside.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		return scheduler.Snapshot{}, nil
+	}
+	decide := func(s scheduler.Snapshot) (scheduler.Reservation, error) {
+		defer inside.Add(-1)
+		return decideLowest(s)
+	}
 	var mu sync.Mutex
 	seen := map[int]bool{}
 	var wg sync.WaitGroup
@@ -36,7 +79,7 @@ func TestConcurrentDecisionsTakeDistinctIDs(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := l.Decide(context.Background(), emptySnapshot, decideLowest)
+			r, err := l.Decide(context.Background(), snapshot, decide)
 			if err != nil {
 				t.Error(err)
 				return
@@ -53,34 +96,113 @@ func TestConcurrentDecisionsTakeDistinctIDs(t *testing.T) {
 	if len(seen) != 50 {
 		t.Fatalf("%d distinct ids, want 50", len(seen))
 	}
+	if maxInside.Load() != 1 {
+		t.Fatalf("%d decisions ran at once; the ledger must serialise snapshot+decide", maxInside.Load())
+	}
 }
 
-func TestReleaseAndMarkTaken(t *testing.T) {
+func TestDecisionSeesInFlightCapacityAndKeepsSnapshotReservations(t *testing.T) {
 	l := New()
 	ctx := context.Background()
-	first, _ := l.Decide(ctx, emptySnapshot, decideLowest)
-	l.Release(first.VMID)
-	again, _ := l.Decide(ctx, emptySnapshot, decideLowest)
-	if again.VMID != first.VMID {
-		t.Fatalf("released id %d not reused: got %d", first.VMID, again.VMID)
+	first, err := l.Decide(ctx, snapshotOf(), decideLowest)
+	if err != nil {
+		t.Fatal(err)
 	}
-	l.MarkTaken(again.VMID)
-	next, _ := l.Decide(ctx, emptySnapshot, decideLowest)
-	if next.VMID == again.VMID {
-		t.Fatalf("id %d marked taken was handed out again", again.VMID)
+	backing := make([]scheduler.Reservation, 1, 4)
+	backing[0] = scheduler.Reservation{VMID: 900, Node: "pve2"}
+	withOwn := func(context.Context) (scheduler.Snapshot, error) {
+		return scheduler.Snapshot{Reservations: backing[:1]}, nil
+	}
+	var got []scheduler.Reservation
+	_, err = l.Decide(ctx, withOwn, func(s scheduler.Snapshot) (scheduler.Reservation, error) {
+		got = s.Reservations
+		return decideLowest(s)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []scheduler.Reservation{{VMID: 900, Node: "pve2"}, first}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("decision saw reservations %+v, want %+v (in-flight ones keep their node and size)", got, want)
+	}
+	if backing[:2][1] != (scheduler.Reservation{}) {
+		t.Fatalf("the snapshot's own reservation slice was written to: %+v", backing[:2])
+	}
+}
+
+func TestReleaseAndMarkUsed(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		// act runs on a ledger that has just reserved id 100.
+		act        func(l *Ledger)
+		snapshot   func(context.Context) (scheduler.Snapshot, error)
+		wantShown  []int // reservations the next decision sees
+		wantNextID int
+	}{
+		{name: "in flight", act: func(*Ledger) {}, snapshot: snapshotOf(), wantShown: []int{100}, wantNextID: 101},
+		{name: "released after a failed create", act: func(l *Ledger) { l.Release(100) }, snapshot: snapshotOf(), wantShown: nil, wantNextID: 100},
+		{name: "marked used, snapshot lags", act: func(l *Ledger) { l.MarkUsed(100) }, snapshot: snapshotOf(), wantShown: []int{100}, wantNextID: 101},
+		{name: "marked used, snapshot shows the guest", act: func(l *Ledger) { l.MarkUsed(100) }, snapshot: snapshotOf(100), wantShown: nil, wantNextID: 101},
+		{name: "release of an unknown id", act: func(l *Ledger) { l.Release(555) }, snapshot: snapshotOf(), wantShown: []int{100}, wantNextID: 101},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := New()
+			if r, err := l.Decide(ctx, snapshotOf(), decideLowest); err != nil || r.VMID != 100 {
+				t.Fatalf("first decision = %v, %v", r, err)
+			}
+			tt.act(l)
+			if got := reservedIDs(t, l, tt.snapshot); !reflect.DeepEqual(got, tt.wantShown) {
+				t.Fatalf("reservations shown = %v, want %v", got, tt.wantShown)
+			}
+			r, err := l.Decide(ctx, tt.snapshot, decideLowest)
+			if err != nil || r.VMID != tt.wantNextID {
+				t.Fatalf("next decision = %d, %v; want %d", r.VMID, err, tt.wantNextID)
+			}
+		})
+	}
+}
+
+func TestUsedIDTakesNoCapacityAndIsForgottenOnceSeen(t *testing.T) {
+	l := New()
+	ctx := context.Background()
+	l.MarkUsed(300)
+	var shown []scheduler.Reservation
+	_, _ = l.Decide(ctx, snapshotOf(), func(s scheduler.Snapshot) (scheduler.Reservation, error) {
+		shown = s.Reservations
+		return scheduler.Reservation{}, errors.New("only looking")
+	})
+	if want := []scheduler.Reservation{{VMID: 300}}; !reflect.DeepEqual(shown, want) {
+		t.Fatalf("used id shown as %+v, want %+v (an id only, no node or size)", shown, want)
+	}
+	// The snapshot shows guest 300 once: the ledger forgets it, so when the guest is deleted
+	// later its id is free again.
+	reservedIDs(t, l, snapshotOf(300))
+	if got := reservedIDs(t, l, snapshotOf()); got != nil {
+		t.Fatalf("id 300 still reserved after its guest appeared and went: %v", got)
 	}
 }
 
 func TestDecideErrorsReserveNothing(t *testing.T) {
-	l := New()
 	boom := errors.New("boom")
-	if _, err := l.Decide(context.Background(), func(context.Context) (scheduler.Snapshot, error) { return scheduler.Snapshot{}, boom }, decideLowest); !errors.Is(err, boom) {
-		t.Fatalf("snapshot error: %v", err)
+	tests := []struct {
+		name     string
+		snapshot func(context.Context) (scheduler.Snapshot, error)
+		decide   func(scheduler.Snapshot) (scheduler.Reservation, error)
+	}{
+		{"snapshot fails", func(context.Context) (scheduler.Snapshot, error) { return scheduler.Snapshot{}, boom }, decideLowest},
+		{"decision fails", snapshotOf(), func(scheduler.Snapshot) (scheduler.Reservation, error) { return scheduler.Reservation{VMID: 100}, boom }},
 	}
-	if _, err := l.Decide(context.Background(), emptySnapshot, func(scheduler.Snapshot) (scheduler.Reservation, error) { return scheduler.Reservation{}, boom }); !errors.Is(err, boom) {
-		t.Fatalf("decide error: %v", err)
-	}
-	if len(l.pending()) != 0 {
-		t.Fatalf("failed decisions left reservations: %v", l.pending())
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := New()
+			if _, err := l.Decide(context.Background(), tt.snapshot, tt.decide); !errors.Is(err, boom) {
+				t.Fatalf("error = %v, want %v", err, boom)
+			}
+			if got := reservedIDs(t, l, snapshotOf()); got != nil {
+				t.Fatalf("a failed decision left reservations: %v", got)
+			}
+		})
 	}
 }
