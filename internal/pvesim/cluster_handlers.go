@@ -29,6 +29,7 @@ func (s *Server) routes() {
 	h("GET /nodes/{node}/qemu", s.guestList("qemu"))
 	h("POST /nodes/{node}/qemu", s.handleCreate)
 	h("GET /nodes/{node}/qemu/{vmid}/config", s.handleConfigGet)
+	h("GET /nodes/{node}/qemu/{vmid}/pending", s.handlePending)
 	h("POST /nodes/{node}/qemu/{vmid}/config", s.handleConfigSet(true))
 	h("PUT /nodes/{node}/qemu/{vmid}/config", s.handleConfigSet(false))
 	h("GET /nodes/{node}/qemu/{vmid}/status/current", s.handleStatusCurrent)

@@ -92,7 +92,7 @@ func (s *Server) handleConfigGet(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if g := s.lookup(w, r); g != nil {
-		writeData(w, g.configJSON())
+		writeData(w, g.configJSON(boolParam(r.URL.Query().Get("current"))))
 	}
 }
 
@@ -111,7 +111,7 @@ func (s *Server) handleStatusCurrent(w http.ResponseWriter, r *http.Request) {
 		row["running-machine"], row["running-qemu"] = "pc-i440fx-9.0+pve0", "9.0.2"
 		row["balloon"], row["freemem"] = g.memoryBytes(), g.memoryBytes()/2
 	}
-	if agent := g.config["agent"]; boolParam(strings.Split(agent, ",")[0]) || strings.Contains(agent, "enabled=1") {
+	if agent := g.view()["agent"]; boolParam(strings.Split(agent, ",")[0]) || strings.Contains(agent, "enabled=1") {
 		row["agent"] = 1
 	}
 	writeData(w, row)
@@ -142,10 +142,11 @@ func (s *Server) prepareConfig(w http.ResponseWriter, g *guest, raw map[string]s
 		writeParamError(w, problems)
 		return change{}, false
 	}
+	current := g.view()
 	if b := atoi(set["balloon"]); b > 0 {
 		mem := set["memory"]
 		if mem == "" {
-			mem = g.config["memory"]
+			mem = current["memory"]
 		}
 		if m := atoi(strings.TrimPrefix(mem, "current=")); m == 0 && b > 512 || m > 0 && b > m {
 			writeError(w, http.StatusInternalServerError, "balloon value too large (must be smaller than assigned memory)")
@@ -155,10 +156,7 @@ func (s *Server) prepareConfig(w http.ResponseWriter, g *guest, raw map[string]s
 	n := s.node(g.node)
 	c := change{set: map[string]string{}}
 	// A scratch copy names several new disks on one storage apart (disk-0, disk-1, ...).
-	scratch := &guest{vmid: g.vmid, config: map[string]string{}}
-	for k, v := range g.config {
-		scratch.config[k] = v
-	}
+	scratch := &guest{vmid: g.vmid, config: current}
 	for _, k := range sortedConfigKeys(set) {
 		v := set[k]
 		switch {
@@ -220,9 +218,10 @@ func (s *Server) storageOf(g *guest, name string) *storage {
 	return nil
 }
 
+// commit applies the change to g: at once, or pending for what a running VM cannot take.
 func (c change) commit(g *guest) {
-	for k, v := range c.set {
-		g.config[k] = v
+	for _, k := range sortedConfigKeys(c.set) {
+		g.set(k, c.set[k])
 	}
 	for _, a := range c.alloc {
 		a.st.alloc(a.name, a.bytes)
@@ -339,6 +338,9 @@ func (s *Server) handleConfigSet(async bool) http.HandlerFunc {
 			if s.guests[g.vmid] != g {
 				return taskError("Configuration file 'nodes/%s/qemu-server/%d.conf' does not exist", g.node, g.vmid)
 			}
+			if g.status != "running" {
+				g.applyPending()
+			}
 			c.commit(g)
 			return outcome{warnings: s.deleteKeys(g, del, force)}
 		}
@@ -357,7 +359,7 @@ func (s *Server) handleConfigSet(async bool) http.HandlerFunc {
 func (s *Server) deleteKeys(g *guest, keys []string, force bool) []string {
 	var warnings []string
 	for _, k := range keys {
-		v, set := g.config[k]
+		v, set := g.view()[k]
 		switch {
 		case !set:
 			warnings = append(warnings, fmt.Sprintf("cannot delete '%s' - not set in current configuration!", k))
@@ -373,13 +375,13 @@ func (s *Server) deleteKeys(g *guest, keys []string, force bool) []string {
 			if vol, ok := parseVolume(v); ok {
 				for i := 0; ; i++ {
 					if _, used := g.config[fmt.Sprintf("unused%d", i)]; !used {
-						g.config[fmt.Sprintf("unused%d", i)] = vol.storage + ":" + vol.name
+						g.set(fmt.Sprintf("unused%d", i), vol.storage+":"+vol.name)
 						break
 					}
 				}
 			}
 		}
-		delete(g.config, k)
+		g.unset(k)
 	}
 	return warnings
 }

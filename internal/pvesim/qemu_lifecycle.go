@@ -51,11 +51,13 @@ func (s *Server) handlePower(w http.ResponseWriter, r *http.Request) {
 			case g.status == "running":
 				return taskError("VM %d already running", g.vmid)
 			}
+			g.applyPending()
 			g.status = "running"
 		case "reboot":
 			if g.status != "running" {
 				return taskError("VM %d not running", g.vmid)
 			}
+			g.applyPending()
 		default:
 			g.status = "stopped"
 		}
@@ -151,7 +153,7 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	case g.status == "running":
 		writeError(w, http.StatusInternalServerError, fmt.Sprintf("VM %d is running - destroy failed", g.vmid))
 		return
-	case g.config["protection"] == "1":
+	case g.view()["protection"] == "1":
 		writeError(w, http.StatusInternalServerError, fmt.Sprintf("can't remove VM %d - protection mode enabled", g.vmid))
 		return
 	}

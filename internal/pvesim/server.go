@@ -278,7 +278,11 @@ type GuestState struct {
 	Status string
 	Lock   string
 	Pool   string
+	// Config is what a config GET shows: pending values applied.
 	Config map[string]string
+	// Pending are the changes a running VM takes at its next start (key -> value, "" for a
+	// deletion); see GET .../pending.
+	Pending map[string]string
 }
 
 // Guest returns a copy of a guest's state.
@@ -289,11 +293,11 @@ func (s *Server) Guest(vmid int) (GuestState, bool) {
 	if !ok {
 		return GuestState{}, false
 	}
-	cfg := make(map[string]string, len(g.config))
-	for k, v := range g.config {
-		cfg[k] = v
+	pending := map[string]string{}
+	for k, v := range g.pending {
+		pending[k] = strings.TrimPrefix(v, deleted)
 	}
-	return GuestState{VMID: g.vmid, Node: g.node, Type: g.typ, Status: g.status, Lock: g.lock, Pool: g.pool, Config: cfg}, true
+	return GuestState{VMID: g.vmid, Node: g.node, Type: g.typ, Status: g.status, Lock: g.lock, Pool: g.pool, Config: g.view(), Pending: pending}, true
 }
 
 // discard is a ResponseWriter that throws the answer away (for LoseResponses).

@@ -64,6 +64,8 @@ type guest struct {
 	// clones counts clones running from this guest: they hold its config lock, so changes to
 	// it wait and time out as in PVE.
 	clones int
+	// pending holds changes waiting for the next start (see pending.go).
+	pending map[string]string
 }
 
 func (g *guest) template() bool { return g.config["template"] == "1" }
@@ -108,14 +110,32 @@ func (g *guest) digest() string {
 	if g.lock != "" {
 		fmt.Fprintf(h, "lock: %s\n", g.lock)
 	}
+	for _, k := range sortedConfigKeys(g.pending) {
+		fmt.Fprintf(h, "[PENDING] %s: %q\n", k, g.pending[k])
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// configJSON renders the config as a config GET does: integer and boolean keys as numbers,
-// everything else (memory and agent included) as strings, plus the digest.
-func (g *guest) configJSON() map[string]any {
-	out := make(map[string]any, len(g.config)+1)
-	for k, v := range g.config {
+// configJSON renders a config GET: the config with pending values applied (the running one
+// when current), plus lock and digest.
+func (g *guest) configJSON(current bool) map[string]any {
+	cfg := g.view()
+	if current {
+		cfg = g.config
+	}
+	out := renderConfig(cfg)
+	if g.lock != "" {
+		out["lock"] = g.lock
+	}
+	out["digest"] = g.digest()
+	return out
+}
+
+// renderConfig gives config values their JSON types: integer and boolean keys as numbers,
+// everything else (memory and agent included) as strings; cipassword masked.
+func renderConfig(cfg map[string]string) map[string]any {
+	out := make(map[string]any, len(cfg)+2)
+	for k, v := range cfg {
 		if kd, _ := keyKind(k); kd != kString {
 			if n, err := strconv.Atoi(v); err == nil {
 				out[k] = n
@@ -128,10 +148,6 @@ func (g *guest) configJSON() map[string]any {
 		}
 		out[k] = v
 	}
-	if g.lock != "" {
-		out["lock"] = g.lock
-	}
-	out["digest"] = g.digest()
 	return out
 }
 

@@ -443,3 +443,51 @@ func TestStatsLagAndLiveLoad(t *testing.T) {
 		t.Errorf("/nodes/pve3/status memory.used %v, /cluster/resources mem %v", status.Memory.Used, nodeAfter["mem"])
 	}
 }
+
+// A running VM takes only hot-pluggable changes at once; the rest waits for its next start,
+// visible in config GETs and .../pending but not in what the running process reports.
+func TestPendingChangesOnARunningVM(t *testing.T) {
+	s, a := lab(t)
+	path := "/nodes/pve2/qemu/102"
+	if exit := a.task(a.form(http.MethodPost, path+"/config", url.Values{
+		"cores": {"8"}, "name": {"metrics"}, "net1": {"virtio,bridge=vmbr1"}, "delete": {"memory"},
+	})); exit != "OK" {
+		t.Fatal(exit)
+	}
+	cfg := a.ok(a.get(path + "/config")).obj()
+	live := a.ok(a.get(path + "/config?current=1")).obj()
+	if cfg["cores"] != 8.0 || live["cores"] != 4.0 || cfg["name"] != "metrics" || live["name"] != "metrics" || live["net1"] == nil {
+		t.Fatalf("config %v, current %v: want cores pending, name and net1 live", cfg, live)
+	}
+	if _, has := cfg["memory"]; has || live["memory"] != "8192" {
+		t.Fatalf("memory: config %v, current %v; want a pending deletion", cfg["memory"], live["memory"])
+	}
+	rows := map[string]map[string]any{}
+	for _, r := range a.ok(a.get(path + "/pending")).list() {
+		rows[r["key"].(string)] = r
+	}
+	if r := rows["cores"]; r["value"] != 4.0 || r["pending"] != 8.0 {
+		t.Errorf("pending cores row %v", r)
+	}
+	if _, waits := rows["name"]["pending"]; waits {
+		t.Errorf("name is live but listed as pending: %v", rows["name"])
+	}
+	if r := rows["memory"]; r["delete"] != 1.0 || r["value"] != "8192" {
+		t.Errorf("pending memory deletion row %v", r)
+	}
+	if g, _ := s.Guest(102); g.Pending["cores"] != "8" || g.Config["cores"] != "8" {
+		t.Errorf("GuestState %+v", g)
+	}
+	if r := a.row("qemu/102"); r["maxcpu"] != 4.0 {
+		t.Errorf("the running process reports %v vCPUs, want the old 4", r["maxcpu"])
+	}
+
+	a.task(a.form(http.MethodPost, path+"/status/stop", nil))
+	a.task(a.form(http.MethodPost, path+"/status/start", nil))
+	if r := a.row("qemu/102"); r["maxcpu"] != 8.0 {
+		t.Errorf("after a restart the VM has %v vCPUs, want 8", r["maxcpu"])
+	}
+	if g, _ := s.Guest(102); len(g.Pending) != 0 || g.Config["memory"] != "" {
+		t.Errorf("after a restart: pending %v, memory %q", g.Pending, g.Config["memory"])
+	}
+}

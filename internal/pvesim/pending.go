@@ -1,0 +1,132 @@
+package pvesim
+
+import (
+	"net/http"
+	"strings"
+)
+
+// PVE applies a config change to a running VM only if it can be hot-plugged; the rest waits in
+// the config's [PENDING] section until the VM next starts. A config GET shows the pending
+// values (current=1 shows the running ones), while /cluster/resources, which reports the
+// running process, keeps the old sizes.
+
+// fastPlug are keys PVE changes at once even on a running VM.
+var fastPlug = map[string]bool{"description": true, "hookscript": true, "name": true, "onboot": true, "protection": true,
+	"shares": true, "startup": true, "tags": true, "vmstatestorage": true, "balloon": true, "cpulimit": true, "cpuunits": true}
+
+// hotpluggable reports whether key applies at once to g while it runs, given its hotplug
+// setting (default network,disk,usb).
+func (g *guest) hotpluggable(key, value string) bool {
+	hotplug := g.config["hotplug"]
+	switch hotplug {
+	case "", "1":
+		hotplug = "network,disk,usb"
+	case "0":
+		hotplug = ""
+	}
+	can := func(what string) bool { return contains(strings.Split(hotplug, ","), what) }
+	switch {
+	case fastPlug[key], strings.HasPrefix(key, "unused"):
+		return true
+	case strings.HasPrefix(key, "net"):
+		return can("network")
+	case strings.HasPrefix(key, "usb"):
+		return can("usb")
+	case strings.HasPrefix(key, "ide") && (isCDROM(value) || isCDROM(g.config[key])):
+		return true // a cd-rom's medium changes live
+	case diskKey.MatchString(key) && !strings.HasPrefix(key, "ide"):
+		return can("disk")
+	case key == "vcpus":
+		return can("cpu")
+	case key == "memory":
+		return can("memory")
+	}
+	return false
+}
+
+// set changes a config key, or queues it while the VM runs and cannot take it live.
+func (g *guest) set(key, value string) {
+	if g.status == "running" && !g.hotpluggable(key, value) {
+		if g.pending == nil {
+			g.pending = map[string]string{}
+		}
+		g.pending[key] = value
+		return
+	}
+	delete(g.pending, key)
+	g.config[key] = value
+}
+
+// unset deletes a config key, or queues the deletion like set.
+func (g *guest) unset(key string) {
+	if g.status == "running" && !g.hotpluggable(key, "") {
+		if g.pending == nil {
+			g.pending = map[string]string{}
+		}
+		g.pending[key] = deleted
+		return
+	}
+	delete(g.pending, key)
+	delete(g.config, key)
+}
+
+// deleted marks a pending deletion (no config value contains a NUL).
+const deleted = "\x00"
+
+// applyPending moves the pending section into the config, as a start (or a change to a
+// stopped VM) does.
+func (g *guest) applyPending() {
+	for k, v := range g.pending {
+		if v == deleted {
+			delete(g.config, k)
+		} else {
+			g.config[k] = v
+		}
+	}
+	g.pending = nil
+}
+
+// view is the config with the pending values applied: what a config GET shows.
+func (g *guest) view() map[string]string {
+	out := make(map[string]string, len(g.config)+len(g.pending))
+	for k, v := range g.config {
+		out[k] = v
+	}
+	for k, v := range g.pending {
+		if v == deleted {
+			delete(out, k)
+		} else {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// handlePending is GET .../qemu/{vmid}/pending: every key with its running value and, when a
+// change waits, the pending value or delete=1.
+func (s *Server) handlePending(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.lookup(w, r)
+	if g == nil {
+		return
+	}
+	live, next := renderConfig(g.config), renderConfig(g.view())
+	rows := []map[string]any{}
+	for _, k := range sortedConfigKeys(g.view()) {
+		row := map[string]any{"key": k}
+		if v, ok := live[k]; ok {
+			row["value"] = v
+		}
+		if _, waits := g.pending[k]; waits {
+			row["pending"] = next[k]
+		}
+		rows = append(rows, row)
+	}
+	for _, k := range sortedConfigKeys(g.pending) {
+		if g.pending[k] == deleted {
+			rows = append(rows, map[string]any{"key": k, "value": live[k], "delete": 1})
+		}
+	}
+	writeData(w, rows)
+}
