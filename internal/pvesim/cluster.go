@@ -1,6 +1,3 @@
-// Package pvesim is an in-memory, stateful Proxmox VE API server for tests and demos. It
-// answers with PVE's envelope, JSON types and error shapes so that clients written against it
-// (go-proxmox in particular) behave as they would against a real cluster.
 package pvesim
 
 import (

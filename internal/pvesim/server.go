@@ -74,7 +74,7 @@ func New(c Cluster, opts ...Option) (*Server, error) {
 		guests: map[int]*guest{}, pools: map[string]bool{}, tasks: map[string]*task{},
 		counts: map[string]int{}, failing: map[string]string{}, tickets: map[string]string{},
 		rng: mrand.New(mrand.NewSource(1)), nextID: c.NextID, pid: 0x1000,
-		tokenID: "root@pam!sim", tokenSecret: randomHex(16), username: "root@pam", password: randomHex(8),
+		tokenID: "root@pam!sim", tokenSecret: secretUUID(), username: "root@pam", password: randomHex(8),
 	}
 	for _, o := range opts {
 		o(s)
@@ -241,6 +241,13 @@ func requestUser(r *http.Request) string {
 		return u
 	}
 	return "root@pam"
+}
+
+// secretUUID is an API token secret, a uuid as PVE issues them, from crypto/rand.
+func secretUUID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return formatUUID(b)
 }
 
 func randomHex(n int) string {

@@ -258,6 +258,10 @@ func withMAC(value string, rng *rand.Rand, fresh bool) string {
 func randomUUID(rng *rand.Rand) string {
 	b := make([]byte, 16)
 	rng.Read(b)
+	return formatUUID(b)
+}
+
+func formatUUID(b []byte) string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])

@@ -1,0 +1,27 @@
+// Package pvesim is an in-memory, stateful Proxmox VE API server for tests and demos. It
+// answers with PVE's envelope, JSON types and error shapes so that clients written against it
+// (go-proxmox in particular) behave as they would against a real cluster; a test compares its
+// answers with the PVE 7, 8 and 9 responses recorded in go-proxmox.
+//
+// What it models:
+//   - auth: API tokens (no CSRF) and tickets from POST /access/ticket (CSRF header on writes);
+//     401 "No ticket" or "authentication failure" with an empty body;
+//   - errors: 500 and 501 with the message as the HTTP reason phrase and in the body, 400 with
+//     an "errors" map (config keys are checked against qemu-server's schema), 403 for missing
+//     pools, 595 with an empty body for anything under an offline node;
+//   - state: nodes with capacity and live load (host load plus running guests), storages with
+//     their volumes and used space (a shared storage is one object on every node), qemu and lxc
+//     guests, templates, pools, tags normalised as PVE does, datacenter next-id bounds;
+//   - VM lifecycle as tasks with real UPIDs, run at once or after a set duration: create,
+//     clone (on the source node; full or linked; target node only from shared storage),
+//     config get/set with digest and locks, pending changes on running VMs, resize (grow only),
+//     start/stop/shutdown/reboot, migrate (disks on local storage move along), destroy;
+//     "already exists" is decided when a create or clone task runs;
+//   - faults for tests: latency, failing requests (next N or a rate), lost responses, failing
+//     tasks, held tasks, offline nodes, ids taken and guests moved or deleted by outside actors,
+//     and /cluster/resources without stats for new guests until Tick.
+//
+// What it does not: containers beyond listing, snapshots, backups, HA, firewall, SDN,
+// permissions (every credential is root), and any endpoint not routed (those answer 501 with
+// their path, so gaps show).
+package pvesim
