@@ -21,18 +21,28 @@ import (
 
 // Config says how to reach and authenticate to PVE.
 type Config struct {
-	// Endpoint is https://host:8006, with or without /api2/json.
+	// Endpoint is https://host:8006, with or without /api2/json. http:// is accepted too, for
+	// a simulator on loopback or a TLS-terminating proxy in front of PVE; credentials then
+	// travel in clear text.
 	Endpoint string
 	// APIToken is USER@REALM!TOKENID=SECRET; or use Username and Password (ticket login).
 	APIToken           string
 	Username, Password string
-	// Insecure skips TLS verification; CACertPEM trusts a private CA instead.
+	// TLS certificates are verified unless Insecure is set; CACertPEM trusts a private CA.
 	Insecure  bool
 	CACertPEM string
+	// UserAgent names the caller, e.g. terraform-provider-qemuscheduler/1.2.3.
 	UserAgent string
-	// PollInterval is how often task status is polled (default 500ms).
+	// PollInterval is the longest wait between task status polls (default 500ms).
 	PollInterval time.Duration
+	// RetryBackoff is the first retry's longest wait; later ones double up to 5s (default
+	// 200ms).
+	RetryBackoff time.Duration
 }
+
+// requestTimeout bounds one HTTP request; a 10,000-guest /cluster/resources takes well under
+// a second, and tasks are polled, not awaited in one request.
+const requestTimeout = 2 * time.Minute
 
 // Client talks to one PVE cluster.
 type Client struct {
@@ -62,6 +72,9 @@ func NormalizeEndpoint(endpoint string) (string, error) {
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return "", fmt.Errorf("endpoint %q is not a URL like https://pve.example.com:8006", endpoint)
 	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("endpoint %q must not hold credentials, a query or a fragment; give only scheme, host and port, e.g. https://pve.example.com:8006", endpoint)
+	}
 	path := strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/api2/json")
 	if path != "" {
 		return "", fmt.Errorf("endpoint %q has an unexpected path %q; give only scheme, host and port, e.g. https://pve.example.com:8006", endpoint, u.Path)
@@ -75,44 +88,61 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	auth, err := authOption(cfg)
+	if err != nil {
+		return nil, err
+	}
 	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.Insecure} //nolint:gosec // opt-in
 	if cfg.CACertPEM != "" {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM([]byte(cfg.CACertPEM)) {
-			return nil, errors.New("ca_cert holds no PEM certificate")
+			return nil, errors.New("ca_cert holds no PEM certificate: give the CA's certificate as -----BEGIN CERTIFICATE----- ... -----END CERTIFICATE-----")
 		}
 		tlsConfig.RootCAs = pool
 	}
 	hc := &http.Client{
-		Timeout:   2 * time.Minute,
+		Timeout:   requestTimeout,
 		Transport: &statusRecorder{next: &http.Transport{TLSClientConfig: tlsConfig, Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 16}},
 	}
-	opts := []goproxmox.Option{goproxmox.WithHTTPClient(hc)}
-	if cfg.UserAgent != "" {
-		opts = append(opts, goproxmox.WithUserAgent(cfg.UserAgent))
+	ua := cfg.UserAgent
+	if ua == "" {
+		ua = "terraform-provider-qemuscheduler"
 	}
-	switch {
-	case cfg.APIToken != "" && cfg.Password != "":
-		return nil, errors.New("give either an API token or a username and password, not both")
-	case cfg.APIToken != "":
-		id, secret, err := ParseAPIToken(cfg.APIToken)
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, goproxmox.WithAPIToken(id, secret))
-	case cfg.Username != "" && cfg.Password != "":
-		if !strings.Contains(cfg.Username, "@") {
-			return nil, fmt.Errorf("username %q needs a realm, e.g. root@pam or terraform@pve", cfg.Username)
-		}
-		opts = append(opts, goproxmox.WithCredentials(&goproxmox.Credentials{Username: cfg.Username, Password: cfg.Password}))
-	default:
-		return nil, errors.New("no credentials: set an API token, or a username and password")
+	retry := defaultRetry
+	if cfg.RetryBackoff > 0 {
+		retry.base = cfg.RetryBackoff
 	}
 	poll := cfg.PollInterval
 	if poll <= 0 {
 		poll = 500 * time.Millisecond
 	}
-	return &Client{api: goproxmox.NewClient(base, opts...), poll: poll, retry: defaultRetry}, nil
+	api := goproxmox.NewClient(base, goproxmox.WithHTTPClient(hc), goproxmox.WithUserAgent(ua), auth)
+	return &Client{api: api, poll: poll, retry: retry}, nil
+}
+
+// authOption picks token or ticket authentication; errors name the setting to fix.
+func authOption(cfg Config) (goproxmox.Option, error) {
+	switch {
+	case cfg.APIToken != "" && cfg.Password != "":
+		return nil, errors.New("give either api_token or username and password, not both")
+	case cfg.APIToken != "":
+		id, secret, err := ParseAPIToken(cfg.APIToken)
+		if err != nil {
+			return nil, err
+		}
+		return goproxmox.WithAPIToken(id, secret), nil
+	case cfg.Username != "" && cfg.Password == "":
+		return nil, fmt.Errorf("username %q is set but password is empty: set password, or use api_token instead", cfg.Username)
+	case cfg.Username == "" && cfg.Password != "":
+		return nil, errors.New("password is set but username is empty: set username, e.g. root@pam")
+	case cfg.Username != "":
+		if !strings.Contains(cfg.Username, "@") {
+			return nil, fmt.Errorf("username %q needs a realm, e.g. root@pam or terraform@pve", cfg.Username)
+		}
+		return goproxmox.WithCredentials(&goproxmox.Credentials{Username: cfg.Username, Password: cfg.Password}), nil
+	default:
+		return nil, errors.New("no credentials: set api_token (USER@REALM!TOKENID=SECRET), or username and password")
+	}
 }
 
 // statusRecorder remembers the HTTP status and reason of each response in the request's

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"unicode"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
@@ -37,34 +39,56 @@ type resource struct {
 
 type nextIDBounds struct{ lower, upper int }
 
-// Snapshot reads the cluster in one GET /cluster/resources, plus GET /cluster/options once
-// per client for the datacenter next-id bounds (they change rarely; a provider run is
-// short). Guests whose stats PVE has not published yet (just created: status unknown, no
-// sizes) are sized from their config, one request each: rare, and counted by the tests.
+// Snapshot reads the cluster for one scheduling decision.
+//
+// Request budget: one GET /cluster/resources, plus GET /cluster/options on a client's first
+// snapshot (the datacenter next-id bounds change rarely and a provider run is short); the two
+// run concurrently. So a decision costs at most 2 requests, whatever the cluster size.
+// Exception: PVE publishes a guest's sizes in /cluster/resources only with its next stats
+// broadcast (about 10 s after a create or clone); until then the row says status "unknown"
+// and nothing else. Such guests are sized from their node's guest list, one extra request
+// per node and guest type that has any, rather than counted as empty.
 func (c *Client) Snapshot(ctx context.Context) (scheduler.Snapshot, error) {
+	var bounds *nextIDBounds
+	var boundsErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		bounds, boundsErr = c.nextIDBounds(ctx)
+	}()
 	rows, err := c.resources(ctx, "")
+	wg.Wait()
 	if err != nil {
 		return scheduler.Snapshot{}, err
 	}
-	bounds, err := c.nextIDBounds(ctx)
-	if err != nil {
+	if boundsErr != nil {
+		return scheduler.Snapshot{}, boundsErr
+	}
+	snap, unsized := buildSnapshot(rows, bounds)
+	if err := c.sizeFromNodeLists(ctx, snap.Guests, unsized); err != nil {
 		return scheduler.Snapshot{}, err
 	}
+	return snap, nil
+}
+
+// buildSnapshot turns /cluster/resources rows into a snapshot. It also returns the indices of
+// guests on online nodes that PVE has published no sizes for yet.
+func buildSnapshot(rows []resource, bounds *nextIDBounds) (scheduler.Snapshot, []int) {
 	snap := scheduler.Snapshot{}
 	if bounds != nil {
 		snap.NextIDBounds = &scheduler.IDBounds{Lower: bounds.lower, Upper: bounds.upper}
 	}
 	nodeIndex := map[string]int{}
-	online := map[string]bool{}
 	for _, r := range rows {
 		if r.Type == "node" {
 			nodeIndex[r.Node] = len(snap.Nodes)
-			online[r.Node] = r.Status == "online"
 			snap.Nodes = append(snap.Nodes, scheduler.Node{
 				Name: r.Node, Online: r.Status == "online", MaxCPU: int(r.MaxCPU), MaxMem: r.MaxMem, CPU: r.CPU, Mem: r.Mem,
 			})
 		}
 	}
+	var unsized []int
 	for _, r := range rows {
 		switch r.Type {
 		case "storage":
@@ -75,19 +99,16 @@ func (c *Client) Snapshot(ctx context.Context) (scheduler.Snapshot, error) {
 				})
 			}
 		case "qemu", "lxc":
-			g := scheduler.Guest{
+			if i, ok := nodeIndex[r.Node]; ok && r.MaxMem == 0 && snap.Nodes[i].Online {
+				unsized = append(unsized, len(snap.Guests))
+			}
+			snap.Guests = append(snap.Guests, scheduler.Guest{
 				VMID: r.VMID, Node: r.Node, Name: r.Name, Type: scheduler.GuestType(r.Type), Status: r.Status,
 				CPUs: r.MaxCPU, MaxMem: r.MaxMem, Tags: splitList(r.Tags), Pool: r.Pool, Template: r.Template == 1,
-			}
-			if r.MaxMem == 0 && r.Type == "qemu" && online[r.Node] {
-				if err := c.sizeFromConfig(ctx, &g); err != nil && !errors.Is(err, ErrNotFound) {
-					return scheduler.Snapshot{}, err
-				}
-			}
-			snap.Guests = append(snap.Guests, g)
+			})
 		}
 	}
-	return snap, nil
+	return snap, unsized
 }
 
 func (c *Client) resources(ctx context.Context, typ string) ([]resource, error) {
@@ -102,28 +123,79 @@ func (c *Client) resources(ctx context.Context, typ string) ([]resource, error) 
 	return rows, nil
 }
 
-// sizeFromConfig fills a stats-less guest's name, size and status from its config.
-func (c *Client) sizeFromConfig(ctx context.Context, g *scheduler.Guest) error {
-	vm, err := c.GetVM(ctx, g.Node, g.VMID)
+// listRow is a /nodes/{node}/qemu or /lxc row. Unlike /cluster/resources, PVE computes it
+// from the guest configs on the spot, so a guest has its sizes from the moment it exists.
+type listRow struct {
+	VMID     flexInt `json:"vmid"`
+	Name     string  `json:"name"`
+	Status   string  `json:"status"`
+	CPUs     float64 `json:"cpus"`
+	MaxMem   uint64  `json:"maxmem"`
+	Template int     `json:"template"`
+}
+
+// flexInt accepts a number or a numeric string: older PVE sent ids in lists as strings.
+type flexInt int
+
+func (n *flexInt) UnmarshalJSON(b []byte) error {
+	v, err := strconv.Atoi(strings.Trim(string(b), `"`))
 	if err != nil {
-		return err
+		return fmt.Errorf("not an integer: %s", b)
 	}
-	cfg := vm.Config
-	cores, sockets := atoiOr(cfg["cores"], 1), atoiOr(cfg["sockets"], 1)
-	g.CPUs = float64(cores * sockets)
-	if v := atoiOr(cfg["vcpus"], 0); v > 0 {
-		g.CPUs = float64(v)
-	}
-	g.MaxMem = uint64(atoiOr(strings.TrimPrefix(cfg["memory"], "current="), 512)) << 20
-	g.Name = cfg["name"]
-	g.Template = cfg["template"] == "1"
-	g.Status = vm.Status
+	*n = flexInt(v)
 	return nil
 }
 
-// nextIDBounds reads datacenter next-id once. PVE may send it as an object
-// ({"lower":"5000","upper":"6000"}) or as a property string ("lower=5000,upper=6000"). A
-// token without Sys.Audit on / gets 403: then PVE's defaults apply.
+// sizeFromNodeLists fills the sizes and status of guests (indices into guests) from their
+// nodes' guest lists: one request per node and guest type, at most four at a time. A node
+// that went offline meanwhile leaves its guests as they are.
+func (c *Client) sizeFromNodeLists(ctx context.Context, guests []scheduler.Guest, unsized []int) error {
+	type list struct{ node, typ string }
+	byList := map[list][]int{}
+	var order []list
+	for _, i := range unsized {
+		l := list{guests[i].Node, string(guests[i].Type)}
+		if byList[l] == nil {
+			order = append(order, l)
+		}
+		byList[l] = append(byList[l], i)
+	}
+	errs := make([]error, len(order))
+	sem := make(chan struct{}, 4)
+	var wg sync.WaitGroup
+	for n, l := range order {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			var rows []listRow
+			err := c.get(ctx, fmt.Sprintf("list %s guests on %s", l.typ, l.node), "/nodes/"+l.node+"/"+l.typ, nil, &rows)
+			if errors.Is(err, ErrNodeOffline) {
+				return
+			}
+			if err != nil {
+				errs[n] = err
+				return
+			}
+			byID := make(map[int]listRow, len(rows))
+			for _, r := range rows {
+				byID[int(r.VMID)] = r
+			}
+			for _, i := range byList[l] {
+				if r, ok := byID[guests[i].VMID]; ok {
+					g := &guests[i]
+					g.Name, g.Status, g.CPUs, g.MaxMem, g.Template = r.Name, r.Status, r.CPUs, r.MaxMem, r.Template == 1
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// nextIDBounds reads the datacenter next-id bounds once per client. A token without
+// Sys.Audit on / gets 403: then PVE's defaults apply.
 func (c *Client) nextIDBounds(ctx context.Context) (*nextIDBounds, error) {
 	c.optionsMu.Lock()
 	defer c.optionsMu.Unlock()
@@ -146,6 +218,9 @@ func (c *Client) nextIDBounds(ctx context.Context) (*nextIDBounds, error) {
 	return c.bounds, nil
 }
 
+// parseNextID reads datacenter.cfg next-id, which PVE may send as an object
+// ({"lower":"5000","upper":"6000"}, values strings or numbers) or as a property string
+// ("lower=5000,upper=6000"). Unset bounds take PVE's defaults, [100, 1000000).
 func parseNextID(raw json.RawMessage) (*nextIDBounds, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
@@ -159,39 +234,31 @@ func parseNextID(raw json.RawMessage) (*nextIDBounds, error) {
 			}
 		}
 	} else {
-		var obj map[string]any
+		var obj map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &obj); err != nil {
 			return nil, fmt.Errorf("datacenter option next-id: unexpected value %s", raw)
 		}
 		for k, v := range obj {
-			fields[k] = fmt.Sprint(v)
+			fields[k] = stringify(v)
 		}
 	}
-	b := &nextIDBounds{lower: 100, upper: 1000000}
-	if v, ok := fields["lower"]; ok {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return nil, fmt.Errorf("datacenter option next-id: lower %q is not a number", v)
+	b := &nextIDBounds{lower: scheduler.MinVMID, upper: 1000000}
+	for key, dst := range map[string]*int{"lower": &b.lower, "upper": &b.upper} {
+		if v, ok := fields[key]; ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return nil, fmt.Errorf("datacenter option next-id: %s %q is not a number", key, v)
+			}
+			*dst = n
 		}
-		b.lower = n
 	}
-	if v, ok := fields["upper"]; ok {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return nil, fmt.Errorf("datacenter option next-id: upper %q is not a number", v)
-		}
-		b.upper = n
+	if b.lower >= b.upper {
+		return nil, fmt.Errorf("datacenter option next-id: lower %d is not below upper %d; fix next-id in Datacenter > Options", b.lower, b.upper)
 	}
 	return b, nil
 }
 
+// splitList splits PVE lists: tags separated by ";", "," or spaces, storage content by ",".
 func splitList(s string) []string {
-	return strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == ',' || r == ' ' })
-}
-
-func atoiOr(s string, def int) int {
-	if n, err := strconv.Atoi(s); err == nil {
-		return n
-	}
-	return def
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == ',' || unicode.IsSpace(r) })
 }

@@ -58,3 +58,9 @@ func (c *Client) task(ctx context.Context, op, method, path string, body map[str
 	}
 	return c.waitTask(ctx, op, upid)
 }
+
+// idempotentTask runs a write whose repetition is harmless (it sets a state rather than
+// changing one), so transient failures are retried as for reads.
+func (c *Client) idempotentTask(ctx context.Context, op, method, path string, body map[string]any) error {
+	return c.retry.do(ctx, func() error { return c.task(ctx, op, method, path, body) })
+}

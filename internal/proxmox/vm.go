@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
 // VM is a guest's config as PVE reports it, values as strings.
@@ -24,21 +26,30 @@ type VM struct {
 
 func vmPath(node string, vmid int) string { return fmt.Sprintf("/nodes/%s/qemu/%d", node, vmid) }
 
-// LocateVM finds the node a VM is on, from /cluster/resources.
-func (c *Client) LocateVM(ctx context.Context, vmid int) (string, error) {
+// findGuest returns vmid's /cluster/resources row, whatever its type.
+func (c *Client) findGuest(ctx context.Context, op string, vmid int) (resource, error) {
 	rows, err := c.resources(ctx, "vm")
 	if err != nil {
-		return "", err
+		return resource{}, err
 	}
 	for _, r := range rows {
 		if r.VMID == vmid {
-			if r.Type != "qemu" {
-				return "", &APIError{Op: "locate VM", Message: fmt.Sprintf("guest %d is a %s, not a QEMU VM", vmid, r.Type)}
-			}
-			return r.Node, nil
+			return r, nil
 		}
 	}
-	return "", &APIError{Op: "locate VM", Message: fmt.Sprintf("VM %d does not exist in the cluster", vmid), kind: ErrNotFound}
+	return resource{}, &APIError{Op: op, Message: fmt.Sprintf("VM %d does not exist in the cluster", vmid), kind: ErrNotFound}
+}
+
+// LocateVM finds the node a VM is on, from /cluster/resources.
+func (c *Client) LocateVM(ctx context.Context, vmid int) (string, error) {
+	r, err := c.findGuest(ctx, "locate VM", vmid)
+	if err != nil {
+		return "", err
+	}
+	if r.Type != "qemu" {
+		return "", &APIError{Op: "locate VM", Message: fmt.Sprintf("guest %d is a %s container, not a QEMU VM", vmid, r.Type)}
+	}
+	return r.Node, nil
 }
 
 // GetVM reads a VM's config and power status.
@@ -64,18 +75,26 @@ func (c *Client) GetVM(ctx context.Context, node string, vmid int) (*VM, error) 
 	return vm, nil
 }
 
-// stringify renders a config value the way it appears in the config file: numbers without
-// exponent, strings unquoted.
+// stringify renders a JSON value the way it appears in a PVE config file: strings unquoted,
+// numbers without exponent, booleans as 1/0.
 func stringify(raw json.RawMessage) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return s
 	}
-	var f float64
-	if json.Unmarshal(raw, &f) == nil {
-		return strconv.FormatFloat(f, 'f', -1, 64)
+	text := strings.TrimSpace(string(raw))
+	switch text {
+	case "true":
+		return "1"
+	case "false":
+		return "0"
 	}
-	return string(raw)
+	if strings.ContainsAny(text, ".eE") {
+		if f, err := strconv.ParseFloat(text, 64); err == nil {
+			return strconv.FormatFloat(f, 'f', -1, 64)
+		}
+	}
+	return text
 }
 
 func toBody(params map[string]string) map[string]any {
@@ -86,9 +105,19 @@ func toBody(params map[string]string) map[string]any {
 	return body
 }
 
-// CreateVM creates a VM from scratch and waits for it. If the request fails in a way that may
-// have reached PVE (a network error), it checks whether the VM now exists instead of retrying.
+func checkVMID(what string, vmid int) error {
+	if vmid < scheduler.MinVMID || vmid > scheduler.MaxVMID {
+		return fmt.Errorf("%s %d is not a valid VM ID: PVE accepts %d to %d", what, vmid, scheduler.MinVMID, scheduler.MaxVMID)
+	}
+	return nil
+}
+
+// CreateVM creates a VM from scratch and waits for it. A failure that may have reached PVE (a
+// lost answer) is checked, not repeated: see confirmCreated.
 func (c *Client) CreateVM(ctx context.Context, node string, vmid int, params map[string]string) error {
+	if err := checkVMID("vmid", vmid); err != nil {
+		return err
+	}
 	body := toBody(params)
 	body["vmid"] = vmid
 	err := c.task(ctx, fmt.Sprintf("create VM %d on %s", vmid, node), http.MethodPost, "/nodes/"+node+"/qemu", body)
@@ -97,16 +126,35 @@ func (c *Client) CreateVM(ctx context.Context, node string, vmid int, params map
 
 // CloneRequest describes a clone.
 type CloneRequest struct {
+	// SourceNode is where the source is (empty: looked up).
 	SourceNode string
 	SourceVMID int
 	NewID      int
 	// Target is the node for the clone (empty: the source node).
-	Target, Name, Pool, Storage string
-	Full                        bool
+	Target, Name, Pool string
+	// Storage is the clone's disk storage; full clones only.
+	Storage string
+	Full    bool
 }
 
-// CloneVM clones a VM or template and waits for it.
+// CloneVM clones a VM or template and waits for it. Like CreateVM, it never repeats itself.
 func (c *Client) CloneVM(ctx context.Context, r CloneRequest) error {
+	if err := checkVMID("clone source", r.SourceVMID); err != nil {
+		return err
+	}
+	if err := checkVMID("new VM ID", r.NewID); err != nil {
+		return err
+	}
+	if r.Storage != "" && !r.Full {
+		return fmt.Errorf("clone of VM %d: storage %q can only be chosen for a full clone; set full = true or leave storage empty", r.SourceVMID, r.Storage)
+	}
+	if r.SourceNode == "" {
+		node, err := c.LocateVM(ctx, r.SourceVMID)
+		if err != nil {
+			return fmt.Errorf("clone source: %w", err)
+		}
+		r.SourceNode = node
+	}
 	body := map[string]any{"newid": r.NewID, "full": boolInt(r.Full)}
 	for k, v := range map[string]string{"name": r.Name, "pool": r.Pool, "storage": r.Storage} {
 		if v != "" {
@@ -121,24 +169,44 @@ func (c *Client) CloneVM(ctx context.Context, r CloneRequest) error {
 	return c.confirmCreated(ctx, err, r.NewID, r.Name)
 }
 
-// confirmCreated turns a transient failure of a create into success when the VM turns out to
-// exist with our name: the request reached PVE and only its answer was lost.
+// confirmCreated decides a create or clone that failed transiently: the request may have
+// reached PVE and only its answer been lost. Repeating it could make a second VM or fail with
+// "already exists" on our own VM, so instead it looks: once the VM exists, unlocked, with our
+// name, the create happened; otherwise the original error stands.
 func (c *Client) confirmCreated(ctx context.Context, err error, vmid int, name string) error {
 	if err == nil || !errors.Is(err, ErrTransient) {
 		return err
 	}
-	node, lerr := c.LocateVM(ctx, vmid)
-	if lerr != nil {
-		return err
+	for {
+		r, ferr := c.findGuest(ctx, "confirm create", vmid)
+		if ferr != nil || r.Type != "qemu" {
+			return err
+		}
+		if r.Lock != "create" && r.Lock != "clone" {
+			vm, gerr := c.GetVM(ctx, r.Node, vmid)
+			if gerr != nil || vm.Config["name"] != name {
+				return err
+			}
+			return nil
+		}
+		if !c.sleep(ctx) {
+			return err
+		}
 	}
-	vm, gerr := c.GetVM(ctx, node, vmid)
-	if gerr != nil || vm.Config["name"] != name {
-		return err
-	}
-	return nil
 }
 
-// UpdateVM sets and deletes config keys and waits for the change.
+// sleep waits one poll interval; false when ctx ended first.
+func (c *Client) sleep(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(c.poll):
+		return true
+	}
+}
+
+// UpdateVM sets and deletes config keys and waits for the change. Setting values is
+// idempotent (deleting an unset key only warns), so transient failures are retried.
 func (c *Client) UpdateVM(ctx context.Context, node string, vmid int, set map[string]string, del []string) error {
 	if len(set) == 0 && len(del) == 0 {
 		return nil
@@ -149,85 +217,125 @@ func (c *Client) UpdateVM(ctx context.Context, node string, vmid int, set map[st
 		sort.Strings(sorted)
 		body["delete"] = strings.Join(sorted, ",")
 	}
-	return c.task(ctx, fmt.Sprintf("update VM %d", vmid), http.MethodPost, vmPath(node, vmid)+"/config", body)
+	return c.idempotentTask(ctx, fmt.Sprintf("update VM %d", vmid), http.MethodPost, vmPath(node, vmid)+"/config", body)
 }
 
-// ResizeDisk grows a disk to size (e.g. "40G").
+// ResizeDisk sets a disk's size (e.g. "40G"; PVE refuses to shrink). An absolute size is
+// retried on transient failures; a relative one ("+10G") is not, as it would grow twice.
 func (c *Client) ResizeDisk(ctx context.Context, node string, vmid int, disk, size string) error {
-	return c.task(ctx, fmt.Sprintf("resize %s of VM %d", disk, vmid), http.MethodPut, vmPath(node, vmid)+"/resize",
-		map[string]any{"disk": disk, "size": size})
-}
-
-// StartVM starts a VM.
-func (c *Client) StartVM(ctx context.Context, node string, vmid int) error {
-	return c.task(ctx, fmt.Sprintf("start VM %d", vmid), http.MethodPost, vmPath(node, vmid)+"/status/start", nil)
-}
-
-// StopVM stops a VM at once.
-func (c *Client) StopVM(ctx context.Context, node string, vmid int) error {
-	return c.task(ctx, fmt.Sprintf("stop VM %d", vmid), http.MethodPost, vmPath(node, vmid)+"/status/stop", nil)
-}
-
-// ShutdownVM asks the guest OS to shut down, and stops the VM if it has not within timeout.
-func (c *Client) ShutdownVM(ctx context.Context, node string, vmid int, timeout time.Duration) error {
-	secs := int(timeout.Seconds())
-	if secs < 1 {
-		secs = 1
+	op := fmt.Sprintf("resize %s of VM %d", disk, vmid)
+	body := map[string]any{"disk": disk, "size": size}
+	if strings.HasPrefix(size, "+") {
+		return c.task(ctx, op, http.MethodPut, vmPath(node, vmid)+"/resize", body)
 	}
-	err := c.task(ctx, fmt.Sprintf("shut down VM %d", vmid), http.MethodPost, vmPath(node, vmid)+"/status/shutdown",
-		map[string]any{"timeout": secs, "forceStop": 1})
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return c.StopVM(ctx, node, vmid)
+	return c.idempotentTask(ctx, op, http.MethodPut, vmPath(node, vmid)+"/resize", body)
+}
+
+// StartVM starts a VM; one already running is fine, which also makes retries safe.
+func (c *Client) StartVM(ctx context.Context, node string, vmid int) error {
+	err := c.idempotentTask(ctx, fmt.Sprintf("start VM %d", vmid), http.MethodPost, vmPath(node, vmid)+"/status/start", nil)
+	var apiErr *APIError
+	if errors.As(err, &apiErr) && strings.Contains(apiErr.Message, "already running") {
+		return nil
 	}
 	return err
 }
 
-// MigrateVM moves a VM to target (live when it runs) and waits until PVE shows it there,
-// unlocked: right after the task ends the old node can still answer for it.
+// StopVM stops a VM at once (PVE treats stopping a stopped VM as success).
+func (c *Client) StopVM(ctx context.Context, node string, vmid int) error {
+	return c.idempotentTask(ctx, fmt.Sprintf("stop VM %d", vmid), http.MethodPost, vmPath(node, vmid)+"/status/stop", nil)
+}
+
+// shutdownGrace is how long past its timeout a shutdown task may run before we stop the VM
+// ourselves (PVE's forceStop should have done so already).
+const shutdownGrace = 30 * time.Second
+
+// ShutdownVM asks the guest OS to shut down, and stops the VM if it has not within timeout:
+// PVE's forceStop first, then our own stop if the shutdown task fails or overruns.
+func (c *Client) ShutdownVM(ctx context.Context, node string, vmid int, timeout time.Duration) error {
+	secs := max(1, int(timeout.Seconds()))
+	sctx, cancel := context.WithTimeout(ctx, time.Duration(secs)*time.Second+shutdownGrace)
+	defer cancel()
+	err := c.task(sctx, fmt.Sprintf("shut down VM %d", vmid), http.MethodPost, vmPath(node, vmid)+"/status/shutdown",
+		map[string]any{"timeout": secs, "forceStop": 1})
+	switch {
+	case err == nil || ctx.Err() != nil:
+		return err
+	case errors.Is(err, ErrTaskFailed), errors.Is(err, ErrTransient), sctx.Err() != nil:
+		if serr := c.StopVM(ctx, node, vmid); serr != nil {
+			return fmt.Errorf("%w; stopping it instead also failed: %w", err, serr)
+		}
+		return nil
+	default:
+		return err
+	}
+}
+
+// MigrateVM moves a VM to target (live when online) and waits until /cluster/resources shows
+// it there, unlocked: right after the task ends the old node can still answer for it. A VM
+// already on target is left alone.
 func (c *Client) MigrateVM(ctx context.Context, node string, vmid int, target string, online bool) error {
+	if node == target {
+		return nil
+	}
+	op := fmt.Sprintf("migrate VM %d from %s to %s", vmid, node, target)
 	body := map[string]any{"target": target, "with-local-disks": 1}
 	if online {
 		body["online"] = 1
 	}
-	if err := c.task(ctx, fmt.Sprintf("migrate VM %d from %s to %s", vmid, node, target), http.MethodPost, vmPath(node, vmid)+"/migrate", body); err != nil {
+	err := c.task(ctx, op, http.MethodPost, vmPath(node, vmid)+"/migrate", body)
+	if err != nil && !errors.Is(err, ErrTransient) {
 		return err
 	}
-	for {
-		at, err := c.LocateVM(ctx, vmid)
-		if err != nil {
+	// A transient failure may hide a migration that started: wait only if it shows.
+	for first := true; ; first = false {
+		r, ferr := c.findGuest(ctx, op, vmid)
+		switch {
+		case ferr != nil:
+			return ferr
+		case r.Node == target && r.Lock == "":
+			return nil
+		case first && err != nil && r.Lock != "migrate" && r.Node != target:
 			return err
 		}
-		if at == target {
-			vm, err := c.GetVM(ctx, target, vmid)
-			if err == nil && vm.Lock == "" {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("migrate VM %d: waiting for it to appear on %s: %w", vmid, target, ctx.Err())
-		case <-time.After(c.poll):
+		if !c.sleep(ctx) {
+			return fmt.Errorf("%s: waiting for it to appear on %s, unlocked: %w", op, target, ctx.Err())
 		}
 	}
 }
 
-// DeleteVM stops a running VM and destroys it with its unreferenced disks. A VM that is
-// already gone is not an error.
+// DeleteVM stops a running VM and destroys it with its unreferenced disks and its backup,
+// replication and HA entries. A VM that is already gone is not an error, which also makes
+// repeating the destroy after a transient failure safe; one that moved (HA, an admin) since
+// the caller looked is deleted where it is now.
 func (c *Client) DeleteVM(ctx context.Context, node string, vmid int) error {
+	op := fmt.Sprintf("delete VM %d", vmid)
 	vm, err := c.GetVM(ctx, node, vmid)
+	if errors.Is(err, ErrNotFound) {
+		r, ferr := c.findGuest(ctx, op, vmid)
+		switch {
+		case errors.Is(ferr, ErrNotFound), ferr == nil && r.Type != "qemu":
+			return nil // gone; a container with the same id now is someone else's
+		case ferr != nil:
+			return ferr
+		case r.Node == node:
+			return err
+		}
+		node = r.Node
+		vm, err = c.GetVM(ctx, node, vmid)
+	}
 	if errors.Is(err, ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if vm.Status == "running" {
+	if vm.Status != "stopped" {
 		if err := c.StopVM(ctx, node, vmid); err != nil {
 			return err
 		}
 	}
-	err = c.task(ctx, fmt.Sprintf("destroy VM %d", vmid), http.MethodDelete, vmPath(node, vmid),
-		map[string]any{"purge": 1, "destroy-unreferenced-disks": 1})
+	err = c.idempotentTask(ctx, op, http.MethodDelete, vmPath(node, vmid), map[string]any{"purge": 1, "destroy-unreferenced-disks": 1})
 	if errors.Is(err, ErrNotFound) {
 		return nil
 	}
