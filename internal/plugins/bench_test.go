@@ -63,16 +63,35 @@ func BenchmarkSchedule100VMs(b *testing.B) {
 	}
 }
 
+// BenchmarkRegexVMIDNoMatch builds the automaton and searches it on every iteration: what a
+// decision pays for an expression it has not seen.
 func BenchmarkRegexVMIDNoMatch(b *testing.B) {
+	used := scheduler.IDSet{}
 	for _, expr := range []string{`0.*`, `[a-z]+`, `9{10}`, `\d*5{10}`} {
 		b.Run(expr, func(b *testing.B) {
-			plugin := &vmidRegex{}
-			used := scheduler.IDSet{}
 			for i := 0; i < b.N; i++ {
-				if _, err := plugin.SelectVMID(expr, used); err == nil {
+				dfa, err := newDigitDFA(expr)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, ok := dfa.lowestFree(used); ok {
 					b.Fatal("expected no match")
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkRegexVMIDDenseUsed searches past 10,000 used ids that all match.
+func BenchmarkRegexVMIDDenseUsed(b *testing.B) {
+	used := idRange(100, 10099)
+	for i := 0; i < b.N; i++ {
+		dfa, err := newDigitDFA(`\d+`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if id, _ := dfa.lowestFree(used); id != 10100 {
+			b.Fatalf("id = %d, want 10100", id)
+		}
 	}
 }

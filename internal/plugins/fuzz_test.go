@@ -11,12 +11,12 @@ func FuzzParseRange(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		start, end, err := ParseRange(s)
+		start, end, err := parseRange(s)
 		if err != nil {
 			return
 		}
 		if start < scheduler.MinVMID || end > scheduler.MaxVMID || start > end {
-			t.Fatalf("ParseRange(%q) accepted %d-%d", s, start, end)
+			t.Fatalf("parseRange(%q) accepted %d-%d", s, start, end)
 		}
 	})
 }
@@ -28,7 +28,7 @@ func FuzzLowestMatchingID(f *testing.F) {
 		f.Add(s, uint16(3))
 	}
 	f.Fuzz(func(t *testing.T, expr string, usedMask uint16) {
-		m, err := newDigitMatcher(`(?:` + expr + `)`)
+		m, err := newDigitDFA(`(?:` + expr + `)`)
 		if err != nil {
 			return
 		}

@@ -27,12 +27,12 @@ func (vmidRange) ValidateRequest(req scheduler.Request) error {
 	if !ok {
 		return nil
 	}
-	_, _, err := ParseRange(value)
+	_, _, err := parseRange(value)
 	return err
 }
 
 func (vmidRange) SelectVMID(value string, used scheduler.IDSet) (int, error) {
-	start, end, err := ParseRange(value)
+	start, end, err := parseRange(value)
 	if err != nil {
 		return 0, err
 	}
@@ -45,8 +45,8 @@ func (vmidRange) SelectVMID(value string, used scheduler.IDSet) (int, error) {
 	return 0, &scheduler.UnschedulableError{Message: fmt.Sprintf("no free vmid in range %d-%d: %d of %d in use", start, end, n, n)}
 }
 
-// ParseRange reads "start-end" (inclusive) with 100 <= start <= end <= 999999999.
-func ParseRange(value string) (int, int, error) {
+// parseRange reads "start-end" (inclusive) with 100 <= start <= end <= 999999999.
+func parseRange(value string) (int, int, error) {
 	fail := func(format string, args ...any) (int, int, error) {
 		return 0, 0, &scheduler.InputError{Attribute: "annotations", Key: scheduler.AnnotationVMIDRange, Message: fmt.Sprintf(format, args...)}
 	}

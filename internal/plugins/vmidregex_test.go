@@ -1,14 +1,16 @@
 package plugins
 
 import (
+	"errors"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
-// bruteLowest enumerates ids from 100 up to limit: the reference's algorithm, as an oracle.
+// bruteLowest enumerates ids from 100 up to limit, as the reference does: the oracle.
 func bruteLowest(expr string, used scheduler.IDSet, limit int) (int, bool) {
 	re := regexp.MustCompile(`^(?:` + expr + `)$`)
 	for id := scheduler.MinVMID; id <= limit; id++ {
@@ -19,50 +21,98 @@ func bruteLowest(expr string, used scheduler.IDSet, limit int) (int, bool) {
 	return 0, false
 }
 
-func TestLowestMatchingID(t *testing.T) {
+func idRange(from, to int) scheduler.IDSet {
 	used := scheduler.IDSet{}
-	for id := 120; id <= 125; id++ {
+	for id := from; id <= to; id++ {
 		used[id] = struct{}{}
 	}
+	return used
+}
+
+func TestRegexLowestFree(t *testing.T) {
 	tests := []struct {
 		expr string
 		used scheduler.IDSet
-		want int
-		ok   bool
+		want int // 0 = no id matches
 	}{
-		{expr: `12[0-9]`, want: 120, ok: true},
-		{expr: `12[0-9]`, used: used, want: 126, ok: true},
-		{expr: `(12[0-9]|130)`, used: scheduler.IDSet{120: {}, 121: {}, 122: {}, 123: {}, 124: {}, 125: {}, 126: {}, 127: {}, 128: {}, 129: {}, 130: {}}, want: 1120, ok: false},
-		{expr: `5\d{3}`, want: 5000, ok: true},
-		{expr: `\d+7`, want: 107, ok: true},
-		{expr: `^9{4}$`, want: 9999, ok: true},
-		{expr: `\b1\d\d\b`, want: 100, ok: true},
-		{expr: `0.*`, ok: false},
-		{expr: `[a-z]+`, ok: false},
-		{expr: `9{10}`, ok: false},
-		{expr: `1{2,3}0?`, want: 110, ok: true},
-		{expr: `.*42`, want: 142, ok: true},
+		{expr: `12[0-9]`, want: 120},
+		{expr: `12[0-9]`, used: idRange(120, 125), want: 126},
+		// Whole-string match: the reference's substring match would go on to 1120.
+		{expr: `(12[0-9]|130)`, used: idRange(120, 130)},
+		{expr: `5\d{3}`, want: 5000},
+		{expr: `\d+7`, want: 107},
+		{expr: `^9{4}$`, want: 9999},
+		{expr: `\b1\d\d\b`, want: 100},
+		{expr: `1{2,3}0?`, want: 110},
+		{expr: `.*42`, want: 142},
+		{expr: `\d*`, used: idRange(100, 10099), want: 10100},
+		{expr: `[1-9]\d{8}`, want: 100000000},
+		{expr: `99999999\d`, used: idRange(999999990, 999999998), want: 999999999},
+		{expr: `99999999\d`, used: idRange(999999990, 999999999)},
+		{expr: `1`},         // too short to be a VMID
+		{expr: `0.*`},       // leading zero
+		{expr: `[a-z]+`},    // no digits
+		{expr: `9{10}`},     // too long
+		{expr: `\d*5{10}`},  // too long
+		{expr: `^\d\b\d\d`}, // no word boundary between digits
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
-			u := tt.used
-			if u == nil {
-				u = scheduler.IDSet{}
+			used := tt.used
+			if used == nil {
+				used = scheduler.IDSet{}
 			}
-			got, ok, err := LowestMatchingID(tt.expr, u)
+			dfa, err := newDigitDFA(tt.expr)
 			if err != nil {
 				t.Fatal(err)
 			}
-			// Whole-string match: the reference's substring match would give 1120 for the
-			// exhausted (12[0-9]|130) case; ours finds nothing in 3 digits and goes on, so
-			// compare against the brute-force oracle rather than a hand value.
-			want, wantOK := bruteLowest(tt.expr, u, 99999)
-			if ok != wantOK || got != want {
-				t.Fatalf("LowestMatchingID(%q) = %d, %v; brute force says %d, %v", tt.expr, got, ok, want, wantOK)
+			got, ok := dfa.lowestFree(used)
+			if !ok {
+				got = 0
 			}
-			if wantOK && tt.ok && got != tt.want {
-				t.Fatalf("LowestMatchingID(%q) = %d, want %d", tt.expr, got, tt.want)
+			if got != tt.want {
+				t.Fatalf("lowest free id for %q = %d, want %d", tt.expr, got, tt.want)
+			}
+			if want, _ := bruteLowest(tt.expr, used, 99999); tt.want <= 99999 && got != want {
+				t.Fatalf("lowest free id for %q = %d, brute force over 100..99999 says %d", tt.expr, got, want)
 			}
 		})
+	}
+}
+
+func TestRegexPluginErrors(t *testing.T) {
+	tests := []struct {
+		expr string
+		used scheduler.IDSet
+		want string
+		kind any
+	}{
+		{expr: `(12`, want: `annotations["vmid.qemu-scheduler/regex"]: invalid regex "(12": error parsing regexp: missing closing ): ` + "`(12`", kind: &scheduler.InputError{}},
+		{expr: `\d{1001}`, want: `invalid regex "\\d{1001}": error parsing regexp: invalid repeat count`, kind: &scheduler.InputError{}},
+		{expr: `(\d*1\d{8}|\d*2\d{7}|\d*3\d{6}|\d*4\d{5}){3}`, want: `is too complex for the vmid search; simplify it`, kind: &scheduler.InputError{}},
+		{expr: `10[0-2]`, used: idRange(100, 102), want: `no free vmid in 100-999999999 matches regex "10[0-2]"`, kind: &scheduler.UnschedulableError{}},
+	}
+	for _, tt := range tests {
+		used := tt.used
+		if used == nil {
+			used = scheduler.IDSet{}
+		}
+		_, err := (&vmidRegex{}).SelectVMID(tt.expr, used)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: err = %v, want it to contain %q", tt.expr, err, tt.want)
+			continue
+		}
+		switch tt.kind.(type) {
+		case *scheduler.InputError:
+			var ie *scheduler.InputError
+			if !errors.As(err, &ie) {
+				t.Errorf("%q: %T, want an InputError", tt.expr, err)
+			}
+		case *scheduler.UnschedulableError:
+			var ue *scheduler.UnschedulableError
+			if !errors.As(err, &ue) {
+				t.Errorf("%q: %T, want an UnschedulableError", tt.expr, err)
+			}
+		}
 	}
 }
