@@ -259,6 +259,10 @@ func parseNextID(raw json.RawMessage) (*nextIDBounds, error) {
 }
 
 // splitList splits PVE lists: tags separated by ";", "," or spaces, storage content by ",".
+// Nothing to split gives nil.
 func splitList(s string) []string {
-	return strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == ',' || unicode.IsSpace(r) })
+	if items := strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == ',' || unicode.IsSpace(r) }); len(items) > 0 {
+		return items
+	}
+	return nil
 }

@@ -15,14 +15,13 @@ type taskStatus struct {
 	ExitStatus string `json:"exitstatus"`
 }
 
-// waitTask polls a task until it stops. Success is exitstatus "OK" or "WARNINGS: n" (go-proxmox
-// calls warnings a failure and a failed task a success); anything else is the error text.
+// waitTask polls a task until it stops and judges how it ended.
 func (c *Client) waitTask(ctx context.Context, op, upid string) error {
-	parts := strings.Split(upid, ":")
-	if len(parts) < 9 || parts[0] != "UPID" {
-		return &APIError{Op: op, Message: fmt.Sprintf("PVE returned no task id (got %q)", upid), kind: ErrTaskFailed}
+	node, err := upidNode(upid)
+	if err != nil {
+		return &APIError{Op: op, Message: err.Error(), kind: ErrTaskFailed}
 	}
-	path := fmt.Sprintf("/nodes/%s/tasks/%s/status", parts[1], url.PathEscape(upid))
+	path := fmt.Sprintf("/nodes/%s/tasks/%s/status", node, url.PathEscape(upid))
 	// Polls grow by a quarter each time, from 25 ms up to c.poll: a task is seen done at most
 	// about a quarter of its run time late, with few requests even for long tasks.
 	interval := min(firstPoll, c.poll)
@@ -31,14 +30,7 @@ func (c *Client) waitTask(ctx context.Context, op, upid string) error {
 		if err := c.get(ctx, op+": task status", path, nil, &st); err != nil {
 			return err
 		}
-		if st.Status != "running" {
-			if st.ExitStatus == "OK" || strings.HasPrefix(st.ExitStatus, "WARNINGS:") {
-				return nil
-			}
-			err := classify(op, 0, st.ExitStatus, nil).(*APIError)
-			if err.kind == nil {
-				err.kind = ErrTaskFailed
-			}
+		if done, err := taskResult(op, st); done {
 			return err
 		}
 		select {
@@ -48,6 +40,37 @@ func (c *Client) waitTask(ctx context.Context, op, upid string) error {
 		}
 		interval = min(interval*5/4, c.poll)
 	}
+}
+
+// upidNode checks a task id (UPID:node:pid:pstart:starttime:type:id:user:) and returns the
+// node that runs it. An empty or short one would make go-proxmox's task helpers panic.
+func upidNode(upid string) (string, error) {
+	parts := strings.Split(upid, ":")
+	if len(parts) < 9 || parts[0] != "UPID" || parts[1] == "" {
+		return "", fmt.Errorf("PVE returned no task id (got %q)", upid)
+	}
+	return parts[1], nil
+}
+
+// taskResult judges a task status. Success is exitstatus "OK" or "WARNINGS: n" (go-proxmox
+// calls warnings a failure, and a failed task a success); anything else is a failure carrying
+// PVE's text, typed where the text says why (already exists, lock timeout, ...).
+func taskResult(op string, st taskStatus) (done bool, err error) {
+	if st.Status == "running" {
+		return false, nil
+	}
+	if st.ExitStatus == "OK" || strings.HasPrefix(st.ExitStatus, "WARNINGS:") {
+		return true, nil
+	}
+	msg := st.ExitStatus
+	if msg == "" {
+		msg = fmt.Sprintf("task ended with status %q and no exit status", st.Status)
+	}
+	e := classify(op, 0, msg, nil).(*APIError)
+	if e.kind == nil {
+		e.kind = ErrTaskFailed
+	}
+	return true, e
 }
 
 // task runs a write that starts a PVE task and waits for it.
