@@ -56,6 +56,10 @@ func (r *vmResource) ValidateConfig(ctx context.Context, req resource.ValidateCo
 		resp.Diagnostics.AddAttributeError(path.Root("clone").AtName("source_vmid"), "Missing clone source",
 			"A clone block needs source_vmid, the VMID of the template or VM to clone.")
 	}
+	if m.Clone != nil && !m.Clone.Full.IsNull() && !m.Clone.Full.IsUnknown() && !m.Clone.Full.ValueBool() && known(m.Clone.Storage) {
+		resp.Diagnostics.AddAttributeError(path.Root("clone").AtName("storage"), "Storage of a linked clone",
+			"A linked clone (full = false) keeps its disks on the template's storage, so clone.storage cannot be set. Remove storage, or make a full clone.")
+	}
 	seen := map[string]bool{}
 	for i, d := range m.Disks {
 		if s := d.Slot.ValueString(); seen[s] {
@@ -235,9 +239,20 @@ func (r *vmResource) Create(ctx context.Context, req resource.CreateRequest, res
 	}
 	ctx = tflog.NewSubsystem(ctx, logSubsystem)
 	ledger := r.data.ledger
+	// Nodes that answered "offline" to this create: the cluster view may not say so yet.
+	offline := map[string]bool{}
+	snapshot := func(ctx context.Context) (scheduler.Snapshot, error) {
+		snap, err := r.data.client.Snapshot(ctx)
+		for i := range snap.Nodes {
+			if offline[snap.Nodes[i].Name] {
+				snap.Nodes[i].Online = false
+			}
+		}
+		return snap, err
+	}
 	for attempt := 1; ; attempt++ {
 		var placement scheduler.Placement
-		reservation, err := ledger.Decide(ctx, r.data.client.Snapshot, func(snap scheduler.Snapshot) (scheduler.Reservation, error) {
+		reservation, err := ledger.Decide(ctx, snapshot, func(snap scheduler.Snapshot) (scheduler.Reservation, error) {
 			pinned, err := cloneNode(snap, src, schedReq)
 			if err != nil {
 				return scheduler.Reservation{}, err
@@ -260,39 +275,91 @@ func (r *vmResource) Create(ctx context.Context, req resource.CreateRequest, res
 		}
 		tflog.SubsystemInfo(ctx, logSubsystem, "placement decided", map[string]any{"name": placement.Name, "node": placement.Node, "vmid": placement.VMID, "attempt": attempt})
 		err = r.createGuest(ctx, &plan, placement)
-		if errors.Is(err, proxmox.ErrAlreadyExists) && schedReq.VMID == 0 && attempt < maxCreateAttempts {
+		retry := attempt < maxCreateAttempts
+		switch {
+		case errors.Is(err, proxmox.ErrAlreadyExists) && schedReq.VMID == 0 && retry:
 			ledger.MarkUsed(reservation.VMID)
 			r.data.invalidate()
 			tflog.SubsystemWarn(ctx, logSubsystem, "vmid taken meanwhile, deciding again", map[string]any{"vmid": reservation.VMID})
 			continue
-		}
-		if err != nil {
+		case errors.Is(err, proxmox.ErrNodeOffline) && plan.Clone == nil && schedReq.Node == "" && retry:
+			// A create from scratch is sent to the chosen node itself, so its 595 means the
+			// VM was never made: choose again without that node.
 			ledger.Release(reservation.VMID)
-			r.data.invalidate()
-			resp.Diagnostics.AddError(fmt.Sprintf("Cannot create VM %q", plan.Name.ValueString()), err.Error()+attemptsNote(attempt))
-			return
+			offline[placement.Node] = true
+			tflog.SubsystemWarn(ctx, logSubsystem, "node went offline, deciding again", map[string]any{"node": placement.Node})
+			continue
 		}
-		// The guest exists: from here on every error is returned with state set, so that
-		// Terraform taints the VM instead of orphaning it.
-		plan.Storage = types.StringValue(placement.Storage)
-		plan.PlacementSummary = types.StringValue(placement.Summary)
-		cfgErr := r.configureNew(ctx, &plan, placement)
-		ledger.Release(reservation.VMID)
-		r.data.invalidate()
-		if cfgErr != nil {
-			resp.Diagnostics.AddError(fmt.Sprintf("VM %d was created on %s but could not be set up", placement.VMID, placement.Node), cfgErr.Error())
-		}
-		r.readBack(ctx, &plan, placement.Node, placement.VMID, &resp.Diagnostics)
-		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+		r.finishCreate(ctx, &plan, placement, err, schedReq.VMID, attempt, resp)
 		return
 	}
 }
 
-func attemptsNote(attempt int) string {
-	if attempt > 1 {
-		return fmt.Sprintf(" (after %d attempts: VMIDs kept being taken by someone else)", attempt)
+// finishCreate sets the new guest up after createGuest returned createErr, and records it in
+// state whenever it exists, so that a failure taints it instead of orphaning it.
+func (r *vmResource) finishCreate(ctx context.Context, plan *vmModel, p scheduler.Placement, createErr error, pinnedVMID, attempt int, resp *resource.CreateResponse) {
+	defer r.data.invalidate()
+	defer r.data.ledger.Release(p.VMID)
+	cleanupCtx, cancel := cleanupContext(ctx)
+	defer cancel()
+	err := createErr
+	if err != nil {
+		node, ours := r.createdAnyway(cleanupCtx, err, p.VMID, plan.Name.ValueString())
+		if !ours {
+			resp.Diagnostics.AddError(fmt.Sprintf("Cannot create VM %q", plan.Name.ValueString()), createErrorDetail(err, pinnedVMID, attempt))
+			return
+		}
+		// The task was cut off (a timeout) but the guest exists.
+		p.Node = node
+	} else {
+		err = r.configureNew(ctx, plan, p)
 	}
-	return ""
+	plan.Storage = types.StringValue(p.Storage)
+	plan.PlacementSummary = types.StringValue(p.Summary)
+	if err != nil {
+		resp.Diagnostics.AddError(fmt.Sprintf("VM %d was created on %s but could not be set up", p.VMID, p.Node),
+			err.Error()+"\n\nThe VM is kept in the state as tainted: the next apply replaces it, terraform destroy removes it.")
+	}
+	r.readBack(cleanupCtx, plan, p.Node, p.VMID, &resp.Diagnostics)
+	resp.Diagnostics.Append(resp.State.Set(ctx, plan)...)
+}
+
+// cleanupContext outlives the operation's timeout, so that after a timeout the provider can
+// still find out what exists and record it.
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+}
+
+// createdAnyway tells whether a create that failed with err left its guest behind: only a
+// timeout or cancellation can, cutting off the wait for a task that went on running. The
+// guest counts as ours when it carries our name, or is still locked, unnamed, by the create or
+// clone task we started.
+func (r *vmResource) createdAnyway(ctx context.Context, err error, vmid int, name string) (string, bool) {
+	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		return "", false
+	}
+	node, err := r.data.client.LocateVM(ctx, vmid)
+	if err != nil {
+		return "", false
+	}
+	vm, err := r.data.client.GetVM(ctx, node, vmid)
+	if err != nil {
+		return "", false
+	}
+	building := (vm.Lock == "create" || vm.Lock == "clone") && vm.Config["name"] == ""
+	return node, vm.Config["name"] == name || building
+}
+
+// createErrorDetail explains a failed create, with the fix when the user can make one.
+func createErrorDetail(err error, pinnedVMID, attempt int) string {
+	switch {
+	case errors.Is(err, proxmox.ErrAlreadyExists) && pinnedVMID != 0:
+		return fmt.Sprintf("%s\n\nThe pinned vmid %d was taken after the plan. Choose a free vmid, or remove the vmid "+
+			"argument and let the scheduler choose one.", err, pinnedVMID)
+	case attempt > 1:
+		return fmt.Sprintf("%s\n\n(after %d attempts: the chosen VMIDs kept being taken, or nodes going offline, meanwhile)", err, attempt)
+	}
+	return err.Error()
 }
 
 // createGuest clones or creates the VM at the placement. For a clone, configuration follows
@@ -331,8 +398,8 @@ func (r *vmResource) createGuest(ctx context.Context, m *vmModel, p scheduler.Pl
 		m.Disks[i].Storage = types.StringValue(storage)
 		params[d.Slot.ValueString()] = fmt.Sprintf("%s:%d", storage, d.Size.ValueInt64())
 	}
-	if m.CloudInit != nil {
-		params["ide2"] = p.Storage + ":cloudinit"
+	if err := m.addCloudInitDrive(nil, params, p.Storage); err != nil {
+		return err
 	}
 	if known(m.Pool) {
 		params["pool"] = m.Pool.ValueString()
@@ -350,8 +417,8 @@ func (r *vmResource) configureNew(ctx context.Context, m *vmModel, p scheduler.P
 		}
 		var diags diag.Diagnostics
 		set := m.vmConfig(ctx, p.Storage, &diags)
-		if m.CloudInit != nil && !hasCloudInitDrive(vm.Config) {
-			set["ide2"] = p.Storage + ":cloudinit"
+		if err := m.addCloudInitDrive(vm.Config, set, p.Storage); err != nil {
+			return err
 		}
 		if err := r.applyDisks(ctx, m, vm.Config, set, p.Node, p.VMID, p.Storage); err != nil {
 			return err
@@ -364,6 +431,21 @@ func (r *vmResource) configureNew(ctx context.Context, m *vmModel, p scheduler.P
 		return c.StartVM(ctx, p.Node, p.VMID)
 	}
 	return nil
+}
+
+// addCloudInitDrive adds a cloud-init drive to set unless cfg has one: on ide2 as PVE's GUI
+// does, else on the first IDE slot that neither cfg nor the planned disks use.
+func (m *vmModel) addCloudInitDrive(cfg, set map[string]string, storage string) error {
+	if m.CloudInit == nil || hasCloudInitDrive(cfg) {
+		return nil
+	}
+	for _, slot := range []string{"ide2", "ide0", "ide1", "ide3"} {
+		if _, used := cfg[slot]; !used && !hasSlot(m.Disks, slot) {
+			set[slot] = storage + ":cloudinit"
+			return nil
+		}
+	}
+	return errors.New("the cloud-init drive needs a free IDE slot, but ide0 to ide3 are all in use; free one of them")
 }
 
 func hasCloudInitDrive(cfg map[string]string) bool {
@@ -523,8 +605,8 @@ func (r *vmResource) update(ctx context.Context, plan, state *vmModel, node stri
 	if diags.HasError() {
 		return errors.New("invalid configuration")
 	}
-	if plan.CloudInit != nil && !hasCloudInitDrive(vm.Config) {
-		want["ide2"] = state.Storage.ValueString() + ":cloudinit"
+	if err := plan.addCloudInitDrive(vm.Config, want, state.Storage.ValueString()); err != nil {
+		return err
 	}
 	if err := r.applyDisks(ctx, plan, vm.Config, want, node, vmid, state.Storage.ValueString()); err != nil {
 		return err

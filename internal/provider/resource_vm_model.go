@@ -267,13 +267,16 @@ func (m *vmModel) readInto(ctx context.Context, vm *proxmox.VM, diags *diag.Diag
 	tags, d := types.SetValueFrom(ctx, types.StringType, nonNil(splitTags(cfg["tags"])))
 	diags.Append(d...)
 	m.Tags = tags
-	for i := range m.Disks {
-		slot := m.Disks[i].Slot.ValueString()
-		if v, ok := cfg[slot]; ok {
-			m.Disks[i].Size = types.Int64Value(diskSizeGiB(v))
-			m.Disks[i].Storage = types.StringValue(diskStorage(v))
+	// Managed devices removed outside Terraform drop out, so the plan adds them back.
+	var disks []diskModel
+	for _, d := range m.Disks {
+		if v, ok := cfg[d.Slot.ValueString()]; ok {
+			d.Size = types.Int64Value(diskSizeGiB(v))
+			d.Storage = types.StringValue(diskStorage(v))
+			disks = append(disks, d)
 		}
 	}
+	m.Disks = disks
 	var nets []networkModel
 	for _, n := range m.Networks {
 		if v, ok := cfg[n.Slot.ValueString()]; ok {

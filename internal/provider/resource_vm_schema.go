@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"regexp"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
@@ -25,12 +24,9 @@ import (
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
-var (
-	dnsName    = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
-	tagFormat  = regexp.MustCompile(`^[a-z0-9_][a-z0-9_\-+.]*$`)
-	diskFormat = regexp.MustCompile(`^(scsi([0-9]|[1-2][0-9]|30)|virtio([0-9]|1[0-5])|sata[0-5]|ide[0-3])$`)
-	netFormat  = regexp.MustCompile(`^net([0-9]|[1-2][0-9]|3[0-1])$`)
-)
+func storageValidators() []validator.String {
+	return []validator.String{stringvalidator.RegexMatches(storageID, "must be a storage ID: lowercase letters, digits, '-', '_' and '.', starting with a letter")}
+}
 
 func keepString() []planmodifier.String {
 	return []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
@@ -54,6 +50,7 @@ func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 			"id": schema.StringAttribute{Computed: true, PlanModifiers: keepString(),
 				Description: "The VMID, which is cluster-unique and survives migration."},
 			"node": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: keepString(),
+				Validators: []validator.String{stringvalidator.RegexMatches(nodeName, "must be a node name: letters, digits and '-'")},
 				Description: "Pin the node (the NodeName filter; the other filters still apply), or read where the VM runs. " +
 					"Unpinned, a move by HA or by hand is not drift; pinned, changing it migrates the VM (online when running)."},
 			"vmid": schema.Int64Attribute{Optional: true, Computed: true,
@@ -70,19 +67,22 @@ func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 			"name": schema.StringAttribute{Required: true,
 				Validators:  []validator.String{stringvalidator.RegexMatches(dnsName, "must be a DNS name: letters, digits, '-' and '.'")},
 				Description: "VM name (a DNS name); also the scheduler's tie-break seed."},
-			"description": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: keepString(), Description: "VM notes."},
+			"description": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: keepString(),
+				Validators: []validator.String{stringvalidator.LengthAtMost(maxDescription)}, Description: "VM notes (at most 8 KiB)."},
 			"tags": schema.SetAttribute{Optional: true, Computed: true, ElementType: types.StringType,
 				PlanModifiers: []planmodifier.Set{setplanmodifier.UseStateForUnknown()},
 				Validators: []validator.Set{setvalidator.ValueStringsAre(stringvalidator.RegexMatches(tagFormat,
 					"must be lowercase letters, digits and _ - + . (PVE lowercases tags; writing them lowercase avoids a perpetual diff)"))},
 				Description: "Tags. PVE stores them lowercased and sorted; a set of lowercase tags reads back unchanged."},
 			"pool": schema.StringAttribute{Optional: true, PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:  []validator.String{stringvalidator.RegexMatches(poolID, "must be a pool name: letters, digits, '_', '-' and '.'")},
 				Description: "Resource pool to create the VM in. Changing it replaces the VM."},
 			"cores": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: keepInt64(),
 				Validators: []validator.Int64{int64validator.AtLeast(1)}, Description: "Cores per socket. Default: the clone source's, else 1."},
 			"sockets": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: keepInt64(),
 				Validators: []validator.Int64{int64validator.AtLeast(1)}, Description: "Sockets. Default: the clone source's, else 1."},
 			"cpu_type": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: keepString(),
+				Validators:  []validator.String{stringvalidator.RegexMatches(cpuType, "must be a PVE CPU type such as host, x86-64-v2-AES or custom-<name>")},
 				Description: "CPU type, e.g. `x86-64-v2-AES` or `host`."},
 			"memory": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: keepInt64(),
 				Validators: []validator.Int64{int64validator.AtLeast(16)}, Description: "Memory in MiB. Default: the clone source's, else 512."},
@@ -101,9 +101,10 @@ func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 				Attributes: map[string]schema.Attribute{
 					"source_vmid": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(scheduler.MinVMID, scheduler.MaxVMID)},
 						Description: "VMID of the template or VM to clone. Required in a clone block."},
-					"source_node": schema.StringAttribute{Optional: true, Description: "Node of the source. Default: looked up."},
-					"full":        schema.BoolAttribute{Optional: true, Description: "Full clone (default true); false makes a linked clone of a template."},
-					"storage": schema.StringAttribute{Optional: true,
+					"source_node": schema.StringAttribute{Optional: true, Description: "Node of the source. Default: looked up.",
+						Validators: []validator.String{stringvalidator.RegexMatches(nodeName, "must be a node name: letters, digits and '-'")}},
+					"full": schema.BoolAttribute{Optional: true, Description: "Full clone (default true); false makes a linked clone of a template."},
+					"storage": schema.StringAttribute{Optional: true, Validators: storageValidators(),
 						Description: "Target storage of a full clone. Default: the scheduler's storage. To clone onto another node the source's disks must be on shared storage."},
 				},
 			},
@@ -113,7 +114,7 @@ func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 					"slot": schema.StringAttribute{Required: true,
 						Validators:  []validator.String{stringvalidator.RegexMatches(diskFormat, "must be scsi0-30, virtio0-15, sata0-5 or ide0-3")},
 						Description: "Bus and index, e.g. `scsi0`."},
-					"storage": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: keepString(),
+					"storage": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: keepString(), Validators: storageValidators(),
 						Description: "Storage for a new disk. Default: the scheduler's storage."},
 					"size": schema.Int64Attribute{Required: true, Validators: []validator.Int64{int64validator.AtLeast(1)}, Description: "Size in GiB."},
 				}},
@@ -126,7 +127,9 @@ func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 					"model": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("virtio"),
 						Validators:  []validator.String{stringvalidator.OneOf("virtio", "e1000", "e1000e", "rtl8139", "vmxnet3")},
 						Description: "NIC model. Default `virtio`."},
-					"bridge":   schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("vmbr0"), Description: "Bridge. Default `vmbr0`."},
+					"bridge": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("vmbr0"),
+						Validators:  []validator.String{stringvalidator.RegexMatches(bridgeName, "must be a bridge or SDN VNet name of up to 15 letters, digits, '_', '-' and '.'")},
+						Description: "Bridge (or SDN VNet). Default `vmbr0`."},
 					"vlan":     schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(1, 4094)}, Description: "VLAN tag."},
 					"firewall": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false), Description: "Enable the PVE firewall on this NIC."},
 					"mac":      schema.StringAttribute{Computed: true, PlanModifiers: keepString(), Description: "MAC address PVE assigned."},
@@ -138,11 +141,15 @@ func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 					"user":     schema.StringAttribute{Optional: true, Description: "Default user."},
 					"password": schema.StringAttribute{Optional: true, Sensitive: true, Description: "Password of the default user."},
 					"ssh_keys": schema.ListAttribute{Optional: true, ElementType: types.StringType,
-						Validators: []validator.List{listvalidator.SizeAtLeast(1)}, Description: "Public SSH keys."},
+						Validators:  []validator.List{listvalidator.SizeAtLeast(1), listvalidator.ValueStringsAre(sshKeyCheck)},
+						Description: "Public SSH keys, one authorized_keys line each."},
 					"ip_config": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+						Validators:  []validator.List{listvalidator.SizeAtMost(32), listvalidator.ValueStringsAre(ipConfigCheck)},
 						Description: "One entry per NIC, e.g. `ip=dhcp` or `ip=10.0.0.5/24,gw=10.0.0.1`."},
-					"nameserver":   schema.StringAttribute{Optional: true, Description: "DNS servers."},
-					"searchdomain": schema.StringAttribute{Optional: true, Description: "DNS search domain."},
+					"nameserver": schema.StringAttribute{Optional: true, Validators: []validator.String{nameserverCheck},
+						Description: "DNS server addresses, separated by spaces or commas."},
+					"searchdomain": schema.StringAttribute{Optional: true, Validators: []validator.String{searchdomainCheck},
+						Description: "DNS search domains, separated by spaces or commas."},
 				},
 			},
 			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),

@@ -27,7 +27,7 @@ resource "qemuscheduler_vm" "worker" {
 
   cloud_init {
     user      = "debian"
-    ssh_keys  = ["ssh-ed25519 AAAA... admin@example.com"]
+    ssh_keys  = ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl admin@example.com"]
     ip_config = ["ip=dhcp"]
   }
 

@@ -1,0 +1,181 @@
+package provider
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net/netip"
+	"regexp"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+)
+
+// Formats of PVE identifiers, as its API schema defines them, so that a typo fails the plan
+// rather than an apply halfway through.
+var (
+	dnsName    = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
+	nodeName   = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?$`)
+	tagFormat  = regexp.MustCompile(`^[a-z0-9_][a-z0-9_\-+.]*$`)
+	diskFormat = regexp.MustCompile(`^(scsi([0-9]|[1-2][0-9]|30)|virtio([0-9]|1[0-5])|sata[0-5]|ide[0-3])$`)
+	netFormat  = regexp.MustCompile(`^net([0-9]|[1-2][0-9]|3[0-1])$`)
+	storageID  = regexp.MustCompile(`^[a-z][a-z0-9\-_.]*[a-z0-9]$`)
+	poolID     = regexp.MustCompile(`^[A-Za-z0-9_\-.]+$`)
+	bridgeName = regexp.MustCompile(`^[A-Za-z0-9_\-.]{1,15}$`)
+	cpuType    = regexp.MustCompile(`^[A-Za-z0-9_\-.+]+$`)
+	sshKeyType = regexp.MustCompile(`^(ssh-(rsa|dss|ed25519)|ecdsa-sha2-nistp(256|384|521)|sk-(ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)(-cert-v01@openssh\.com)?$`)
+)
+
+// maxDescription is PVE's limit on a VM description, in bytes.
+const maxDescription = 8192
+
+// stringCheck validates a string with check; the error names the attribute and the value.
+type stringCheck struct {
+	what  string
+	check func(string) error
+}
+
+func (v stringCheck) Description(context.Context) string             { return "must be " + v.what }
+func (v stringCheck) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (v stringCheck) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if err := v.check(req.ConfigValue.ValueString()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid "+v.what,
+			fmt.Sprintf("%s: %q: %s.", req.Path, req.ConfigValue.ValueString(), err))
+	}
+}
+
+var (
+	ipConfigCheck     = stringCheck{"cloud-init IP config", checkIPConfig}
+	nameserverCheck   = stringCheck{"list of DNS server addresses", checkNameservers}
+	searchdomainCheck = stringCheck{"list of DNS domains", checkSearchdomains}
+	sshKeyCheck       = stringCheck{"SSH public key", checkSSHKey}
+)
+
+// checkIPConfig accepts PVE's ipconfigN: ip=<IPv4/CIDR|dhcp>, gw=<IPv4>, ip6=<IPv6/CIDR|dhcp|auto>,
+// gw6=<IPv6>, comma-separated, each at most once.
+func checkIPConfig(s string) error {
+	seen := map[string]bool{}
+	for _, part := range strings.Split(s, ",") {
+		key, value, ok := strings.Cut(part, "=")
+		if !ok {
+			return fmt.Errorf("%q is not key=value; write e.g. ip=10.0.0.5/24,gw=10.0.0.1 or ip=dhcp", part)
+		}
+		if seen[key] {
+			return fmt.Errorf("%s is given twice", key)
+		}
+		seen[key] = true
+		var err error
+		switch key {
+		case "ip":
+			err = checkAddress(value, true, false, "dhcp")
+		case "ip6":
+			err = checkAddress(value, true, true, "dhcp", "auto")
+		case "gw":
+			err = checkAddress(value, false, false)
+		case "gw6":
+			err = checkAddress(value, false, true)
+		default:
+			return fmt.Errorf("unknown key %q; valid keys are ip, gw, ip6 and gw6", key)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+	}
+	return nil
+}
+
+// checkAddress checks an address (prefix: in CIDR notation) of the given family, or one of
+// the keywords.
+func checkAddress(s string, prefix, v6 bool, keywords ...string) error {
+	for _, k := range keywords {
+		if s == k {
+			return nil
+		}
+	}
+	family, form := "IPv4", "address"
+	if v6 {
+		family = "IPv6"
+	}
+	var addr netip.Addr
+	if prefix {
+		form = "address in CIDR notation (e.g. 10.0.0.5/24)"
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return fmt.Errorf("%q is not an %s %s%s", s, family, form, keywordHint(keywords))
+		}
+		addr = p.Addr()
+	} else {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return fmt.Errorf("%q is not an %s %s", s, family, form)
+		}
+		addr = a
+	}
+	if addr.Is6() != v6 {
+		return fmt.Errorf("%q is not an %s %s", s, family, form)
+	}
+	return nil
+}
+
+func keywordHint(keywords []string) string {
+	if len(keywords) == 0 {
+		return ""
+	}
+	return " or " + strings.Join(keywords, " or ")
+}
+
+// splitList splits PVE's address and domain lists, which take commas, semicolons or spaces.
+func splitList(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ';' || r == ' ' })
+}
+
+func checkNameservers(s string) error {
+	items := splitList(s)
+	if len(items) == 0 {
+		return fmt.Errorf("no address given")
+	}
+	for _, a := range items {
+		if _, err := netip.ParseAddr(a); err != nil {
+			return fmt.Errorf("%q is not an IP address", a)
+		}
+	}
+	return nil
+}
+
+func checkSearchdomains(s string) error {
+	items := splitList(s)
+	if len(items) == 0 {
+		return fmt.Errorf("no domain given")
+	}
+	for _, d := range items {
+		if !dnsName.MatchString(d) {
+			return fmt.Errorf("%q is not a DNS name", d)
+		}
+	}
+	return nil
+}
+
+// checkSSHKey accepts one OpenSSH public key line: type, base64 key, optional comment.
+func checkSSHKey(s string) error {
+	if strings.ContainsAny(s, "\r\n") {
+		return fmt.Errorf("holds a line break; give each key as its own list element")
+	}
+	if strings.Contains(s, "PRIVATE KEY") {
+		return fmt.Errorf("this is a private key; give the public one (the .pub file)")
+	}
+	fields := strings.Fields(s)
+	if len(fields) < 2 {
+		return fmt.Errorf("want \"<type> <base64 key> [comment]\", as in an authorized_keys line")
+	}
+	if !sshKeyType.MatchString(fields[0]) {
+		return fmt.Errorf("unknown key type %q (e.g. ssh-ed25519, ssh-rsa, ecdsa-sha2-nistp256)", fields[0])
+	}
+	if _, err := base64.StdEncoding.DecodeString(fields[1]); err != nil {
+		return fmt.Errorf("the key part is not base64")
+	}
+	return nil
+}

@@ -1,0 +1,113 @@
+package provider
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+)
+
+func TestFormatChecks(t *testing.T) {
+	const edKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl admin@example.com"
+	tests := []struct {
+		name    string
+		check   func(string) error
+		value   string
+		wantErr string // "" = valid
+	}{
+		{"dhcp", checkIPConfig, "ip=dhcp", ""},
+		{"static v4 with gateway", checkIPConfig, "ip=10.0.0.5/24,gw=10.0.0.1", ""},
+		{"dual stack", checkIPConfig, "ip=dhcp,ip6=auto", ""},
+		{"static v6", checkIPConfig, "ip6=fd00::5/64,gw6=fd00::1", ""},
+		{"address without prefix", checkIPConfig, "ip=10.0.0.5", `ip: "10.0.0.5" is not an IPv4 address in CIDR notation`},
+		{"v6 in ip", checkIPConfig, "ip=fd00::5/64", `is not an IPv4 address`},
+		{"v4 gateway in gw6", checkIPConfig, "ip6=auto,gw6=10.0.0.1", `gw6: "10.0.0.1" is not an IPv6 address`},
+		{"auto is v6 only", checkIPConfig, "ip=auto", `or dhcp`},
+		{"unknown key", checkIPConfig, "ip=dhcp,dns=1.1.1.1", `unknown key "dns"`},
+		{"not key=value", checkIPConfig, "dhcp", `"dhcp" is not key=value`},
+		{"key twice", checkIPConfig, "ip=dhcp,ip=10.0.0.5/24", "ip is given twice"},
+		{"one server", checkNameservers, "10.0.0.53", ""},
+		{"servers, mixed separators", checkNameservers, "10.0.0.53 1.1.1.1,fd00::53", ""},
+		{"server by name", checkNameservers, "dns.example.com", `"dns.example.com" is not an IP address`},
+		{"no server", checkNameservers, " ", "no address given"},
+		{"domains", checkSearchdomains, "example.com lab.example.com", ""},
+		{"bad domain", checkSearchdomains, "exa_mple.com", `"exa_mple.com" is not a DNS name`},
+		{"ed25519 key", checkSSHKey, edKey, ""},
+		{"key without comment", checkSSHKey, "ssh-rsa AAAAB3NzaC1yc2E=", ""},
+		{"certificate", checkSSHKey, "ssh-ed25519-cert-v01@openssh.com AAAA", ""},
+		{"two keys in one element", checkSSHKey, edKey + "\n" + edKey, "line break"},
+		{"private key pasted", checkSSHKey, "-----BEGIN OPENSSH PRIVATE KEY-----", "private key"},
+		{"type only", checkSSHKey, "ssh-ed25519", "want \"<type> <base64 key> [comment]\""},
+		{"unknown type", checkSSHKey, "ssh-foo AAAA", `unknown key type "ssh-foo"`},
+		{"key not base64", checkSSHKey, "ssh-ed25519 AAAA... admin@example.com", "not base64"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.check(tt.value)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("%q rejected: %v", tt.value, err)
+			case tt.wantErr != "" && err == nil:
+				t.Fatalf("%q accepted, want an error containing %q", tt.value, tt.wantErr)
+			case tt.wantErr != "" && !strings.Contains(err.Error(), tt.wantErr):
+				t.Fatalf("error %q, want it to contain %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// The attribute's path and the value appear in the diagnostic, so the user knows which line
+// of which block to fix.
+func TestStringCheckNamesAttributeAndValue(t *testing.T) {
+	p := path.Root("cloud_init").AtName("ip_config").AtListIndex(1)
+	var resp validator.StringResponse
+	ipConfigCheck.ValidateString(context.Background(), validator.StringRequest{Path: p, ConfigValue: types.StringValue("ip=dhcpp")}, &resp)
+	if !resp.Diagnostics.HasError() {
+		t.Fatal("no error for ip=dhcpp")
+	}
+	detail := resp.Diagnostics.Errors()[0].Detail()
+	for _, want := range []string{"cloud_init.ip_config[1]", `"ip=dhcpp"`} {
+		if !strings.Contains(detail, want) {
+			t.Errorf("detail %q does not name %s", detail, want)
+		}
+	}
+	for _, v := range []types.String{types.StringNull(), types.StringUnknown()} {
+		var resp validator.StringResponse
+		ipConfigCheck.ValidateString(context.Background(), validator.StringRequest{Path: p, ConfigValue: v}, &resp)
+		if resp.Diagnostics.HasError() {
+			t.Errorf("%v: %v (null and unknown values are not checked)", v, resp.Diagnostics)
+		}
+	}
+}
+
+func TestIdentifierFormats(t *testing.T) {
+	tests := []struct {
+		name  string
+		check interface{ MatchString(string) bool }
+		good  []string
+		bad   []string
+	}{
+		{"disk slot", diskFormat, []string{"scsi0", "scsi30", "virtio15", "sata5", "ide3"}, []string{"scsi31", "virtio16", "sata6", "ide4", "nvme0", "scsi"}},
+		{"net slot", netFormat, []string{"net0", "net31"}, []string{"net32", "eth0", "net"}},
+		{"storage", storageID, []string{"local-lvm", "ceph", "nfs.backup"}, []string{"Local", "1st", "ceph-", "ceph pool"}},
+		{"bridge", bridgeName, []string{"vmbr0", "vnet10", "bond0.20"}, []string{"", "vmbr0 ", "averyveryverylongbridge"}},
+		{"node", nodeName, []string{"pve1", "node-a"}, []string{"pve1.example.com", "-pve", "pve_1"}},
+		{"tag", tagFormat, []string{"web", "k8s-worker", "team+ops"}, []string{"Web", "-web", "a b"}},
+		{"vm name", dnsName, []string{"web-1", "web.example.com"}, []string{"web_1", "-web", "web-"}},
+	}
+	for _, tt := range tests {
+		for _, v := range tt.good {
+			if !tt.check.MatchString(v) {
+				t.Errorf("%s %q rejected", tt.name, v)
+			}
+		}
+		for _, v := range tt.bad {
+			if tt.check.MatchString(v) {
+				t.Errorf("%s %q accepted", tt.name, v)
+			}
+		}
+	}
+}
