@@ -25,7 +25,8 @@ func newClient(t *testing.T, s *pvesim.Server) *proxmox.Client { return newClien
 
 func newClientTB(t testing.TB, s *pvesim.Server) *proxmox.Client {
 	t.Helper()
-	c, err := proxmox.New(proxmox.Config{Endpoint: s.URL(), APIToken: s.APIToken(), CACertPEM: s.CACertPEM(), PollInterval: 5 * time.Millisecond})
+	c, err := proxmox.New(proxmox.Config{Endpoint: s.URL(), APIToken: s.APIToken(), CACertPEM: s.CACertPEM(),
+		PollInterval: 5 * time.Millisecond, RetryBackoff: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,6 +44,9 @@ func TestNewValidatesConfig(t *testing.T) {
 		{proxmox.Config{Endpoint: "https://pve:8006", APIToken: "a@pam!t=s", Password: "x"}, "not both"},
 		{proxmox.Config{Endpoint: "https://pve:8006"}, "no credentials"},
 		{proxmox.Config{Endpoint: "https://pve:8006", Username: "root", Password: "x"}, `username "root" needs a realm`},
+		{proxmox.Config{Endpoint: "https://pve:8006", Username: "root@pam"}, `username "root@pam" is set but password is empty`},
+		{proxmox.Config{Endpoint: "https://pve:8006", Password: "x"}, "password is set but username is empty"},
+		{proxmox.Config{Endpoint: "https://u:p@pve:8006", APIToken: "a@pam!t=s"}, "must not hold credentials"},
 		{proxmox.Config{Endpoint: "https://pve:8006/api2/json/", APIToken: "a@pam!t=s", CACertPEM: "junk"}, "ca_cert holds no PEM certificate"},
 	}
 	for _, tt := range tests {
@@ -92,21 +96,66 @@ func TestSnapshotInTwoRequests(t *testing.T) {
 	}
 }
 
+// Guests created since PVE's last stats broadcast have no sizes in /cluster/resources: they are
+// sized from their node's guest list, one request per node, never from per-guest reads.
 func TestSnapshotSizesGuestsWithoutStats(t *testing.T) {
 	s := pvesim.NewTestServer(t, lab(t), pvesim.WithStatsLag())
 	c := newClient(t, s)
 	ctx := context.Background()
-	if err := c.CreateVM(ctx, "pve2", 150, map[string]string{"name": "fresh", "cores": "4", "memory": "4096"}); err != nil {
-		t.Fatal(err)
+	fresh := map[int]struct {
+		node    string
+		cores   string
+		memory  string
+		running bool
+	}{
+		150: {"pve2", "4", "4096", true},
+		151: {"pve2", "2", "1024", false},
+		152: {"pve3", "1", "2048", false},
 	}
+	for vmid, f := range fresh {
+		if err := c.CreateVM(ctx, f.node, vmid, map[string]string{"name": fmt.Sprintf("fresh-%d", vmid), "cores": f.cores, "memory": f.memory}); err != nil {
+			t.Fatal(err)
+		}
+		if f.running {
+			if err := c.StartVM(ctx, f.node, vmid); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	s.ResetRequests()
 	snap, err := c.Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	seen := 0
 	for _, g := range snap.Guests {
-		if g.VMID == 150 && (g.CPUs != 4 || g.MaxMem != 4096<<20 || g.Name != "fresh") {
-			t.Fatalf("fresh guest = %+v", g)
+		f, ok := fresh[g.VMID]
+		if !ok {
+			continue
 		}
+		seen++
+		status := "stopped"
+		if f.running {
+			status = "running"
+		}
+		if fmt.Sprint(g.CPUs) != f.cores || fmt.Sprint(g.MaxMem>>20) != f.memory || g.Name != fmt.Sprintf("fresh-%d", g.VMID) || g.Status != status {
+			t.Errorf("fresh guest = %+v", g)
+		}
+	}
+	if seen != len(fresh) {
+		t.Fatalf("%d of %d fresh guests in the snapshot", seen, len(fresh))
+	}
+	want := map[string]int{"GET /cluster/resources": 1, "GET /cluster/options": 1, "GET /nodes/{node}/qemu": 2, "GET /nodes/{node}/qemu/{vmid}/config": 0}
+	for endpoint, n := range want {
+		if got := s.Requests(endpoint); got != n {
+			t.Errorf("%s: %d requests, want %d", endpoint, got, n)
+		}
+	}
+	// Once PVE has published the stats, a snapshot is one request again.
+	s.Tick()
+	s.ResetRequests()
+	if _, err := c.Snapshot(ctx); err != nil || s.TotalRequests() != 1 {
+		t.Fatalf("snapshot after the stats tick: %d requests, %v", s.TotalRequests(), err)
 	}
 }
 
@@ -252,5 +301,238 @@ func TestFaultsLatencyAndErrorRate(t *testing.T) {
 		if _, err := c.Snapshot(context.Background()); err != nil {
 			t.Fatalf("snapshot %d under a 50%% error rate: %v", i, err)
 		}
+	}
+}
+
+// An outside actor (a human, another Terraform run) takes the vmid: before the create, PVE
+// refuses at once; while it runs, the task fails. Both are ErrAlreadyExists naming the node.
+func TestOutsideActorTakesVMID(t *testing.T) {
+	s := pvesim.NewTestServer(t, lab(t))
+	c := newClient(t, s)
+	ctx := context.Background()
+
+	s.TakeVMID(150)
+	err := c.CreateVM(ctx, "pve2", 150, map[string]string{"name": "mine"})
+	if !errors.Is(err, proxmox.ErrAlreadyExists) || !strings.Contains(err.Error(), "VM 150 already exists on node 'pve1'") {
+		t.Fatalf("create of a taken id: %v", err)
+	}
+
+	s.HoldTasks()
+	done := make(chan error, 1)
+	go func() { done <- c.CreateVM(ctx, "pve2", 151, map[string]string{"name": "mine"}) }()
+	waitFor(t, func() bool { return s.Requests("GET /nodes/{node}/tasks/{upid}/status") > 0 })
+	s.TakeVMID(151)
+	s.ReleaseTasks()
+	if err := <-done; !errors.Is(err, proxmox.ErrAlreadyExists) || !strings.Contains(err.Error(), "VM 151 already exists") {
+		t.Fatalf("id taken while the create ran: %v", err)
+	}
+	if g, _ := s.Guest(151); g.Config["name"] != "outsider-151" {
+		t.Fatalf("guest 151 = %+v", g)
+	}
+
+	// A clone's new id taken on another node fails inside the clone task.
+	s.TakeVMID(152)
+	if err := s.SetGuestNode(152, "pve3"); err != nil {
+		t.Fatal(err)
+	}
+	err = c.CloneVM(ctx, proxmox.CloneRequest{SourceVMID: 9000, NewID: 152, Name: "mine", Full: true})
+	if !errors.Is(err, proxmox.ErrAlreadyExists) || !strings.Contains(err.Error(), "already exists on node 'pve3'") {
+		t.Fatalf("clone to a taken id: %v", err)
+	}
+}
+
+// waitFor waits until cond holds: for a goroutine to reach a point the test cannot observe
+// otherwise. It never decides a result, so its pace does not matter.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestNodeGoesOffline(t *testing.T) {
+	s := pvesim.NewTestServer(t, lab(t))
+	c := newClient(t, s)
+	ctx := context.Background()
+	if err := s.SetNodeOnline("pve3", false); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := c.Snapshot(ctx)
+	if err != nil {
+		t.Fatalf("snapshot with a node down: %v", err)
+	}
+	online := map[string]bool{}
+	for _, n := range snap.Nodes {
+		online[n.Name] = n.Online
+	}
+	if online["pve3"] || online["pve4"] || !online["pve1"] || !online["pve2"] {
+		t.Fatalf("online = %v", online)
+	}
+	found := false
+	for _, g := range snap.Guests {
+		found = found || g.VMID == 103 && g.Node == "pve3"
+	}
+	if !found {
+		t.Fatal("the offline node's guest left the snapshot: its vmid would look free")
+	}
+	if _, err := c.GetVM(ctx, "pve3", 103); !errors.Is(err, proxmox.ErrNodeOffline) {
+		t.Fatalf("read on an offline node: %v", err)
+	}
+	if err := c.StartVM(ctx, "pve3", 103); !errors.Is(err, proxmox.ErrNodeOffline) || !strings.Contains(err.Error(), "No route to host") {
+		t.Fatalf("start on an offline node: %v", err)
+	}
+	if err := s.SetNodeOnline("pve3", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StartVM(ctx, "pve3", 103); err != nil {
+		t.Fatalf("start once the node is back: %v", err)
+	}
+}
+
+func TestShutdownFallsBackToStop(t *testing.T) {
+	s := pvesim.NewTestServer(t, lab(t))
+	c := newClient(t, s)
+	ctx := context.Background()
+	s.FailNextTask("qmshutdown", "VM quit/powerdown failed - got timeout")
+	s.ResetRequests()
+	if err := c.ShutdownVM(ctx, "pve2", 102, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := s.Guest(102); g.Status != "stopped" {
+		t.Fatalf("VM 102 is %s after shutdown fell back to stop", g.Status)
+	}
+	if n := s.Requests("POST /nodes/{node}/qemu/{vmid}/status/{action}"); n != 2 {
+		t.Fatalf("%d power requests, want shutdown then stop", n)
+	}
+	// A refusal is not a reason to pull the plug.
+	if err := c.StartVM(ctx, "pve2", 102); err != nil {
+		t.Fatal(err)
+	}
+	s.FailRequests("POST /nodes/{node}/qemu/{vmid}/status/{action}", 1, 403, "Permission check failed (/vms/102, VM.PowerMgmt)")
+	if err := c.ShutdownVM(ctx, "pve2", 102, time.Second); !errors.Is(err, proxmox.ErrForbidden) {
+		t.Fatalf("forbidden shutdown: %v", err)
+	}
+	if g, _ := s.Guest(102); g.Status != "running" {
+		t.Fatalf("VM 102 is %s after a refused shutdown", g.Status)
+	}
+}
+
+// Writes that set a state are retried on transient failures; those that change one are not.
+func TestIdempotentWritesAreRetried(t *testing.T) {
+	s := pvesim.NewTestServer(t, lab(t))
+	c := newClient(t, s)
+	ctx := context.Background()
+
+	s.FailRequests("POST /nodes/{node}/qemu/{vmid}/config", 1, 503, "Service Unavailable")
+	if err := c.UpdateVM(ctx, "pve3", 103, map[string]string{"cores": "4"}, nil); err != nil {
+		t.Fatalf("update after a 503: %v", err)
+	}
+	if g, _ := s.Guest(103); g.Config["cores"] != "4" || s.Requests("POST /nodes/{node}/qemu/{vmid}/config") != 2 {
+		t.Fatalf("cores = %s after %d requests", g.Config["cores"], s.Requests("POST /nodes/{node}/qemu/{vmid}/config"))
+	}
+
+	s.FailRequests("PUT /nodes/{node}/qemu/{vmid}/resize", 1, 500, "can't lock file '/var/lock/qemu-server/lock-103.conf' - got timeout")
+	if err := c.ResizeDisk(ctx, "pve3", 103, "scsi0", "90G"); err != nil {
+		t.Fatalf("resize after a lock timeout: %v", err)
+	}
+	s.FailRequests("PUT /nodes/{node}/qemu/{vmid}/resize", 1, 503, "Service Unavailable")
+	if err := c.ResizeDisk(ctx, "pve3", 103, "scsi0", "+10G"); !errors.Is(err, proxmox.ErrTransient) {
+		t.Fatalf("a relative resize was retried: %v", err)
+	}
+	if g, _ := s.Guest(103); g.Config["scsi0"] != "local-lvm:vm-103-disk-0,size=90G" {
+		t.Fatalf("scsi0 = %s", g.Config["scsi0"])
+	}
+
+	// A start whose answer is lost is sent again; the VM already running is success.
+	s.LoseResponses("POST /nodes/{node}/qemu/{vmid}/status/{action}", 1)
+	if err := c.StartVM(ctx, "pve3", 103); err != nil {
+		t.Fatalf("start with a lost answer: %v", err)
+	}
+	if g, _ := s.Guest(103); g.Status != "running" {
+		t.Fatalf("VM 103 is %s", g.Status)
+	}
+}
+
+func TestLostCloneAnswerIsConfirmed(t *testing.T) {
+	s := pvesim.NewTestServer(t, lab(t))
+	c := newClient(t, s)
+	s.LoseResponses("POST /nodes/{node}/qemu/{vmid}/clone", 1)
+	if err := c.CloneVM(context.Background(), proxmox.CloneRequest{SourceNode: "pve1", SourceVMID: 9000, NewID: 300, Name: "web-1", Full: true, Storage: "ceph"}); err != nil {
+		t.Fatalf("clone with a lost answer: %v", err)
+	}
+	if n := s.Requests("POST /nodes/{node}/qemu/{vmid}/clone"); n != 1 {
+		t.Fatalf("clone was sent %d times", n)
+	}
+	// The lost answer of a create that did not happen stays an error.
+	s.FailRequests("POST /nodes/{node}/qemu/{vmid}/clone", 1, 502, "Bad Gateway")
+	err := c.CloneVM(context.Background(), proxmox.CloneRequest{SourceNode: "pve1", SourceVMID: 9000, NewID: 301, Name: "web-2", Full: true})
+	if !errors.Is(err, proxmox.ErrTransient) {
+		t.Fatalf("clone that never ran: %v", err)
+	}
+	if _, exists := s.Guest(301); exists {
+		t.Fatal("VM 301 exists")
+	}
+}
+
+func TestDeleteFollowsAMovedVM(t *testing.T) {
+	s := pvesim.NewTestServer(t, lab(t))
+	c := newClient(t, s)
+	ctx := context.Background()
+	if err := s.SetGuestNode(102, "pve3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteVM(ctx, "pve2", 102); err != nil {
+		t.Fatal(err)
+	}
+	if _, exists := s.Guest(102); exists {
+		t.Fatal("the moved VM survived its delete")
+	}
+	// The id now belongs to a container, which is not ours to delete.
+	if err := c.DeleteVM(ctx, "pve1", 200); err != nil {
+		t.Fatal(err)
+	}
+	if _, exists := s.Guest(200); !exists {
+		t.Fatal("DeleteVM destroyed a container")
+	}
+}
+
+func TestBadRequestsNameTheParameter(t *testing.T) {
+	s := pvesim.NewTestServer(t, lab(t))
+	c := newClient(t, s)
+	err := c.UpdateVM(context.Background(), "pve3", 103, map[string]string{"corez": "2"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "corez: property is not defined in schema") || errors.Is(err, proxmox.ErrTransient) {
+		t.Fatalf("unknown key: %v", err)
+	}
+	for _, err := range []error{
+		c.CreateVM(context.Background(), "pve2", 99, nil),
+		c.CloneVM(context.Background(), proxmox.CloneRequest{SourceNode: "pve1", SourceVMID: 9000}),
+		c.CloneVM(context.Background(), proxmox.CloneRequest{SourceNode: "pve1", SourceVMID: 9000, NewID: 300, Storage: "ceph"}),
+	} {
+		if err == nil || !strings.Contains(err.Error(), "VM ID") && !strings.Contains(err.Error(), "full clone") {
+			t.Errorf("invalid request: %v", err)
+		}
+	}
+	if s.Requests("POST /nodes/{node}/qemu") != 0 || s.Requests("POST /nodes/{node}/qemu/{vmid}/clone") != 0 {
+		t.Fatal("invalid requests reached PVE")
+	}
+}
+
+func TestTaskWaitHonoursContext(t *testing.T) {
+	s := pvesim.NewTestServer(t, lab(t))
+	c := newClient(t, s)
+	s.HoldTasks()
+	t.Cleanup(s.ReleaseTasks)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := c.StartVM(ctx, "pve3", 103); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "start VM 103") {
+		t.Fatalf("start past its deadline: %v", err)
+	}
+}
+
+func TestMigrateToItsOwnNodeIsANoOp(t *testing.T) {
+	s := pvesim.NewTestServer(t, lab(t))
+	c := newClient(t, s)
+	if err := c.MigrateVM(context.Background(), "pve2", 102, "pve2", true); err != nil || s.Requests("POST /nodes/{node}/qemu/{vmid}/migrate") != 0 {
+		t.Fatalf("migrate in place: %v", err)
 	}
 }
