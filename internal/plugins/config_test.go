@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -47,35 +48,77 @@ func TestParsePluginConfigYAML(t *testing.T) {
 	if w := withArgs.Scores["NodeResource"].Weight; w == nil || *w != 2 {
 		t.Fatalf("weight = %v", w)
 	}
-	empty, err := scheduler.ParsePluginConfigYAML(nil)
-	if err != nil || empty.Filters != nil {
-		t.Fatalf("empty YAML = %+v, %v", empty, err)
-	}
 }
 
+// Every mistake in a plugin config is refused with a message that names the place and what is
+// valid. Parse errors carry the YAML line; NewProfile checks names, args and weights.
 func TestPluginConfigErrors(t *testing.T) {
+	const bad = "invalid plugin config YAML: "
 	tests := []struct{ yaml, want string }{
-		{"filter:\n  NodeName: {}\n", `plugin_config_yaml: invalid plugin config YAML: line 1: unknown section "filter" (valid sections: filters, scores, vmids)`},
-		{"filters:\n  NodeName:\n    enabled: true\n", `line 3: unknown key "enabled" (valid keys: enable, config, weight)`},
-		{"filters: [\n", `plugin_config_yaml: invalid plugin config YAML`},
-		{"filters:\n  NodeName:\n    weight: 2\n", `plugin_config_yaml["NodeName"]: weight applies to score plugins only`},
+		// structure (ParsePluginConfigYAML)
+		{"filter:\n  NodeName: {}\n", `plugin_config_yaml: ` + bad + `line 1: unknown section "filter" (valid sections: filters, scores, vmids)`},
+		{"filters:\n  NodeName:\n    enabled: true\n", `plugin_config_yaml["NodeName"]: ` + bad + `line 3: unknown key "enabled" in filters.NodeName (valid keys: enable, config, weight)`},
+		{"filters: [\n", `plugin_config_yaml: ` + bad + `line 1: did not find expected node content`},
+		{"[1, 2]\n", bad + `line 1: the top level must map sections (filters, scores, vmids) to plugins, got a list`},
+		{"filters: [NodeName]\n", bad + `line 1: section filters must map plugin names to settings, e.g. "NodeResource: {weight: 2}", got a list`},
+		{"filters:\n  NodeName: off\n", bad + `line 2: filters.NodeName must be a mapping with keys enable, config, weight, got "off"`},
+		{"filters:\n  NodeName:\n    enable: maybe\n", bad + `line 3: filters.NodeName.enable must be true or false, got "maybe"`},
+		{"filters:\n  CPUOvercommit:\n    config: [ratio]\n", bad + `line 3: filters.CPUOvercommit.config must map arg names to values, e.g. "ratio: 8", got a list`},
+		{"filters:\n  CPUOvercommit:\n    config:\n      ratio: {a: 1}\n", bad + `line 4: filters.CPUOvercommit.config.ratio must be a single value, got a mapping`},
+		{"filters:\n  CPUOvercommit:\n    config:\n      ratio:\n", bad + `line 4: filters.CPUOvercommit.config.ratio must be a single value, got nothing`},
+		{"scores:\n  NodeResource:\n    weight: 1.5\n", bad + `line 3: scores.NodeResource.weight must be a whole number, got "1.5"`},
+		{"filters:\n  NodeName: {}\n  NodeName: {}\n", bad + `line 3: "NodeName" is given twice (first at line 2)`},
+		{"filters: {}\n---\nscores: {}\n", bad + `line 2: a second YAML document; the plugin config is one document`},
+		// names, args and weights (NewProfile)
+		{"filters:\n  NodeName:\n    weight: 2\n", `plugin_config["NodeName"]: weight applies to score plugins only, not to filter plugin NodeName`},
 		{"filters:\n  NodeNames: {}\n", `plugin_config["NodeNames"]: unknown filter plugin "NodeNames"; valid filter plugins: NodeName, NodeOnline, NodeRegex, CPUOvercommit, MemoryOvercommit`},
 		{"scores:\n  Random: {}\n", `unknown score plugin "Random"; valid score plugins: NodeResource`},
 		{"vmids:\n  IDRange: {}\n", `unknown vmid plugin "IDRange"; valid vmid plugins: Range, Regex`},
 		{"filters:\n  CPUOvercommit:\n    config:\n      ration: 2\n", `unknown arg "ration" for filter plugin CPUOvercommit; valid args: ratio`},
 		{"filters:\n  NodeRegex:\n    config:\n      x: 2\n", `unknown arg "x" for filter plugin NodeRegex; valid args: none`},
-		{"filters:\n  CPUOvercommit:\n    config:\n      ratio: many\n", `plugin_config["CPUOvercommit"]: arg ratio must be a positive number, got "many"`},
-		{"filters:\n  MemoryOvercommit:\n    config:\n      ratio: 0\n", `arg ratio must be a positive number, got "0"`},
+		{"filters:\n  CPUOvercommit:\n    config:\n      ratio: many\n", `plugin_config["CPUOvercommit"]: filter plugin CPUOvercommit: arg ratio must be a positive number, got "many"`},
+		{"filters:\n  MemoryOvercommit:\n    config:\n      ratio: 0\n", `filter plugin MemoryOvercommit: arg ratio must be a positive number, got "0"`},
 		{"filters:\n  MemoryOvercommit:\n    config:\n      ratio: -1\n", `arg ratio must be a positive number, got "-1"`},
-		{"scores:\n  NodeResource:\n    weight: -1\n", `plugin_config["NodeResource"]: weight must be 0 or more, got -1`},
+		{"filters:\n  MemoryOvercommit:\n    config:\n      ratio: .nan\n", `arg ratio must be a positive number, got ".nan"`},
+		{"filters:\n  MemoryOvercommit:\n    config:\n      ratio: 1e999\n", `arg ratio must be a positive number, got "1e999"`},
+		{"filters:\n  CPUOvercommit:\n    enable: false\n    config:\n      ratio: x\n", `filter plugin CPUOvercommit: arg ratio must be a positive number, got "x"`},
+		{"scores:\n  NodeResource:\n    weight: -1\n", `plugin_config["NodeResource"]: weight of score plugin NodeResource must be 0 or more, got -1`},
 	}
 	for _, tt := range tests {
 		cfg, err := scheduler.ParsePluginConfigYAML([]byte(tt.yaml))
 		if err == nil {
 			_, err = NewProfile(cfg)
 		}
-		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("%q:\n got  %v\n want %s", tt.yaml, err, tt.want)
+		var ie *scheduler.InputError
+		if !errors.As(err, &ie) || !strings.HasSuffix(err.Error(), tt.want) {
+			t.Errorf("%q:\n got  %v\n want an InputError ending in %s", tt.yaml, err, tt.want)
+		}
+	}
+}
+
+// YAML's own conveniences keep working: aliases, flow style, yes/no booleans, comments.
+func TestPluginConfigYAMLForms(t *testing.T) {
+	cfg, err := scheduler.ParsePluginConfigYAML([]byte(`# both overcommit filters off
+filters:
+  CPUOvercommit: &off {enable: no}
+  MemoryOvercommit: *off
+scores: {NodeResource: {weight: 0x10}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"CPUOvercommit", "MemoryOvercommit"} {
+		if e := cfg.Filters[name].Enable; e == nil || *e {
+			t.Errorf("%s enable = %v, want false", name, e)
+		}
+	}
+	if w := cfg.Scores["NodeResource"].Weight; w == nil || *w != 16 {
+		t.Errorf("weight = %v, want 16", w)
+	}
+	for _, empty := range []string{"", "# nothing\n", "---\n", "~\n", "filters:\n"} {
+		cfg, err := scheduler.ParsePluginConfigYAML([]byte(empty))
+		if err != nil || cfg.Filters != nil || cfg.Scores != nil || cfg.VMIDs != nil {
+			t.Errorf("%q = %+v, %v; want an empty config", empty, cfg, err)
 		}
 	}
 }

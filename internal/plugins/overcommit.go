@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
@@ -80,7 +81,7 @@ func parseRatio(args map[string]string, def float64) (float64, error) {
 		return def, nil
 	}
 	r, err := strconv.ParseFloat(s, 64)
-	if err != nil || r <= 0 || r != r || r > 1e6 {
+	if err != nil || !(r > 0) || math.IsInf(r, 1) {
 		return 0, fmt.Errorf("arg ratio must be a positive number, got %q", s)
 	}
 	return r, nil

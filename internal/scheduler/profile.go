@@ -39,12 +39,14 @@ func NewProfile(reg Registry, cfg PluginConfig) (*Profile, error) {
 		}
 		for _, spec := range sec.specs {
 			setting := sec.set[spec.Name]
-			if setting.Enable != nil && !*setting.Enable {
-				continue
-			}
+			// Built even when disabled, so that bad args are reported before someone
+			// enables the plugin.
 			plugin, err := spec.New(setting.Args)
 			if err != nil {
-				return nil, &InputError{Attribute: attr, Key: spec.Name, Message: err.Error()}
+				return nil, &InputError{Attribute: attr, Key: spec.Name, Message: fmt.Sprintf("%s plugin %s: %v", sec.kind, spec.Name, err)}
+			}
+			if setting.Enable != nil && !*setting.Enable {
+				continue
 			}
 			if err := p.add(sec.kind, plugin, setting); err != nil {
 				return nil, err
