@@ -92,4 +92,4 @@ func mibString(bytes uint64) string {
 }
 
 // round keeps 4 decimals: enough to show why 4097 MiB on top of 4096 exceeds 8192.
-func round(v float64) float64 { return float64(int64(v*10000+0.5)) / 10000 }
+func round(v float64) float64 { return math.Round(v*10000) / 10000 }

@@ -13,6 +13,9 @@ func threeEqualNodes() []scheduler.Node {
 	return []scheduler.Node{node("pve1", 8, 32), node("pve2", 8, 32), node("pve3", 8, 32)}
 }
 
+// Six identical VMs on three identical empty nodes: each placement debits its node, so they
+// land 2-2-2, with ids 100..105 in request order. The exact nodes are fixed by the FNV-1a
+// tie-break hash, which is the same on every machine: a change here changes users' plans.
 func TestMultiPlacementSpreadsAndTakesDistinctIDs(t *testing.T) {
 	reqs := make([]scheduler.Request, 6)
 	for i := range reqs {
@@ -23,26 +26,40 @@ func TestMultiPlacementSpreadsAndTakesDistinctIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	perNode := map[string]int{}
-	ids := map[int]bool{}
+	var got []string
 	for _, p := range d.Placements {
-		perNode[p.Node]++
-		ids[p.VMID] = true
+		got = append(got, fmt.Sprintf("%s=%s/%d", p.Name, p.Node, p.VMID))
 	}
-	if perNode["pve1"] != 2 || perNode["pve2"] != 2 || perNode["pve3"] != 2 {
-		t.Fatalf("placements per node = %v, want 2-2-2", perNode)
-	}
-	if len(ids) != 6 || !ids[100] || !ids[105] {
-		t.Fatalf("vmids = %v, want 100..105", ids)
+	want := "web-0=pve2/100 web-1=pve1/101 web-2=pve3/102 web-3=pve3/103 web-4=pve2/104 web-5=pve1/105"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("placements = %s\nwant         %s", strings.Join(got, " "), want)
 	}
 }
 
 func TestMultiPlacementIsAllOrNothing(t *testing.T) {
 	reqs := []scheduler.Request{request("a"), request("b")}
-	reqs[1].Annotations[scheduler.AnnotationVMIDRange] = "100-100"
-	_, err := mustProfile(scheduler.PluginConfig{}).Schedule(scheduler.Snapshot{Nodes: threeEqualNodes()}, reqs, scheduler.Options{})
-	if err == nil || !strings.Contains(err.Error(), "no free vmid in range 100-100: 1 of 1 in use") {
+	for i := range reqs {
+		reqs[i].Annotations[scheduler.AnnotationVMIDRange] = "200-210"
+	}
+	used := make([]scheduler.Guest, 0, 10)
+	for id := 200; id < 210; id++ {
+		used = append(used, running(id, "pve1", 1, 1))
+	}
+	_, err := mustProfile(scheduler.PluginConfig{}).Schedule(scheduler.Snapshot{Nodes: threeEqualNodes(), Guests: used}, reqs, scheduler.Options{})
+	var ue *scheduler.UnschedulableError
+	if !errors.As(err, &ue) || err.Error() != `cannot place "b": no free vmid in range 200-210: 11 of 11 in use` {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// A pinned vmid with several names can place only the first.
+func TestPinnedVMIDPlacesOneVM(t *testing.T) {
+	reqs := []scheduler.Request{request("a"), request("b")}
+	reqs[0].VMID, reqs[1].VMID = 500, 500
+	_, err := mustProfile(scheduler.PluginConfig{}).Schedule(scheduler.Snapshot{Nodes: threeEqualNodes()}, reqs, scheduler.Options{})
+	want := `vmid: VMID 500 is pinned for "b" but was already given to "a" in the same decision; a pinned vmid can place one VM only`
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v\nwant  %s", err, want)
 	}
 }
 
@@ -168,34 +185,100 @@ func TestReservationsDebitCapacity(t *testing.T) {
 	}
 }
 
-func TestStickyKeepsExistingGuest(t *testing.T) {
+func TestSticky(t *testing.T) {
 	nodes := threeEqualNodes()
 	nodes[0].Mem = 30 * gib // the existing guest's node is the worst choice for a new VM
-	guest := running(150, "pve1", 1, 1)
-	guest.Name = "web"
-	snap := scheduler.Snapshot{Nodes: nodes, Guests: []scheduler.Guest{guest}}
+	nodes[0].Storages = append(nodes[0].Storages, scheduler.Storage{Name: "nfs", Content: []string{"images"}, Active: true, Total: gib})
+	web := running(150, "pve1", 1, 1)
+	web.Name = "web"
+	twin := running(151, "pve2", 1, 1)
+	twin.Name = "twin"
+	twin2 := running(152, "pve3", 1, 1)
+	twin2.Name = "twin"
+	tmpl := scheduler.Guest{VMID: 9000, Node: "pve1", Name: "web", Type: scheduler.GuestQEMU, Status: "stopped", Template: true}
+	snap := scheduler.Snapshot{Nodes: nodes, Guests: []scheduler.Guest{web, twin, twin2, tmpl}}
+
+	tests := []struct {
+		name     string
+		reqs     func() []scheduler.Request
+		opts     scheduler.Options
+		existing []bool // per placement
+	}{
+		{name: "kept where it is", reqs: func() []scheduler.Request { return []scheduler.Request{request("web")} },
+			opts: scheduler.Options{Sticky: true}, existing: []bool{true}},
+		{name: "not without the option", reqs: func() []scheduler.Request { return []scheduler.Request{request("web")} },
+			existing: []bool{false}},
+		{name: "two guests with the name: scheduled as new", reqs: func() []scheduler.Request { return []scheduler.Request{request("twin")} },
+			opts: scheduler.Options{Sticky: true}, existing: []bool{false}},
+		{name: "node no longer matches the regex", opts: scheduler.Options{Sticky: true}, existing: []bool{false},
+			reqs: func() []scheduler.Request {
+				r := request("web")
+				r.Annotations[scheduler.AnnotationNodeRegex] = "pve[23]"
+				return []scheduler.Request{r}
+			}},
+		{name: "a different pinned vmid", opts: scheduler.Options{Sticky: true}, existing: []bool{false},
+			reqs: func() []scheduler.Request { r := request("web"); r.VMID = 160; return []scheduler.Request{r} }},
+		{name: "the same pinned vmid", opts: scheduler.Options{Sticky: true}, existing: []bool{true},
+			reqs: func() []scheduler.Request { r := request("web"); r.VMID = 150; return []scheduler.Request{r} }},
+		{name: "pinned storage exists on its node", opts: scheduler.Options{Sticky: true}, existing: []bool{true},
+			reqs: func() []scheduler.Request { r := request("web"); r.Storage = "nfs"; return []scheduler.Request{r} }},
+		{name: "kept once per decision", opts: scheduler.Options{Sticky: true}, existing: []bool{true, false},
+			reqs: func() []scheduler.Request { return []scheduler.Request{request("web"), request("web")} }},
+	}
 	p := mustProfile(scheduler.PluginConfig{})
-
-	d, err := p.Schedule(snap, []scheduler.Request{request("web")}, scheduler.Options{Sticky: true})
-	if err != nil {
-		t.Fatal(err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := p.Schedule(snap, tt.reqs(), tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, pl := range d.Placements {
+				if pl.Existing != tt.existing[i] {
+					t.Fatalf("placement %d = %+v, want existing=%v", i, pl, tt.existing[i])
+				}
+				if pl.Existing && (pl.Node != "pve1" || pl.VMID != 150) {
+					t.Fatalf("kept placement = %s/%d, want pve1/150", pl.Node, pl.VMID)
+				}
+				if !pl.Existing && (pl.Node == "pve1" || pl.VMID == 150 || pl.VMID == 9000) {
+					t.Fatalf("new placement = %s/%d, want another node and a free id", pl.Node, pl.VMID)
+				}
+				if len(pl.Candidates) != 3 {
+					t.Fatalf("%d candidates, want every node", len(pl.Candidates))
+				}
+			}
+		})
 	}
-	if pl := d.Placements[0]; !pl.Existing || pl.Node != "pve1" || pl.VMID != 150 {
-		t.Fatalf("sticky placement = %+v", pl)
-	}
+}
 
-	// A guest that no longer passes the hard filters is scheduled afresh.
-	req := request("web")
+// The sticky check sees what earlier placements of the same decision took: here "big" fills
+// pve1, so "web" at its requested size no longer fits there and, with nowhere else to go, the
+// decision fails with the reason.
+func TestStickyCountsEarlierPlacements(t *testing.T) {
+	web := running(150, "pve1", 1, 2)
+	web.Name = "web"
+	snap := scheduler.Snapshot{Nodes: []scheduler.Node{node("pve1", 8, 8)}, Guests: []scheduler.Guest{web}}
+	big, again := request("big"), request("web")
+	big.MemoryMiB, again.MemoryMiB = 5120, 4096
+	_, err := mustProfile(scheduler.PluginConfig{}).Schedule(snap, []scheduler.Request{big, again}, scheduler.Options{Sticky: true})
+	var ue *scheduler.UnschedulableError
+	if !errors.As(err, &ue) || ue.Request != "web" || ue.Candidates[0].Reasons[0] != "MemoryOvercommit: (7168+4096)/8192 MiB = 1.375 > 1" {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestCheckNode(t *testing.T) {
+	snap := scheduler.Snapshot{Nodes: threeEqualNodes(), Guests: []scheduler.Guest{running(150, "pve1", 1, 1)}}
+	req := request("vm150")
 	req.Annotations[scheduler.AnnotationNodeRegex] = "pve[23]"
-	d, err = p.Schedule(snap, []scheduler.Request{req}, scheduler.Options{Sticky: true})
-	if err != nil {
-		t.Fatal(err)
+	p := mustProfile(scheduler.PluginConfig{})
+	if got := p.CheckNode(snap, req, "pve1", 150); strings.Join(got, "|") != `NodeRegex: "pve1" does not match "pve[23]"` {
+		t.Fatalf("CheckNode(pve1) = %q", got)
 	}
-	if pl := d.Placements[0]; pl.Existing || pl.Node == "pve1" || pl.VMID == 150 {
-		t.Fatalf("placement after regex change = %+v", pl)
+	if got := p.CheckNode(snap, req, "pve2", 150); got != nil {
+		t.Fatalf("CheckNode(pve2) = %q, want nil", got)
 	}
-	if got := p.CheckNode(snap, req, "pve1", 150); len(got) != 1 || !strings.HasPrefix(got[0], "NodeRegex:") {
-		t.Fatalf("CheckNode = %q", got)
+	if got := p.CheckNode(snap, req, "pve9", 150); strings.Join(got, "|") != `node "pve9" is not part of the cluster` {
+		t.Fatalf("CheckNode(pve9) = %q", got)
 	}
 }
 

@@ -1,8 +1,10 @@
 package scheduler
 
 import (
+	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 )
 
 // Options change how Schedule treats requests.
@@ -23,83 +25,99 @@ func (p *Profile) Schedule(snap Snapshot, reqs []Request, opts Options) (Decisio
 		}
 	}
 	infos, _ := buildNodeInfos(&snap, 0)
-	used := usedIDs(&snap)
+	run := &run{p: p, snap: &snap, infos: infos, used: usedIDs(&snap), given: map[int]string{}, kept: map[int]bool{}}
 	d := Decision{Placements: make([]Placement, 0, len(reqs))}
 	for _, r := range reqs {
-		var (
-			pl  Placement
-			err error
-		)
-		if g := p.stickyGuest(&snap, r, opts); g != nil {
-			pl, err = p.keep(&snap, r, g)
-		} else {
-			pl, err = p.place(&snap, infos, used, r)
-		}
-		if err != nil {
-			return Decision{}, err
+		pl, ok := run.keep(r, opts)
+		if !ok {
+			var err error
+			if pl, err = run.place(r); err != nil {
+				return Decision{}, err
+			}
 		}
 		d.Placements = append(d.Placements, pl)
 	}
 	return d, nil
 }
 
-// stickyGuest returns the one existing guest carrying the request's name, if it may stay.
-func (p *Profile) stickyGuest(snap *Snapshot, r Request, opts Options) *Guest {
+// run is the state of one Schedule call: capacity and ids as earlier placements left them.
+type run struct {
+	p     *Profile
+	snap  *Snapshot
+	infos []*NodeInfo
+	used  IDSet
+	// given maps the ids handed out in this call to the request that took them.
+	given map[int]string
+	// debits are the new placements so far, replayed on views that leave a guest out.
+	debits []debit
+	// kept marks existing guests already returned, so that no guest is kept twice.
+	kept map[int]bool
+}
+
+type debit struct {
+	node  string
+	vcpus float64
+	mem   uint64
+}
+
+// keep returns the existing guest named like the request where it is, when Options.Sticky is
+// set, exactly one guest (templates aside) has that name, a pinned vmid agrees, and its node
+// is still feasible with the guest's own usage left out. Candidates are every node's verdict
+// on that same view.
+func (run *run) keep(r Request, opts Options) (Placement, bool) {
 	if !opts.Sticky || r.Name == "" {
-		return nil
+		return Placement{}, false
 	}
-	var found *Guest
-	for i := range snap.Guests {
-		g := &snap.Guests[i]
-		if g.Name != r.Name || g.Template {
+	var g *Guest
+	for i := range run.snap.Guests {
+		cur := &run.snap.Guests[i]
+		if cur.Name != r.Name || cur.Template {
 			continue
 		}
-		if found != nil {
-			return nil // ambiguous: schedule as new
+		if g != nil {
+			return Placement{}, false // ambiguous: schedule as new
 		}
-		found = g
+		g = cur
 	}
-	if found == nil || (r.VMID != 0 && r.VMID != found.VMID) {
-		return nil
+	if g == nil || run.kept[g.VMID] || (r.VMID != 0 && r.VMID != g.VMID) {
+		return Placement{}, false
 	}
-	if len(p.CheckNode(*snap, r, found.Node, found.VMID)) > 0 {
-		return nil
-	}
-	return found
-}
-
-func (p *Profile) keep(snap *Snapshot, r Request, g *Guest) (Placement, error) {
-	node := findNode(snap, g.Node)
-	storage, reason := chooseStorage(node, r.Storage)
-	if reason != "" {
-		return Placement{}, &InputError{Attribute: "storage", Message: fmt.Sprintf("existing guest %d on %s: %s", g.VMID, g.Node, reason)}
-	}
-	return Placement{
-		Name: r.Name, Node: g.Node, VMID: g.VMID, Storage: storage, Existing: true,
-		Summary: fmt.Sprintf("%s: existing guest %d kept on %s (still passes every filter), storage %s", r.Name, g.VMID, g.Node, storage),
-	}, nil
-}
-
-func findNode(snap *Snapshot, name string) *Node {
-	for i := range snap.Nodes {
-		if snap.Nodes[i].Name == name {
-			return &snap.Nodes[i]
-		}
-	}
-	return nil
-}
-
-func (p *Profile) place(snap *Snapshot, infos []*NodeInfo, used IDSet, r Request) (Placement, error) {
-	if len(infos) == 0 {
-		return Placement{}, &UnschedulableError{Request: r.Name, Message: "0/0 nodes are available: the cluster reports no nodes"}
+	infos, byName := buildNodeInfos(run.snap, g.VMID)
+	for _, d := range run.debits {
+		byName[d.node].debit(d.vcpus, d.mem)
 	}
 	cands := make([]Candidate, len(infos))
+	at := -1
+	for i, ni := range infos {
+		cands[i], _ = run.p.evaluate(r, ni)
+		if ni.Node.Name == g.Node {
+			at = i
+		}
+	}
+	if at < 0 || !cands[at].Feasible {
+		return Placement{}, false
+	}
+	run.kept[g.VMID] = true
+	storage, _ := chooseStorage(infos[at].Node, r.Storage)
+	return Placement{
+		Name: r.Name, Node: g.Node, VMID: g.VMID, Storage: storage, Existing: true, Candidates: cands,
+		Summary: fmt.Sprintf("%s: existing guest %d kept on %s (still passes every filter), storage %s", r.Name, g.VMID, g.Node, storage),
+	}, true
+}
+
+func (run *run) place(r Request) (Placement, error) {
+	if len(run.infos) == 0 {
+		return Placement{}, &UnschedulableError{Request: r.Name, Message: "0/0 nodes are available: the cluster reports no nodes"}
+	}
+	cands := make([]Candidate, len(run.infos))
+	groups := map[string]int{}
 	best := -1
 	feasible := 0
-	for i, ni := range infos {
-		c := p.evaluate(r, ni)
+	for i, ni := range run.infos {
+		c, group := run.p.evaluate(r, ni)
 		cands[i] = c
 		if !c.Feasible {
+			groups[group]++
 			continue
 		}
 		feasible++
@@ -108,40 +126,49 @@ func (p *Profile) place(snap *Snapshot, infos []*NodeInfo, used IDSet, r Request
 		}
 	}
 	if best < 0 {
-		return Placement{}, &UnschedulableError{Request: r.Name, Message: unschedulableMessage(len(infos), p.groups(r, infos)), Candidates: cands}
+		return Placement{}, &UnschedulableError{Request: r.Name, Message: unschedulableMessage(len(run.infos), groups), Candidates: cands}
 	}
-	chosen := infos[best]
-	vmid, vmidRule, err := p.selectVMID(snap, r, used)
+	chosen := run.infos[best]
+	vmid, vmidRule, err := run.selectVMID(r)
 	if err != nil {
 		return Placement{}, err
 	}
 	storage, _ := chooseStorage(chosen.Node, r.Storage)
-	used.add(vmid)
-	chosen.debit(float64(r.VCPUs()), uint64(r.MemoryMiB)*mib)
+	run.used.add(vmid)
+	run.given[vmid] = r.Name
+	d := debit{node: chosen.Node.Name, vcpus: float64(r.VCPUs()), mem: uint64(r.MemoryMiB) * mib}
+	chosen.debit(d.vcpus, d.mem)
+	run.debits = append(run.debits, d)
 	return Placement{
 		Name: r.Name, Node: chosen.Node.Name, VMID: vmid, Storage: storage, Candidates: cands,
 		Summary: fmt.Sprintf("%s: %s (score %s; %d/%d nodes feasible), vmid %d (%s), storage %s",
-			r.Name, chosen.Node.Name, FormatNumber(round2(cands[best].Score)), feasible, len(infos), vmid, vmidRule, storage),
+			r.Name, chosen.Node.Name, FormatNumber(cands[best].Score), feasible, len(run.infos), vmid, vmidRule, storage),
 	}, nil
 }
 
 // evaluate runs every filter (all of them, to report every reason), then, for a node that
-// passes them, the storage check and the scores.
-func (p *Profile) evaluate(r Request, ni *NodeInfo) Candidate {
+// passes them, the storage check and the scores. For an infeasible node it also returns the
+// phrase its first failure is counted under in an unschedulable message, so that the counts
+// add up to the number of nodes.
+func (p *Profile) evaluate(r Request, ni *NodeInfo) (Candidate, string) {
 	c := Candidate{Node: ni.Node.Name, Feasible: true}
+	var group string
 	for _, f := range p.filters {
 		if rej := f.Filter(r, ni); rej != nil {
+			if c.Feasible {
+				group = rej.Group
+			}
 			c.Feasible = false
 			c.Reasons = append(c.Reasons, rej.Reason)
 		}
 	}
 	if !c.Feasible {
-		return c
+		return c, group
 	}
 	if _, reason := chooseStorage(ni.Node, r.Storage); reason != "" {
 		c.Feasible = false
 		c.Reasons = append(c.Reasons, "Storage: "+reason)
-		return c
+		return c, storageGroup(r.Storage)
 	}
 	c.Scores = make(map[string]float64, len(p.scores))
 	for _, s := range p.scores {
@@ -150,26 +177,7 @@ func (p *Profile) evaluate(r Request, ni *NodeInfo) Candidate {
 		c.Score += s.weight * v
 	}
 	c.Score = round2(c.Score)
-	return c
-}
-
-// groups counts nodes for the unschedulable message, each node under its first failing
-// check (filters in registry order, then storage), so the counts add up to the node count.
-func (p *Profile) groups(r Request, infos []*NodeInfo) map[string]int {
-	counts := map[string]int{}
-next:
-	for _, ni := range infos {
-		for _, f := range p.filters {
-			if rej := f.Filter(r, ni); rej != nil {
-				counts[rej.Group]++
-				continue next
-			}
-		}
-		if _, reason := chooseStorage(ni.Node, r.Storage); reason != "" {
-			counts[storageGroup(r.Storage)]++
-		}
-	}
-	return counts
+	return c, ""
 }
 
 // better reports whether a beats b: higher total score, then the tie-break hash of the seed
@@ -193,25 +201,39 @@ func tieHash(seed, node string) uint64 {
 	return h.Sum64()
 }
 
-func (p *Profile) selectVMID(snap *Snapshot, r Request, used IDSet) (int, string, error) {
+// selectVMID applies the precedence: pinned vmid, then the first enabled vmid plugin whose
+// annotation is set (Range before Regex), then the next free id in the datacenter bounds.
+func (run *run) selectVMID(r Request) (int, string, error) {
 	if r.VMID != 0 {
-		if used.Has(r.VMID) {
+		if other, ok := run.given[r.VMID]; ok {
+			return 0, "", &InputError{Attribute: "vmid", Message: fmt.Sprintf("VMID %d is pinned for %q but was already given to %q in the same decision; a pinned vmid can place one VM only", r.VMID, r.Name, other)}
+		}
+		if run.used.Has(r.VMID) {
 			return 0, "", &InputError{Attribute: "vmid", Message: fmt.Sprintf("VMID %d is already in use; choose a free id or remove the pin", r.VMID)}
 		}
 		return r.VMID, "pinned", nil
 	}
-	for _, v := range p.vmids {
+	id, rule, err := run.ruleVMID(r)
+	var ue *UnschedulableError
+	if errors.As(err, &ue) && ue.Request == "" {
+		ue.Request = r.Name
+	}
+	return id, rule, err
+}
+
+func (run *run) ruleVMID(r Request) (int, string, error) {
+	for _, v := range run.p.vmids {
 		value, ok := r.Annotations[v.Key()]
 		if !ok {
 			continue
 		}
-		id, err := v.SelectVMID(value, used)
+		id, err := v.SelectVMID(value, run.used)
 		if err != nil {
 			return 0, "", err
 		}
 		return id, v.Describe(value), nil
 	}
-	id, err := nextFreeID(snap.NextIDBounds, used)
+	id, err := nextFreeID(run.snap.NextIDBounds, run.used)
 	if err != nil {
 		return 0, "", err
 	}
@@ -245,9 +267,6 @@ func clamp(v float64) float64 {
 	return v
 }
 
-func round2(v float64) float64 {
-	if v < 0 {
-		return -round2(-v)
-	}
-	return float64(int64(v*100+0.5)) / 100
-}
+// round2 keeps two decimals: scores that agree to the hundredth are a tie, broken by the hash
+// rather than by floating-point noise.
+func round2(v float64) float64 { return math.Round(v*100) / 100 }
