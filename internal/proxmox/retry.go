@@ -3,6 +3,7 @@ package proxmox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 )
@@ -27,17 +28,20 @@ func (p retryPolicy) do(ctx context.Context, fn func() error) error {
 		}
 		select {
 		case <-ctx.Done():
-			return err
+			return fmt.Errorf("%w; gave up retrying: %w", err, ctx.Err())
 		case <-time.After(p.backoff(attempt)):
 		}
 	}
 	return err
 }
 
+// backoff is a random wait in (0, min(base*2^attempt, cap)].
 func (p retryPolicy) backoff(attempt int) time.Duration {
-	d := p.base << attempt
-	if d > p.cap || d <= 0 {
-		d = p.cap
+	d := p.cap
+	if attempt < 32 { // beyond, the shift would overflow
+		if s := p.base << attempt; s > 0 && s < p.cap {
+			d = s
+		}
 	}
 	return time.Duration(rand.Int64N(int64(d)) + 1)
 }

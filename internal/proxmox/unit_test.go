@@ -162,7 +162,7 @@ func TestRetryPolicy(t *testing.T) {
 	cancel()
 	calls := 0
 	slow := retryPolicy{attempts: 5, base: time.Hour, cap: time.Hour}
-	if err := slow.do(ctx, func() error { calls++; return transient }); calls != 1 || !errors.Is(err, ErrTransient) {
+	if err := slow.do(ctx, func() error { calls++; return transient }); calls != 1 || !errors.Is(err, ErrTransient) || !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled context: %d calls, %v", calls, err)
 	}
 }
