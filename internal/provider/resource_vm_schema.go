@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
@@ -114,7 +115,7 @@ func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 					"slot": schema.StringAttribute{Required: true,
 						Validators:  []validator.String{stringvalidator.RegexMatches(diskFormat, "must be scsi0-30, virtio0-15, sata0-5 or ide0-3")},
 						Description: "Bus and index, e.g. `scsi0`."},
-					"storage": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: keepString(), Validators: storageValidators(),
+					"storage": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: []planmodifier.String{fromSameSlot{}}, Validators: storageValidators(),
 						Description: "Storage for a new disk. Default: the scheduler's storage."},
 					"size": schema.Int64Attribute{Required: true, Validators: []validator.Int64{int64validator.AtLeast(1)}, Description: "Size in GiB."},
 				}},
@@ -132,7 +133,7 @@ func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 						Description: "Bridge (or SDN VNet). Default `vmbr0`."},
 					"vlan":     schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(1, 4094)}, Description: "VLAN tag."},
 					"firewall": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false), Description: "Enable the PVE firewall on this NIC."},
-					"mac":      schema.StringAttribute{Computed: true, PlanModifiers: keepString(), Description: "MAC address PVE assigned."},
+					"mac":      schema.StringAttribute{Computed: true, PlanModifiers: []planmodifier.String{fromSameSlot{}}, Description: "MAC address PVE assigned."},
 				}},
 			},
 			"cloud_init": schema.SingleNestedBlock{
@@ -154,5 +155,44 @@ func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 			},
 			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 		},
+	}
+}
+
+// fromSameSlot plans a computed device attribute (a NIC's MAC, a disk's storage) as the prior
+// state's value for the device in the same slot. List positions shift when a device is added
+// or removed; slots do not. A new device's value stays unknown until PVE assigns it.
+type fromSameSlot struct{}
+
+func (fromSameSlot) Description(context.Context) string {
+	return "Kept from the device in the same slot once set."
+}
+
+func (m fromSameSlot) MarkdownDescription(ctx context.Context) string { return m.Description(ctx) }
+
+func (fromSameSlot) PlanModifyString(ctx context.Context, req planmodifier.StringRequest, resp *planmodifier.StringResponse) {
+	if req.State.Raw.IsNull() || !req.PlanValue.IsUnknown() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	steps := req.Path.Steps()
+	name, ok := steps[len(steps)-1].(path.PathStepAttributeName)
+	if !ok {
+		return
+	}
+	device := req.Path.ParentPath()
+	var slot types.String
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, device.AtName("slot"), &slot)...)
+	var prior types.List
+	resp.Diagnostics.Append(req.State.GetAttribute(ctx, device.ParentPath(), &prior)...)
+	if resp.Diagnostics.HasError() || !known(slot) {
+		return
+	}
+	for _, e := range prior.Elements() {
+		attrs := e.(types.Object).Attributes()
+		if s, _ := attrs["slot"].(types.String); s.Equal(slot) {
+			if v, _ := attrs[string(name)].(types.String); !v.IsNull() {
+				resp.PlanValue = v
+			}
+			return
+		}
 	}
 }
