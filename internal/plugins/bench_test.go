@@ -40,7 +40,7 @@ func BenchmarkSchedule(b *testing.B) {
 			reqs := []scheduler.Request{benchRequest("web")}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if _, err := p.Schedule(snap, reqs, scheduler.Options{}); err != nil {
+				if _, err := p.Schedule(snap, reqs, scheduler.Options{Sticky: true}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -57,7 +57,7 @@ func BenchmarkSchedule100VMs(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := p.Schedule(snap, reqs, scheduler.Options{}); err != nil {
+		if _, err := p.Schedule(snap, reqs, scheduler.Options{Sticky: true}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -26,9 +26,12 @@ func (p *Profile) Schedule(snap Snapshot, reqs []Request, opts Options) (Decisio
 	}
 	infos, _ := buildNodeInfos(&snap, 0)
 	run := &run{p: p, snap: &snap, infos: infos, used: usedIDs(&snap), given: map[int]string{}, kept: map[int]bool{}}
+	if opts.Sticky {
+		run.named = guestsByName(&snap)
+	}
 	d := Decision{Placements: make([]Placement, 0, len(reqs))}
 	for _, r := range reqs {
-		pl, ok := run.keep(r, opts)
+		pl, ok := run.keep(r)
 		if !ok {
 			var err error
 			if pl, err = run.place(r); err != nil {
@@ -52,6 +55,26 @@ type run struct {
 	debits []debit
 	// kept marks existing guests already returned, so that no guest is kept twice.
 	kept map[int]bool
+	// named finds the guest carrying a name (nil when several do); set with Options.Sticky.
+	named map[string]*Guest
+}
+
+// guestsByName indexes guests by name, templates aside; a name several guests share maps to
+// nil, as none of them can be told apart.
+func guestsByName(snap *Snapshot) map[string]*Guest {
+	named := make(map[string]*Guest, len(snap.Guests))
+	for i := range snap.Guests {
+		g := &snap.Guests[i]
+		if g.Template || g.Name == "" {
+			continue
+		}
+		if _, dup := named[g.Name]; dup {
+			named[g.Name] = nil
+			continue
+		}
+		named[g.Name] = g
+	}
+	return named
 }
 
 type debit struct {
@@ -64,21 +87,8 @@ type debit struct {
 // set, exactly one guest (templates aside) has that name, a pinned vmid agrees, and its node
 // is still feasible with the guest's own usage left out. Candidates are every node's verdict
 // on that same view.
-func (run *run) keep(r Request, opts Options) (Placement, bool) {
-	if !opts.Sticky || r.Name == "" {
-		return Placement{}, false
-	}
-	var g *Guest
-	for i := range run.snap.Guests {
-		cur := &run.snap.Guests[i]
-		if cur.Name != r.Name || cur.Template {
-			continue
-		}
-		if g != nil {
-			return Placement{}, false // ambiguous: schedule as new
-		}
-		g = cur
-	}
+func (run *run) keep(r Request) (Placement, bool) {
+	g := run.named[r.Name]
 	if g == nil || run.kept[g.VMID] || (r.VMID != 0 && r.VMID != g.VMID) {
 		return Placement{}, false
 	}
