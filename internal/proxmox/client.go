@@ -50,6 +50,11 @@ type Client struct {
 	poll  time.Duration
 	retry retryPolicy
 
+	// ticket auth only: when the session was opened or last renewed
+	login     bool
+	sessionMu sync.Mutex
+	sessionAt time.Time
+
 	optionsMu   sync.Mutex
 	optionsRead bool
 	bounds      *nextIDBounds
@@ -117,7 +122,7 @@ func New(cfg Config) (*Client, error) {
 		poll = 500 * time.Millisecond
 	}
 	api := goproxmox.NewClient(base, goproxmox.WithHTTPClient(hc), goproxmox.WithUserAgent(ua), auth)
-	return &Client{api: api, poll: poll, retry: retry}, nil
+	return &Client{api: api, poll: poll, retry: retry, login: cfg.APIToken == ""}, nil
 }
 
 // authOption picks token or ticket authentication; errors name the setting to fix.
@@ -167,6 +172,42 @@ func (t *statusRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // call runs one API request and types its error.
 func (c *Client) call(ctx context.Context, op string, do func(ctx context.Context) error) error {
+	if err := c.session(ctx); err != nil {
+		return err
+	}
+	return c.send(ctx, op, do)
+}
+
+// sessionRenewal is how often a ticket is renewed: PVE's tickets last 2 hours, and go-proxmox
+// counts them expired after one.
+const sessionRenewal = 50 * time.Minute
+
+// session logs in (ticket auth) before the first request and renews the ticket before it
+// expires. Left to itself, go-proxmox logs in only when a request meets a 401, and of several
+// requests meeting it at once all but one fail with "not authorized".
+func (c *Client) session(ctx context.Context) error {
+	if !c.login {
+		return nil
+	}
+	c.sessionMu.Lock()
+	defer c.sessionMu.Unlock()
+	var err error
+	switch {
+	case c.sessionAt.IsZero():
+		err = c.send(ctx, "log in", c.api.CreateSession)
+	case time.Since(c.sessionAt) > sessionRenewal:
+		err = c.send(ctx, "renew the login ticket", c.api.RefreshTicket)
+	default:
+		return nil
+	}
+	if err == nil {
+		c.sessionAt = time.Now()
+	}
+	return err
+}
+
+// send runs one API request as is and types its error.
+func (c *Client) send(ctx context.Context, op string, do func(ctx context.Context) error) error {
 	st := &responseStatus{}
 	err := do(context.WithValue(ctx, statusKey{}, st))
 	if err == nil && st.code < 300 {

@@ -262,6 +262,8 @@ func TestReadsRetryTransientFailures(t *testing.T) {
 	}
 }
 
+// Ticket auth logs in once, before the first request, even when that first request is a
+// snapshot's two concurrent ones (go-proxmox alone would fail all but one of them).
 func TestTicketLogin(t *testing.T) {
 	s := pvesim.NewTestServer(t, lab(t))
 	user, pass := s.Credentials()
@@ -269,8 +271,32 @@ func TestTicketLogin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.CreateVM(context.Background(), "pve2", 150, map[string]string{"name": "x"}); err != nil {
+	ctx := context.Background()
+	if _, err := c.Snapshot(ctx); err != nil {
+		t.Fatalf("first snapshot with ticket auth: %v", err)
+	}
+	errs := make(chan error, 8)
+	for i := 0; i < cap(errs); i++ {
+		go func() { _, err := c.GetVM(ctx, "pve1", 100); errs <- err }()
+	}
+	for i := 0; i < cap(errs); i++ {
+		if err := <-errs; err != nil {
+			t.Fatalf("concurrent read with ticket auth: %v", err)
+		}
+	}
+	if err := c.CreateVM(ctx, "pve2", 150, map[string]string{"name": "x"}); err != nil {
 		t.Fatalf("create with ticket auth: %v", err)
+	}
+	if n := s.Requests("POST /access/ticket"); n != 1 {
+		t.Fatalf("%d logins, want 1", n)
+	}
+
+	bad, err := proxmox.New(proxmox.Config{Endpoint: s.URL(), Username: user, Password: "wrong", CACertPEM: s.CACertPEM()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bad.Snapshot(ctx); !errors.Is(err, proxmox.ErrUnauthorized) || !strings.Contains(err.Error(), "log in") {
+		t.Fatalf("wrong password: %v", err)
 	}
 }
 
