@@ -580,10 +580,13 @@ func (r *vmResource) Update(ctx context.Context, req resource.UpdateRequest, res
 	if err != nil {
 		resp.Diagnostics.AddError(fmt.Sprintf("Cannot update VM %d", vmid), err.Error())
 	}
-	if at, lerr := c.LocateVM(ctx, vmid); lerr == nil {
+	// Record what PVE now has, even after a timeout: a migration may have finished.
+	cleanupCtx, cancelCleanup := cleanupContext(ctx)
+	defer cancelCleanup()
+	if at, lerr := c.LocateVM(cleanupCtx, vmid); lerr == nil {
 		node = at
 	}
-	r.readBack(ctx, &plan, node, vmid, &resp.Diagnostics)
+	r.readBack(cleanupCtx, &plan, node, vmid, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
