@@ -1,6 +1,6 @@
 // Package proxmox is the only code that talks to Proxmox VE. It goes through go-proxmox for
 // transport, authentication and TLS, and adds what that client lacks: a snapshot in at most
-// two requests, correct task success tests, typed errors and safe retries.
+// two requests (see Snapshot), correct task success tests, typed errors and safe retries.
 package proxmox
 
 import (
@@ -74,15 +74,19 @@ func ParseAPIToken(token string) (id, secret string, err error) {
 // NormalizeEndpoint turns https://host:8006[/][api2/json] into the API base URL.
 func NormalizeEndpoint(endpoint string) (string, error) {
 	u, err := url.Parse(strings.TrimSpace(endpoint))
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return "", fmt.Errorf("endpoint %q is not a URL like https://pve.example.com:8006", endpoint)
-	}
-	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return "", fmt.Errorf("endpoint %q must not hold credentials, a query or a fragment; give only scheme, host and port, e.g. https://pve.example.com:8006", endpoint)
+	switch {
+	case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
+		shown := endpoint
+		if strings.Contains(shown, "@") {
+			shown = "(not shown: it may hold a password)" // errors get logged
+		}
+		return "", fmt.Errorf("endpoint %q is not a URL like https://pve.example.com:8006", shown)
+	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
+		return "", fmt.Errorf("endpoint %q must not hold credentials, a query or a fragment; give only scheme, host and port, e.g. https://pve.example.com:8006", u.Redacted())
 	}
 	path := strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/api2/json")
 	if path != "" {
-		return "", fmt.Errorf("endpoint %q has an unexpected path %q; give only scheme, host and port, e.g. https://pve.example.com:8006", endpoint, u.Path)
+		return "", fmt.Errorf("endpoint %q has an unexpected path %q; give only scheme, host and port, e.g. https://pve.example.com:8006", u.Redacted(), u.Path)
 	}
 	return u.Scheme + "://" + u.Host + "/api2/json", nil
 }

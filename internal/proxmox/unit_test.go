@@ -199,8 +199,9 @@ func TestNormalizeEndpoint(t *testing.T) {
 		{"ftp://pve", "", "is not a URL"},
 		{"https://", "", "is not a URL"},
 		{"https://pve:8006/api2/extjs", "", `unexpected path "/api2/extjs"`},
-		{"https://root:secret@pve:8006", "", "must not hold credentials"},
+		{"https://root:secret@pve:8006", "", `"https://root:xxxxx@pve:8006" must not hold credentials`},
 		{"https://pve:8006?x=1", "", "a query"},
+		{"root:secret@pve:8006", "", "(not shown: it may hold a password)"},
 	}
 	for _, tt := range tests {
 		got, err := NormalizeEndpoint(tt.in)
