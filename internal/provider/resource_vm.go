@@ -542,17 +542,12 @@ func (r *vmResource) Read(ctx context.Context, req resource.ReadRequest, resp *r
 		return
 	}
 	vmid := int(state.VMID.ValueInt64())
-	node, err := r.data.client.LocateVM(ctx, vmid)
+	vm, err := r.findVM(ctx, vmid)
 	if errors.Is(err, proxmox.ErrNotFound) {
 		tflog.Warn(ctx, "VM is gone; removing it from state", map[string]any{"vmid": vmid})
 		resp.State.RemoveResource(ctx)
 		return
 	}
-	if err != nil {
-		resp.Diagnostics.AddError(fmt.Sprintf("Cannot find VM %d", vmid), err.Error())
-		return
-	}
-	vm, err := r.data.client.GetVM(ctx, node, vmid)
 	if err != nil {
 		resp.Diagnostics.AddError(fmt.Sprintf("Cannot read VM %d", vmid), err.Error())
 		return
@@ -682,6 +677,26 @@ func (r *vmResource) Delete(ctx context.Context, req resource.DeleteRequest, res
 	}
 }
 
+// findVM reads a VM wherever it runs. A VM that migrates between the lookup and the read is
+// looked up once more; ErrNotFound means it is gone.
+func (r *vmResource) findVM(ctx context.Context, vmid int) (*proxmox.VM, error) {
+	var vm *proxmox.VM
+	var err error
+	for try := 0; try < 2; try++ {
+		var node string
+		if node, err = r.data.client.LocateVM(ctx, vmid); err != nil {
+			return nil, err
+		}
+		if vm, err = r.data.client.GetVM(ctx, node, vmid); !errors.Is(err, proxmox.ErrNotFound) {
+			break
+		}
+	}
+	return vm, err
+}
+
+// timeoutTypes is the object type of the timeouts block.
+var timeoutTypes = map[string]attr.Type{"create": types.StringType, "update": types.StringType, "delete": types.StringType}
+
 // ImportState accepts "123" or "pve2/123". The VM's disks and NICs become managed blocks.
 func (r *vmResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	idText := req.ID
@@ -693,19 +708,14 @@ func (r *vmResource) ImportState(ctx context.Context, req resource.ImportStateRe
 		resp.Diagnostics.AddError("Invalid import ID", fmt.Sprintf("%q is not a VMID; use 123 or node/123, e.g. pve2/123.", req.ID))
 		return
 	}
-	node, err := r.data.client.LocateVM(ctx, vmid)
-	if err != nil {
-		resp.Diagnostics.AddError(fmt.Sprintf("Cannot import VM %d", vmid), err.Error())
-		return
-	}
-	vm, err := r.data.client.GetVM(ctx, node, vmid)
+	vm, err := r.findVM(ctx, vmid)
 	if err != nil {
 		resp.Diagnostics.AddError(fmt.Sprintf("Cannot import VM %d", vmid), err.Error())
 		return
 	}
 	m := vmModel{Storage: types.StringNull(), PlacementSummary: types.StringValue("imported"), Annotations: types.MapNull(types.StringType),
 		PluginConfigYAML: types.StringNull(), Pool: types.StringNull()}
-	m.Timeouts.Object = types.ObjectNull(map[string]attr.Type{"create": types.StringType, "update": types.StringType, "delete": types.StringType})
+	m.Timeouts.Object = types.ObjectNull(timeoutTypes)
 	m.importDevices(vm.Config)
 	if len(m.Disks) > 0 {
 		m.Storage = m.Disks[0].Storage

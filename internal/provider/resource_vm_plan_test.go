@@ -17,8 +17,6 @@ import (
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/reservations"
 )
 
-var timeoutTypes = map[string]attr.Type{"create": types.StringType, "update": types.StringType, "delete": types.StringType}
-
 // existingVM is the state of web-1, VM 101 on pve2, with one 20 GiB disk.
 func existingVM() *vmModel {
 	m := &vmModel{
