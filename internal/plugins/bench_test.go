@@ -66,7 +66,7 @@ func BenchmarkSchedule100VMs(b *testing.B) {
 // BenchmarkRegexVMIDNoMatch builds the automaton and searches it on every iteration: what a
 // decision pays for an expression it has not seen.
 func BenchmarkRegexVMIDNoMatch(b *testing.B) {
-	used := scheduler.IDSet{}
+	var used scheduler.IDSet
 	for _, expr := range []string{`0.*`, `[a-z]+`, `9{10}`, `\d*5{10}`} {
 		b.Run(expr, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {

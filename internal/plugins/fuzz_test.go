@@ -32,12 +32,13 @@ func FuzzLowestMatchingID(f *testing.F) {
 		if err != nil {
 			return
 		}
-		used := scheduler.IDSet{}
+		var ids []int
 		for i := 0; i < 16; i++ {
 			if usedMask&(1<<i) != 0 {
-				used[100+i] = struct{}{}
+				ids = append(ids, 100+i)
 			}
 		}
+		used := scheduler.NewIDSet(ids...)
 		got, ok := m.lowestFree(used)
 		want, wantOK := bruteLowest(expr, used, 9999)
 		if wantOK && (!ok || got != want) {

@@ -36,10 +36,8 @@ func (vmidRange) SelectVMID(value string, used scheduler.IDSet) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	for id := start; id <= end; id++ {
-		if !used.Has(id) {
-			return id, nil
-		}
+	if id, ok := used.LowestFree(start, end); ok {
+		return id, nil
 	}
 	n := end - start + 1
 	return 0, &scheduler.UnschedulableError{Message: fmt.Sprintf("no free vmid in range %d-%d: %d of %d in use", start, end, n, n)}

@@ -203,8 +203,8 @@ func emptyOK(op syntax.EmptyOp, atStart, atEnd bool) bool {
 
 // lowestFree returns the lowest id in MinVMID..MaxVMID that matches and is not used. Shorter
 // ids are smaller, and within a length digits are tried in ascending order, so the first free
-// match found is the lowest. Only prefixes of matching ids are visited: the cost grows with
-// the number of used ids that match, never with the size of the id space.
+// match found is the lowest. Only prefixes of matching ids are visited, and a prefix whose ids
+// are all used is skipped whole: the cost never grows with the size of the id space.
 func (dfa *digitDFA) lowestFree(used scheduler.IDSet) (int, bool) {
 	for length := minDigits; length <= maxDigits; length++ {
 		if id, ok := dfa.search(0, length, 0, used); ok {
@@ -219,17 +219,18 @@ func (dfa *digitDFA) search(s int32, remaining, prefix int, used scheduler.IDSet
 	if prefix == 0 {
 		first = 1 // no leading zeros
 	}
+	span := pow10[remaining-1] // ids sharing the prefix extended by one digit
 	for d := first; d <= 9; d++ {
 		n := dfa.next[s][d]
 		if n < 0 || !dfa.live[n][remaining-1] {
 			continue
 		}
 		id := prefix*10 + d
-		if remaining == 1 {
-			if !used.Has(id) {
-				return id, true
-			}
+		if used.AllTaken(id*span, id*span+span-1) {
 			continue
+		}
+		if remaining == 1 {
+			return id, true
 		}
 		if found, ok := dfa.search(n, remaining-1, id, used); ok {
 			return found, true
@@ -237,3 +238,5 @@ func (dfa *digitDFA) search(s int32, remaining, prefix int, used scheduler.IDSet
 	}
 	return 0, false
 }
+
+var pow10 = [maxDigits]int{1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000}

@@ -22,11 +22,11 @@ func bruteLowest(expr string, used scheduler.IDSet, limit int) (int, bool) {
 }
 
 func idRange(from, to int) scheduler.IDSet {
-	used := scheduler.IDSet{}
+	var ids []int
 	for id := from; id <= to; id++ {
-		used[id] = struct{}{}
+		ids = append(ids, id)
 	}
-	return used
+	return scheduler.NewIDSet(ids...)
 }
 
 func TestRegexLowestFree(t *testing.T) {
@@ -59,9 +59,6 @@ func TestRegexLowestFree(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
 			used := tt.used
-			if used == nil {
-				used = scheduler.IDSet{}
-			}
 			dfa, err := newDigitDFA(tt.expr)
 			if err != nil {
 				t.Fatal(err)
@@ -94,9 +91,6 @@ func TestRegexPluginErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		used := tt.used
-		if used == nil {
-			used = scheduler.IDSet{}
-		}
 		_, err := (&vmidRegex{}).SelectVMID(tt.expr, used)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%q: err = %v, want it to contain %q", tt.expr, err, tt.want)

@@ -1,26 +1,61 @@
 package scheduler
 
+import (
+	"slices"
+	"sort"
+)
+
 // IDSet is the set of VMIDs in use: every qemu and lxc guest, reservations and ids handed out
-// earlier in the same decision.
-type IDSet map[int]struct{}
+// earlier in the same decision. It is kept sorted, so that the lowest free id of a range costs
+// a binary search plus a walk over the used ids at its start, not one lookup per id.
+type IDSet struct {
+	sorted []int
+}
+
+// NewIDSet returns the set of the given ids; duplicates are fine.
+func NewIDSet(ids ...int) IDSet {
+	sorted := slices.Clone(ids)
+	slices.Sort(sorted)
+	return IDSet{sorted: slices.Compact(sorted)}
+}
 
 // Has reports whether id is taken.
 func (s IDSet) Has(id int) bool {
-	_, ok := s[id]
-	return ok
+	_, found := slices.BinarySearch(s.sorted, id)
+	return found
 }
 
-func (s IDSet) add(id int) { s[id] = struct{}{} }
+// LowestFree returns the lowest id in [lo, hi] that is not taken.
+func (s IDSet) LowestFree(lo, hi int) (int, bool) {
+	id := lo
+	for i := sort.SearchInts(s.sorted, lo); i < len(s.sorted) && s.sorted[i] == id; i++ {
+		id++
+	}
+	return id, id <= hi
+}
+
+// AllTaken reports whether every id in [lo, hi] is taken.
+func (s IDSet) AllTaken(lo, hi int) bool {
+	return sort.SearchInts(s.sorted, hi+1)-sort.SearchInts(s.sorted, lo) == hi-lo+1
+}
+
+func (s *IDSet) add(id int) {
+	i, found := slices.BinarySearch(s.sorted, id)
+	if !found {
+		s.sorted = slices.Insert(s.sorted, i, id)
+	}
+}
 
 func usedIDs(snap *Snapshot) IDSet {
-	used := make(IDSet, len(snap.Guests)+len(snap.Reservations))
+	ids := make([]int, 0, len(snap.Guests)+len(snap.Reservations))
 	for _, g := range snap.Guests {
-		used.add(g.VMID)
+		ids = append(ids, g.VMID)
 	}
 	for _, r := range snap.Reservations {
-		used.add(r.VMID)
+		ids = append(ids, r.VMID)
 	}
-	return used
+	slices.Sort(ids)
+	return IDSet{sorted: slices.Compact(ids)}
 }
 
 // defaultUpper is PVE's upper bound (exclusive) for /cluster/nextid when next-id is unset.
@@ -41,10 +76,8 @@ func nextFreeID(bounds *IDBounds, used IDSet) (int, error) {
 	if upper > MaxVMID+1 {
 		upper = MaxVMID + 1
 	}
-	for id := lower; id < upper; id++ {
-		if !used.Has(id) {
-			return id, nil
-		}
+	if id, ok := used.LowestFree(lower, upper-1); ok {
+		return id, nil
 	}
 	return 0, &UnschedulableError{Message: "no free vmid in datacenter next-id range [" + itoa(lower) + ", " + itoa(upper) + ")"}
 }

@@ -27,7 +27,7 @@ func (p *Profile) Schedule(snap Snapshot, reqs []Request, opts Options) (Decisio
 	infos, _ := buildNodeInfos(&snap, 0)
 	run := &run{p: p, snap: &snap, infos: infos, used: usedIDs(&snap), given: map[int]string{}, kept: map[int]bool{}}
 	if opts.Sticky {
-		run.named = guestsByName(&snap)
+		run.named = guestsByName(&snap, reqs)
 	}
 	d := Decision{Placements: make([]Placement, 0, len(reqs))}
 	for _, r := range reqs {
@@ -59,19 +59,26 @@ type run struct {
 	named map[string]*Guest
 }
 
-// guestsByName indexes guests by name, templates aside; a name several guests share maps to
-// nil, as none of them can be told apart.
-func guestsByName(snap *Snapshot) map[string]*Guest {
-	named := make(map[string]*Guest, len(snap.Guests))
+// guestsByName finds the guests carrying the requests' names, templates aside; a name several
+// guests share maps to nil, as none of them can be told apart.
+func guestsByName(snap *Snapshot, reqs []Request) map[string]*Guest {
+	named := make(map[string]*Guest, len(reqs))
+	found := make(map[string]bool, len(reqs))
+	for _, r := range reqs {
+		if r.Name != "" {
+			named[r.Name] = nil
+		}
+	}
 	for i := range snap.Guests {
 		g := &snap.Guests[i]
-		if g.Template || g.Name == "" {
+		if _, wanted := named[g.Name]; !wanted || g.Template {
 			continue
 		}
-		if _, dup := named[g.Name]; dup {
+		if found[g.Name] {
 			named[g.Name] = nil
 			continue
 		}
+		found[g.Name] = true
 		named[g.Name] = g
 	}
 	return named
