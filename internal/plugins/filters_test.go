@@ -86,6 +86,13 @@ func TestFilters(t *testing.T) {
 			reasons: []string{"MemoryOvercommit: (4096+4097)/8192 MiB = 1.0001 > 1"},
 		},
 		{
+			name:    "a hair above the ratio still shows above it",
+			nodes:   []scheduler.Node{node("pve1", 8, 1024)},
+			guests:  []scheduler.Guest{running(100, "pve1", 1, 1023)},
+			req:     func(r *scheduler.Request) { r.MemoryMiB = 1025 },
+			reasons: []string{"MemoryOvercommit: (1047552+1025)/1048576 MiB = 1.00001 > 1"},
+		},
+		{
 			name:   "memory ratio arg",
 			cfg:    ratio("MemoryOvercommit", "1.5"),
 			nodes:  []scheduler.Node{node("pve1", 8, 8)},

@@ -21,19 +21,21 @@ const (
 )
 
 // cpuOvercommit passes a node when (vCPUs of running guests + request) / logical CPUs <= ratio.
-type cpuOvercommit struct{ ratio float64 }
+type cpuOvercommit struct {
+	ratio float64
+	group string
+}
 
 func newCPUOvercommit(args map[string]string) (scheduler.Plugin, error) {
 	r, err := parseRatio(args, defaultCPURatio)
-	return cpuOvercommit{ratio: r}, err
+	return cpuOvercommit{ratio: r, group: "exceeded cpu overcommit ratio " + scheduler.FormatNumber(r)}, err
 }
 
 func (cpuOvercommit) Name() string { return CPUOvercommitName }
 
 func (f cpuOvercommit) Filter(req scheduler.Request, n *scheduler.NodeInfo) *scheduler.Rejection {
-	group := "exceeded cpu overcommit ratio " + scheduler.FormatNumber(f.ratio)
 	if n.Node.MaxCPU <= 0 {
-		return &scheduler.Rejection{Reason: "CPUOvercommit: node reports no CPUs", Group: group}
+		return &scheduler.Rejection{Reason: "CPUOvercommit: node reports no CPUs", Group: f.group}
 	}
 	sum := n.AllocCPU + float64(req.VCPUs())
 	if sum <= f.ratio*float64(n.Node.MaxCPU) {
@@ -41,26 +43,28 @@ func (f cpuOvercommit) Filter(req scheduler.Request, n *scheduler.NodeInfo) *sch
 	}
 	return &scheduler.Rejection{
 		Reason: fmt.Sprintf("CPUOvercommit: (%s+%d)/%d = %s > %s", scheduler.FormatNumber(n.AllocCPU), req.VCPUs(),
-			n.Node.MaxCPU, scheduler.FormatNumber(round(sum/float64(n.Node.MaxCPU))), scheduler.FormatNumber(f.ratio)),
-		Group: group,
+			n.Node.MaxCPU, above(sum/float64(n.Node.MaxCPU), f.ratio), scheduler.FormatNumber(f.ratio)),
+		Group: f.group,
 	}
 }
 
 // memoryOvercommit passes a node when (configured memory of running guests + request) /
 // total memory <= ratio.
-type memoryOvercommit struct{ ratio float64 }
+type memoryOvercommit struct {
+	ratio float64
+	group string
+}
 
 func newMemoryOvercommit(args map[string]string) (scheduler.Plugin, error) {
 	r, err := parseRatio(args, defaultMemoryRatio)
-	return memoryOvercommit{ratio: r}, err
+	return memoryOvercommit{ratio: r, group: "exceeded memory overcommit ratio " + scheduler.FormatNumber(r)}, err
 }
 
 func (memoryOvercommit) Name() string { return MemoryOvercommitName }
 
 func (f memoryOvercommit) Filter(req scheduler.Request, n *scheduler.NodeInfo) *scheduler.Rejection {
-	group := "exceeded memory overcommit ratio " + scheduler.FormatNumber(f.ratio)
 	if n.Node.MaxMem == 0 {
-		return &scheduler.Rejection{Reason: "MemoryOvercommit: node reports no memory", Group: group}
+		return &scheduler.Rejection{Reason: "MemoryOvercommit: node reports no memory", Group: f.group}
 	}
 	const mib = 1 << 20
 	request := uint64(req.MemoryMiB) * mib
@@ -70,8 +74,8 @@ func (f memoryOvercommit) Filter(req scheduler.Request, n *scheduler.NodeInfo) *
 	}
 	return &scheduler.Rejection{
 		Reason: fmt.Sprintf("MemoryOvercommit: (%s+%d)/%s MiB = %s > %s", mibString(n.AllocMem), req.MemoryMiB,
-			mibString(n.Node.MaxMem), scheduler.FormatNumber(round(sum/float64(n.Node.MaxMem))), scheduler.FormatNumber(f.ratio)),
-		Group: group,
+			mibString(n.Node.MaxMem), above(sum/float64(n.Node.MaxMem), f.ratio), scheduler.FormatNumber(f.ratio)),
+		Group: f.group,
 	}
 }
 
@@ -91,5 +95,16 @@ func mibString(bytes uint64) string {
 	return scheduler.FormatNumber(round(float64(bytes) / (1 << 20)))
 }
 
-// round keeps 4 decimals: enough to show why 4097 MiB on top of 4096 exceeds 8192.
+// round keeps 4 decimals: enough for a reader, e.g. 4097 MiB on top of 4096 of 8192 = 1.0001.
 func round(v float64) float64 { return math.Round(v*10000) / 10000 }
+
+// above prints a ratio that exceeds the limit with enough decimals to show that it does: 4
+// usually, more when 4 would round it down to the limit (1 MiB over 1 TiB).
+func above(v, limit float64) string {
+	shown := round(v)
+	for decimals := 5; shown <= limit && decimals <= 15; decimals++ {
+		scale := math.Pow10(decimals)
+		shown = math.Ceil(v*scale) / scale
+	}
+	return scheduler.FormatNumber(shown)
+}

@@ -25,12 +25,17 @@ func (s IDSet) Has(id int) bool {
 	return found
 }
 
-// LowestFree returns the lowest id in [lo, hi] that is not taken.
+// LowestFree returns the lowest id in [lo, hi] that is not taken. Taken ids are distinct and
+// sorted, so sorted[i]-i stays constant along a run of consecutive ids and grows after a gap:
+// the end of the run starting at lo is found by binary search too.
 func (s IDSet) LowestFree(lo, hi int) (int, bool) {
-	id := lo
-	for i := sort.SearchInts(s.sorted, lo); i < len(s.sorted) && s.sorted[i] == id; i++ {
-		id++
+	k := sort.SearchInts(s.sorted, lo)
+	if k == len(s.sorted) || s.sorted[k] != lo {
+		return lo, lo <= hi
 	}
+	rest := s.sorted[k:]
+	run := sort.Search(len(rest), func(i int) bool { return rest[i]-i != lo })
+	id := lo + run
 	return id, id <= hi
 }
 
