@@ -359,3 +359,30 @@ func TestValidateRequest(t *testing.T) {
 		t.Errorf("vmid 99: err = %v", err)
 	}
 }
+
+// A profile is shared by concurrent decisions (the plugins' caches fill up meanwhile): each
+// gets the same answer as a lone one. Run with -race, as make test does.
+func TestProfileIsSafeForConcurrentDecisions(t *testing.T) {
+	p := mustProfile(scheduler.PluginConfig{})
+	snap := scheduler.Snapshot{Nodes: threeEqualNodes()}
+	req := request("web")
+	req.Annotations[scheduler.AnnotationNodeRegex] = "pve[12]"
+	req.Annotations[scheduler.AnnotationVMIDRegex] = `7\d\d`
+	results := make(chan string, 8)
+	for i := 0; i < cap(results); i++ {
+		go func() {
+			d, err := p.Schedule(snap, []scheduler.Request{req}, scheduler.Options{})
+			if err != nil {
+				results <- err.Error()
+				return
+			}
+			results <- d.Placements[0].Summary
+		}()
+	}
+	want := "web: pve2 (score 100; 2/3 nodes feasible), vmid 700 (regex 7\\d\\d), storage local-lvm"
+	for i := 0; i < cap(results); i++ {
+		if got := <-results; got != want {
+			t.Fatalf("decision = %s\nwant       %s", got, want)
+		}
+	}
+}

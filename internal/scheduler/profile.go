@@ -4,7 +4,8 @@ import (
 	"fmt"
 )
 
-// Profile is a ready-to-run pipeline: the enabled plugins, configured, in registry order.
+// Profile is a ready-to-run pipeline: the enabled plugins, configured, in registry order. It is
+// never modified after NewProfile, so concurrent decisions may share it.
 type Profile struct {
 	filters []FilterPlugin
 	scores  []weightedScore
