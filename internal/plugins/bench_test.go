@@ -67,7 +67,7 @@ func BenchmarkSchedule100VMs(b *testing.B) {
 // decision pays for an expression it has not seen.
 func BenchmarkRegexVMIDNoMatch(b *testing.B) {
 	var used scheduler.IDSet
-	for _, expr := range []string{`0.*`, `[a-z]+`, `9{10}`, `\d*5{10}`} {
+	for _, expr := range []string{`0.*`, `[a-z]+`, `9{10}`, `\d*5{10}`, `(\d?){1000}x`} {
 		b.Run(expr, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				dfa, err := newDigitDFA(expr)
