@@ -10,7 +10,9 @@ import (
 // Options change how Schedule treats requests.
 type Options struct {
 	// Sticky keeps a request whose Name matches exactly one existing guest where that guest
-	// is, as long as its node still passes the hard filters (the guest's own usage excluded).
+	// is, as long as its node is still feasible for the request: the hard filters pass (the
+	// guest's own usage excluded, earlier placements of the call included) and the storage
+	// can be served there. Otherwise the request is placed as a new VM.
 	Sticky bool
 }
 
