@@ -298,6 +298,7 @@ func TestStorageChoice(t *testing.T) {
 		{Name: "big", Content: []string{"images"}, Active: false, Total: 800 * gib},
 		{Name: "ceph", Content: []string{"images", "rootdir"}, Active: true, Shared: true, Total: 500 * gib, Used: 100 * gib},
 		{Name: "local-lvm", Content: []string{"images"}, Active: true, Total: 300 * gib},
+		{Name: "overfull", Content: []string{"images"}, Active: true, Total: 900 * gib, Used: 950 * gib},
 	}
 	tests := []struct{ pin, want, err string }{
 		{want: "ceph"},
@@ -323,9 +324,24 @@ func TestStorageChoice(t *testing.T) {
 	}
 }
 
+func TestUnschedulableStorage(t *testing.T) {
+	req := request("a")
+	req.Storage = "nfs"
+	_, err := mustProfile(scheduler.PluginConfig{}).Schedule(scheduler.Snapshot{Nodes: threeEqualNodes()}, []scheduler.Request{req}, scheduler.Options{})
+	if err == nil || err.Error() != `cannot place "a": 0/3 nodes are available: 3 node(s) had no usable storage "nfs"` {
+		t.Fatalf("err = %v", err)
+	}
+	full := node("pve1", 8, 32)
+	full.Storages = []scheduler.Storage{{Name: "iso", Content: []string{"iso"}, Active: true, Total: gib}}
+	_, err = mustProfile(scheduler.PluginConfig{}).Schedule(scheduler.Snapshot{Nodes: []scheduler.Node{full}}, []scheduler.Request{request("a")}, scheduler.Options{})
+	if err == nil || err.Error() != `cannot place "a": 0/1 nodes are available: 1 node(s) had no active storage for VM images` {
+		t.Fatalf("err = %v", err)
+	}
+}
+
 func TestEmptyCluster(t *testing.T) {
 	_, err := mustProfile(scheduler.PluginConfig{}).Schedule(scheduler.Snapshot{}, []scheduler.Request{request("a")}, scheduler.Options{})
-	if err == nil || !strings.Contains(err.Error(), "0/0 nodes are available") {
+	if err == nil || err.Error() != `cannot place "a": 0/0 nodes are available: the cluster reports no nodes` {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -353,10 +369,44 @@ func TestValidateRequest(t *testing.T) {
 			t.Errorf("%s=%q: err = %v, want InputError containing %q", tt.key, tt.value, err, tt.want)
 		}
 	}
-	bad := request("a")
-	bad.VMID = 99
-	if err := p.ValidateRequest(bad); err == nil || err.Error() != "vmid: 99 is outside the valid VMID range 100-999999999" {
-		t.Errorf("vmid 99: err = %v", err)
+	sizes := []struct {
+		change func(r *scheduler.Request)
+		want   string
+	}{
+		{func(r *scheduler.Request) { r.VMID = 99 }, "vmid: 99 is outside the valid VMID range 100-999999999"},
+		{func(r *scheduler.Request) { r.VMID = 1000000000 }, "vmid: 1000000000 is outside the valid VMID range 100-999999999"},
+		{func(r *scheduler.Request) { r.Cores = 0 }, "cores: must be at least 1, got 0"},
+		{func(r *scheduler.Request) { r.Sockets = -1 }, "sockets: must be at least 1, got -1"},
+		{func(r *scheduler.Request) { r.MemoryMiB = 0 }, "memory: must be at least 1 MiB, got 0"},
+	}
+	for _, tt := range sizes {
+		bad := request("a")
+		tt.change(&bad)
+		var ie *scheduler.InputError
+		if err := p.ValidateRequest(bad); !errors.As(err, &ie) || err.Error() != tt.want {
+			t.Errorf("err = %v, want InputError %q", err, tt.want)
+		}
+	}
+}
+
+// Every registered plugin answers to the name it is registered under, and the names are the
+// reference's, in pipeline order (Range before Regex gives Range precedence).
+func TestRegistry(t *testing.T) {
+	filters, scores, vmids := Names()
+	got := fmt.Sprint(filters, scores, vmids)
+	if want := "[NodeName NodeOnline NodeRegex CPUOvercommit MemoryOvercommit] [NodeResource] [Range Regex]"; got != want {
+		t.Fatalf("Names() = %s, want %s", got, want)
+	}
+	for _, specs := range [][]scheduler.PluginSpec{Registry.Filters, Registry.Scores, Registry.VMIDs} {
+		for _, spec := range specs {
+			plugin, err := spec.New(nil)
+			if err != nil {
+				t.Fatalf("%s with default args: %v", spec.Name, err)
+			}
+			if plugin.Name() != spec.Name {
+				t.Errorf("plugin registered as %s calls itself %s", spec.Name, plugin.Name())
+			}
+		}
 	}
 }
 
