@@ -214,7 +214,7 @@ func (m *placementModel) fill(ctx context.Context, d scheduler.Decision, diags *
 	m.ID = types.StringValue(strings.Join(ids, ","))
 }
 
-// candidatesOut renders candidates; an existing guest kept in place has none (no decision ran).
+// candidatesOut renders every node's verdict (kept placements carry them too).
 func candidatesOut(ctx context.Context, cands []scheduler.Candidate, diags *diag.Diagnostics) []candidateOut {
 	out := make([]candidateOut, 0, len(cands))
 	for _, c := range cands {
