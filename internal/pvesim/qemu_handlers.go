@@ -88,6 +88,20 @@ func (s *Server) unlocked(w http.ResponseWriter, r *http.Request) *guest {
 	return g
 }
 
+// unlockedWithParams starts a change to an unlocked VM: the guest and its request's
+// parameters, or nil after the error has been written. The caller holds s.mu.
+func (s *Server) unlockedWithParams(w http.ResponseWriter, r *http.Request) (*guest, map[string]string) {
+	g := s.unlocked(w, r)
+	if g == nil {
+		return nil, nil
+	}
+	p, valid := readParams(w, r)
+	if !valid {
+		return nil, nil
+	}
+	return g, p
+}
+
 func (s *Server) handleConfigGet(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -300,12 +314,8 @@ func (s *Server) handleConfigSet(async bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		g := s.unlocked(w, r)
+		g, p := s.unlockedWithParams(w, r)
 		if g == nil {
-			return
-		}
-		p, valid := readParams(w, r)
-		if !valid {
 			return
 		}
 		if d := p["digest"]; d != "" && d != g.digest() {

@@ -70,12 +70,8 @@ var resizeSize = regexp.MustCompile(`^\+?\d+(\.\d+)?[KMGT]?$`)
 func (s *Server) handleResize(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g := s.unlocked(w, r)
+	g, p := s.unlockedWithParams(w, r)
 	if g == nil {
-		return
-	}
-	p, valid := readParams(w, r)
-	if !valid {
 		return
 	}
 	if problems := checkParams(p, "disk", "size", "digest", "skiplock"); problems != nil {
@@ -137,12 +133,8 @@ func (s *Server) handleResize(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g := s.unlocked(w, r)
+	g, p := s.unlockedWithParams(w, r)
 	if g == nil {
-		return
-	}
-	p, valid := readParams(w, r)
-	if !valid {
 		return
 	}
 	if problems := checkParams(p, "purge", "destroy-unreferenced-disks", "skiplock"); problems != nil {
@@ -185,12 +177,8 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleMigrate(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g := s.unlocked(w, r)
+	g, p := s.unlockedWithParams(w, r)
 	if g == nil {
-		return
-	}
-	p, valid := readParams(w, r)
-	if !valid {
 		return
 	}
 	if problems := checkParams(p, "target", "online", "force", "with-local-disks", "targetstorage", "bwlimit",
