@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -27,6 +28,14 @@ type NodeSpec struct {
 	CPULoad    float64 `yaml:"cpu_load" json:"cpu_load"`
 	MemUsedGiB float64 `yaml:"mem_used_gib" json:"mem_used_gib"`
 	Offline    bool    `yaml:"offline" json:"offline"`
+	// HAState is the HA manager's state of the node (online, maintenance, unknown, fence,
+	// gone). Once any node has one, HA counts as running: every node row of
+	// /cluster/resources carries hastate, as in PVE (absent when HA never ran).
+	HAState string `yaml:"hastate" json:"hastate"`
+	// Arch is host-arch, which PVE 9.2+ puts on node rows (absent when empty).
+	Arch string `yaml:"arch" json:"arch"`
+	// Notes is the node's Notes (node config description), e.g. labels for the provider.
+	Notes string `yaml:"notes" json:"notes"`
 }
 
 // StorageSpec describes a storage and the nodes it is enabled on (all when empty).
@@ -92,6 +101,12 @@ func (c Cluster) validate() error {
 		}
 		if nodes[n.Name] {
 			return fmt.Errorf("cluster file: node %q is listed twice", n.Name)
+		}
+		if n.HAState != "" && !contains(haNodeStates, n.HAState) {
+			return fmt.Errorf("cluster file: node %q has hastate %q; use one of %s", n.Name, n.HAState, strings.Join(haNodeStates, ", "))
+		}
+		if len(n.Notes) > maxNodeDescription {
+			return fmt.Errorf("cluster file: node %q has notes of %d characters; PVE allows %d", n.Name, len(n.Notes), maxNodeDescription)
 		}
 		nodes[n.Name] = true
 	}

@@ -25,6 +25,9 @@ func (s *Server) routes() {
 	h("GET /nodes", s.handleNodes)
 	h("GET /nodes/{node}/status", s.handleNodeStatus)
 	h("GET /nodes/{node}/storage", s.handleNodeStorage)
+	h("GET /nodes/{node}/config", s.handleNodeConfigGet)
+	h("PUT /nodes/{node}/config", s.handleNodeConfigSet)
+	h("GET /cluster/ha/status/manager_status", s.handleHAManagerStatus)
 	h("GET /nodes/{node}/lxc", s.guestList("lxc"))
 	h("GET /nodes/{node}/qemu", s.guestList("qemu"))
 	h("POST /nodes/{node}/qemu", s.handleCreate)
@@ -214,7 +217,7 @@ func (s *Server) handleResources(w http.ResponseWriter, r *http.Request) {
 	if typ == "" || typ == "node" {
 		loads := s.loads()
 		for _, n := range s.nodes {
-			rows = append(rows, nodeRow(n, loads[n.name]))
+			rows = append(rows, s.withNodeFacts(nodeRow(n, loads[n.name]), n))
 		}
 	}
 	if typ == "" || typ == "storage" {

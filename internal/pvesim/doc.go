@@ -12,6 +12,9 @@
 //   - state: nodes with capacity and live load (host load plus running guests), storages with
 //     their volumes and used space (a shared storage is one object on every node), qemu and lxc
 //     guests, templates, pools, tags normalised as PVE does, datacenter next-id bounds;
+//   - nodes: host-arch, node config with Notes (description, stored and digested as PVE does),
+//     HA node states (hastate on /cluster/resources node rows once HA has run, and
+//     /cluster/ha/status/manager_status), switched at run time like node-maintenance;
 //   - VM lifecycle as tasks with real UPIDs, run at once or after a set duration: create,
 //     clone (on the source node; full or linked; target node only from shared storage),
 //     config get/set with digest and locks, pending changes on running VMs, resize (grow only),
@@ -19,9 +22,10 @@
 //     "already exists" is decided when a create or clone task runs;
 //   - faults for tests: latency, failing requests (next N or a rate), lost responses, failing
 //     tasks, held tasks, offline nodes, ids taken and guests moved or deleted by outside actors,
-//     and /cluster/resources without stats for new guests until Tick.
+//     and /cluster/resources without stats for new guests until Tick, 403 for a missing
+//     privilege on an endpoint (Forbid).
 //
-// What it does not: containers beyond listing, snapshots, backups, HA, firewall, SDN,
+// What it does not: containers beyond listing, snapshots, backups, HA resources and rules, firewall, SDN,
 // permissions (every credential is root), and any endpoint not routed (those answer 501 with
 // their path, so gaps show).
 package pvesim

@@ -2,6 +2,7 @@ package pvesim
 
 import (
 	"fmt"
+	"net/http"
 	"time"
 )
 
@@ -15,6 +16,8 @@ type fault struct {
 	// lose serves the request, then drops the connection: the client never hears that it
 	// succeeded.
 	lose bool
+	// always fails every request from now on (a missing permission).
+	always bool
 }
 
 // FailRequests makes the next n requests to endpoint (e.g. "POST /nodes/{node}/qemu") fail
@@ -41,12 +44,23 @@ func (s *Server) LoseResponses(endpoint string, n int) {
 	s.faults = append(s.faults, &fault{endpoint: endpoint, left: n, lose: true})
 }
 
+// Forbid makes every later request to endpoint answer 403 as PVE does for a user or token
+// without privilege on path, e.g. Forbid("GET /nodes/{node}/config", "/", "Sys.Audit").
+func (s *Server) Forbid(endpoint, path, privilege string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, &fault{endpoint: endpoint, always: true, status: http.StatusForbidden,
+		message: fmt.Sprintf("Permission check failed (%s, %s)", path, privilege)})
+}
+
 func (s *Server) takeFault(endpoint string) *fault {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, f := range s.faults {
 		switch {
 		case f.endpoint != endpoint:
+		case f.always:
+			return f
 		case f.rate > 0:
 			if s.rng.Float64() < f.rate {
 				return f

@@ -29,6 +29,8 @@ type Server struct {
 	counts  map[string]int
 	faults  []*fault
 	failing map[string]string // task type -> exit status for the next task of that type
+	// haActive: the HA manager has run, so node rows carry hastate.
+	haActive bool
 
 	firstTaskStart, lastTaskEnd time.Time
 
@@ -82,7 +84,12 @@ func New(c Cluster, opts ...Option) (*Server, error) {
 	shared := map[string]*storage{}
 	for _, n := range c.Nodes {
 		nd := &node{name: n.Name, cpus: n.CPUs, maxmem: uint64(n.MemoryGiB * gib), baseCPU: n.CPULoad,
-			baseMem: uint64(n.MemUsedGiB * gib), online: !n.Offline}
+			baseMem: uint64(n.MemUsedGiB * gib), online: !n.Offline, arch: n.Arch, config: map[string]string{}}
+		nd.setHAState(n.HAState)
+		s.haActive = s.haActive || n.HAState != ""
+		if d := storedDescription(n.Notes); d != "" {
+			nd.config["description"] = d
+		}
 		for _, spec := range c.Storages {
 			if len(spec.Nodes) > 0 && !contains(spec.Nodes, n.Name) {
 				continue

@@ -24,6 +24,9 @@ type node struct {
 	baseMem  uint64
 	online   bool
 	storages []*storage // a shared storage is the same object on every node
+	arch     string     // host-arch, "" when not reported
+	haState  string     // HA node state; "" follows online (online or unknown)
+	config   map[string]string
 }
 
 type storage struct {
