@@ -17,7 +17,7 @@ func newNodeName(map[string]string) (scheduler.Plugin, error) { return nodeName{
 
 func (nodeName) Name() string { return NodeNameName }
 
-func (nodeName) Filter(req scheduler.Request, n *scheduler.NodeInfo) *scheduler.Rejection {
+func (nodeName) Filter(_ *scheduler.CycleState, req *scheduler.Request, n *scheduler.NodeInfo) *scheduler.Rejection {
 	if req.Node == "" || req.Node == n.Node.Name {
 		return nil
 	}

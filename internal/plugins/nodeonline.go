@@ -13,7 +13,7 @@ func newNodeOnline(map[string]string) (scheduler.Plugin, error) { return nodeOnl
 
 func (nodeOnline) Name() string { return NodeOnlineName }
 
-func (nodeOnline) Filter(_ scheduler.Request, n *scheduler.NodeInfo) *scheduler.Rejection {
+func (nodeOnline) Filter(_ *scheduler.CycleState, _ *scheduler.Request, n *scheduler.NodeInfo) *scheduler.Rejection {
 	if n.Node.Online {
 		return nil
 	}

@@ -3,7 +3,6 @@ package plugins
 import (
 	"fmt"
 	"regexp"
-	"sync"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
@@ -13,37 +12,55 @@ const NodeRegexName = "NodeRegex"
 
 // nodeRegex keeps nodes whose whole name matches the node.qemu-scheduler/regex annotation.
 // Unlike the reference (substring match, invalid regex silently ignored), the match is anchored
-// and an invalid regex is an error.
-type nodeRegex struct {
-	// cache holds compiled expressions: a decision filters every node with the same one.
-	cache sync.Map
+// and an invalid regex is an error. The expression is compiled once per request, in PreFilter.
+type nodeRegex struct{}
+
+var (
+	_ scheduler.FilterPlugin     = nodeRegex{}
+	_ scheduler.PreFilterPlugin  = nodeRegex{}
+	_ scheduler.RequestValidator = nodeRegex{}
+)
+
+func newNodeRegex(map[string]string) (scheduler.Plugin, error) { return nodeRegex{}, nil }
+
+func (nodeRegex) Name() string { return NodeRegexName }
+
+func (nodeRegex) ValidateRequest(req *scheduler.Request) error {
+	_, err := requestRegex(req)
+	return err
 }
 
-func newNodeRegex(map[string]string) (scheduler.Plugin, error) { return &nodeRegex{}, nil }
-
-func (*nodeRegex) Name() string { return NodeRegexName }
-
-func (*nodeRegex) ValidateRequest(req scheduler.Request) error {
+// requestRegex compiles the request's annotation; nil when it has none.
+func requestRegex(req *scheduler.Request) (*regexp.Regexp, error) {
 	value, ok := req.Annotations[scheduler.AnnotationNodeRegex]
 	if !ok {
-		return nil
+		return nil, nil
 	}
-	_, err := compileWhole(value)
+	re, err := compileWhole(value)
 	if err != nil {
-		return &scheduler.InputError{Attribute: "annotations", Key: scheduler.AnnotationNodeRegex, Message: err.Error()}
+		return nil, &scheduler.InputError{Attribute: "annotations", Key: scheduler.AnnotationNodeRegex, Message: err.Error()}
 	}
-	return nil
+	return re, nil
 }
 
-func (f *nodeRegex) Filter(req scheduler.Request, n *scheduler.NodeInfo) *scheduler.Rejection {
-	value, ok := req.Annotations[scheduler.AnnotationNodeRegex]
+func (nodeRegex) PreFilter(state *scheduler.CycleState, req *scheduler.Request, _ []*scheduler.NodeInfo) error {
+	re, err := requestRegex(req)
+	if re != nil {
+		state.Write(NodeRegexName, re)
+	}
+	return err
+}
+
+func (nodeRegex) Filter(state *scheduler.CycleState, req *scheduler.Request, n *scheduler.NodeInfo) *scheduler.Rejection {
+	v, ok := state.Read(NodeRegexName)
 	if !ok {
 		return nil
 	}
-	re, err := f.compile(value)
-	if err != nil || re.MatchString(n.Node.Name) {
-		return nil // invalid regexes are refused by ValidateRequest before any filtering
+	re := v.(*regexp.Regexp)
+	if re.MatchString(n.Node.Name) {
+		return nil
 	}
+	value := req.Annotations[scheduler.AnnotationNodeRegex]
 	return &scheduler.Rejection{
 		Reason: fmt.Sprintf("NodeRegex: %q does not match %q", n.Node.Name, value),
 		Group:  fmt.Sprintf("didn't match node regex %q", value),
@@ -59,17 +76,5 @@ func compileWhole(expr string) (*regexp.Regexp, error) {
 		}
 		return nil, fmt.Errorf("invalid regex %q: %v", expr, err)
 	}
-	return re, nil
-}
-
-func (f *nodeRegex) compile(expr string) (*regexp.Regexp, error) {
-	if re, ok := f.cache.Load(expr); ok {
-		return re.(*regexp.Regexp), nil
-	}
-	re, err := compileWhole(expr)
-	if err != nil {
-		return nil, err
-	}
-	f.cache.Store(expr, re)
 	return re, nil
 }

@@ -13,7 +13,7 @@ func newNodeResource(map[string]string) (scheduler.Plugin, error) { return nodeR
 
 func (nodeResource) Name() string { return NodeResourceName }
 
-func (nodeResource) Score(_ scheduler.Request, n *scheduler.NodeInfo) float64 {
+func (nodeResource) Score(_ *scheduler.CycleState, _ *scheduler.Request, n *scheduler.NodeInfo) float64 {
 	cpu := n.CPU
 	if cpu > 1 {
 		cpu = 1

@@ -33,7 +33,7 @@ func newCPUOvercommit(args map[string]string) (scheduler.Plugin, error) {
 
 func (cpuOvercommit) Name() string { return CPUOvercommitName }
 
-func (f cpuOvercommit) Filter(req scheduler.Request, n *scheduler.NodeInfo) *scheduler.Rejection {
+func (f cpuOvercommit) Filter(_ *scheduler.CycleState, req *scheduler.Request, n *scheduler.NodeInfo) *scheduler.Rejection {
 	if n.Node.MaxCPU <= 0 {
 		return &scheduler.Rejection{Reason: "CPUOvercommit: node reports no CPUs", Group: f.group}
 	}
@@ -62,12 +62,11 @@ func newMemoryOvercommit(args map[string]string) (scheduler.Plugin, error) {
 
 func (memoryOvercommit) Name() string { return MemoryOvercommitName }
 
-func (f memoryOvercommit) Filter(req scheduler.Request, n *scheduler.NodeInfo) *scheduler.Rejection {
+func (f memoryOvercommit) Filter(_ *scheduler.CycleState, req *scheduler.Request, n *scheduler.NodeInfo) *scheduler.Rejection {
 	if n.Node.MaxMem == 0 {
 		return &scheduler.Rejection{Reason: "MemoryOvercommit: node reports no memory", Group: f.group}
 	}
-	const mib = 1 << 20
-	request := uint64(req.MemoryMiB) * mib
+	request := uint64(req.MemoryMiB) * scheduler.MiB
 	sum := float64(n.AllocMem + request)
 	if sum <= f.ratio*float64(n.Node.MaxMem) {
 		return nil
@@ -92,7 +91,7 @@ func parseRatio(args map[string]string, def float64) (float64, error) {
 }
 
 func mibString(bytes uint64) string {
-	return scheduler.FormatNumber(round(float64(bytes) / (1 << 20)))
+	return scheduler.FormatNumber(round(float64(bytes) / scheduler.MiB))
 }
 
 // round keeps 4 decimals: enough for a reader, e.g. 4097 MiB on top of 4096 of 8192 = 1.0001.

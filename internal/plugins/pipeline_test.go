@@ -73,7 +73,10 @@ func TestDeterministicTieBreakSpreadsNames(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		again, _ := p.Schedule(snap, []scheduler.Request{request(name)}, scheduler.Options{})
+		again, err := p.Schedule(snap, []scheduler.Request{request(name)}, scheduler.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if first.Placements[0].Node != again.Placements[0].Node {
 			t.Fatalf("%s: %s then %s", name, first.Placements[0].Node, again.Placements[0].Node)
 		}
@@ -363,7 +366,7 @@ func TestValidateRequest(t *testing.T) {
 	for _, tt := range tests {
 		req := request("a")
 		req.Annotations[tt.key] = tt.value
-		err := p.ValidateRequest(req)
+		err := p.ValidateRequest(&req)
 		var ie *scheduler.InputError
 		if !errors.As(err, &ie) || ie.Attribute != "annotations" || ie.Key != tt.key || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s=%q: err = %v, want InputError containing %q", tt.key, tt.value, err, tt.want)
@@ -383,7 +386,7 @@ func TestValidateRequest(t *testing.T) {
 		bad := request("a")
 		tt.change(&bad)
 		var ie *scheduler.InputError
-		if err := p.ValidateRequest(bad); !errors.As(err, &ie) || err.Error() != tt.want {
+		if err := p.ValidateRequest(&bad); !errors.As(err, &ie) || err.Error() != tt.want {
 			t.Errorf("err = %v, want InputError %q", err, tt.want)
 		}
 	}

@@ -10,7 +10,8 @@ var Registry = scheduler.Registry{
 	Filters: []scheduler.PluginSpec{
 		{Name: NodeNameName, New: newNodeName},
 		{Name: NodeOnlineName, New: newNodeOnline},
-		{Name: NodeRegexName, New: newNodeRegex},
+		{Name: NodeRegexName, New: newNodeRegex, Annotations: []scheduler.AnnotationSpec{
+			{Key: scheduler.AnnotationNodeRegex, Description: "a regular expression the whole node name must match"}}},
 		{Name: CPUOvercommitName, Args: []string{"ratio"}, New: newCPUOvercommit},
 		{Name: MemoryOvercommitName, Args: []string{"ratio"}, New: newMemoryOvercommit},
 	},
@@ -18,8 +19,10 @@ var Registry = scheduler.Registry{
 		{Name: NodeResourceName, New: newNodeResource},
 	},
 	VMIDs: []scheduler.PluginSpec{
-		{Name: RangeName, New: newRange},
-		{Name: RegexName, New: newRegex},
+		{Name: RangeName, New: newRange, Annotations: []scheduler.AnnotationSpec{
+			{Key: scheduler.AnnotationVMIDRange, Description: "`START-END`, the inclusive range the VMID is taken from (lowest free first)"}}},
+		{Name: RegexName, New: newRegex, Annotations: []scheduler.AnnotationSpec{
+			{Key: scheduler.AnnotationVMIDRegex, Description: "a regular expression the whole VMID must match (lowest free first)"}}},
 	},
 }
 

@@ -22,7 +22,7 @@ func (vmidRange) Key() string { return scheduler.AnnotationVMIDRange }
 
 func (vmidRange) Describe(value string) string { return "range " + value }
 
-func (vmidRange) ValidateRequest(req scheduler.Request) error {
+func (vmidRange) ValidateRequest(req *scheduler.Request) error {
 	value, ok := req.Annotations[scheduler.AnnotationVMIDRange]
 	if !ok {
 		return nil

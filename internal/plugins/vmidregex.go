@@ -27,7 +27,7 @@ func (*vmidRegex) Key() string { return scheduler.AnnotationVMIDRegex }
 
 func (*vmidRegex) Describe(value string) string { return "regex " + value }
 
-func (r *vmidRegex) ValidateRequest(req scheduler.Request) error {
+func (r *vmidRegex) ValidateRequest(req *scheduler.Request) error {
 	value, ok := req.Annotations[scheduler.AnnotationVMIDRegex]
 	if !ok {
 		return nil

@@ -71,8 +71,7 @@ func (d *placementDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 			"not flap after the VM is created.",
 		Attributes: map[string]schema.Attribute{
 			"annotations": schema.MapAttribute{Optional: true, ElementType: types.StringType,
-				Description: "Scheduler annotations, as on a CAPPX ProxmoxMachine: `node.qemu-scheduler/regex`, `vmid.qemu-scheduler/range` " +
-					"(`START-END`), `vmid.qemu-scheduler/regex`. Both regexes must match the whole node name or id."},
+				Description: annotationsDescription()},
 			"name": schema.StringAttribute{Optional: true,
 				Description: "The VM's name: seed of the tie-break and key of the sticky lookup. Exactly one of `name` and `names`."},
 			"names": schema.ListAttribute{Optional: true, ElementType: types.StringType,

@@ -214,13 +214,30 @@ func validateScheduling(ctx context.Context, diags *diag.Diagnostics, yamlText t
 	if diags.HasError() {
 		return
 	}
-	if err := profile.ValidateRequest(scheduler.Request{Annotations: values, Cores: 1, Sockets: 1, MemoryMiB: 512}); err != nil {
+	if err := profile.ValidateRequest(&scheduler.Request{Annotations: values, Cores: 1, Sockets: 1, MemoryMiB: 512}); err != nil {
 		addSchedulerError(diags, err)
 	}
 }
 
-// annotationKeys are the keys the scheduler reads; anything else in annotations is a typo.
-var annotationKeys = []string{scheduler.AnnotationNodeRegex, scheduler.AnnotationVMIDRange, scheduler.AnnotationVMIDRegex}
+// annotationKeys are the keys the registered plugins read; anything else in annotations is a
+// typo.
+var annotationKeys = func() []string {
+	var keys []string
+	for _, a := range plugins.Registry.AnnotationKeys() {
+		keys = append(keys, a.Key)
+	}
+	return keys
+}()
+
+// annotationsDescription documents the annotation keys of the registered plugins, so that a
+// plugin with a new key documents it by its registry line alone.
+func annotationsDescription() string {
+	parts := []string{"Scheduler annotations, as on a CAPPX ProxmoxMachine:"}
+	for _, a := range plugins.Registry.AnnotationKeys() {
+		parts = append(parts, fmt.Sprintf("`%s`: %s;", a.Key, a.Description))
+	}
+	return strings.TrimSuffix(strings.Join(parts, " "), ";") + ". Any other key is an error."
+}
 
 // annotationValues returns the known, non-null annotations, with an error for each unknown
 // key; complete is false when some value (or the whole map) is known only after apply.

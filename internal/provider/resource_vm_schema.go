@@ -63,7 +63,7 @@ func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 			"placement_summary": schema.StringAttribute{Computed: true, PlanModifiers: keepString(),
 				Description: "Why the VM went where it did, as decided at create."},
 			"annotations": schema.MapAttribute{Optional: true, ElementType: types.StringType,
-				Description: "Scheduler annotations: `node.qemu-scheduler/regex`, `vmid.qemu-scheduler/range`, `vmid.qemu-scheduler/regex` (whole-string matches)."},
+				Description: annotationsDescription()},
 			"plugin_config_yaml": schema.StringAttribute{Optional: true, Description: pluginConfigYAMLDescription},
 			"name": schema.StringAttribute{Required: true,
 				Validators:  []validator.String{stringvalidator.RegexMatches(dnsName, "must be a DNS name: letters, digits, '-' and '.'")},

@@ -125,7 +125,7 @@ func TestDecisionSeesInFlightCapacityAndKeepsSnapshotReservations(t *testing.T) 
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("decision saw reservations %+v, want %+v (in-flight ones keep their node and size)", got, want)
 	}
-	if backing[:2][1] != (scheduler.Reservation{}) {
+	if !reflect.DeepEqual(backing[:2][1], scheduler.Reservation{}) {
 		t.Fatalf("the snapshot's own reservation slice was written to: %+v", backing[:2])
 	}
 }

@@ -1,37 +1,48 @@
 package scheduler
 
-// NodeInfo is a node plus the allocation figures the plugins need, computed once per decision
-// and debited by every placement made earlier in the same decision.
+// NodeInfo is a node as one request sees it: its guests and the allocation figures the
+// plugins need, computed once per decision and updated by every placement made earlier in
+// the same decision (kube-scheduler's NodeInfo with its Pods).
 type NodeInfo struct {
 	Node *Node
-	// AllocCPU is the vCPUs of running guests, reservations and earlier placements.
+	// Guests are every non-template guest on the node, any status, plus the assumed ones
+	// (earlier placements of the decision, in-flight reservations). A guest being checked in
+	// place is left out.
+	Guests []*Guest
+	// AllocCPU is the vCPUs of the guests that count for capacity (CountsForCapacity).
 	AllocCPU float64
 	// AllocMem is the configured memory in bytes of the same set.
 	AllocMem uint64
-	// CPU is the live CPU fraction, raised by earlier placements (capped at 1).
+	// CPU is the live CPU fraction, raised by assumed guests (capped at 1).
 	CPU float64
-	// Mem is the live used memory in bytes, raised by earlier placements.
+	// Mem is the live used memory in bytes, raised by assumed guests.
 	Mem uint64
 }
 
-const mib = 1 << 20
-
-// debit accounts for a guest of the given size placed on the node.
-func (n *NodeInfo) debit(vcpus float64, memBytes uint64) {
-	n.AllocCPU += vcpus
-	n.AllocMem += memBytes
-	n.Mem += memBytes
+// add lists a guest on the node and debits its size when it counts for capacity. An assumed
+// guest also raises the live figures, which cannot include it yet.
+func (n *NodeInfo) add(g *Guest) {
+	n.Guests = append(n.Guests, g)
+	if !g.CountsForCapacity() {
+		return
+	}
+	n.AllocCPU += g.CPUs
+	n.AllocMem += g.MaxMem
+	if !g.Assumed {
+		return
+	}
+	n.Mem += g.MaxMem
 	if n.Node.MaxCPU > 0 {
-		n.CPU += vcpus / float64(n.Node.MaxCPU)
+		n.CPU += g.CPUs / float64(n.Node.MaxCPU)
 	}
 	if n.CPU > 1 {
 		n.CPU = 1
 	}
 }
 
-// buildNodeInfos sums running guests per node in one pass over the guests, then applies the
-// reservations. The guest with id exclude (0 = none) is left out, so that an existing guest can
-// be checked against its own node.
+// buildNodeInfos lists the guests per node in one pass, then the reservations as assumed
+// guests. The guest with id exclude (0 = none) is left out, so that an existing guest can be
+// checked against its own node; every path that checks a guest in place builds its view here.
 func buildNodeInfos(snap *Snapshot, exclude int) ([]*NodeInfo, map[string]*NodeInfo) {
 	infos := make([]*NodeInfo, len(snap.Nodes))
 	byName := make(map[string]*NodeInfo, len(snap.Nodes))
@@ -42,12 +53,11 @@ func buildNodeInfos(snap *Snapshot, exclude int) ([]*NodeInfo, map[string]*NodeI
 	}
 	for i := range snap.Guests {
 		g := &snap.Guests[i]
-		if g.VMID == exclude || g.Template || g.Status != "running" {
+		if g.VMID == exclude || g.Template {
 			continue
 		}
 		if ni, ok := byName[g.Node]; ok {
-			ni.AllocCPU += g.CPUs
-			ni.AllocMem += g.MaxMem
+			ni.add(g)
 		}
 	}
 	for _, r := range snap.Reservations {
@@ -55,8 +65,14 @@ func buildNodeInfos(snap *Snapshot, exclude int) ([]*NodeInfo, map[string]*NodeI
 			continue
 		}
 		if ni, ok := byName[r.Node]; ok {
-			ni.debit(float64(r.VCPUs), uint64(r.MemoryMiB)*mib)
+			ni.add(r.guest())
 		}
 	}
 	return infos, byName
+}
+
+// guest is the reservation as an assumed guest.
+func (r Reservation) guest() *Guest {
+	return &Guest{VMID: r.VMID, Node: r.Node, Name: r.Name, Type: GuestQEMU, Status: "running",
+		CPUs: float64(r.VCPUs), MaxMem: uint64(r.MemoryMiB) * MiB, Tags: r.Tags, Assumed: true}
 }

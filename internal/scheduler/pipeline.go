@@ -21,8 +21,8 @@ type Options struct {
 // cannot be placed fails the whole call. The same snapshot and requests always give the same
 // decision.
 func (p *Profile) Schedule(snap Snapshot, reqs []Request, opts Options) (Decision, error) {
-	for _, r := range reqs {
-		if err := p.ValidateRequest(r); err != nil {
+	for i := range reqs {
+		if err := p.ValidateRequest(&reqs[i]); err != nil {
 			return Decision{}, err
 		}
 	}
@@ -32,7 +32,8 @@ func (p *Profile) Schedule(snap Snapshot, reqs []Request, opts Options) (Decisio
 		run.named = guestsByName(&snap, reqs)
 	}
 	d := Decision{Placements: make([]Placement, 0, len(reqs))}
-	for _, r := range reqs {
+	for i := range reqs {
+		r := &reqs[i]
 		pl, ok := run.keep(r)
 		if !ok {
 			var err error
@@ -53,8 +54,8 @@ type run struct {
 	used  IDSet
 	// given maps the ids handed out in this call to the request that took them.
 	given map[int]string
-	// debits are the new placements so far, replayed on views that leave a guest out.
-	debits []debit
+	// assumed are the new placements so far, replayed on views that leave a guest out.
+	assumed []*Guest
 	// kept marks existing guests already returned, so that no guest is kept twice.
 	kept map[int]bool
 	// named finds the guest carrying a name (nil when several do); set with Options.Sticky.
@@ -86,68 +87,59 @@ func guestsByName(snap *Snapshot, reqs []Request) map[string]*Guest {
 	return named
 }
 
-type debit struct {
-	node  string
-	vcpus float64
-	mem   uint64
-}
-
 // keep returns the existing guest named like the request where it is, when Options.Sticky is
 // set, exactly one guest (templates aside) has that name, a pinned vmid agrees, and its node
 // is still feasible with the guest's own usage left out. Candidates are every node's verdict
 // on that same view.
-func (run *run) keep(r Request) (Placement, bool) {
+func (run *run) keep(r *Request) (Placement, bool) {
 	g := run.named[r.Name]
 	if g == nil || run.kept[g.VMID] || (r.VMID != 0 && r.VMID != g.VMID) {
 		return Placement{}, false
 	}
-	infos, byName := buildNodeInfos(run.snap, g.VMID)
-	for _, d := range run.debits {
-		byName[d.node].debit(d.vcpus, d.mem)
+	infos := run.viewWithout(g.VMID)
+	ev, err := run.p.evaluate(r, infos)
+	if err != nil {
+		return Placement{}, false
 	}
-	cands := make([]Candidate, len(infos))
 	at := -1
 	for i, ni := range infos {
-		cands[i], _ = run.p.evaluate(r, ni)
 		if ni.Node.Name == g.Node {
 			at = i
 		}
 	}
-	if at < 0 || !cands[at].Feasible {
+	if at < 0 || !ev.cands[at].Feasible {
 		return Placement{}, false
 	}
 	run.kept[g.VMID] = true
 	storage, _ := chooseStorage(infos[at].Node, r.Storage)
 	return Placement{
-		Name: r.Name, Node: g.Node, VMID: g.VMID, Storage: storage, Existing: true, Candidates: cands,
+		Name: r.Name, Node: g.Node, VMID: g.VMID, Storage: storage, Existing: true, Candidates: ev.cands,
 		Summary: fmt.Sprintf("%s: existing guest %d kept on %s (still passes every filter), storage %s", r.Name, g.VMID, g.Node, storage),
 	}, true
 }
 
-func (run *run) place(r Request) (Placement, error) {
+// viewWithout builds the nodes as this call sees them with one guest left out: the snapshot,
+// the reservations and the placements made so far.
+func (run *run) viewWithout(vmid int) []*NodeInfo {
+	infos, byName := buildNodeInfos(run.snap, vmid)
+	for _, g := range run.assumed {
+		byName[g.Node].add(g)
+	}
+	return infos
+}
+
+func (run *run) place(r *Request) (Placement, error) {
 	if len(run.infos) == 0 {
 		return Placement{}, &UnschedulableError{Request: r.Name, Message: "0/0 nodes are available: the cluster reports no nodes"}
 	}
-	cands := make([]Candidate, len(run.infos))
-	groups := map[string]int{}
-	best := -1
-	feasible := 0
-	for i, ni := range run.infos {
-		c, group := run.p.evaluate(r, ni)
-		cands[i] = c
-		if !c.Feasible {
-			groups[group]++
-			continue
-		}
-		feasible++
-		if best < 0 || better(r.Name, c, cands[best]) {
-			best = i
-		}
+	ev, err := run.p.evaluate(r, run.infos)
+	if err != nil {
+		return Placement{}, err
 	}
-	if best < 0 {
-		return Placement{}, &UnschedulableError{Request: r.Name, Message: unschedulableMessage(len(run.infos), groups), Candidates: cands}
+	if ev.best < 0 {
+		return Placement{}, &UnschedulableError{Request: r.Name, Message: unschedulableMessage(len(run.infos), ev.groups), Candidates: ev.cands}
 	}
-	chosen := run.infos[best]
+	chosen := run.infos[ev.best]
 	vmid, vmidRule, err := run.selectVMID(r)
 	if err != nil {
 		return Placement{}, err
@@ -155,48 +147,129 @@ func (run *run) place(r Request) (Placement, error) {
 	storage, _ := chooseStorage(chosen.Node, r.Storage)
 	run.used.add(vmid)
 	run.given[vmid] = r.Name
-	d := debit{node: chosen.Node.Name, vcpus: float64(r.VCPUs()), mem: uint64(r.MemoryMiB) * mib}
-	chosen.debit(d.vcpus, d.mem)
-	run.debits = append(run.debits, d)
+	g := &Guest{VMID: vmid, Node: chosen.Node.Name, Name: r.Name, Type: GuestQEMU, Status: "running",
+		CPUs: float64(r.VCPUs()), MaxMem: uint64(r.MemoryMiB) * MiB, Tags: r.Tags, Assumed: true, DiskBytes: r.DiskBytes}
+	chosen.add(g)
+	run.assumed = append(run.assumed, g)
 	return Placement{
-		Name: r.Name, Node: chosen.Node.Name, VMID: vmid, Storage: storage, Candidates: cands,
+		Name: r.Name, Node: chosen.Node.Name, VMID: vmid, Storage: storage, Candidates: ev.cands,
 		Summary: fmt.Sprintf("%s: %s (score %s; %d/%d nodes feasible), vmid %d (%s), storage %s",
-			r.Name, chosen.Node.Name, FormatNumber(cands[best].Score), feasible, len(run.infos), vmid, vmidRule, storage),
+			r.Name, chosen.Node.Name, FormatNumber(ev.cands[ev.best].Score), ev.feasible, len(run.infos), vmid, vmidRule, storage),
 	}, nil
 }
 
-// evaluate runs every filter (all of them, to report every reason), then, for a node that
-// passes them, the storage check and the scores. For an infeasible node it also returns the
-// phrase its first failure is counted under in an unschedulable message, so that the counts
-// add up to the number of nodes.
-func (p *Profile) evaluate(r Request, ni *NodeInfo) (Candidate, string) {
-	c := Candidate{Node: ni.Node.Name, Feasible: true}
-	var group string
-	for _, f := range p.filters {
-		if rej := f.Filter(r, ni); rej != nil {
-			if c.Feasible {
-				group = rej.Group
+// evaluation is one request's verdict over a view of the nodes.
+type evaluation struct {
+	// cands holds every node's verdict, in view order.
+	cands []Candidate
+	// groups counts infeasible nodes under the phrase of their first failure, so that the
+	// counts of an unschedulable message add up to the number of nodes.
+	groups   map[string]int
+	feasible int
+	// best is the index of the winning node, -1 when none is feasible.
+	best int
+}
+
+// evaluate runs the whole pipeline for one request on a view: the pre-filters, every filter
+// on every node (all of them, to report every reason), the storage check, then the scores of
+// the feasible nodes and the choice. An error is a pre-filter rejecting the request outright.
+func (p *Profile) evaluate(r *Request, infos []*NodeInfo) (evaluation, error) {
+	state := NewCycleState()
+	if err := p.preFilter(state, r, infos); err != nil {
+		return evaluation{}, err
+	}
+	ev := evaluation{cands: make([]Candidate, len(infos)), groups: map[string]int{}, best: -1}
+	feasible := make([]*NodeInfo, 0, len(infos))
+	at := make([]int, 0, len(infos))
+	for i, ni := range infos {
+		c := Candidate{Node: ni.Node.Name, Feasible: true}
+		var group string
+		c.Reasons, group = p.filter(state, r, ni)
+		if len(c.Reasons) == 0 {
+			if _, reason := chooseStorage(ni.Node, r.Storage); reason != "" {
+				c.Reasons, group = []string{"Storage: " + reason}, storageGroup(r.Storage)
 			}
+		}
+		if len(c.Reasons) > 0 {
 			c.Feasible = false
-			c.Reasons = append(c.Reasons, rej.Reason)
+			ev.groups[group]++
+		} else {
+			feasible = append(feasible, ni)
+			at = append(at, i)
+		}
+		ev.cands[i] = c
+	}
+	ev.feasible = len(feasible)
+	p.score(state, r, feasible, at, ev.cands)
+	for _, i := range at {
+		if ev.best < 0 || better(r.Name, ev.cands[i], ev.cands[ev.best]) {
+			ev.best = i
 		}
 	}
-	if !c.Feasible {
-		return c, group
+	return ev, nil
+}
+
+// preFilter runs every pre-filter once for the request, over all nodes of the view.
+func (p *Profile) preFilter(state *CycleState, r *Request, infos []*NodeInfo) error {
+	for _, f := range p.filters {
+		if pf, ok := f.(PreFilterPlugin); ok {
+			if err := pf.PreFilter(state, r, infos); err != nil {
+				var ue *UnschedulableError
+				if errors.As(err, &ue) && ue.Request == "" {
+					ue.Request = r.Name
+				}
+				return err
+			}
+		}
 	}
-	if _, reason := chooseStorage(ni.Node, r.Storage); reason != "" {
-		c.Feasible = false
-		c.Reasons = append(c.Reasons, "Storage: "+reason)
-		return c, storageGroup(r.Storage)
+	return nil
+}
+
+// filter runs every filter on one node and returns every reason it fails, with the group
+// phrase of the first failure. It is the only place filters run.
+func (p *Profile) filter(state *CycleState, r *Request, ni *NodeInfo) ([]string, string) {
+	var reasons []string
+	var group string
+	for _, f := range p.filters {
+		if rej := f.Filter(state, r, ni); rej != nil {
+			if reasons == nil {
+				group = rej.Group
+			}
+			reasons = append(reasons, rej.Reason)
+		}
 	}
-	c.Scores = make(map[string]float64, len(p.scores))
+	return reasons, group
+}
+
+// score runs every score plugin over the feasible nodes (at indexes cands): pre-score,
+// score, normalise, clamp to 0..100, weight and sum.
+func (p *Profile) score(state *CycleState, r *Request, feasible []*NodeInfo, at []int, cands []Candidate) {
+	if len(feasible) == 0 {
+		return
+	}
+	for _, i := range at {
+		cands[i].Scores = make(map[string]float64, len(p.scores))
+	}
+	scores := make([]NodeScore, len(feasible))
 	for _, s := range p.scores {
-		v := clamp(s.plugin.Score(r, ni))
-		c.Scores[s.plugin.Name()] = round2(v)
-		c.Score += s.weight * v
+		if ps, ok := s.plugin.(PreScorePlugin); ok {
+			ps.PreScore(state, r, feasible)
+		}
+		for j, ni := range feasible {
+			scores[j] = NodeScore{Node: ni.Node.Name, Score: s.plugin.Score(state, r, ni)}
+		}
+		if n, ok := s.plugin.(ScoreNormalizer); ok {
+			n.NormalizeScores(state, r, scores)
+		}
+		for j, i := range at {
+			v := clamp(scores[j].Score)
+			cands[i].Scores[s.plugin.Name()] = round2(v)
+			cands[i].Score += s.weight * v
+		}
 	}
-	c.Score = round2(c.Score)
-	return c, ""
+	for _, i := range at {
+		cands[i].Score = round2(cands[i].Score)
+	}
 }
 
 // better reports whether a beats b: higher total score, then the tie-break hash of the seed
@@ -222,7 +295,7 @@ func tieHash(seed, node string) uint64 {
 
 // selectVMID applies the precedence: pinned vmid, then the first enabled vmid plugin whose
 // annotation is set (Range before Regex), then the next free id in the datacenter bounds.
-func (run *run) selectVMID(r Request) (int, string, error) {
+func (run *run) selectVMID(r *Request) (int, string, error) {
 	if r.VMID != 0 {
 		if other, ok := run.given[r.VMID]; ok {
 			return 0, "", &InputError{Attribute: "vmid", Message: fmt.Sprintf("VMID %d is pinned for %q but was already given to %q in the same decision; a pinned vmid can place one VM only", r.VMID, r.Name, other)}
@@ -240,7 +313,7 @@ func (run *run) selectVMID(r Request) (int, string, error) {
 	return id, rule, err
 }
 
-func (run *run) ruleVMID(r Request) (int, string, error) {
+func (run *run) ruleVMID(r *Request) (int, string, error) {
 	for _, v := range run.p.vmids {
 		value, ok := r.Annotations[v.Key()]
 		if !ok {
@@ -262,17 +335,16 @@ func (run *run) ruleVMID(r Request) (int, string, error) {
 // CheckNode runs the hard filters for an existing guest (vmid) on node, its own usage left
 // out. It returns every reason the node now fails, or nil when it is fine.
 func (p *Profile) CheckNode(snap Snapshot, r Request, node string, vmid int) []string {
-	_, byName := buildNodeInfos(&snap, vmid)
+	infos, byName := buildNodeInfos(&snap, vmid)
 	ni, ok := byName[node]
 	if !ok {
 		return []string{fmt.Sprintf("node %q is not part of the cluster", node)}
 	}
-	var reasons []string
-	for _, f := range p.filters {
-		if rej := f.Filter(r, ni); rej != nil {
-			reasons = append(reasons, rej.Reason)
-		}
+	state := NewCycleState()
+	if err := p.preFilter(state, &r, infos); err != nil {
+		return []string{err.Error()}
 	}
+	reasons, _ := p.filter(state, &r, ni)
 	return reasons
 }
 

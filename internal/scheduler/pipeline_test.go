@@ -11,8 +11,10 @@ type fixedScore struct {
 	scores map[string]float64
 }
 
-func (f fixedScore) Name() string                         { return f.name }
-func (f fixedScore) Score(_ Request, n *NodeInfo) float64 { return f.scores[n.Node.Name] }
+func (f fixedScore) Name() string { return f.name }
+func (f fixedScore) Score(_ *CycleState, _ *Request, n *NodeInfo) float64 {
+	return f.scores[n.Node.Name]
+}
 
 func fakeRegistry(scores ...fixedScore) Registry {
 	reg := Registry{}
@@ -73,8 +75,14 @@ func TestZeroScoreNodeIsChosen(t *testing.T) {
 }
 
 func TestScoresAreClampedToRange(t *testing.T) {
-	p, _ := NewProfile(fakeRegistry(fixedScore{"A", map[string]float64{"n1": 1e9, "n2": -5}}), PluginConfig{})
-	d, _ := p.Schedule(Snapshot{Nodes: testNodes("n1", "n2")}, []Request{{Name: "x", Cores: 1, Sockets: 1, MemoryMiB: 1}}, Options{})
+	p, err := NewProfile(fakeRegistry(fixedScore{"A", map[string]float64{"n1": 1e9, "n2": -5}}), PluginConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := p.Schedule(Snapshot{Nodes: testNodes("n1", "n2")}, []Request{{Name: "x", Cores: 1, Sockets: 1, MemoryMiB: 1}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if c := d.Placements[0].Candidates; c[0].Score != 100 || c[1].Score != 0 {
 		t.Fatalf("scores %v, %v; want clamped to 100 and 0", c[0].Score, c[1].Score)
 	}

@@ -90,7 +90,7 @@ func (p *Profile) add(kind string, plugin Plugin, setting PluginSetting) error {
 
 // ValidateRequest checks a request without a snapshot: sizes, pins and every enabled plugin's
 // annotation. Errors are InputErrors naming the attribute.
-func (p *Profile) ValidateRequest(r Request) error {
+func (p *Profile) ValidateRequest(r *Request) error {
 	switch {
 	case r.Cores < 1:
 		return &InputError{Attribute: "cores", Message: fmt.Sprintf("must be at least 1, got %d", r.Cores)}

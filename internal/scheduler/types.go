@@ -10,6 +10,9 @@ const (
 	AnnotationVMIDRegex = "vmid.qemu-scheduler/regex"
 )
 
+// MiB is one mebibyte in bytes: PVE configures memory in MiB and reports it in bytes.
+const MiB = 1 << 20
+
 // Valid VMIDs in Proxmox VE, inclusive.
 const (
 	MinVMID = 100
@@ -56,6 +59,23 @@ type Node struct {
 	// Mem is live used memory in bytes.
 	Mem      uint64
 	Storages []Storage
+	// Arch is the node's host-arch when PVE reports it.
+	Arch string
+	// HAState is the node row's hastate in /cluster/resources ("maintenance", "fence", "gone",
+	// "online", ...); empty when HA never ran.
+	HAState string
+	// Labels and Taints are the node's policy facts (provider node blocks, Notes, built-ins);
+	// the provider fills them, the scheduler only reads them.
+	Labels map[string]string
+	Taints []Taint
+}
+
+// Taint repels requests that do not tolerate it, as a Kubernetes node taint does.
+type Taint struct {
+	Key   string
+	Value string
+	// Effect is NoSchedule, PreferNoSchedule or NoExecute.
+	Effect string
 }
 
 // Storage is one storage as enabled on one node.
@@ -85,14 +105,33 @@ type Guest struct {
 	Tags     []string
 	Pool     string
 	Template bool
+	// Lock is PVE's lock on the guest ("create", "clone", "migrate", ...), empty when none.
+	Lock string
+	// Pending marks a guest that counts against its node's capacity although it does not run:
+	// being created or cloned, or marked by this provider until its first start.
+	Pending bool
+	// Assumed marks a guest that PVE does not list yet: a placement made earlier in the same
+	// decision or an in-flight reservation of this process.
+	Assumed bool
+	// DiskBytes is the configured size of the guest's disks when known (0 = unknown).
+	DiskBytes uint64
+}
+
+// CountsForCapacity reports whether the guest's configured size debits its node: running,
+// pending or assumed guests do; stopped ones and templates do not.
+func (g *Guest) CountsForCapacity() bool {
+	return !g.Template && (g.Status == "running" || g.Pending || g.Assumed)
 }
 
 // Reservation is an in-flight placement: an id and capacity taken before the guest exists.
 type Reservation struct {
 	VMID      int
 	Node      string
+	Name      string
 	VCPUs     int
 	MemoryMiB int
+	// Tags are the tags the guest will carry, so that group policies see it before it exists.
+	Tags []string
 }
 
 // Request asks for one VM to be placed.
@@ -108,7 +147,58 @@ type Request struct {
 	Node    string
 	VMID    int
 	Storage string
+	// Tags are the tags the VM will carry: its membership in VM groups.
+	Tags []string
+	// NodeSelector pairs must all match the node's labels.
+	NodeSelector map[string]string
+	NodeAffinity []NodeAffinityTerm
+	Tolerations  []Toleration
+	// VMAffinity and VMAntiAffinity attract to or repel from groups of guests.
+	VMAffinity     []VMGroupTerm
+	VMAntiAffinity []VMGroupTerm
+	TopologySpread []SpreadConstraint
+	// DiskBytes is the total size of the disks the request puts on its storage (0 = unknown).
+	DiskBytes uint64
 }
 
-// VCPUs is the number of vCPUs the request adds to a node.
-func (r Request) VCPUs() int { return r.Cores * r.Sockets }
+// NodeAffinityTerm matches a node label: operator In, NotIn, Exists, DoesNotExist, Gt or Lt.
+// Weight 0 makes the term required; 1..100 makes it a preference.
+type NodeAffinityTerm struct {
+	Key      string
+	Operator string
+	Values   []string
+	Weight   int
+}
+
+// Toleration lets a request onto a node with a matching taint. Operator is Equal (default)
+// or Exists; an empty Effect matches every effect; an empty Key with Exists matches every
+// taint.
+type Toleration struct {
+	Key      string
+	Operator string
+	Value    string
+	Effect   string
+}
+
+// VMGroupTerm relates the request to the guests carrying all of Tags within a topology
+// domain: the node ("node") or the nodes sharing the value of a node label. Weight 0 makes
+// the term required; 1..100 makes it a preference.
+type VMGroupTerm struct {
+	Tags        []string
+	TopologyKey string
+	Weight      int
+}
+
+// SpreadConstraint keeps the group of guests carrying all of Tags evenly spread over the
+// domains of TopologyKey: WhenUnsatisfiable DoNotSchedule (a filter) or ScheduleAnyway (a
+// score).
+type SpreadConstraint struct {
+	Tags              []string
+	TopologyKey       string
+	MaxSkew           int
+	WhenUnsatisfiable string
+}
+
+// VCPUs is the number of vCPUs the request adds to a node. ValidateRequest bounds cores and
+// sockets, so the product cannot overflow.
+func (r *Request) VCPUs() int { return r.Cores * r.Sockets }

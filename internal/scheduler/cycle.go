@@ -1,0 +1,25 @@
+package scheduler
+
+// CycleState is one request's scratch space, kube-scheduler's CycleState in small: the
+// pre-steps write what they computed once over all nodes (group counts per domain, compiled
+// expressions), and Filter and Score read it per node. A state lives for one request in one
+// pass over the nodes and is never shared between goroutines.
+type CycleState struct {
+	data map[string]any
+}
+
+// NewCycleState returns an empty state.
+func NewCycleState() *CycleState {
+	return &CycleState{data: map[string]any{}}
+}
+
+// Read returns what a plugin wrote under key.
+func (s *CycleState) Read(key string) (any, bool) {
+	v, ok := s.data[key]
+	return v, ok
+}
+
+// Write stores v under key; plugins use their own name as the key.
+func (s *CycleState) Write(key string, v any) {
+	s.data[key] = v
+}
