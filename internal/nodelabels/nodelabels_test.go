@@ -1,0 +1,153 @@
+package nodelabels
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestValidateKey(t *testing.T) {
+	tests := []struct {
+		key, wantErr string
+	}{
+		{"zone", ""},
+		{"Zone_1.a-b", ""},
+		{"example.com/zone", ""},
+		{"a.b-c.d/x", ""},
+		{strings.Repeat("a", 63), ""},
+		{"", "key is empty"},
+		{strings.Repeat("a", 64), "64 characters long, at most 63"},
+		{"-zone", "must start and end with a letter or digit"},
+		{"zone-", "must start and end with a letter or digit"},
+		{"zo ne", "may hold only"},
+		{"/zone", "empty prefix"},
+		{"Example.com/zone", "lowercase DNS subdomain"},
+		{"ex_ample.com/zone", "lowercase DNS subdomain"},
+		{strings.Repeat("a", 254) + "/zone", "lowercase DNS subdomain"},
+		{"a/b/c", "more than one /"},
+		{"example.com/", "the name is empty"},
+	}
+	for _, tt := range tests {
+		err := ValidateKey(tt.key)
+		if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+			t.Errorf("ValidateKey(%q) = %v, want %q", tt.key, err, tt.wantErr)
+		}
+	}
+}
+
+func TestValidateValue(t *testing.T) {
+	for _, ok := range []string{"", "a", "nvme", "A-1_b.c", strings.Repeat("x", 63)} {
+		if err := ValidateValue(ok); err != nil {
+			t.Errorf("ValidateValue(%q) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"a b", "-a", "a.", "a/b", strings.Repeat("x", 64)} {
+		if err := ValidateValue(bad); err == nil {
+			t.Errorf("ValidateValue(%q) accepted", bad)
+		}
+	}
+}
+
+func TestParseTaint(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    Taint
+		wantErr string
+	}{
+		{"dedicated=db:NoSchedule", Taint{"dedicated", "db", NoSchedule}, ""},
+		{"old-hw:PreferNoSchedule", Taint{"old-hw", "", PreferNoSchedule}, ""},
+		{"example.com/gpu=a100:NoExecute", Taint{"example.com/gpu", "a100", NoExecute}, ""},
+		{"gpu=:NoSchedule", Taint{"gpu", "", NoSchedule}, ""},
+		{"gpu", Taint{}, `taint "gpu" has no effect; write key[=value]:Effect with Effect one of NoSchedule, PreferNoSchedule, NoExecute`},
+		{"gpu:", Taint{}, "has no effect"},
+		{"gpu:noschedule", Taint{}, `has effect "noschedule"; use one of NoSchedule`},
+		{":NoSchedule", Taint{}, "key is empty"},
+		{"g pu:NoSchedule", Taint{}, "may hold only"},
+		{"gpu=a b:NoSchedule", Taint{}, `value "a b"`},
+	}
+	for _, tt := range tests {
+		got, err := ParseTaint(tt.in)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("ParseTaint(%q) error %v, want %q", tt.in, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("ParseTaint(%q) = %+v, %v; want %+v", tt.in, got, err, tt.want)
+		}
+		if FormatTaint(got) != strings.Replace(tt.in, "=:", ":", 1) {
+			t.Errorf("FormatTaint(%+v) = %q, want %q", got, FormatTaint(got), tt.in)
+		}
+	}
+	if _, err := ParseUserTaint("node.qemu-scheduler/maintenance:NoSchedule"); err == nil || !strings.Contains(err.Error(), "reserved") {
+		t.Errorf("reserved taint key: %v", err)
+	}
+}
+
+func TestParseNotes(t *testing.T) {
+	notes := "Rack 4, row 2\r\n" +
+		"qemu-scheduler/labels: zone=a, disk=nvme,gpu=\n" +
+		"  - qemu-scheduler/taints: dedicated=db:NoSchedule, old-hw:PreferNoSchedule\n" +
+		"see qemu-scheduler/labels: ignored=yes\n" +
+		"- qemu-scheduler/labels: Bad Key=x, rack = r4,, node.qemu-scheduler/name=fake, flag\n" +
+		"qemu-scheduler/taints: gpu, ok:NoExecute\n"
+	set, warnings := ParseNotes("pve1", notes)
+	wantLabels := map[string]string{"zone": "a", "disk": "nvme", "gpu": "", "rack": "r4"}
+	if !reflect.DeepEqual(set.Labels, wantLabels) {
+		t.Errorf("labels = %v, want %v", set.Labels, wantLabels)
+	}
+	wantTaints := []Taint{{"dedicated", "db", NoSchedule}, {"old-hw", "", PreferNoSchedule}, {"ok", "", NoExecute}}
+	if !reflect.DeepEqual(set.Taints, wantTaints) {
+		t.Errorf("taints = %v, want %v", set.Taints, wantTaints)
+	}
+	wantWarnings := []string{
+		`node pve1, Notes line 5 "- qemu-scheduler/labels: Bad Key=x, rack = r4,, node.qemu-scheduler/name=fake, flag": label key "Bad Key": the name may hold only`,
+		`node pve1, Notes line 5 "- qemu-scheduler/labels: Bad Key=x, rack = r4,, node.qemu-scheduler/name=fake, flag": label key "node.qemu-scheduler/name" uses the prefix node.qemu-scheduler/, which is reserved`,
+		`node pve1, Notes line 5 "- qemu-scheduler/labels: Bad Key=x, rack = r4,, node.qemu-scheduler/name=fake, flag": label "flag" has no value; write key=value`,
+		`node pve1, Notes line 6 "qemu-scheduler/taints: gpu, ok:NoExecute": taint "gpu" has no effect`,
+	}
+	if len(warnings) != len(wantWarnings) {
+		t.Fatalf("warnings = %q", warnings)
+	}
+	for i, w := range wantWarnings {
+		if !strings.HasPrefix(warnings[i], w) || !strings.HasSuffix(warnings[i], "; the entry is skipped") {
+			t.Errorf("warning %d = %q, want prefix %q", i, warnings[i], w)
+		}
+	}
+	if empty, w := ParseNotes("pve2", ""); len(empty.Labels) != 0 || empty.Taints != nil || w != nil {
+		t.Errorf("empty notes: %v %v", empty, w)
+	}
+}
+
+func TestCompose(t *testing.T) {
+	notes := Set{Labels: map[string]string{"zone": "b", "disk": "ssd"},
+		Taints: []Taint{{"dedicated", "ops", NoSchedule}, {"old-hw", "", PreferNoSchedule}}}
+	block := Set{Labels: map[string]string{"zone": "a"}, Taints: []Taint{{"dedicated", "db", NoSchedule}}}
+	got := Compose(Facts{Name: "pve1", Arch: "x86_64", HAState: "maintenance"}, block, notes)
+	wantLabels := map[string]string{"zone": "a", "disk": "ssd", LabelName: "pve1", LabelArch: "x86_64"}
+	if !reflect.DeepEqual(got.Labels, wantLabels) {
+		t.Errorf("labels = %v, want %v", got.Labels, wantLabels)
+	}
+	wantTaints := []Taint{{"dedicated", "db", NoSchedule}, {TaintMaintenance, "", NoSchedule}, {"old-hw", "", PreferNoSchedule}}
+	if !reflect.DeepEqual(got.Taints, wantTaints) {
+		t.Errorf("taints = %v, want %v", got.Taints, wantTaints)
+	}
+
+	for state, want := range map[string][]Taint{
+		"":            nil,
+		"online":      nil,
+		"unknown":     nil,
+		"fence":       {{TaintHAFenced, "", NoSchedule}},
+		"gone":        {{TaintHAFenced, "", NoSchedule}},
+		"maintenance": {{TaintMaintenance, "", NoSchedule}},
+	} {
+		got := Compose(Facts{Name: "pve2", HAState: state}, Set{}, Set{})
+		if !reflect.DeepEqual(got.Taints, want) {
+			t.Errorf("hastate %q: taints %v, want %v", state, got.Taints, want)
+		}
+		if _, hasArch := got.Labels[LabelArch]; hasArch || got.Labels[LabelName] != "pve2" {
+			t.Errorf("hastate %q: labels %v", state, got.Labels)
+		}
+	}
+}

@@ -1,0 +1,166 @@
+package nodelabels
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Built-in label and taint keys; the prefix is reserved for them.
+const (
+	ReservedPrefix   = "node.qemu-scheduler/"
+	LabelName        = ReservedPrefix + "name"
+	LabelArch        = ReservedPrefix + "arch"
+	TaintMaintenance = ReservedPrefix + "maintenance"
+	TaintHAFenced    = ReservedPrefix + "ha-fenced"
+)
+
+// The two Notes line formats.
+const (
+	NotesLabels = "qemu-scheduler/labels:"
+	NotesTaints = "qemu-scheduler/taints:"
+)
+
+// ValidateUserKey is ValidateKey for keys people write (node blocks, Notes): the built-in
+// prefix is refused so that nobody can fake a node's name, arch or HA state.
+func ValidateUserKey(key string) error {
+	if strings.HasPrefix(key, ReservedPrefix) {
+		return fmt.Errorf("key %q uses the prefix %s, which is reserved for the built-in labels and taints; choose another key", key, ReservedPrefix)
+	}
+	return ValidateKey(key)
+}
+
+// Set is the labels and taints from one source.
+type Set struct {
+	Labels map[string]string
+	Taints []Taint
+}
+
+// ParseNotes reads the qemu-scheduler lines of a node's Notes:
+//
+//	qemu-scheduler/labels: zone=a, disk=nvme
+//	qemu-scheduler/taints: dedicated=db:NoSchedule, old-hw:PreferNoSchedule
+//
+// each on a line of its own, leading spaces and a leading "- " allowed; every other line is
+// ignored. A malformed entry is skipped with a warning that names the node and the line; the
+// rest still counts.
+func ParseNotes(node, notes string) (Set, []string) {
+	set := Set{Labels: map[string]string{}}
+	var warnings []string
+	for i, line := range strings.Split(notes, "\n") {
+		text := strings.TrimSpace(line)
+		if rest, listed := strings.CutPrefix(text, "- "); listed {
+			text = strings.TrimSpace(rest)
+		}
+		rest, isLabels := strings.CutPrefix(text, NotesLabels)
+		isTaints := false
+		if !isLabels {
+			if rest, isTaints = strings.CutPrefix(text, NotesTaints); !isTaints {
+				continue
+			}
+		}
+		for _, entry := range strings.Split(rest, ",") {
+			entry = strings.TrimSpace(entry)
+			if entry == "" {
+				continue
+			}
+			var err error
+			if isLabels {
+				err = addLabel(set.Labels, entry)
+			} else {
+				var t Taint
+				if t, err = ParseUserTaint(entry); err == nil {
+					set.Taints = append(set.Taints, t)
+				}
+			}
+			if err != nil {
+				warnings = append(warnings, fmt.Sprintf("node %s, Notes line %d %q: %v; the entry is skipped", node, i+1, strings.TrimSpace(line), err))
+			}
+		}
+	}
+	return set, warnings
+}
+
+func addLabel(labels map[string]string, entry string) error {
+	key, value, hasValue := strings.Cut(entry, "=")
+	key, value = strings.TrimSpace(key), strings.TrimSpace(value)
+	if !hasValue {
+		return fmt.Errorf("label %q has no value; write key=value (the value may be empty: key=)", entry)
+	}
+	if err := ValidateUserKey(key); err != nil {
+		return fmt.Errorf("label %w", err)
+	}
+	if err := ValidateValue(value); err != nil {
+		return fmt.Errorf("label %q: %w", key, err)
+	}
+	labels[key] = value
+	return nil
+}
+
+// ParseUserTaint reads a taint people wrote (key[=value]:Effect) and refuses built-in keys.
+func ParseUserTaint(s string) (Taint, error) {
+	t, err := ParseTaint(s)
+	if err != nil {
+		return Taint{}, err
+	}
+	if err := ValidateUserKey(t.Key); err != nil {
+		return Taint{}, fmt.Errorf("taint %w", err)
+	}
+	return t, nil
+}
+
+// Facts are what PVE tells about a node that the built-ins come from.
+type Facts struct {
+	Name string
+	// Arch is host-arch, "" when PVE does not report it.
+	Arch string
+	// HAState is the node row's hastate, "" when HA never ran.
+	HAState string
+}
+
+// Compose gives a node its final labels and taints: the Notes, overridden per key by the
+// provider's node block, plus the built-ins. Taints come out sorted, one per key and effect.
+func Compose(f Facts, block, notes Set) Set {
+	out := Set{Labels: map[string]string{}}
+	for k, v := range notes.Labels {
+		out.Labels[k] = v
+	}
+	for k, v := range block.Labels {
+		out.Labels[k] = v
+	}
+	out.Labels[LabelName] = f.Name
+	if f.Arch != "" {
+		out.Labels[LabelArch] = f.Arch
+	}
+	blockKeys := map[string]bool{}
+	for _, t := range block.Taints {
+		blockKeys[t.Key] = true
+	}
+	taints := map[[2]string]Taint{}
+	add := func(t Taint) { taints[[2]string{t.Key, t.Effect}] = t }
+	for _, t := range notes.Taints {
+		if !blockKeys[t.Key] {
+			add(t)
+		}
+	}
+	for _, t := range block.Taints {
+		add(t)
+	}
+	switch f.HAState {
+	case "maintenance":
+		add(Taint{Key: TaintMaintenance, Effect: NoSchedule})
+	case "fence", "gone":
+		add(Taint{Key: TaintHAFenced, Effect: NoSchedule})
+	}
+	for _, t := range taints {
+		out.Taints = append(out.Taints, t)
+	}
+	sort.Slice(out.Taints, func(i, j int) bool {
+		a, b := out.Taints[i], out.Taints[j]
+		if a.Key != b.Key {
+			return a.Key < b.Key
+		}
+		return a.Effect < b.Effect
+	})
+	return out
+}
