@@ -13,6 +13,8 @@ const NodeNameName = "NodeName"
 // case-sensitive).
 type nodeName struct{}
 
+var _ scheduler.FilterPlugin = nodeName{}
+
 func newNodeName(map[string]string) (scheduler.Plugin, error) { return nodeName{}, nil }
 
 func (nodeName) Name() string { return NodeNameName }

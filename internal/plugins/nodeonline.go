@@ -9,6 +9,8 @@ const NodeOnlineName = "NodeOnline"
 // one offline node must not break the decision for the others.
 type nodeOnline struct{}
 
+var _ scheduler.FilterPlugin = nodeOnline{}
+
 func newNodeOnline(map[string]string) (scheduler.Plugin, error) { return nodeOnline{}, nil }
 
 func (nodeOnline) Name() string { return NodeOnlineName }

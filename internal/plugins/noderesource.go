@@ -9,6 +9,8 @@ const NodeResourceName = "NodeResource"
 // 50 for empty memory. It is the reference's intent (its formula collapsed to a sentinel).
 type nodeResource struct{}
 
+var _ scheduler.ScorePlugin = nodeResource{}
+
 func newNodeResource(map[string]string) (scheduler.Plugin, error) { return nodeResource{}, nil }
 
 func (nodeResource) Name() string { return NodeResourceName }

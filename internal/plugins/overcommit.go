@@ -26,6 +26,11 @@ type cpuOvercommit struct {
 	group string
 }
 
+var (
+	_ scheduler.FilterPlugin = cpuOvercommit{}
+	_ scheduler.FilterPlugin = memoryOvercommit{}
+)
+
 func newCPUOvercommit(args map[string]string) (scheduler.Plugin, error) {
 	r, err := parseRatio(args, defaultCPURatio)
 	return cpuOvercommit{ratio: r, group: "exceeded cpu overcommit ratio " + scheduler.FormatNumber(r)}, err

@@ -14,6 +14,11 @@ const RangeName = "Range"
 // vmidRange picks the lowest free id in the inclusive range of vmid.qemu-scheduler/range.
 type vmidRange struct{}
 
+var (
+	_ scheduler.VMIDPlugin = vmidRange{}
+	_ scheduler.RequestValidator = vmidRange{}
+)
+
 func newRange(map[string]string) (scheduler.Plugin, error) { return vmidRange{}, nil }
 
 func (vmidRange) Name() string { return RangeName }

@@ -19,6 +19,11 @@ type vmidRegex struct {
 	cache sync.Map // expression -> *digitDFA
 }
 
+var (
+	_ scheduler.VMIDPlugin       = (*vmidRegex)(nil)
+	_ scheduler.RequestValidator = (*vmidRegex)(nil)
+)
+
 func newRegex(map[string]string) (scheduler.Plugin, error) { return &vmidRegex{}, nil }
 
 func (*vmidRegex) Name() string { return RegexName }

@@ -76,3 +76,10 @@ func (r Reservation) guest() *Guest {
 	return &Guest{VMID: r.VMID, Node: r.Node, Name: r.Name, Type: GuestQEMU, Status: "running",
 		CPUs: float64(r.VCPUs), MaxMem: uint64(r.MemoryMiB) * MiB, Tags: r.Tags, Assumed: true}
 }
+
+// NodeInfos returns every node of the snapshot as a decision starts from it: guests listed,
+// reservations assumed. Plugin tests and read-only views (the nodes data source) use it.
+func NodeInfos(snap *Snapshot) []*NodeInfo {
+	infos, _ := buildNodeInfos(snap, 0)
+	return infos
+}

@@ -1,6 +1,3 @@
-// Package scheduler decides where a QEMU VM runs in a Proxmox VE cluster and which VMID it
-// gets: filter -> score -> select -> vmid -> storage. It is pure: no I/O, no Terraform, no
-// HTTP. The proxmox package builds a Snapshot; the provider builds Requests and a Profile.
 package scheduler
 
 // Annotation keys understood by the reference plugins (same keys as CAPPX's qemu-scheduler).

@@ -1,0 +1,148 @@
+package scheduler
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// probe is a filter and a score that records what the framework hands it.
+type probe struct {
+	preFilters, preScores int
+	preFilterErr          error
+	// guests maps node name to the guests Filter saw there, as "vmid:tags".
+	guests map[string][]string
+	state  *CycleState
+}
+
+func (*probe) Name() string { return "Probe" }
+
+func (p *probe) PreFilter(s *CycleState, _ *Request, nodes []*NodeInfo) error {
+	p.preFilters++
+	s.Write("Probe", len(nodes))
+	p.state = s
+	return p.preFilterErr
+}
+
+func (p *probe) Filter(s *CycleState, _ *Request, n *NodeInfo) *Rejection {
+	if s != p.state {
+		panic("Filter got another state than PreFilter wrote")
+	}
+	var seen []string
+	for _, g := range n.Guests {
+		seen = append(seen, strings.Join(append([]string{itoa(g.VMID)}, g.Tags...), ":"))
+	}
+	p.guests[n.Node.Name] = seen
+	return nil
+}
+
+func (p *probe) PreScore(*CycleState, *Request, []*NodeInfo) { p.preScores++ }
+
+// Score is the node's position; NormalizeScores maps the highest to 100 and the rest to 0.
+func (p *probe) Score(_ *CycleState, _ *Request, n *NodeInfo) float64 {
+	return float64(n.Node.MaxCPU)
+}
+
+func (p *probe) NormalizeScores(_ *CycleState, _ *Request, scores []NodeScore) {
+	top := 0.0
+	for _, s := range scores {
+		top = max(top, s.Score)
+	}
+	for i := range scores {
+		if scores[i].Score == top {
+			scores[i].Score = 100
+		} else {
+			scores[i].Score = 0
+		}
+	}
+}
+
+
+func probeProfile(t *testing.T, p *probe) *Profile {
+	t.Helper()
+	reg := Registry{
+		Filters: []PluginSpec{{Name: "Probe", New: func(map[string]string) (Plugin, error) { return p, nil }}},
+		Scores:  []PluginSpec{{Name: "Probe", New: func(map[string]string) (Plugin, error) { return p, nil }}},
+	}
+	prof, err := NewProfile(reg, PluginConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prof
+}
+
+// The pre-steps run once per request, not once per node, and the earlier placements of the
+// call and the reservations are guests of their node with their tags.
+func TestPreStepsOncePerRequestAndAssumedGuests(t *testing.T) {
+	p := &probe{guests: map[string][]string{}}
+	prof := probeProfile(t, p)
+	nodes := testNodes("n1", "n2", "n3")
+	nodes[2].MaxCPU = 16 // the normaliser makes n3 the only 100
+	snap := Snapshot{
+		Nodes: nodes,
+		Guests: []Guest{
+			{VMID: 100, Node: "n1", Status: "stopped", Tags: []string{"db"}},
+			{VMID: 101, Node: "n1", Template: true},
+		},
+		Reservations: []Reservation{{VMID: 102, Node: "n2", Name: "r", VCPUs: 1, MemoryMiB: 1, Tags: []string{"web"}}},
+	}
+	reqs := []Request{
+		{Name: "a", Cores: 1, Sockets: 1, MemoryMiB: 1, Tags: []string{"web"}},
+		{Name: "b", Cores: 1, Sockets: 1, MemoryMiB: 1},
+	}
+	d, err := prof.Schedule(snap, reqs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.preFilters != 2 || p.preScores != 2 {
+		t.Fatalf("PreFilter ran %d times, PreScore %d times; want once per request (2)", p.preFilters, p.preScores)
+	}
+	if d.Placements[0].Node != "n3" || d.Placements[0].Candidates[2].Scores["Probe"] != 100 || d.Placements[0].Candidates[0].Scores["Probe"] != 0 {
+		t.Fatalf("normalised scores not used: %+v", d.Placements[0].Candidates)
+	}
+	want := map[string][]string{"n1": {"100:db"}, "n2": {"102:web"}, "n3": {"103:web"}}
+	if !reflect.DeepEqual(p.guests, want) {
+		t.Fatalf("the second request saw guests %v, want %v (templates out, stopped in, assumed with tags)", p.guests, want)
+	}
+}
+
+// A pre-filter error rejects the request at once, named after it; CheckNode reports it.
+func TestPreFilterRejectsRequest(t *testing.T) {
+	p := &probe{guests: map[string][]string{}, preFilterErr: &UnschedulableError{Message: "no group member anywhere"}}
+	prof := probeProfile(t, p)
+	snap := Snapshot{Nodes: testNodes("n1")}
+	_, err := prof.Schedule(snap, []Request{{Name: "a", Cores: 1, Sockets: 1, MemoryMiB: 1}}, Options{})
+	var ue *UnschedulableError
+	if !errors.As(err, &ue) || ue.Request != "a" {
+		t.Fatalf("err = %v, want an UnschedulableError for request a", err)
+	}
+	if got := prof.CheckNode(snap, Request{Name: "a"}, "n1", 0); len(got) != 1 || !strings.Contains(got[0], "no group member anywhere") {
+		t.Fatalf("CheckNode = %v, want the pre-filter's reason", got)
+	}
+}
+
+// Sticky placement and CheckNode see the node without the guest being checked, but with the
+// placements made earlier in the call.
+func TestKeptGuestIsLeftOutOfItsOwnView(t *testing.T) {
+	p := &probe{guests: map[string][]string{}}
+	prof := probeProfile(t, p)
+	snap := Snapshot{
+		Nodes:  testNodes("n1"),
+		Guests: []Guest{{VMID: 100, Node: "n1", Name: "keep-me", Status: "running", Tags: []string{"web"}}, {VMID: 101, Node: "n1", Status: "running"}},
+	}
+	reqs := []Request{{Name: "new", Cores: 1, Sockets: 1, MemoryMiB: 1, Tags: []string{"x"}}, {Name: "keep-me", Cores: 1, Sockets: 1, MemoryMiB: 1}}
+	d, err := prof.Schedule(snap, reqs, Options{Sticky: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Placements[1].Existing {
+		t.Fatalf("keep-me was not kept: %+v", d.Placements[1])
+	}
+	if want := []string{"101", "102:x"}; !reflect.DeepEqual(p.guests["n1"], want) {
+		t.Fatalf("sticky view of n1 = %v, want %v", p.guests["n1"], want)
+	}
+	if got := prof.CheckNode(snap, reqs[1], "n1", 100); got != nil || !reflect.DeepEqual(p.guests["n1"], []string{"101"}) {
+		t.Fatalf("CheckNode = %v, view %v; want passing without guest 100", got, p.guests["n1"])
+	}
+}
