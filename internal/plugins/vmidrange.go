@@ -15,7 +15,7 @@ const RangeName = "Range"
 type vmidRange struct{}
 
 var (
-	_ scheduler.VMIDPlugin = vmidRange{}
+	_ scheduler.VMIDPlugin       = vmidRange{}
 	_ scheduler.RequestValidator = vmidRange{}
 )
 

@@ -58,7 +58,6 @@ func (p *probe) NormalizeScores(_ *CycleState, _ *Request, scores []NodeScore) {
 	}
 }
 
-
 func probeProfile(t *testing.T, p *probe) *Profile {
 	t.Helper()
 	reg := Registry{
