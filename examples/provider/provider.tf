@@ -11,6 +11,18 @@ provider "qemuscheduler" {
       args = { ratio = "8" }
     }
   }
+
+  # A named profile, chosen per data source or resource with profile = "packing". Its layers
+  # go over the defaults above and under the object's own plugin config.
+  profile {
+    name = "packing"
+    plugin_config {
+      filter {
+        name = "CPUOvercommit"
+        args = { ratio = "16" }
+      }
+    }
+  }
 }
 
 variable "pve_api_token" {

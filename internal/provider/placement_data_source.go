@@ -35,6 +35,7 @@ type placementModel struct {
 	Node             types.String       `tfsdk:"node"`
 	VMID             types.Int64        `tfsdk:"vmid"`
 	Storage          types.String       `tfsdk:"storage"`
+	Profile          types.String       `tfsdk:"profile"`
 	PluginConfigYAML types.String       `tfsdk:"plugin_config_yaml"`
 	PluginConfig     *pluginConfigModel `tfsdk:"plugin_config"`
 	Placements       []placementOut     `tfsdk:"placements"`
@@ -89,6 +90,7 @@ func (d *placementDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 				Description: "Input: pin the VMID; it must be free, and beats both vmid annotations. Output: the chosen VMID (of the first name)."},
 			"storage": schema.StringAttribute{Optional: true, Computed: true,
 				Description: "Input: pin the disk storage; it must exist on the node, be active and hold `images`. Output: the chosen storage, by default the active images storage with the most free space."},
+			"profile":            schema.StringAttribute{Optional: true, Description: profileAttrDescription},
 			"plugin_config_yaml": schema.StringAttribute{Optional: true, Description: pluginConfigYAMLDescription},
 			"placements": schema.ListNestedAttribute{Computed: true, Description: "One placement per name, in order.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
@@ -138,7 +140,12 @@ func (d *placementDataSource) Read(ctx context.Context, req datasource.ReadReque
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	profile := schedulingProfile(ctx, &resp.Diagnostics, d.data.defaults, m.PluginConfigYAML, m.PluginConfig)
+	base, err := d.data.pluginBase(m.Profile)
+	if err != nil {
+		addSchedulerError(&resp.Diagnostics, err)
+		return
+	}
+	profile := schedulingProfile(ctx, &resp.Diagnostics, base, m.PluginConfigYAML, m.PluginConfig)
 	reqs := m.requests(ctx, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
@@ -202,7 +209,7 @@ func (m *placementModel) fill(ctx context.Context, d scheduler.Decision, diags *
 			Storage: types.StringValue(p.Storage), Existing: types.BoolValue(p.Existing),
 		})
 		ids = append(ids, fmt.Sprintf("%s=%s/%d", p.Name, p.Node, p.VMID))
-		summaries = append(summaries, p.Summary)
+		summaries = append(summaries, withProfile(p.Summary, m.Profile))
 		tflog.SubsystemInfo(ctx, logSubsystem, "placement decided", map[string]any{"name": p.Name, "node": p.Node, "vmid": p.VMID, "storage": p.Storage, "existing": p.Existing})
 		tflog.SubsystemDebug(ctx, logSubsystem, "placement explanation", map[string]any{"name": p.Name, "summary": p.Summary, "candidates": explainCandidates(p.Candidates)})
 	}

@@ -209,17 +209,22 @@ func TestAccPlacementErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env := newAccEnv(t, labCluster())
-			env.needsSim(t)
-			resource.ParallelTest(t, resource.TestCase{
-				ProtoV6ProviderFactories: testProviders,
-				Steps: []resource.TestStep{{
-					Config:      env.providerBlock(tt.provider) + placement(tt.body),
-					ExpectError: wrapped(tt.want),
-				}},
-			})
+			placementFailsOnLab(t, tt.provider, tt.body, wrapped(tt.want))
 		})
 	}
+}
+
+// placementFailsOnLab plans one placement data source on the lab cluster and expects an error.
+func placementFailsOnLab(t *testing.T, provider, body string, want *regexp.Regexp) {
+	env := newAccEnv(t, labCluster())
+	env.needsSim(t)
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders,
+		Steps: []resource.TestStep{{
+			Config:      env.providerBlock(provider) + placement(body),
+			ExpectError: want,
+		}},
+	})
 }
 
 func TestAccProviderConfigErrors(t *testing.T) {

@@ -166,23 +166,23 @@ func (m *pluginConfigModel) toScheduler(ctx context.Context) (scheduler.PluginCo
 	return scheduler.PluginConfig{Filters: section(m.Filter), Scores: scores, VMIDs: section(m.VMID)}, diags
 }
 
-// schedulingLayers parses and checks one object's YAML and block layers, each on its own so
-// that a mistake is reported on the attribute that holds it.
-func schedulingLayers(ctx context.Context, yamlText types.String, block *pluginConfigModel) (yamlCfg, blockCfg scheduler.PluginConfig, diags diag.Diagnostics) {
+// schedulingLayers parses and checks one object's (or profile's, at base) YAML and block
+// layers, each on its own so that a mistake is reported on the attribute that holds it.
+func schedulingLayers(ctx context.Context, base path.Path, yamlText types.String, block *pluginConfigModel) (yamlCfg, blockCfg scheduler.PluginConfig, diags diag.Diagnostics) {
 	if !yamlText.IsNull() && !yamlText.IsUnknown() {
 		cfg, err := scheduler.ParsePluginConfigYAML([]byte(yamlText.ValueString()))
 		if err == nil {
 			_, err = plugins.NewProfile(cfg)
 		}
 		if err != nil {
-			addSchedulerError(&diags, relabel(err, "plugin_config_yaml"))
+			addSchedulerErrorAt(&diags, base, relabel(err, "plugin_config_yaml"))
 		}
 		yamlCfg = cfg
 	}
 	cfg, d := block.toScheduler(ctx)
 	diags.Append(d...)
 	if _, err := plugins.NewProfile(cfg); err != nil {
-		addSchedulerError(&diags, relabel(err, "plugin_config"))
+		addSchedulerErrorAt(&diags, base, relabel(err, "plugin_config"))
 	}
 	return yamlCfg, cfg, diags
 }
@@ -190,7 +190,7 @@ func schedulingLayers(ctx context.Context, yamlText types.String, block *pluginC
 // schedulingProfile merges the provider's defaults with an object's own plugin layers (YAML,
 // then blocks) into a pipeline; nil after an error.
 func schedulingProfile(ctx context.Context, diags *diag.Diagnostics, defaults scheduler.PluginConfig, yamlText types.String, block *pluginConfigModel) *scheduler.Profile {
-	yamlCfg, blockCfg, d := schedulingLayers(ctx, yamlText, block)
+	yamlCfg, blockCfg, d := schedulingLayers(ctx, path.Empty(), yamlText, block)
 	diags.Append(d...)
 	if diags.HasError() {
 		return nil
@@ -275,11 +275,16 @@ func relabel(err error, attribute string) error {
 
 // addSchedulerError turns a scheduler error into a diagnostic on the attribute to blame.
 func addSchedulerError(diags *diag.Diagnostics, err error) {
+	addSchedulerErrorAt(diags, path.Empty(), err)
+}
+
+// addSchedulerErrorAt is addSchedulerError for attributes nested under base (a profile block).
+func addSchedulerErrorAt(diags *diag.Diagnostics, base path.Path, err error) {
 	var ie *scheduler.InputError
 	var ue *scheduler.UnschedulableError
 	switch {
 	case errors.As(err, &ie):
-		p := path.Root(ie.Attribute)
+		p := base.AtName(ie.Attribute)
 		if ie.Attribute == "annotations" && ie.Key != "" {
 			p = p.AtMapKey(ie.Key)
 		}

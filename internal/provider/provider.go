@@ -49,6 +49,7 @@ type providerModel struct {
 	CACert           types.String       `tfsdk:"ca_cert"`
 	PluginConfigYAML types.String       `tfsdk:"plugin_config_yaml"`
 	PluginConfig     *pluginConfigModel `tfsdk:"plugin_config"`
+	Profiles         []profileModel     `tfsdk:"profile"`
 }
 
 func (p *qemuProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
@@ -76,7 +77,7 @@ func (p *qemuProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp 
 			"plugin_config_yaml": schema.StringAttribute{Optional: true,
 				Description: pluginConfigYAMLDescription + " Default for every data source and resource of this provider."},
 		},
-		Blocks: map[string]schema.Block{"plugin_config": providerPluginConfigBlock()},
+		Blocks: map[string]schema.Block{"plugin_config": providerPluginConfigBlock(), "profile": providerProfileBlock()},
 	}
 }
 
@@ -88,7 +89,9 @@ func (p *qemuProvider) ValidateConfig(ctx context.Context, req provider.Validate
 		return
 	}
 	validateConnection(&resp.Diagnostics, m)
-	_, _, diags := schedulingLayers(ctx, m.PluginConfigYAML, m.PluginConfig)
+	_, _, diags := schedulingLayers(ctx, path.Empty(), m.PluginConfigYAML, m.PluginConfig)
+	resp.Diagnostics.Append(diags...)
+	_, diags = profileLayers(ctx, m.Profiles)
 	resp.Diagnostics.Append(diags...)
 }
 
@@ -187,13 +190,15 @@ func (p *qemuProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 		resp.Diagnostics.AddError("Invalid Proxmox VE connection settings", err.Error())
 		return
 	}
-	yamlCfg, blockCfg, diags := schedulingLayers(ctx, m.PluginConfigYAML, m.PluginConfig)
+	yamlCfg, blockCfg, diags := schedulingLayers(ctx, path.Empty(), m.PluginConfigYAML, m.PluginConfig)
+	resp.Diagnostics.Append(diags...)
+	profiles, diags := profileLayers(ctx, m.Profiles)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
 	tflog.Debug(ctx, "configured Proxmox VE client", map[string]any{"endpoint": cfg.Endpoint, "api_token": cfg.APIToken})
-	data := &providerData{client: client, defaults: scheduler.MergePluginConfigs(yamlCfg, blockCfg), ledger: reservations.New()}
+	data := &providerData{client: client, defaults: scheduler.MergePluginConfigs(yamlCfg, blockCfg), profiles: profiles, ledger: reservations.New()}
 	resp.DataSourceData = data
 	resp.ResourceData = data
 }

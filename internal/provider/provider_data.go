@@ -23,6 +23,9 @@ type providerData struct {
 	client *proxmox.Client
 	// defaults is the provider's plugin config: the bottom layer every object merges onto.
 	defaults scheduler.PluginConfig
+	// profiles are the named profiles' own layers (YAML, then blocks), merged onto defaults
+	// by pluginBase.
+	profiles map[string]scheduler.PluginConfig
 	ledger   *reservations.Ledger
 
 	mu       sync.Mutex

@@ -3,6 +3,7 @@ data "qemuscheduler_placement" "web" {
   names  = ["web-1", "web-2", "web-3"]
   cores  = 2
   memory = 4096
+  # profile = "packing"   # a provider profile; the summary then names it
   annotations = {
     "node.qemu-scheduler/regex" = "pve[0-9]+"
     "vmid.qemu-scheduler/range" = "1000-1099"
