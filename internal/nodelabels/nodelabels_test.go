@@ -54,10 +54,10 @@ func TestParseTaint(t *testing.T) {
 		want    Taint
 		wantErr string
 	}{
-		{"dedicated=db:NoSchedule", Taint{"dedicated", "db", NoSchedule}, ""},
-		{"old-hw:PreferNoSchedule", Taint{"old-hw", "", PreferNoSchedule}, ""},
-		{"example.com/gpu=a100:NoExecute", Taint{"example.com/gpu", "a100", NoExecute}, ""},
-		{"gpu=:NoSchedule", Taint{"gpu", "", NoSchedule}, ""},
+		{"dedicated=db:NoSchedule", Taint{Key: "dedicated", Value: "db", Effect: NoSchedule}, ""},
+		{"old-hw:PreferNoSchedule", Taint{Key: "old-hw", Value: "", Effect: PreferNoSchedule}, ""},
+		{"example.com/gpu=a100:NoExecute", Taint{Key: "example.com/gpu", Value: "a100", Effect: NoExecute}, ""},
+		{"gpu=:NoSchedule", Taint{Key: "gpu", Value: "", Effect: NoSchedule}, ""},
 		{"gpu", Taint{}, `taint "gpu" has no effect; write key[=value]:Effect with Effect one of NoSchedule, PreferNoSchedule, NoExecute`},
 		{"gpu:", Taint{}, "has no effect"},
 		{"gpu:noschedule", Taint{}, `has effect "noschedule"; use one of NoSchedule`},
@@ -97,7 +97,7 @@ func TestParseNotes(t *testing.T) {
 	if !reflect.DeepEqual(set.Labels, wantLabels) {
 		t.Errorf("labels = %v, want %v", set.Labels, wantLabels)
 	}
-	wantTaints := []Taint{{"dedicated", "db", NoSchedule}, {"old-hw", "", PreferNoSchedule}, {"ok", "", NoExecute}}
+	wantTaints := []Taint{{Key: "dedicated", Value: "db", Effect: NoSchedule}, {Key: "old-hw", Value: "", Effect: PreferNoSchedule}, {Key: "ok", Value: "", Effect: NoExecute}}
 	if !reflect.DeepEqual(set.Taints, wantTaints) {
 		t.Errorf("taints = %v, want %v", set.Taints, wantTaints)
 	}
@@ -122,14 +122,14 @@ func TestParseNotes(t *testing.T) {
 
 func TestCompose(t *testing.T) {
 	notes := Set{Labels: map[string]string{"zone": "b", "disk": "ssd"},
-		Taints: []Taint{{"dedicated", "ops", NoSchedule}, {"old-hw", "", PreferNoSchedule}}}
-	block := Set{Labels: map[string]string{"zone": "a"}, Taints: []Taint{{"dedicated", "db", NoSchedule}}}
+		Taints: []Taint{{Key: "dedicated", Value: "ops", Effect: NoSchedule}, {Key: "old-hw", Value: "", Effect: PreferNoSchedule}}}
+	block := Set{Labels: map[string]string{"zone": "a"}, Taints: []Taint{{Key: "dedicated", Value: "db", Effect: NoSchedule}}}
 	got := Compose(Facts{Name: "pve1", Arch: "x86_64", HAState: "maintenance"}, block, notes)
 	wantLabels := map[string]string{"zone": "a", "disk": "ssd", LabelName: "pve1", LabelArch: "x86_64"}
 	if !reflect.DeepEqual(got.Labels, wantLabels) {
 		t.Errorf("labels = %v, want %v", got.Labels, wantLabels)
 	}
-	wantTaints := []Taint{{"dedicated", "db", NoSchedule}, {TaintMaintenance, "", NoSchedule}, {"old-hw", "", PreferNoSchedule}}
+	wantTaints := []Taint{{Key: "dedicated", Value: "db", Effect: NoSchedule}, {Key: TaintMaintenance, Value: "", Effect: NoSchedule}, {Key: "old-hw", Value: "", Effect: PreferNoSchedule}}
 	if !reflect.DeepEqual(got.Taints, wantTaints) {
 		t.Errorf("taints = %v, want %v", got.Taints, wantTaints)
 	}
@@ -138,9 +138,9 @@ func TestCompose(t *testing.T) {
 		"":            nil,
 		"online":      nil,
 		"unknown":     nil,
-		"fence":       {{TaintHAFenced, "", NoSchedule}},
-		"gone":        {{TaintHAFenced, "", NoSchedule}},
-		"maintenance": {{TaintMaintenance, "", NoSchedule}},
+		"fence":       {{Key: TaintHAFenced, Value: "", Effect: NoSchedule}},
+		"gone":        {{Key: TaintHAFenced, Value: "", Effect: NoSchedule}},
+		"maintenance": {{Key: TaintMaintenance, Value: "", Effect: NoSchedule}},
 	} {
 		got := Compose(Facts{Name: "pve2", HAState: state}, Set{}, Set{})
 		if !reflect.DeepEqual(got.Taints, want) {

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
 // Taint effects. NoExecute is accepted and treated as NoSchedule at placement.
@@ -78,10 +80,8 @@ func checkName(s string) error {
 	return nil
 }
 
-// Taint repels VMs that do not tolerate it.
-type Taint struct {
-	Key, Value, Effect string
-}
+// Taint is the scheduler's: a node property that repels VMs not tolerating it.
+type Taint = scheduler.Taint
 
 // FormatTaint writes a taint as ParseTaint reads it: key[=value]:Effect.
 func FormatTaint(t Taint) string {

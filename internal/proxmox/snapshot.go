@@ -35,6 +35,8 @@ type resource struct {
 	Storage  string  `json:"storage"`
 	Content  string  `json:"content"`
 	Shared   int     `json:"shared"`
+	HAState  string  `json:"hastate"`
+	Arch     string  `json:"host-arch"`
 }
 
 type nextIDBounds struct{ lower, upper int }
@@ -85,6 +87,7 @@ func buildSnapshot(rows []resource, bounds *nextIDBounds) (scheduler.Snapshot, [
 			nodeIndex[r.Node] = len(snap.Nodes)
 			snap.Nodes = append(snap.Nodes, scheduler.Node{
 				Name: r.Node, Online: r.Status == "online", MaxCPU: int(r.MaxCPU), MaxMem: r.MaxMem, CPU: r.CPU, Mem: r.Mem,
+				HAState: r.HAState, Arch: r.Arch,
 			})
 		}
 	}
