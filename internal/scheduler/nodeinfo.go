@@ -46,18 +46,35 @@ func (n *NodeInfo) add(g *Guest) {
 func buildNodeInfos(snap *Snapshot, exclude int) ([]*NodeInfo, map[string]*NodeInfo) {
 	infos := make([]*NodeInfo, len(snap.Nodes))
 	byName := make(map[string]*NodeInfo, len(snap.Nodes))
+	index := make(map[string]int, len(snap.Nodes))
 	for i := range snap.Nodes {
 		n := &snap.Nodes[i]
 		infos[i] = &NodeInfo{Node: n, CPU: n.CPU, Mem: n.Mem}
 		byName[n.Name] = infos[i]
+		index[n.Name] = i
 	}
+	// Two passes over the guests, so that every node's list is a slice of one allocation.
+	at := make([]int32, len(snap.Guests))
+	counts := make([]int, len(snap.Nodes))
 	for i := range snap.Guests {
 		g := &snap.Guests[i]
+		at[i] = -1
 		if g.VMID == exclude || g.Template {
 			continue
 		}
-		if ni, ok := byName[g.Node]; ok {
-			ni.add(g)
+		if n, ok := index[g.Node]; ok {
+			at[i] = int32(n)
+			counts[n]++
+		}
+	}
+	backing := make([]*Guest, 0, len(snap.Guests))
+	for i, c := range counts {
+		infos[i].Guests = backing[len(backing) : len(backing) : len(backing)+c]
+		backing = backing[:len(backing)+c]
+	}
+	for i := range snap.Guests {
+		if at[i] >= 0 {
+			infos[at[i]].add(&snap.Guests[i])
 		}
 	}
 	for _, r := range snap.Reservations {
