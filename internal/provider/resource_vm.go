@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provision"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
@@ -238,116 +239,77 @@ func (r *vmResource) Create(ctx context.Context, req resource.CreateRequest, res
 		return
 	}
 	ctx = tflog.NewSubsystem(ctx, logSubsystem)
-	ledger := r.data.ledger
-	// Nodes that answered "offline" to this create: the cluster view may not say so yet.
-	offline := map[string]bool{}
-	snapshot := func(ctx context.Context) (scheduler.Snapshot, error) {
-		snap, err := r.data.client.Snapshot(ctx)
-		for i := range snap.Nodes {
-			if offline[snap.Nodes[i].Name] {
-				snap.Nodes[i].Online = false
-			}
-		}
-		return snap, err
-	}
-	for attempt := 1; ; attempt++ {
-		var placement scheduler.Placement
-		reservation, err := ledger.Decide(ctx, snapshot, func(snap scheduler.Snapshot) (scheduler.Reservation, error) {
+	defer r.data.invalidate()
+	prov := &provision.Provisioner{
+		Client: &vmClient{r: r, m: &plan}, Ledger: r.data.ledger, Request: schedReq, Clone: plan.Clone != nil,
+		Decide: func(snap scheduler.Snapshot) (scheduler.Placement, error) {
 			pinned, err := cloneNode(snap, src, schedReq)
 			if err != nil {
-				return scheduler.Reservation{}, err
+				return scheduler.Placement{}, err
 			}
 			d, err := profile.Schedule(snap, []scheduler.Request{pinned}, scheduler.Options{})
 			if err != nil {
-				return scheduler.Reservation{}, err
+				return scheduler.Placement{}, err
 			}
-			placement = d.Placements[0]
-			return scheduler.Reservation{VMID: placement.VMID, Node: placement.Node, VCPUs: schedReq.VCPUs(), MemoryMiB: schedReq.MemoryMiB}, nil
-		})
-		if err != nil {
-			var pe *proxmox.APIError
-			if errors.As(err, &pe) {
-				resp.Diagnostics.AddError("Cannot read the Proxmox VE cluster", err.Error())
-			} else {
-				addSchedulerError(&resp.Diagnostics, err)
-			}
-			return
+			return d.Placements[0], nil
+		},
+		Setup:       func(ctx context.Context, p scheduler.Placement) error { return r.configureNew(ctx, &plan, p) },
+		MaxAttempts: maxCreateAttempts,
+		Log: func(ctx context.Context, msg string, fields map[string]any) {
+			tflog.SubsystemInfo(ctx, logSubsystem, msg, fields)
+		},
+	}
+	res, err := prov.Run(ctx)
+	switch {
+	case res.Created:
+	case res.Placement.VMID == 0:
+		var pe *proxmox.APIError
+		if errors.As(err, &pe) {
+			resp.Diagnostics.AddError("Cannot read the Proxmox VE cluster", err.Error())
+		} else {
+			addSchedulerError(&resp.Diagnostics, err)
 		}
-		tflog.SubsystemInfo(ctx, logSubsystem, "placement decided", map[string]any{"name": placement.Name, "node": placement.Node, "vmid": placement.VMID, "attempt": attempt})
-		err = r.createGuest(ctx, &plan, placement)
-		retry := attempt < maxCreateAttempts
-		switch {
-		case errors.Is(err, proxmox.ErrAlreadyExists) && schedReq.VMID == 0 && retry:
-			ledger.MarkUsed(reservation.VMID)
-			r.data.invalidate()
-			tflog.SubsystemWarn(ctx, logSubsystem, "vmid taken meanwhile, deciding again", map[string]any{"vmid": reservation.VMID})
-			continue
-		case errors.Is(err, proxmox.ErrNodeOffline) && plan.Clone == nil && schedReq.Node == "" && retry:
-			// A create from scratch is sent to the chosen node itself, so its 595 means the
-			// VM was never made: choose again without that node.
-			ledger.Release(reservation.VMID)
-			offline[placement.Node] = true
-			tflog.SubsystemWarn(ctx, logSubsystem, "node went offline, deciding again", map[string]any{"node": placement.Node})
-			continue
-		}
-		r.finishCreate(ctx, &plan, placement, err, schedReq.VMID, attempt, resp)
+		return
+	default:
+		resp.Diagnostics.AddError(fmt.Sprintf("Cannot create VM %q", plan.Name.ValueString()), createErrorDetail(err, schedReq.VMID, res.Attempts))
 		return
 	}
-}
-
-// finishCreate sets the new guest up after createGuest returned createErr, and records it in
-// state whenever it exists, so that a failure taints it instead of orphaning it.
-func (r *vmResource) finishCreate(ctx context.Context, plan *vmModel, p scheduler.Placement, createErr error, pinnedVMID, attempt int, resp *resource.CreateResponse) {
-	defer r.data.invalidate()
-	defer r.data.ledger.Release(p.VMID)
-	cleanupCtx, cancel := cleanupContext(ctx)
-	defer cancel()
-	err := createErr
-	if err != nil {
-		node, ours := r.createdAnyway(cleanupCtx, err, p.VMID, plan.Name.ValueString())
-		if !ours {
-			resp.Diagnostics.AddError(fmt.Sprintf("Cannot create VM %q", plan.Name.ValueString()), createErrorDetail(err, pinnedVMID, attempt))
-			return
-		}
-		// The task was cut off (a timeout) but the guest exists.
-		p.Node = node
-	} else {
-		err = r.configureNew(ctx, plan, p)
-	}
+	// The guest exists: record it whatever happened, so that a failure taints it instead of
+	// orphaning it.
+	p := res.Placement
 	plan.Storage = types.StringValue(p.Storage)
 	plan.PlacementSummary = types.StringValue(p.Summary)
 	if err != nil {
 		resp.Diagnostics.AddError(fmt.Sprintf("VM %d was created on %s but could not be set up", p.VMID, p.Node),
 			err.Error()+"\n\nThe VM is kept in the state as tainted: the next apply replaces it, terraform destroy removes it.")
 	}
-	r.readBack(cleanupCtx, plan, p.Node, p.VMID, &resp.Diagnostics)
+	cleanupCtx, cancelCleanup := provision.CleanupContext(ctx)
+	defer cancelCleanup()
+	r.readBack(cleanupCtx, &plan, p.Node, p.VMID, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, plan)...)
 }
 
-// cleanupContext outlives the operation's timeout, so that after a timeout the provider can
-// still find out what exists and record it.
-func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+// vmClient is the provisioning loop's view of PVE for one planned VM.
+type vmClient struct {
+	r *vmResource
+	m *vmModel
 }
 
-// createdAnyway tells whether a create that failed with err left its guest behind: only a
-// timeout or cancellation can, cutting off the wait for a task that went on running. The
-// guest counts as ours when it carries our name, or is still locked, unnamed, by the create or
-// clone task we started.
-func (r *vmResource) createdAnyway(ctx context.Context, err error, vmid int, name string) (string, bool) {
-	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-		return "", false
-	}
-	node, err := r.data.client.LocateVM(ctx, vmid)
+func (c *vmClient) Snapshot(ctx context.Context) (scheduler.Snapshot, error) {
+	return c.r.data.client.Snapshot(ctx)
+}
+
+func (c *vmClient) Create(ctx context.Context, p scheduler.Placement) error {
+	defer c.r.data.invalidate()
+	return c.r.createGuest(ctx, c.m, p)
+}
+
+func (c *vmClient) Find(ctx context.Context, vmid int) (provision.Guest, error) {
+	vm, err := c.r.findVM(ctx, vmid)
 	if err != nil {
-		return "", false
+		return provision.Guest{}, err
 	}
-	vm, err := r.data.client.GetVM(ctx, node, vmid)
-	if err != nil {
-		return "", false
-	}
-	building := (vm.Lock == "create" || vm.Lock == "clone") && vm.Config["name"] == ""
-	return node, vm.Config["name"] == name || building
+	return provision.Guest{Node: vm.Node, Name: vm.Config["name"], Lock: vm.Lock}, nil
 }
 
 // createErrorDetail explains a failed create, with the fix when the user can make one.
@@ -576,7 +538,7 @@ func (r *vmResource) Update(ctx context.Context, req resource.UpdateRequest, res
 		resp.Diagnostics.AddError(fmt.Sprintf("Cannot update VM %d", vmid), err.Error())
 	}
 	// Record what PVE now has, even after a timeout: a migration may have finished.
-	cleanupCtx, cancelCleanup := cleanupContext(ctx)
+	cleanupCtx, cancelCleanup := provision.CleanupContext(ctx)
 	defer cancelCleanup()
 	if at, lerr := c.LocateVM(cleanupCtx, vmid); lerr == nil {
 		node = at
