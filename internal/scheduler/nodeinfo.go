@@ -17,6 +17,9 @@ type NodeInfo struct {
 	CPU float64
 	// Mem is the live used memory in bytes, raised by assumed guests.
 	Mem uint64
+	// storageDebits are the disks of the view's assumed guests per storage, one map shared
+	// by every node of the view (see StorageFree).
+	storageDebits map[storageKey]uint64
 }
 
 // add lists a guest on the node and debits its size when it counts for capacity. An assumed
@@ -32,6 +35,7 @@ func (n *NodeInfo) add(g *Guest) {
 		return
 	}
 	n.Mem += g.MaxMem
+	n.debitStorage(g)
 	if n.Node.MaxCPU > 0 {
 		n.CPU += g.CPUs / float64(n.Node.MaxCPU)
 	}
@@ -47,9 +51,10 @@ func buildNodeInfos(snap *Snapshot, exclude int) ([]*NodeInfo, map[string]*NodeI
 	infos := make([]*NodeInfo, len(snap.Nodes))
 	byName := make(map[string]*NodeInfo, len(snap.Nodes))
 	index := make(map[string]int, len(snap.Nodes))
+	debits := map[storageKey]uint64{}
 	for i := range snap.Nodes {
 		n := &snap.Nodes[i]
-		infos[i] = &NodeInfo{Node: n, CPU: n.CPU, Mem: n.Mem}
+		infos[i] = &NodeInfo{Node: n, CPU: n.CPU, Mem: n.Mem, storageDebits: debits}
 		byName[n.Name] = infos[i]
 		index[n.Name] = i
 	}
@@ -91,7 +96,8 @@ func buildNodeInfos(snap *Snapshot, exclude int) ([]*NodeInfo, map[string]*NodeI
 // guest is the reservation as an assumed guest.
 func (r Reservation) guest() *Guest {
 	return &Guest{VMID: r.VMID, Node: r.Node, Name: r.Name, Type: GuestQEMU, Status: "running",
-		CPUs: float64(r.VCPUs), MaxMem: uint64(r.MemoryMiB) * MiB, Tags: r.Tags, Assumed: true}
+		CPUs: float64(r.VCPUs), MaxMem: uint64(r.MemoryMiB) * MiB, Tags: r.Tags, Assumed: true,
+		Storage: r.Storage, DiskBytes: r.DiskBytes}
 }
 
 // NodeInfos returns every node of the snapshot as a decision starts from it: guests listed,

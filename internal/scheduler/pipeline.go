@@ -97,7 +97,7 @@ func (run *run) keep(r *Request) (Placement, bool) {
 		return Placement{}, false
 	}
 	infos := run.viewWithout(g.VMID)
-	ev, err := run.p.evaluate(r, infos)
+	ev, err := run.p.evaluate(existing(r), infos)
 	if err != nil {
 		return Placement{}, false
 	}
@@ -111,7 +111,7 @@ func (run *run) keep(r *Request) (Placement, bool) {
 		return Placement{}, false
 	}
 	run.kept[g.VMID] = true
-	storage, _ := chooseStorage(infos[at].Node, r.Storage)
+	storage, _, _ := ChooseStorage(infos[at], r.Storage)
 	return Placement{
 		Name: r.Name, Node: g.Node, VMID: g.VMID, Storage: storage, Existing: true, Candidates: ev.cands,
 		Summary: fmt.Sprintf("%s: existing guest %d kept on %s (still passes every filter), storage %s", r.Name, g.VMID, g.Node, storage),
@@ -144,11 +144,11 @@ func (run *run) place(r *Request) (Placement, error) {
 	if err != nil {
 		return Placement{}, err
 	}
-	storage, _ := chooseStorage(chosen.Node, r.Storage)
+	storage, _, _ := ChooseStorage(chosen, r.Storage)
 	run.used.add(vmid)
 	run.given[vmid] = r.Name
 	g := &Guest{VMID: vmid, Node: chosen.Node.Name, Name: r.Name, Type: GuestQEMU, Status: "running",
-		CPUs: float64(r.VCPUs()), MaxMem: uint64(r.MemoryMiB) * MiB, Tags: r.Tags, Assumed: true, DiskBytes: r.DiskBytes}
+		CPUs: float64(r.VCPUs()), MaxMem: uint64(r.MemoryMiB) * MiB, Tags: r.Tags, Assumed: true, DiskBytes: r.DiskBytes, Storage: storage}
 	chosen.add(g)
 	run.assumed = append(run.assumed, g)
 	return Placement{
@@ -186,7 +186,7 @@ func (p *Profile) evaluate(r *Request, infos []*NodeInfo) (evaluation, error) {
 		var group string
 		c.Reasons, group = p.filter(state, r, ni)
 		if len(c.Reasons) == 0 {
-			if _, reason := chooseStorage(ni.Node, r.Storage); reason != "" {
+			if _, _, reason := ChooseStorage(ni, r.Storage); reason != "" {
 				c.Reasons, group = []string{"Storage: " + reason}, storageGroup(r.Storage)
 			}
 		}
@@ -341,11 +341,23 @@ func (p *Profile) CheckNode(snap Snapshot, r Request, node string, vmid int) []s
 		return []string{fmt.Sprintf("node %q is not part of the cluster", node)}
 	}
 	state := NewCycleState()
+	r = *existing(&r)
 	if err := p.preFilter(state, &r, infos); err != nil {
 		return []string{err.Error()}
 	}
 	reasons, _ := p.filter(state, &r, ni)
 	return reasons
+}
+
+// existing is the request as an existing guest checked in place makes it: its disks are
+// already on their storage, so it needs no new space.
+func existing(r *Request) *Request {
+	if r.DiskBytes == 0 {
+		return r
+	}
+	c := *r
+	c.DiskBytes = 0
+	return &c
 }
 
 func clamp(v float64) float64 {

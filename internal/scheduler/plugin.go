@@ -80,7 +80,10 @@ type PluginSpec struct {
 	// Annotations lists the request annotation keys the plugin owns, with a description for
 	// the schema docs; the provider accepts exactly the keys of the registry.
 	Annotations []AnnotationSpec
-	New         func(args map[string]string) (Plugin, error)
+	// DefaultOff keeps the plugin disabled unless a config layer enables it (a strategy
+	// score such as bin packing, which would change every default decision).
+	DefaultOff bool
+	New        func(args map[string]string) (Plugin, error)
 }
 
 // AnnotationSpec is one annotation key a plugin reads.

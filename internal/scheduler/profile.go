@@ -46,7 +46,11 @@ func NewProfile(reg Registry, cfg PluginConfig) (*Profile, error) {
 			if err != nil {
 				return nil, &InputError{Attribute: attr, Key: spec.Name, Message: fmt.Sprintf("%s plugin %s: %v", sec.kind, spec.Name, err)}
 			}
-			if setting.Enable != nil && !*setting.Enable {
+			enabled := !spec.DefaultOff
+			if setting.Enable != nil {
+				enabled = *setting.Enable
+			}
+			if !enabled {
 				continue
 			}
 			if err := p.add(sec.kind, plugin, setting); err != nil {

@@ -2,13 +2,13 @@ package scheduler
 
 import "fmt"
 
-// chooseStorage picks the storage for a VM's disks on node: the pinned one, which must exist
+// ChooseStorage picks the storage for a VM's disks on a node: the pinned one, which must exist
 // there, be active and hold images, or else the active images storage with the most free space
-// (ties by name). It returns a reason instead when the node cannot serve.
-func chooseStorage(node *Node, pinned string) (string, string) {
-	if node == nil {
-		return "", "node is not part of the cluster"
-	}
+// after the decision's earlier placements (ties by name), so a storage the disks do not fit is
+// never preferred over one they fit. It returns the storage and its free bytes, or a reason
+// when the node cannot serve.
+func ChooseStorage(n *NodeInfo, pinned string) (name string, freeBytes uint64, reason string) {
+	node := n.Node
 	if pinned != "" {
 		for _, s := range node.Storages {
 			if s.Name != pinned {
@@ -16,27 +16,64 @@ func chooseStorage(node *Node, pinned string) (string, string) {
 			}
 			switch {
 			case !s.Active:
-				return "", fmt.Sprintf("storage %q is not active on %s", pinned, node.Name)
+				return "", 0, fmt.Sprintf("storage %q is not active on %s", pinned, node.Name)
 			case !holdsImages(s):
-				return "", fmt.Sprintf("storage %q on %s does not hold VM images (content %v)", pinned, node.Name, s.Content)
+				return "", 0, fmt.Sprintf("storage %q on %s does not hold VM images (content %v)", pinned, node.Name, s.Content)
 			}
-			return pinned, ""
+			return pinned, n.StorageFree(s), ""
 		}
-		return "", fmt.Sprintf("storage %q does not exist on %s", pinned, node.Name)
+		return "", 0, fmt.Sprintf("storage %q does not exist on %s", pinned, node.Name)
 	}
-	best := -1
+	best, bestFree := -1, uint64(0)
 	for i, s := range node.Storages {
 		if !s.Active || !holdsImages(s) {
 			continue
 		}
-		if best < 0 || free(s) > free(node.Storages[best]) || (free(s) == free(node.Storages[best]) && s.Name < node.Storages[best].Name) {
-			best = i
+		f := n.StorageFree(s)
+		if best < 0 || f > bestFree || (f == bestFree && s.Name < node.Storages[best].Name) {
+			best, bestFree = i, f
 		}
 	}
 	if best < 0 {
-		return "", fmt.Sprintf("no active storage on %s holds VM images", node.Name)
+		return "", 0, fmt.Sprintf("no active storage on %s holds VM images", node.Name)
 	}
-	return node.Storages[best].Name, ""
+	return node.Storages[best].Name, bestFree, ""
+}
+
+// storageKey names a storage for debits: a shared storage once for the cluster (node ""), a
+// local one per node.
+type storageKey struct{ node, storage string }
+
+func keyOf(node string, s Storage) storageKey {
+	if s.Shared {
+		return storageKey{storage: s.Name}
+	}
+	return storageKey{node: node, storage: s.Name}
+}
+
+// debitStorage charges an assumed guest's disks to its storage: PVE's free space cannot
+// include a disk that is not created yet.
+func (n *NodeInfo) debitStorage(g *Guest) {
+	if g.DiskBytes == 0 || g.Storage == "" || n.storageDebits == nil {
+		return
+	}
+	s := Storage{Name: g.Storage}
+	for _, row := range n.Node.Storages {
+		if row.Name == g.Storage {
+			s = row
+		}
+	}
+	n.storageDebits[keyOf(n.Node.Name, s)] += g.DiskBytes
+}
+
+// StorageFree is a storage's free bytes on this node less the disks of the decision's assumed
+// guests on it (on any node, for a shared storage).
+func (n *NodeInfo) StorageFree(s Storage) uint64 {
+	f, d := free(s), n.storageDebits[keyOf(n.Node.Name, s)]
+	if d >= f {
+		return 0
+	}
+	return f - d
 }
 
 func storageGroup(pinned string) string {

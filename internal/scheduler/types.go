@@ -112,6 +112,8 @@ type Guest struct {
 	Assumed bool
 	// DiskBytes is the configured size of the guest's disks when known (0 = unknown).
 	DiskBytes uint64
+	// Storage is where an assumed guest's new disks (DiskBytes) go; they debit its free space.
+	Storage string
 }
 
 // CountsForCapacity reports whether the guest's configured size debits its node: running,
@@ -129,6 +131,10 @@ type Reservation struct {
 	MemoryMiB int
 	// Tags are the tags the guest will carry, so that group policies see it before it exists.
 	Tags []string
+	// Storage and DiskBytes are the disks the guest will put on a storage (Request.DiskBytes
+	// on the placement's storage), debited until PVE counts them.
+	Storage   string
+	DiskBytes uint64
 }
 
 // Request asks for one VM to be placed.

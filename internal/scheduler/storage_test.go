@@ -1,0 +1,129 @@
+package scheduler
+
+import (
+	"strings"
+	"testing"
+)
+
+const gib = 1 << 30
+
+// storageNodes: n1 and n2 each have a local storage with 100 GiB free and share "ceph" with
+// 150 GiB free.
+func storageNodes() []Node {
+	nodes := testNodes("n1", "n2")
+	for i := range nodes {
+		nodes[i].Storages = []Storage{
+			{Name: "local", Content: []string{"images"}, Active: true, Total: 200 * gib, Used: 100 * gib},
+			{Name: "ceph", Content: []string{"images"}, Active: true, Shared: true, Total: 1000 * gib, Used: 850 * gib},
+		}
+	}
+	return nodes
+}
+
+// Placements of one decision debit their storage: a local one on its node only, a shared one
+// once for the whole cluster; the choice follows the free space that is left.
+func TestPlacementsDebitStorage(t *testing.T) {
+	prof, err := NewProfile(fakeRegistry(fixedScore{"Pin", map[string]float64{"n1": 100}}), PluginConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := make([]Request, 4)
+	for i := range reqs {
+		reqs[i] = Request{Name: "vm" + itoa(i), Cores: 1, Sockets: 1, MemoryMiB: 512, DiskBytes: 60 * gib}
+	}
+	d, err := prof.Schedule(Snapshot{Nodes: storageNodes()}, reqs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ceph 150 free > local 100: ceph (90 left), then local 100 > 90: local (40 left), then
+	// ceph 90 > 40: ceph (30 left), then 40 > 30: local.
+	want := []string{"ceph", "local", "ceph", "local"}
+	for i, p := range d.Placements {
+		if p.Node != "n1" || p.Storage != want[i] {
+			t.Errorf("placement %d: %s on %s, want %s on n1", i, p.Storage, p.Node, want[i])
+		}
+	}
+	infos := NodeInfos(&Snapshot{Nodes: storageNodes(), Reservations: []Reservation{
+		{VMID: 500, Node: "n1", VCPUs: 1, MemoryMiB: 512, Storage: "ceph", DiskBytes: 100 * gib},
+		{VMID: 501, Node: "n1", VCPUs: 1, MemoryMiB: 512, Storage: "local", DiskBytes: 30 * gib},
+	}})
+	for _, tt := range []struct {
+		node    int
+		storage int
+		want    uint64
+	}{
+		{0, 0, 70 * gib}, {1, 0, 100 * gib}, // local: n1 only
+		{0, 1, 50 * gib}, {1, 1, 50 * gib}, // ceph: seen from both nodes, debited once
+	} {
+		n := infos[tt.node]
+		if got := n.StorageFree(n.Node.Storages[tt.storage]); got != tt.want {
+			t.Errorf("%s %s: %d GiB free, want %d", n.Node.Name, n.Node.Storages[tt.storage].Name, got/gib, tt.want/gib)
+		}
+	}
+}
+
+// A guest kept in place already has its disks: it needs no new space on its storage.
+func TestExistingGuestNeedsNoNewSpace(t *testing.T) {
+	var seen []uint64
+	reg := Registry{Filters: []PluginSpec{{Name: "Disk", New: func(map[string]string) (Plugin, error) {
+		return diskProbe{&seen}, nil
+	}}}}
+	prof, err := NewProfile(reg, PluginConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := Snapshot{Nodes: storageNodes(), Guests: []Guest{{VMID: 100, Node: "n2", Name: "db", Status: "running", CPUs: 1, MaxMem: 1 << 30}}}
+	r := Request{Name: "db", Cores: 1, Sockets: 1, MemoryMiB: 1024, DiskBytes: 40 * gib}
+	d, err := prof.Schedule(snap, []Request{r}, Options{Sticky: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Placements[0].Existing {
+		t.Fatalf("want the guest kept, got %+v", d.Placements[0])
+	}
+	prof.CheckNode(snap, r, "n2", 100)
+	for _, b := range seen {
+		if b != 0 {
+			t.Fatalf("filters saw DiskBytes %v for the kept guest, want 0", seen)
+		}
+	}
+	if len(seen) != 3 { // two nodes when kept, one node checked
+		t.Fatalf("filter ran %d times, want 3", len(seen))
+	}
+}
+
+type diskProbe struct{ seen *[]uint64 }
+
+func (diskProbe) Name() string { return "Disk" }
+func (p diskProbe) Filter(_ *CycleState, r *Request, _ *NodeInfo) *Rejection {
+	*p.seen = append(*p.seen, r.DiskBytes)
+	return nil
+}
+
+// A DefaultOff plugin runs only when a layer enables it; an entry without enable does.
+func TestDefaultOffPlugins(t *testing.T) {
+	reg := fakeRegistry(fixedScore{"On", nil}, fixedScore{"Off", nil})
+	reg.Scores[1].DefaultOff = true
+	yes, no := true, false
+	for _, tt := range []struct {
+		name string
+		cfg  map[string]PluginSetting
+		want []string
+	}{
+		{"nothing said", nil, []string{"On"}},
+		{"enabled", map[string]PluginSetting{"Off": {Enable: &yes}}, []string{"On", "Off"}},
+		{"disabled both", map[string]PluginSetting{"Off": {Enable: &no}, "On": {Enable: &no}}, nil},
+	} {
+		prof, err := NewProfile(reg, PluginConfig{Scores: tt.cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, s := range prof.scores {
+			got = append(got, s.plugin.Name())
+		}
+		if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+			t.Errorf("%s: enabled %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
