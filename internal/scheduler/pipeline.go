@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"sort"
 )
 
 // Options change how Schedule treats requests.
@@ -373,3 +374,28 @@ func clamp(v float64) float64 {
 // round2 keeps two decimals: scores that agree to the hundredth are a tie, broken by the hash
 // rather than by floating-point noise.
 func round2(v float64) float64 { return math.Round(v*100) / 100 }
+
+// Rank evaluates one request for an existing guest (vmid, 0 = none) with the guest left out
+// of its node, as a move would see the cluster: every node's verdict, best first (feasible
+// nodes by score and tie-break, then the infeasible ones in snapshot order). A pre-filter
+// rejecting the request is the error. The rebalance planner uses it to pick a target that
+// also meets constraints the scheduler does not know (HA rules, local disks).
+func (p *Profile) Rank(snap Snapshot, r Request, vmid int) ([]Candidate, error) {
+	if err := p.ValidateRequest(&r); err != nil {
+		return nil, err
+	}
+	infos, _ := buildNodeInfos(&snap, vmid)
+	ev, err := p.evaluate(&r, infos)
+	if err != nil {
+		return nil, err
+	}
+	ranked := append([]Candidate(nil), ev.cands...)
+	sort.SliceStable(ranked, func(i, j int) bool {
+		a, b := ranked[i], ranked[j]
+		if a.Feasible != b.Feasible {
+			return a.Feasible
+		}
+		return a.Feasible && better(r.Name, a, b)
+	})
+	return ranked, nil
+}

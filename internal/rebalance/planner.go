@@ -1,0 +1,438 @@
+// Package rebalance is the descheduler: it finds the opted-in guests that now violate their
+// policies or sit on overloaded nodes and plans where each should move, with the same
+// scheduler profile and policies they were placed with. It is pure and moves nothing.
+package rebalance
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+// Input is one planning run.
+type Input struct {
+	Snapshot scheduler.Snapshot
+	Profile  *scheduler.Profile
+	// Policy is the request every opted-in guest must satisfy: node selector, affinities,
+	// tolerations, spreads, annotations. The guest's own name, tags and size are added.
+	Policy scheduler.Request
+	// OptIn are the tags a guest must carry, all of them, to be moved.
+	OptIn []string
+	// RemovePolicyViolations moves guests whose node fails their hard filters.
+	RemovePolicyViolations bool
+	// LowNodeUtilization moves guests from nodes above target to nodes below threshold.
+	LowNodeUtilization *Utilization
+	MaxMoves           int
+	MaxMovesPerNode    int
+	// MinGain is the least improvement, in percentage points, a utilization move must bring.
+	MinGain float64
+	// HARules are the cluster's PVE 9 HA rules; moves never break them.
+	HARules []HARule
+	// DiskStorages names the storages a guest's disks are on; asked only for running guests
+	// about to move (nil = unknown, every target accepted).
+	DiskStorages func(g *scheduler.Guest) ([]string, error)
+}
+
+// Utilization holds the LowNodeUtilization percentages of configured allocation.
+type Utilization struct {
+	CPUThreshold, MemoryThreshold float64
+	CPUTarget, MemoryTarget       float64
+}
+
+// Move is one planned migration.
+type Move struct {
+	VMID     int
+	Name     string
+	From, To string
+	Reason   string
+}
+
+// Kept is a guest that should move but has nowhere to go.
+type Kept struct {
+	VMID   int
+	Name   string
+	Node   string
+	Reason string
+}
+
+// NodeUsage is one node's configured allocation in percent of its capacity.
+type NodeUsage struct {
+	Node          string
+	CPUPercent    float64
+	MemoryPercent float64
+	RunningGuests int
+}
+
+// Plan is the result: moves in the order to run them.
+type Plan struct {
+	Moves         []Move
+	Kept          []Kept
+	Before, After []NodeUsage
+	Summary       string
+}
+
+// planner carries the working copy of the cluster the moves change.
+type planner struct {
+	in      Input
+	snap    scheduler.Snapshot
+	byVMID  map[int]int // index into snap.Guests
+	movesBy map[string]int
+	moved   map[int]bool
+	plan    Plan
+	// violations and utilization count the moves of each strategy for the summary.
+	violations, utilization int
+}
+
+// PlanMoves plans the moves. The same input always gives the same plan.
+func PlanMoves(in Input) (Plan, error) {
+	p := &planner{in: in, movesBy: map[string]int{}, moved: map[int]bool{}}
+	p.snap = in.Snapshot
+	p.snap.Guests = append([]scheduler.Guest(nil), in.Snapshot.Guests...)
+	p.snap.Nodes = append([]scheduler.Node(nil), in.Snapshot.Nodes...)
+	p.byVMID = make(map[int]int, len(p.snap.Guests))
+	for i, g := range p.snap.Guests {
+		p.byVMID[g.VMID] = i
+	}
+	p.plan.Before = p.usage()
+	if in.RemovePolicyViolations {
+		if err := p.removeViolations(); err != nil {
+			return Plan{}, err
+		}
+	}
+	if in.LowNodeUtilization != nil {
+		if err := p.balance(*in.LowNodeUtilization); err != nil {
+			return Plan{}, err
+		}
+	}
+	p.plan.After = p.usage()
+	p.plan.Summary = p.summary()
+	return p.plan, nil
+}
+
+// candidates are the opted-in guests that may move, by VMID: QEMU VMs on online nodes (a
+// guest of a dead node is HA's to recover), no templates, no guest locked by a task.
+func (p *planner) candidates() []*scheduler.Guest {
+	online := map[string]bool{}
+	for _, n := range p.snap.Nodes {
+		online[n.Name] = n.Online
+	}
+	var out []*scheduler.Guest
+	for i := range p.snap.Guests {
+		g := &p.snap.Guests[i]
+		if g.Type == scheduler.GuestQEMU && online[g.Node] && !g.Template && g.Lock == "" && hasAll(g.Tags, p.in.OptIn) {
+			out = append(out, g)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].VMID < out[j].VMID })
+	return out
+}
+
+// request is the policy request for one guest, sized as the guest is configured.
+func (p *planner) request(g *scheduler.Guest) scheduler.Request {
+	r := p.in.Policy
+	r.Name, r.Tags, r.VMID, r.Node = g.Name, g.Tags, 0, ""
+	r.Cores, r.Sockets = max(1, int(math.Ceil(g.CPUs))), 1
+	r.MemoryMiB = max(1, int(g.MaxMem/scheduler.MiB))
+	if r.Name == "" {
+		r.Name = fmt.Sprintf("vm%d", g.VMID)
+	}
+	return r
+}
+
+func (p *planner) full() bool { return len(p.plan.Moves) >= p.in.MaxMoves }
+
+func (p *planner) removeViolations() error {
+	for _, g := range p.candidates() {
+		if p.full() {
+			return nil
+		}
+		if p.moved[g.VMID] {
+			continue
+		}
+		req := p.request(g)
+		reasons := p.in.Profile.CheckNode(p.snap, req, g.Node, g.VMID)
+		if len(reasons) == 0 {
+			continue
+		}
+		why := "policy violation on " + g.Node + ": " + strings.Join(reasons, "; ")
+		if p.movesBy[g.Node] >= p.in.MaxMovesPerNode {
+			p.keep(g, why+"; max_moves_per_node reached for "+g.Node)
+			continue
+		}
+		to, refusal, err := p.target(g, req, nil)
+		if err != nil {
+			return err
+		}
+		if to == "" {
+			p.keep(g, why+"; no node passes: "+refusal)
+			continue
+		}
+		p.move(g, to, why)
+		p.violations++
+	}
+	return nil
+}
+
+// balance is LowNodeUtilization: nodes above target (any resource) give guests to nodes
+// below threshold (every resource), biggest guests first, while the move gains at least
+// MinGain points of imbalance and leaves the receiver at or under target.
+func (p *planner) balance(u Utilization) error {
+	usage := p.usageByNode()
+	var over []string
+	under := map[string]bool{}
+	for _, n := range p.snap.Nodes {
+		x := usage[n.Name]
+		switch {
+		case !n.Online:
+		case x.CPUPercent > u.CPUTarget || x.MemoryPercent > u.MemoryTarget:
+			over = append(over, n.Name)
+		case x.CPUPercent < u.CPUThreshold && x.MemoryPercent < u.MemoryThreshold:
+			under[n.Name] = true
+		}
+	}
+	if len(over) == 0 || len(under) == 0 {
+		return nil
+	}
+	sort.Slice(over, func(i, j int) bool {
+		a, b := level(usage[over[i]]), level(usage[over[j]])
+		if a != b {
+			return a > b
+		}
+		return over[i] < over[j]
+	})
+	for _, src := range over {
+		guests := p.runningOn(src)
+		for _, g := range guests {
+			if p.full() || p.movesBy[src] >= p.in.MaxMovesPerNode {
+				break
+			}
+			usage = p.usageByNode()
+			if s := usage[src]; s.CPUPercent <= u.CPUTarget && s.MemoryPercent <= u.MemoryTarget {
+				break
+			}
+			req := p.request(g)
+			accept := func(to string) string {
+				if !under[to] {
+					return "not under the utilization threshold"
+				}
+				before := level(usage[src]) - level(usage[to])
+				s, d := p.usageAfter(g, src, to)
+				if d.CPUPercent > u.CPUTarget || d.MemoryPercent > u.MemoryTarget {
+					return fmt.Sprintf("would rise above target (cpu %s%%, memory %s%%)", pct(d.CPUPercent), pct(d.MemoryPercent))
+				}
+				if gain := before - math.Abs(level(s)-level(d)); gain < p.in.MinGain {
+					return fmt.Sprintf("gain %s points < min_gain %s", pct(gain), pct(p.in.MinGain))
+				}
+				return ""
+			}
+			to, _, err := p.target(g, req, accept)
+			if err != nil {
+				return err
+			}
+			if to == "" {
+				continue
+			}
+			s := usage[src]
+			p.move(g, to, fmt.Sprintf("LowNodeUtilization: %s is above target (cpu %s%%, memory %s%%)", src, pct(s.CPUPercent), pct(s.MemoryPercent)))
+			p.utilization++
+		}
+	}
+	return nil
+}
+
+// runningOn lists the movable running guests of a node, largest first, then by VMID.
+func (p *planner) runningOn(node string) []*scheduler.Guest {
+	var out []*scheduler.Guest
+	for _, g := range p.candidates() {
+		if g.Node == node && g.Status == "running" && !p.moved[g.VMID] {
+			out = append(out, g)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i].CPUs+float64(out[i].MaxMem)/(1<<30), out[j].CPUs+float64(out[j].MaxMem)/(1<<30)
+		return a > b
+	})
+	return out
+}
+
+// target ranks the nodes for the guest with its own usage left out and returns the best one
+// that is not its own node, passes every hard filter, keeps the HA rules, holds the storages
+// of a running guest's local disks and passes accept (nil = any). Otherwise it returns why
+// none does.
+func (p *planner) target(g *scheduler.Guest, req scheduler.Request, accept func(string) string) (string, string, error) {
+	ranked, err := p.in.Profile.Rank(p.snap, req, g.VMID)
+	if err != nil {
+		return "", err.Error(), nil
+	}
+	var why []string
+	var disks []string
+	disksRead := false
+	for _, c := range ranked {
+		if c.Node == g.Node {
+			continue
+		}
+		if !c.Feasible {
+			why = append(why, c.Node+": "+strings.Join(c.Reasons, ", "))
+			continue
+		}
+		if r := p.haRefusal(g.VMID, c.Node); r != "" {
+			why = append(why, c.Node+": "+r)
+			continue
+		}
+		if g.Status == "running" && p.in.DiskStorages != nil {
+			if !disksRead {
+				if disks, err = p.in.DiskStorages(g); err != nil {
+					return "", "", err
+				}
+				disksRead = true
+			}
+			if missing := p.missingStorages(disks, c.Node); len(missing) > 0 {
+				why = append(why, fmt.Sprintf("%s: local disk storage %s not on %s", c.Node, strings.Join(missing, ", "), c.Node))
+				continue
+			}
+		}
+		if accept != nil {
+			if r := accept(c.Node); r != "" {
+				why = append(why, c.Node+": "+r)
+				continue
+			}
+		}
+		return c.Node, "", nil
+	}
+	if len(why) == 0 {
+		why = []string{"the cluster has no other node"}
+	}
+	return "", strings.Join(why, "; "), nil
+}
+
+// missingStorages lists the guest's storages that are local to its node and absent or
+// inactive on the target.
+func (p *planner) missingStorages(storages []string, node string) []string {
+	var target *scheduler.Node
+	for i := range p.snap.Nodes {
+		if p.snap.Nodes[i].Name == node {
+			target = &p.snap.Nodes[i]
+		}
+	}
+	var missing []string
+	for _, name := range storages {
+		ok := false
+		for _, s := range target.Storages {
+			if s.Name == name && s.Active {
+				ok = true
+			}
+		}
+		if !ok {
+			missing = append(missing, name)
+		}
+	}
+	return missing
+}
+
+func (p *planner) move(g *scheduler.Guest, to, reason string) {
+	p.plan.Moves = append(p.plan.Moves, Move{VMID: g.VMID, Name: g.Name, From: g.Node, To: to, Reason: reason})
+	p.movesBy[g.Node]++
+	p.moved[g.VMID] = true
+	p.shiftLiveMemory(g, g.Node, to)
+	g.Node = to
+}
+
+// shiftLiveMemory moves the guest's configured memory between the nodes' live figures, the
+// best estimate of its live usage the snapshot has.
+func (p *planner) shiftLiveMemory(g *scheduler.Guest, from, to string) {
+	if g.Status != "running" {
+		return
+	}
+	for i := range p.snap.Nodes {
+		n := &p.snap.Nodes[i]
+		switch n.Name {
+		case from:
+			n.Mem -= min(n.Mem, g.MaxMem)
+		case to:
+			n.Mem += g.MaxMem
+		}
+	}
+}
+
+func (p *planner) keep(g *scheduler.Guest, reason string) {
+	p.plan.Kept = append(p.plan.Kept, Kept{VMID: g.VMID, Name: g.Name, Node: g.Node, Reason: reason})
+}
+
+// usage is every node's allocation, in snapshot order.
+func (p *planner) usage() []NodeUsage {
+	infos := scheduler.NodeInfos(&p.snap)
+	out := make([]NodeUsage, len(infos))
+	for i, ni := range infos {
+		u := NodeUsage{Node: ni.Node.Name}
+		if ni.Node.MaxCPU > 0 {
+			u.CPUPercent = round2(100 * ni.AllocCPU / float64(ni.Node.MaxCPU))
+		}
+		if ni.Node.MaxMem > 0 {
+			u.MemoryPercent = round2(100 * float64(ni.AllocMem) / float64(ni.Node.MaxMem))
+		}
+		for _, g := range ni.Guests {
+			if g.Status == "running" {
+				u.RunningGuests++
+			}
+		}
+		out[i] = u
+	}
+	return out
+}
+
+func (p *planner) usageByNode() map[string]NodeUsage {
+	out := map[string]NodeUsage{}
+	for _, u := range p.usage() {
+		out[u.Node] = u
+	}
+	return out
+}
+
+// usageAfter is the allocation of the two nodes if the guest moved from src to dst.
+func (p *planner) usageAfter(g *scheduler.Guest, src, dst string) (NodeUsage, NodeUsage) {
+	g.Node = dst
+	after := p.usageByNode()
+	g.Node = src
+	return after[src], after[dst]
+}
+
+func (p *planner) summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d move(s)", len(p.plan.Moves))
+	if len(p.plan.Moves) > 0 {
+		fmt.Fprintf(&b, " (%d policy violation(s), %d utilization)", p.violations, p.utilization)
+	}
+	for _, m := range p.plan.Moves {
+		fmt.Fprintf(&b, "; %s (%d): %s -> %s", m.Name, m.VMID, m.From, m.To)
+	}
+	for _, k := range p.plan.Kept {
+		fmt.Fprintf(&b, "; kept %s (%d) on %s: %s", k.Name, k.VMID, k.Node, k.Reason)
+	}
+	return b.String()
+}
+
+// level is a node's fullness: its fuller resource.
+func level(u NodeUsage) float64 { return max(u.CPUPercent, u.MemoryPercent) }
+
+func hasAll(tags, want []string) bool {
+	for _, w := range want {
+		found := false
+		for _, t := range tags {
+			if strings.EqualFold(t, w) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func round2(v float64) float64 { return math.Round(v*100) / 100 }
+
+func pct(v float64) string { return scheduler.FormatNumber(round2(v)) }

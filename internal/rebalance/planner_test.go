@@ -1,0 +1,211 @@
+package rebalance
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/plugins"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+const gib = 1 << 30
+
+func nodes(names ...string) []scheduler.Node {
+	var out []scheduler.Node
+	for _, n := range names {
+		out = append(out, scheduler.Node{Name: n, Online: true, MaxCPU: 10, MaxMem: 100 * gib,
+			Storages: []scheduler.Storage{
+				{Name: "ceph", Content: []string{"images"}, Active: true, Shared: true, Total: 1 << 42},
+				{Name: "local-" + n, Content: []string{"images"}, Active: true, Total: 1 << 40},
+			}})
+	}
+	return out
+}
+
+func vm(vmid int, node string, cpus float64, memGiB uint64, tags ...string) scheduler.Guest {
+	return scheduler.Guest{VMID: vmid, Node: node, Name: "vm" + scheduler.FormatNumber(float64(vmid)), Type: scheduler.GuestQEMU,
+		Status: "running", CPUs: cpus, MaxMem: memGiB * gib, Tags: tags}
+}
+
+func input(t *testing.T, ns []scheduler.Node, guests ...scheduler.Guest) Input {
+	t.Helper()
+	prof, err := plugins.NewProfile(scheduler.PluginConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Input{
+		Snapshot: scheduler.Snapshot{Nodes: ns, Guests: guests},
+		Profile:  prof, Policy: scheduler.Request{Annotations: map[string]string{}},
+		OptIn:    []string{"web"}, RemovePolicyViolations: true,
+		MaxMoves: 10, MaxMovesPerNode: 2, MinGain: 5,
+	}
+}
+
+func mustPlan(t *testing.T, in Input) Plan {
+	t.Helper()
+	plan, err := PlanMoves(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := PlanMoves(in)
+	if err != nil || !reflect.DeepEqual(plan, again) {
+		t.Fatalf("same input, another plan:\n%+v\n%+v (%v)", plan, again, err)
+	}
+	return plan
+}
+
+func moves(plan Plan) []string {
+	var out []string
+	for _, m := range plan.Moves {
+		out = append(out, m.Name+":"+m.From+">"+m.To)
+	}
+	return out
+}
+
+// applyMoves is what a user does with the plan: pin each guest to its target.
+func applyMoves(in Input, plan Plan) Input {
+	guests := append([]scheduler.Guest(nil), in.Snapshot.Guests...)
+	for _, m := range plan.Moves {
+		for i := range guests {
+			if guests[i].VMID == m.VMID {
+				guests[i].Node = m.To
+			}
+		}
+	}
+	in.Snapshot.Guests = guests
+	return in
+}
+
+// A policy violation moves opted-in guests only, to a node that passes; applying the moves
+// and planning again yields nothing.
+func TestViolationMovesOptedInGuestsOnly(t *testing.T) {
+	in := input(t, nodes("pve1", "pve2", "pve3"),
+		vm(100, "pve3", 1, 1, "web"),
+		vm(101, "pve3", 1, 1, "db"),
+		vm(102, "pve1", 1, 1, "web"))
+	in.Policy.Annotations[scheduler.AnnotationNodeRegex] = "pve[12]"
+	plan := mustPlan(t, in)
+	if got := moves(plan); len(got) != 1 || !strings.HasPrefix(got[0], "vm100:pve3>") || strings.HasSuffix(got[0], "pve3") {
+		t.Fatalf("moves %v, want vm100 off pve3 (vm101 is not opted in)", got)
+	}
+	if r := plan.Moves[0].Reason; !strings.Contains(r, `NodeRegex: "pve3" does not match "pve[12]"`) {
+		t.Fatalf("reason %q does not say which policy", r)
+	}
+	if again := mustPlan(t, applyMoves(in, plan)); len(again.Moves) != 0 {
+		t.Fatalf("second plan moves %v, want none", moves(again))
+	}
+}
+
+func TestTemplatesLockedAndOfflineNeverMove(t *testing.T) {
+	ns := nodes("pve1", "pve2", "pve3")
+	ns[2].Online = false
+	tmpl := vm(100, "pve2", 1, 1, "web")
+	tmpl.Template = true
+	locked := vm(101, "pve2", 1, 1, "web")
+	locked.Lock = "backup"
+	in := input(t, ns, tmpl, locked, vm(102, "pve3", 1, 1, "web"))
+	in.Policy.Annotations[scheduler.AnnotationNodeRegex] = "pve1"
+	if plan := mustPlan(t, in); len(plan.Moves) != 0 || len(plan.Kept) != 0 {
+		t.Fatalf("plan %+v, want nothing: a template, a locked guest, a guest of an offline node", plan)
+	}
+}
+
+func TestMoveLimits(t *testing.T) {
+	var guests []scheduler.Guest
+	for i := 0; i < 5; i++ {
+		guests = append(guests, vm(100+i, "pve3", 1, 1, "web"), vm(200+i, "pve2", 1, 1, "web"))
+	}
+	in := input(t, nodes("pve1", "pve2", "pve3"), guests...)
+	in.Policy.Annotations[scheduler.AnnotationNodeRegex] = "pve1"
+	plan := mustPlan(t, in)
+	want := []string{"vm100:pve3>pve1", "vm101:pve3>pve1", "vm200:pve2>pve1", "vm201:pve2>pve1"}
+	if got := moves(plan); !reflect.DeepEqual(got, want) {
+		t.Fatalf("per-node cap: moves %v, want %v", got, want)
+	}
+	if len(plan.Kept) != 6 || !strings.Contains(plan.Kept[0].Reason, "max_moves_per_node reached for pve3") {
+		t.Fatalf("kept %+v, want the six over the cap with the reason", plan.Kept)
+	}
+	in.MaxMoves = 3
+	if got := moves(mustPlan(t, in)); len(got) != 3 {
+		t.Fatalf("max_moves 3: moves %v", got)
+	}
+}
+
+// The reason a guest cannot move names each refusing node.
+func TestKeptWhenNoNodePasses(t *testing.T) {
+	in := input(t, nodes("pve1", "pve2"), vm(100, "pve2", 1, 1, "web"), vm(101, "pve1", 40, 1))
+	in.Policy.Annotations[scheduler.AnnotationNodeRegex] = "pve1"
+	plan := mustPlan(t, in)
+	if len(plan.Moves) != 0 || len(plan.Kept) != 1 || !strings.Contains(plan.Kept[0].Reason, "no node passes: pve1: CPUOvercommit: (40+1)/10 = 4.1 > 4") {
+		t.Fatalf("plan %+v, want vm100 kept with pve1's overcommit reason", plan)
+	}
+}
+
+func TestLowNodeUtilization(t *testing.T) {
+	ns := nodes("pve1", "pve2", "pve3")
+	in := input(t, ns,
+		vm(100, "pve1", 4, 10, "web"), vm(101, "pve1", 3, 10, "web"), vm(102, "pve1", 1, 10, "web"), // 80% cpu
+		vm(103, "pve2", 2, 10, "web"), // 20%
+		vm(104, "pve3", 5, 50, "web")) // 50%
+	in.LowNodeUtilization = &Utilization{CPUThreshold: 30, MemoryThreshold: 30, CPUTarget: 60, MemoryTarget: 60}
+	plan := mustPlan(t, in)
+	if got, want := moves(plan), []string{"vm100:pve1>pve2"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("moves %v, want %v (largest guest to the underused node, then pve1 is at target)", got, want)
+	}
+	if plan.Before[0].CPUPercent != 80 || plan.After[0].CPUPercent != 40 || plan.After[1].CPUPercent != 60 {
+		t.Fatalf("before %+v after %+v", plan.Before, plan.After)
+	}
+	if !strings.Contains(plan.Moves[0].Reason, "LowNodeUtilization: pve1 is above target (cpu 80%") {
+		t.Fatalf("reason %q", plan.Moves[0].Reason)
+	}
+	if again := mustPlan(t, applyMoves(in, plan)); len(again.Moves) != 0 {
+		t.Fatalf("second plan moves %v, want none (no ping-pong)", moves(again))
+	}
+	// A gain below min_gain is not worth a migration.
+	in.MinGain = 90
+	if got := moves(mustPlan(t, in)); len(got) != 0 {
+		t.Fatalf("min_gain 90: moves %v, want none", got)
+	}
+}
+
+// A running guest with a local disk moves only where its storage exists.
+func TestLocalDisksNeedTheirStorage(t *testing.T) {
+	ns := nodes("pve1", "pve2", "pve3")
+	ns[1].Storages = append(ns[1].Storages, scheduler.Storage{Name: "local-pve3", Content: []string{"images"}, Active: true, Total: 1 << 40})
+	in := input(t, ns, vm(100, "pve3", 1, 1, "web"))
+	in.Policy.Annotations[scheduler.AnnotationNodeRegex] = "pve[12]"
+	asked := 0
+	in.DiskStorages = func(g *scheduler.Guest) ([]string, error) {
+		asked++
+		return []string{"ceph", "local-pve3"}, nil
+	}
+	plan := mustPlan(t, in)
+	if got := moves(plan); !reflect.DeepEqual(got, []string{"vm100:pve3>pve2"}) || asked != 2 {
+		t.Fatalf("moves %v (disks asked %d times over two runs), want pve2, the node with local-pve3", got, asked)
+	}
+	in.Snapshot.Nodes = nodes("pve1", "pve2", "pve3")
+	plan = mustPlan(t, in)
+	if len(plan.Moves) != 0 || !strings.Contains(plan.Kept[0].Reason, "local disk storage local-pve3 not on pve1") {
+		t.Fatalf("plan %+v, want kept for its local disk", plan)
+	}
+}
+
+func TestHARules(t *testing.T) {
+	ns := nodes("pve1", "pve2", "pve3")
+	in := input(t, ns, vm(100, "pve3", 1, 1, "web"), vm(101, "pve1", 1, 1))
+	in.Policy.Annotations[scheduler.AnnotationNodeRegex] = "pve[12]"
+	in.HARules = []HARule{
+		{Name: "apart", Type: "resource-affinity", Affinity: "negative", VMIDs: []int{100, 101}},
+		{Name: "off", Type: "node-affinity", VMIDs: []int{100}, Nodes: []string{"pve1"}, Disabled: true},
+	}
+	if got := moves(mustPlan(t, in)); !reflect.DeepEqual(got, []string{"vm100:pve3>pve2"}) {
+		t.Fatalf("negative affinity with vm101 on pve1: moves %v, want pve2", got)
+	}
+	in.HARules = append(in.HARules, HARule{Name: "pin", Type: "node-affinity", VMIDs: []int{100}, Nodes: []string{"pve1", "pve3"}, Strict: true})
+	plan := mustPlan(t, in)
+	if len(plan.Moves) != 0 || !strings.Contains(plan.Kept[0].Reason, "HA rule pin (node-affinity) allows only pve1, pve3") ||
+		!strings.Contains(plan.Kept[0].Reason, "HA rule apart (negative resource-affinity): vm 101 runs there") {
+		t.Fatalf("plan %+v, want kept with both HA rules named", plan)
+	}
+}
