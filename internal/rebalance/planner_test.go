@@ -37,7 +37,7 @@ func input(t *testing.T, ns []scheduler.Node, guests ...scheduler.Guest) Input {
 	return Input{
 		Snapshot: scheduler.Snapshot{Nodes: ns, Guests: guests},
 		Profile:  prof, Policy: scheduler.Request{Annotations: map[string]string{}},
-		OptIn:    []string{"web"}, RemovePolicyViolations: true,
+		OptIn: []string{"web"}, RemovePolicyViolations: true,
 		MaxMoves: 10, MaxMovesPerNode: 2, MinGain: 5,
 	}
 }
