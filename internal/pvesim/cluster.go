@@ -17,6 +17,24 @@ type Cluster struct {
 	Pools    []string      `yaml:"pools" json:"pools"`
 	// NextID sets datacenter.cfg next-id (lower inclusive, upper exclusive).
 	NextID *NextIDSpec `yaml:"next_id" json:"next_id"`
+	// HARules are PVE 9 HA rules (rules.cfg). Without any the simulator answers GET
+	// /cluster/ha/rules as PVE 8 does, which has no such endpoint.
+	HARules []HARuleSpec `yaml:"ha_rules" json:"ha_rules"`
+}
+
+// HARuleSpec is one PVE 9 HA rule as rules.cfg holds it.
+type HARuleSpec struct {
+	Rule string `yaml:"rule" json:"rule"`
+	// Type is node-affinity or resource-affinity.
+	Type string `yaml:"type" json:"type"`
+	// Resources are HA resource ids, e.g. vm:100.
+	Resources []string `yaml:"resources" json:"resources"`
+	// Nodes are node-affinity nodes, each `name` or `name:priority`.
+	Nodes    []string `yaml:"nodes" json:"nodes"`
+	Strict   bool     `yaml:"strict" json:"strict"`
+	Affinity string   `yaml:"affinity" json:"affinity"`
+	Disable  bool     `yaml:"disable" json:"disable"`
+	Comment  string   `yaml:"comment" json:"comment"`
 }
 
 // NodeSpec describes one node.
@@ -150,5 +168,5 @@ func (c Cluster) validate() error {
 	if id := c.NextID; id != nil && (id.Lower != 0 && id.Lower < 100 || id.Upper != 0 && id.Upper <= id.Lower) {
 		return fmt.Errorf("cluster file: next_id needs 100 <= lower < upper, got lower %d, upper %d", id.Lower, id.Upper)
 	}
-	return nil
+	return c.validateHARules(nodes, ids)
 }

@@ -28,6 +28,7 @@ func (s *Server) routes() {
 	h("GET /nodes/{node}/config", s.handleNodeConfigGet)
 	h("PUT /nodes/{node}/config", s.handleNodeConfigSet)
 	h("GET /cluster/ha/status/manager_status", s.handleHAManagerStatus)
+	h("GET /cluster/ha/rules", s.handleHARules)
 	h("GET /nodes/{node}/lxc", s.guestList("lxc"))
 	h("GET /nodes/{node}/qemu", s.guestList("qemu"))
 	h("POST /nodes/{node}/qemu", s.handleCreate)

@@ -31,6 +31,8 @@ type Server struct {
 	failing map[string]string // task type -> exit status for the next task of that type
 	// haActive: the HA manager has run, so node rows carry hastate.
 	haActive bool
+	// haRules are PVE 9 HA rules; nil = PVE 8, which has no rules endpoint.
+	haRules []HARuleSpec
 
 	firstTaskStart, lastTaskEnd time.Time
 
@@ -75,7 +77,7 @@ func New(c Cluster, opts ...Option) (*Server, error) {
 	s := &Server{
 		guests: map[int]*guest{}, pools: map[string]bool{}, tasks: map[string]*task{},
 		counts: map[string]int{}, failing: map[string]string{}, tickets: map[string]string{},
-		rng: mrand.New(mrand.NewSource(1)), nextID: c.NextID, pid: 0x1000,
+		rng: mrand.New(mrand.NewSource(1)), nextID: c.NextID, pid: 0x1000, haRules: c.HARules,
 		tokenID: "root@pam!sim", tokenSecret: secretUUID(), username: "root@pam", password: randomHex(8),
 	}
 	for _, o := range opts {
