@@ -14,9 +14,13 @@ var Registry = scheduler.Registry{
 			{Key: scheduler.AnnotationNodeRegex, Description: "a regular expression the whole node name must match"}}},
 		{Name: CPUOvercommitName, Args: []string{"ratio"}, New: newCPUOvercommit},
 		{Name: MemoryOvercommitName, Args: []string{"ratio"}, New: newMemoryOvercommit},
+		{Name: VMAffinityName, Args: []string{proxLBArg}, New: newVMAffinityFilter},
+		{Name: TopologySpreadName, New: newTopologySpreadFilter},
 	},
 	Scores: []scheduler.PluginSpec{
 		{Name: NodeResourceName, New: newNodeResource},
+		{Name: VMAffinityName, Args: []string{proxLBArg}, New: newVMAffinityScore},
+		{Name: TopologySpreadName, New: newTopologySpreadScore},
 	},
 	VMIDs: []scheduler.PluginSpec{
 		{Name: RangeName, New: newRange, Annotations: []scheduler.AnnotationSpec{

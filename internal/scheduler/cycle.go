@@ -5,7 +5,8 @@ package scheduler
 // expressions), and Filter and Score read it per node. A state lives for one request in one
 // pass over the nodes and is never shared between goroutines.
 type CycleState struct {
-	data map[string]any
+	data  map[string]any
+	nodes []*NodeInfo
 }
 
 // NewCycleState returns an empty state.
@@ -22,4 +23,11 @@ func (s *CycleState) Read(key string) (any, bool) {
 // Write stores v under key; plugins use their own name as the key.
 func (s *CycleState) Write(key string, v any) {
 	s.data[key] = v
+}
+
+// Nodes is every node of the view the request is evaluated on, feasible or not (nil outside
+// the pipeline): a pre-score step counts guests on nodes that cannot take the request too, as
+// kube's plugins do through their snapshot lister.
+func (s *CycleState) Nodes() []*NodeInfo {
+	return s.nodes
 }

@@ -176,6 +176,7 @@ type evaluation struct {
 // the feasible nodes and the choice. An error is a pre-filter rejecting the request outright.
 func (p *Profile) evaluate(r *Request, infos []*NodeInfo) (evaluation, error) {
 	state := NewCycleState()
+	state.nodes = infos
 	if err := p.preFilter(state, r, infos); err != nil {
 		return evaluation{}, err
 	}

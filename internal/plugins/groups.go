@@ -1,0 +1,227 @@
+package plugins
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+// TopologyNode is the topology key that makes every node its own domain; any other key is a
+// node label, and the nodes sharing its value form one domain.
+const TopologyNode = "node"
+
+// ProxLB tag prefixes (ProxLB matches them case-sensitively with startswith; the whole tag is
+// the group, and a pin names its node after the prefix).
+const (
+	proxLBAffinity     = "plb_affinity"
+	proxLBAntiAffinity = "plb_anti_affinity"
+	proxLBPin          = "plb_pin_"
+)
+
+// proxLBArg is the arg of both VMAffinity plugins that turns ProxLB tags off ("false"); the
+// provider's honor_proxlb_tags sets it.
+const proxLBArg = "proxlb_tags"
+
+// parseProxLBArg reads proxlb_tags: true (the default) or false.
+func parseProxLBArg(args map[string]string) (bool, error) {
+	s, ok := args[proxLBArg]
+	if !ok {
+		return true, nil
+	}
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, fmt.Errorf("arg %s must be true or false, got %q", proxLBArg, s)
+	}
+	return v, nil
+}
+
+// domainOf is the node's domain under key; ok is false when the node lacks the label and so
+// belongs to no domain.
+func domainOf(n *scheduler.Node, key string) (string, bool) {
+	if key == TopologyNode {
+		return n.Name, true
+	}
+	v, ok := n.Labels[key]
+	return v, ok
+}
+
+// domainName shows a domain in a reason: the node name for "node", else key=value.
+func domainName(key, domain string) string {
+	if key == TopologyNode {
+		return domain
+	}
+	return key + "=" + domain
+}
+
+// carriesAll reports whether tags hold every one of want; PVE tags are case-insensitive.
+func carriesAll(tags, want []string) bool {
+	for _, w := range want {
+		found := false
+		for _, t := range tags {
+			// Most tags differ in length: skip the case fold for them.
+			if len(t) == len(w) && (t == w || strings.EqualFold(t, w)) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// listedIDs bounds the ids a reason lists.
+const listedIDs = 5
+
+// members is a set of guests of one group: how many, and the first few for reasons.
+type members struct {
+	count int
+	first []*scheduler.Guest
+}
+
+func (m *members) add(g *scheduler.Guest) {
+	m.count++
+	if len(m.first) < listedIDs {
+		m.first = append(m.first, g)
+	}
+}
+
+// String lists the ids, an assumed guest marked as in flight: "1001, 1002 (in flight)".
+func (m *members) String() string {
+	ids := make([]string, len(m.first))
+	for i, g := range m.first {
+		ids[i] = strconv.Itoa(g.VMID)
+		if g.Assumed {
+			ids[i] += " (in flight)"
+		}
+	}
+	s := strings.Join(ids, ", ")
+	if more := m.count - len(m.first); more > 0 {
+		s += fmt.Sprintf(" and %d more", more)
+	}
+	return s
+}
+
+// groupMembers is one group's members per node of the view: every non-template guest
+// carrying all the tags, stopped and assumed guests included.
+type groupMembers struct {
+	total   int
+	perNode []members
+}
+
+// membersOf walks the guests once per group and request, whatever the topology keys; the
+// result is kept in the request's state.
+func membersOf(state *scheduler.CycleState, nodes []*scheduler.NodeInfo, tags []string) *groupMembers {
+	cacheKey := "members\x00" + strings.ToLower(strings.Join(tags, "\x00"))
+	if v, ok := state.Read(cacheKey); ok {
+		return v.(*groupMembers)
+	}
+	gm := &groupMembers{perNode: make([]members, len(nodes))}
+	for i, ni := range nodes {
+		for _, g := range ni.Guests {
+			if !g.Template && carriesAll(g.Tags, tags) {
+				gm.perNode[i].add(g)
+			}
+		}
+		gm.total += gm.perNode[i].count
+	}
+	state.Write(cacheKey, gm)
+	return gm
+}
+
+// groupCounts is where the members of one group sit, by domain of one topology key.
+type groupCounts struct {
+	key string
+	// total counts members anywhere, on nodes without the key too.
+	total    int
+	byDomain map[string]*members
+	// domains is the number of domains among all nodes, members or not.
+	domains int
+}
+
+// in returns the members in the node's domain (0 for a node without the key).
+func (c *groupCounts) in(n *scheduler.Node) int {
+	d, ok := domainOf(n, c.key)
+	if !ok {
+		return 0
+	}
+	if m := c.byDomain[d]; m != nil {
+		return m.count
+	}
+	return 0
+}
+
+// countGroup sums the group's members per domain of key, once per request: the result is
+// kept in the request's state, so every plugin and every node reuses it.
+func countGroup(state *scheduler.CycleState, nodes []*scheduler.NodeInfo, tags []string, key string) *groupCounts {
+	cacheKey := "groups\x00" + key + "\x00" + strings.ToLower(strings.Join(tags, "\x00"))
+	if v, ok := state.Read(cacheKey); ok {
+		return v.(*groupCounts)
+	}
+	gm := membersOf(state, nodes, tags)
+	c := &groupCounts{key: key, total: gm.total, byDomain: map[string]*members{}}
+	seen := map[string]bool{}
+	for i, ni := range nodes {
+		d, ok := domainOf(ni.Node, key)
+		if !ok {
+			continue
+		}
+		if !seen[d] {
+			seen[d] = true
+			c.domains++
+		}
+		nm := &gm.perNode[i]
+		if nm.count == 0 {
+			continue
+		}
+		m := c.byDomain[d]
+		if m == nil {
+			m = &members{}
+			c.byDomain[d] = m
+		}
+		m.count += nm.count
+		for _, g := range nm.first {
+			if len(m.first) < listedIDs {
+				m.first = append(m.first, g)
+			}
+		}
+	}
+	state.Write(cacheKey, c)
+	return c
+}
+
+// guests says "1 guest" or "3 guests".
+func guests(n int) string {
+	if n == 1 {
+		return "1 guest"
+	}
+	return fmt.Sprintf("%d guests", n)
+}
+
+// proxLBTerms turns the request's ProxLB tags into preferred terms by node: plb_affinity* keeps
+// the VM with the other guests carrying that tag, plb_anti_affinity* away from them.
+func proxLBTerms(r *scheduler.Request) (affinity, anti []scheduler.VMGroupTerm) {
+	for _, t := range r.Tags {
+		switch {
+		case strings.HasPrefix(t, proxLBAntiAffinity):
+			anti = append(anti, scheduler.VMGroupTerm{Tags: []string{t}, TopologyKey: TopologyNode, Weight: 100})
+		case strings.HasPrefix(t, proxLBAffinity):
+			affinity = append(affinity, scheduler.VMGroupTerm{Tags: []string{t}, TopologyKey: TopologyNode, Weight: 100})
+		}
+	}
+	return affinity, anti
+}
+
+// proxLBPins lists the nodes the request's plb_pin_<node> tags allow; nil when it has none.
+func proxLBPins(r *scheduler.Request) []string {
+	var pins []string
+	for _, t := range r.Tags {
+		if node, ok := strings.CutPrefix(t, proxLBPin); ok && node != "" {
+			pins = append(pins, node)
+		}
+	}
+	return pins
+}

@@ -1,0 +1,117 @@
+package plugins
+
+import (
+	"fmt"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+// TopologySpreadName is the config key of the spread filter and of the spread score.
+const TopologySpreadName = "TopologySpread"
+
+// Values of a spread's when_unsatisfiable.
+const (
+	DoNotSchedule  = "DoNotSchedule"
+	ScheduleAnyway = "ScheduleAnyway"
+)
+
+// topologySpreadFilter enforces the DoNotSchedule spreads, like kube's PodTopologySpread
+// filter: placing the VM in a node's domain must not make that domain hold more than max_skew
+// members above the emptiest eligible domain.
+type topologySpreadFilter struct{}
+
+var (
+	_ scheduler.FilterPlugin    = topologySpreadFilter{}
+	_ scheduler.PreFilterPlugin = topologySpreadFilter{}
+)
+
+func newTopologySpreadFilter(map[string]string) (scheduler.Plugin, error) {
+	return topologySpreadFilter{}, nil
+}
+
+func (topologySpreadFilter) Name() string { return TopologySpreadName }
+
+// spread is one constraint with its group counted and its minimum found, once per request.
+type spread struct {
+	c      scheduler.SpreadConstraint
+	counts *groupCounts
+	// min is the fewest members in an eligible domain.
+	min int
+	// self is 1 when the request carries the group's tags (it joins the domain), else 0.
+	self int
+}
+
+const topologySpreadFilterKey = TopologySpreadName + "/filter"
+
+func (topologySpreadFilter) PreFilter(state *scheduler.CycleState, r *scheduler.Request, nodes []*scheduler.NodeInfo) error {
+	spreads := prepareSpreads(state, r, nodes, DoNotSchedule)
+	if len(spreads) > 0 {
+		state.Write(topologySpreadFilterKey, spreads)
+	}
+	return nil
+}
+
+// prepareSpreads counts the request's spreads of one kind over all nodes. The minimum is
+// taken over eligible domains only: those with a node that is online, matches the request's
+// node selector and required node affinity, and has no NoSchedule taint it does not
+// tolerate, so that a drained or tainted node cannot pin the minimum at 0 (kube's
+// nodeAffinityPolicy and nodeTaintsPolicy both Honor).
+func prepareSpreads(state *scheduler.CycleState, r *scheduler.Request, nodes []*scheduler.NodeInfo, kind string) []spread {
+	var out []spread
+	var eligible []bool
+	for _, c := range r.TopologySpread {
+		if c.WhenUnsatisfiable != kind {
+			continue
+		}
+		if eligible == nil {
+			eligible = make([]bool, len(nodes))
+			for i, ni := range nodes {
+				eligible[i] = ni.Node.Online && nodeMatchesRequired(r, ni.Node) && untoleratedNoSchedule(r.Tolerations, ni.Node.Taints) == nil
+			}
+		}
+		s := spread{c: c, counts: countGroup(state, nodes, c.Tags, c.TopologyKey)}
+		if carriesAll(r.Tags, c.Tags) {
+			s.self = 1
+		}
+		first := true
+		for i, ni := range nodes {
+			if !eligible[i] {
+				continue
+			}
+			if _, ok := domainOf(ni.Node, c.TopologyKey); !ok {
+				continue
+			}
+			if n := s.counts.in(ni.Node); first || n < s.min {
+				s.min, first = n, false
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func (topologySpreadFilter) Filter(state *scheduler.CycleState, _ *scheduler.Request, n *scheduler.NodeInfo) *scheduler.Rejection {
+	v, ok := state.Read(topologySpreadFilterKey)
+	if !ok {
+		return nil
+	}
+	for _, s := range v.([]spread) {
+		key, tags := s.c.TopologyKey, s.c.Tags
+		d, hasKey := domainOf(n.Node, key)
+		if !hasKey {
+			// As in kube: a VM on a node outside every domain would escape the count.
+			return &scheduler.Rejection{
+				Reason: fmt.Sprintf("TopologySpread: %s has no label %s, which the spread of %v needs", n.Node.Name, key, tags),
+				Group:  fmt.Sprintf("have no label %s (topology_spread)", key),
+			}
+		}
+		would := s.counts.in(n.Node) + s.self
+		if skew := would - s.min; skew > s.c.MaxSkew {
+			return &scheduler.Rejection{
+				Reason: fmt.Sprintf("TopologySpread: %s would hold %d of %v, min %d, skew %d > %d", domainName(key, d), would, tags, s.min, skew, s.c.MaxSkew),
+				Group:  fmt.Sprintf("would exceed max_skew %d of topology_spread %v by %s", s.c.MaxSkew, tags, key),
+			}
+		}
+	}
+	return nil
+}
