@@ -5,10 +5,12 @@ import (
 	"errors"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/plugins"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
@@ -204,5 +206,56 @@ func TestDecideErrorsReserveNothing(t *testing.T) {
 				t.Fatalf("a failed decision left reservations: %v", got)
 			}
 		})
+	}
+}
+
+// An in-flight reservation reaches the next decision with its name and tags, so the scheduler
+// lists it as an assumed guest of its groups: a second VM with required anti-affinity on the
+// same tag avoids the first one's node before PVE shows the first guest.
+func TestInFlightReservationKeepsNameAndTagsForGroups(t *testing.T) {
+	l := New()
+	ctx := context.Background()
+	nodes := func(context.Context) (scheduler.Snapshot, error) {
+		return scheduler.Snapshot{Nodes: []scheduler.Node{
+			{Name: "pve1", Online: true, MaxCPU: 8, MaxMem: 8 << 30, Storages: []scheduler.Storage{{Name: "local", Content: []string{"images"}, Active: true, Total: 1 << 40}}},
+			{Name: "pve2", Online: true, MaxCPU: 8, MaxMem: 8 << 30, Storages: []scheduler.Storage{{Name: "local", Content: []string{"images"}, Active: true, Total: 1 << 40}}},
+		}}, nil
+	}
+	profile, err := plugins.NewProfile(scheduler.PluginConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	decide := func(name string) func(scheduler.Snapshot) (scheduler.Reservation, error) {
+		return func(s scheduler.Snapshot) (scheduler.Reservation, error) {
+			req := scheduler.Request{Name: name, Cores: 1, Sockets: 1, MemoryMiB: 512, Tags: []string{"web"},
+				VMAntiAffinity: []scheduler.VMGroupTerm{{Tags: []string{"web"}, TopologyKey: "node"}}}
+			d, err := profile.Schedule(s, []scheduler.Request{req}, scheduler.Options{})
+			if err != nil {
+				return scheduler.Reservation{}, err
+			}
+			p := d.Placements[0]
+			return scheduler.Reservation{VMID: p.VMID, Node: p.Node, Name: name, VCPUs: 1, MemoryMiB: 512, Tags: req.Tags}, nil
+		}
+	}
+	first, err := l.Decide(ctx, nodes, decide("web-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []scheduler.Reservation
+	second, err := l.Decide(ctx, nodes, func(s scheduler.Snapshot) (scheduler.Reservation, error) {
+		seen = s.Reservations
+		return decide("web-2")(s)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 1 || seen[0].Name != "web-1" || !reflect.DeepEqual(seen[0].Tags, []string{"web"}) {
+		t.Fatalf("the second decision saw %+v, want web-1's reservation with its tags", seen)
+	}
+	if second.Node == first.Node {
+		t.Fatalf("both web VMs on %s: the in-flight one was not a member of its group", first.Node)
+	}
+	if _, err := l.Decide(ctx, nodes, decide("web-3")); err == nil || !strings.Contains(err.Error(), "2 node(s) already run a guest tagged [web]") {
+		t.Fatalf("a third web VM on two nodes: err = %v", err)
 	}
 }
