@@ -36,6 +36,8 @@ func newAccEnv(t *testing.T, c pvesim.Cluster, opts ...pvesim.Option) *accEnv {
 	if os.Getenv("PROXMOX_VE_ENDPOINT") != "" {
 		return &accEnv{}
 	}
+	// Strict about JSON bodies as PVE 6 and strict proxies are: the provider must work there.
+	opts = append([]pvesim.Option{pvesim.WithStrictJSON()}, opts...)
 	return &accEnv{sim: pvesim.NewTestServer(t, c, opts...)}
 }
 

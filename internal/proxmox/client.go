@@ -240,16 +240,22 @@ func (c *Client) get(ctx context.Context, op, path string, params map[string]str
 	})
 }
 
-// write is a non-idempotent call: never retried blindly.
+// write is a non-idempotent call: never retried blindly. Without parameters it sends no body
+// at all: go-proxmox would send the JSON text null for an empty map, which PVE 6 and strict
+// proxies refuse.
 func (c *Client) write(ctx context.Context, op, method, path string, body map[string]any, v any) error {
+	var params any
+	if len(body) > 0 {
+		params = body
+	}
 	return c.call(ctx, op, func(ctx context.Context) error {
 		switch method {
 		case http.MethodPost:
-			return c.api.Post(ctx, path, body, v)
+			return c.api.Post(ctx, path, params, v)
 		case http.MethodPut:
-			return c.api.Put(ctx, path, body, v)
+			return c.api.Put(ctx, path, params, v)
 		default:
-			return c.api.DeleteWithParams(ctx, path, body, v)
+			return c.api.DeleteWithParams(ctx, path, params, v)
 		}
 	})
 }

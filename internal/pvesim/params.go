@@ -16,8 +16,14 @@ import (
 func readParams(w http.ResponseWriter, r *http.Request) (map[string]string, bool) {
 	out := map[string]string{}
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	isJSON := strings.HasPrefix(r.Header.Get("Content-Type"), "application/json")
+	if isJSON && len(body) == 0 {
+		// pve-http-server runs decode_json on whatever body a JSON request has.
+		writeError(w, http.StatusInternalServerError, `malformed JSON string, neither tag, array, object, number, string or atom, at character offset 0 (before "(end of string)")`)
+		return nil, false
+	}
 	if len(body) > 0 {
-		if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		if isJSON {
 			var m map[string]any
 			if err := json.Unmarshal(body, &m); err != nil {
 				writeError(w, http.StatusBadRequest, "malformed JSON body: "+err.Error())

@@ -1,10 +1,12 @@
 package pvesim
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	mrand "math/rand"
 	"net/http"
 	"sort"
@@ -39,6 +41,7 @@ type Server struct {
 	latency      time.Duration
 	taskDuration time.Duration
 	statsLag     bool
+	strictJSON   bool
 	holding      bool     // HoldTasks: tasks wait for ReleaseTasks
 	held         []func() // their completions, in start order
 
@@ -58,6 +61,11 @@ func WithTaskDuration(d time.Duration) Option { return func(s *Server) { s.taskD
 // WithStatsLag makes new guests show only id/vmid/node/type/status "unknown" in
 // /cluster/resources until Tick, as PVE does until its next stats broadcast.
 func WithStatsLag() Option { return func(s *Server) { s.statsLag = true } }
+
+// WithStrictJSON refuses a JSON request body that is not an object (such as the text null),
+// as PVE 6 does (its JSON::XS decodes only objects and arrays at the top) and as strict
+// proxies do; PVE 7 and later take null as no parameters.
+func WithStrictJSON() Option { return func(s *Server) { s.strictJSON = true } }
 
 // WithLatency delays every request by d.
 func WithLatency(d time.Duration) Option { return func(s *Server) { s.latency = d } }
@@ -225,6 +233,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	r = r.WithContext(context.WithValue(r.Context(), userKey{}, user))
+	if s.strictJSON && !objectBody(w, r) {
+		return
+	}
 	f := s.takeFault(endpoint)
 	switch {
 	case f == nil:
@@ -322,3 +333,18 @@ type discard struct{ header http.Header }
 func (d discard) Header() http.Header       { return d.header }
 func (discard) Write(b []byte) (int, error) { return len(b), nil }
 func (discard) WriteHeader(int)             {}
+
+// objectBody answers 500 as PVE 6 does when a JSON request body is not an object, and
+// otherwise leaves the body readable for the handler.
+func objectBody(w http.ResponseWriter, r *http.Request) bool {
+	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		return true
+	}
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if trimmed := bytes.TrimSpace(body); len(trimmed) > 0 && trimmed[0] != '{' && trimmed[0] != '[' {
+		writeError(w, http.StatusInternalServerError, "JSON text must be an object or array (but found number, string, true, false or null, use allow_nonref to allow this)")
+		return false
+	}
+	return true
+}
