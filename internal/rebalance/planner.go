@@ -82,6 +82,10 @@ type planner struct {
 	movesBy map[string]int
 	moved   map[int]bool
 	plan    Plan
+	// checker checks guests on the current working snapshot; nil after a move changed it.
+	checker *scheduler.Checker
+	// alloc is every node's allocation on the working snapshot, kept up to date by move.
+	alloc map[string]*nodeAlloc
 	// violations and utilization count the moves of each strategy for the summary.
 	violations, utilization int
 }
@@ -96,6 +100,7 @@ func PlanMoves(in Input) (Plan, error) {
 	for i, g := range p.snap.Guests {
 		p.byVMID[g.VMID] = i
 	}
+	p.alloc = allocations(&p.snap)
 	p.plan.Before = p.usage()
 	if in.RemovePolicyViolations {
 		if err := p.removeViolations(); err != nil {
@@ -153,7 +158,7 @@ func (p *planner) removeViolations() error {
 			continue
 		}
 		req := p.request(g)
-		reasons := p.in.Profile.CheckNode(p.snap, req, g.Node, g.VMID)
+		reasons := p.check().Check(req, g.Node, g.VMID)
 		if len(reasons) == 0 {
 			continue
 		}
@@ -180,11 +185,11 @@ func (p *planner) removeViolations() error {
 // below threshold (every resource), biggest guests first, while the move gains at least
 // MinGain points of imbalance and leaves the receiver at or under target.
 func (p *planner) balance(u Utilization) error {
-	usage := p.usageByNode()
+	usage := func(node string) NodeUsage { return p.alloc[node].usage() }
 	var over []string
 	under := map[string]bool{}
 	for _, n := range p.snap.Nodes {
-		x := usage[n.Name]
+		x := usage(n.Name)
 		switch {
 		case !n.Online:
 		case x.CPUPercent > u.CPUTarget || x.MemoryPercent > u.MemoryTarget:
@@ -197,7 +202,7 @@ func (p *planner) balance(u Utilization) error {
 		return nil
 	}
 	sort.Slice(over, func(i, j int) bool {
-		a, b := level(usage[over[i]]), level(usage[over[j]])
+		a, b := level(usage(over[i])), level(usage(over[j]))
 		if a != b {
 			return a > b
 		}
@@ -209,8 +214,7 @@ func (p *planner) balance(u Utilization) error {
 			if p.full() || p.movesBy[src] >= p.in.MaxMovesPerNode {
 				break
 			}
-			usage = p.usageByNode()
-			if s := usage[src]; s.CPUPercent <= u.CPUTarget && s.MemoryPercent <= u.MemoryTarget {
+			if s := usage(src); s.CPUPercent <= u.CPUTarget && s.MemoryPercent <= u.MemoryTarget {
 				break
 			}
 			req := p.request(g)
@@ -218,7 +222,7 @@ func (p *planner) balance(u Utilization) error {
 				if !under[to] {
 					return "not under the utilization threshold"
 				}
-				before := level(usage[src]) - level(usage[to])
+				before := level(usage(src)) - level(usage(to))
 				s, d := p.usageAfter(g, src, to)
 				if d.CPUPercent > u.CPUTarget || d.MemoryPercent > u.MemoryTarget {
 					return fmt.Sprintf("would rise above target (cpu %s%%, memory %s%%)", pct(d.CPUPercent), pct(d.MemoryPercent))
@@ -235,7 +239,7 @@ func (p *planner) balance(u Utilization) error {
 			if to == "" {
 				continue
 			}
-			s := usage[src]
+			s := usage(src)
 			p.move(g, to, fmt.Sprintf("LowNodeUtilization: %s is above target (cpu %s%%, memory %s%%)", src, pct(s.CPUPercent), pct(s.MemoryPercent)))
 			p.utilization++
 		}
@@ -263,7 +267,7 @@ func (p *planner) runningOn(node string) []*scheduler.Guest {
 // of a running guest's local disks and passes accept (nil = any). Otherwise it returns why
 // none does.
 func (p *planner) target(g *scheduler.Guest, req scheduler.Request, accept func(string) string) (string, string, error) {
-	ranked, err := p.in.Profile.Rank(p.snap, req, g.VMID)
+	ranked, err := p.check().Rank(req, g.VMID)
 	if err != nil {
 		return "", err.Error(), nil
 	}
@@ -337,7 +341,9 @@ func (p *planner) move(g *scheduler.Guest, to, reason string) {
 	p.movesBy[g.Node]++
 	p.moved[g.VMID] = true
 	p.shiftLiveMemory(g, g.Node, to)
+	shift(g, p.alloc[g.Node], p.alloc[to])
 	g.Node = to
+	p.checker = nil
 }
 
 // shiftLiveMemory moves the guest's configured memory between the nodes' live figures, the
@@ -361,42 +367,76 @@ func (p *planner) keep(g *scheduler.Guest, reason string) {
 	p.plan.Kept = append(p.plan.Kept, Kept{VMID: g.VMID, Name: g.Name, Node: g.Node, Reason: reason})
 }
 
-// usage is every node's allocation, in snapshot order.
-func (p *planner) usage() []NodeUsage {
-	infos := scheduler.NodeInfos(&p.snap)
-	out := make([]NodeUsage, len(infos))
-	for i, ni := range infos {
-		u := NodeUsage{Node: ni.Node.Name}
-		if ni.Node.MaxCPU > 0 {
-			u.CPUPercent = round2(100 * ni.AllocCPU / float64(ni.Node.MaxCPU))
-		}
-		if ni.Node.MaxMem > 0 {
-			u.MemoryPercent = round2(100 * float64(ni.AllocMem) / float64(ni.Node.MaxMem))
-		}
+// check returns the checker of the working snapshot, built once per state of it.
+func (p *planner) check() *scheduler.Checker {
+	if p.checker == nil {
+		p.checker = p.in.Profile.NewChecker(&p.snap)
+	}
+	return p.checker
+}
+
+// nodeAlloc is what counts on a node for utilization: the configured size of the guests
+// that count for capacity.
+type nodeAlloc struct {
+	node    *scheduler.Node
+	cpu     float64
+	mem     uint64
+	running int
+}
+
+func allocations(snap *scheduler.Snapshot) map[string]*nodeAlloc {
+	out := make(map[string]*nodeAlloc, len(snap.Nodes))
+	for _, ni := range scheduler.NodeInfos(snap) {
+		a := &nodeAlloc{node: ni.Node, cpu: ni.AllocCPU, mem: ni.AllocMem}
 		for _, g := range ni.Guests {
 			if g.Status == "running" {
-				u.RunningGuests++
+				a.running++
 			}
 		}
-		out[i] = u
+		out[ni.Node.Name] = a
 	}
 	return out
 }
 
-func (p *planner) usageByNode() map[string]NodeUsage {
-	out := map[string]NodeUsage{}
-	for _, u := range p.usage() {
-		out[u.Node] = u
+// shift moves a guest's share from one allocation to another.
+func shift(g *scheduler.Guest, from, to *nodeAlloc) {
+	if g.Status == "running" {
+		from.running--
+		to.running++
+	}
+	if g.CountsForCapacity() {
+		from.cpu -= g.CPUs
+		from.mem -= min(from.mem, g.MaxMem)
+		to.cpu += g.CPUs
+		to.mem += g.MaxMem
+	}
+}
+
+func (a *nodeAlloc) usage() NodeUsage {
+	u := NodeUsage{Node: a.node.Name, RunningGuests: a.running}
+	if a.node.MaxCPU > 0 {
+		u.CPUPercent = round2(100 * a.cpu / float64(a.node.MaxCPU))
+	}
+	if a.node.MaxMem > 0 {
+		u.MemoryPercent = round2(100 * float64(a.mem) / float64(a.node.MaxMem))
+	}
+	return u
+}
+
+// usage is every node's allocation, in snapshot order.
+func (p *planner) usage() []NodeUsage {
+	out := make([]NodeUsage, len(p.snap.Nodes))
+	for i, n := range p.snap.Nodes {
+		out[i] = p.alloc[n.Name].usage()
 	}
 	return out
 }
 
 // usageAfter is the allocation of the two nodes if the guest moved from src to dst.
 func (p *planner) usageAfter(g *scheduler.Guest, src, dst string) (NodeUsage, NodeUsage) {
-	g.Node = dst
-	after := p.usageByNode()
-	g.Node = src
-	return after[src], after[dst]
+	s, d := *p.alloc[src], *p.alloc[dst]
+	shift(g, &s, &d)
+	return s.usage(), d.usage()
 }
 
 func (p *planner) summary() string {

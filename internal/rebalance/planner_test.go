@@ -28,7 +28,7 @@ func vm(vmid int, node string, cpus float64, memGiB uint64, tags ...string) sche
 		Status: "running", CPUs: cpus, MaxMem: memGiB * gib, Tags: tags}
 }
 
-func input(t *testing.T, ns []scheduler.Node, guests ...scheduler.Guest) Input {
+func input(t testing.TB, ns []scheduler.Node, guests ...scheduler.Guest) Input {
 	t.Helper()
 	prof, err := plugins.NewProfile(scheduler.PluginConfig{})
 	if err != nil {

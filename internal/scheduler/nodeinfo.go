@@ -23,9 +23,29 @@ type NodeInfo struct {
 }
 
 // add lists a guest on the node and debits its size when it counts for capacity. An assumed
-// guest also raises the live figures, which cannot include it yet.
+// guest also raises the live figures, which cannot include it yet, and takes its disks'
+// space.
 func (n *NodeInfo) add(g *Guest) {
 	n.Guests = append(n.Guests, g)
+	n.tally(g)
+	n.chargeDisks(g, true)
+}
+
+// chargeDisks debits (or credits back) an assumed guest's disks to the view's storage.
+func (n *NodeInfo) chargeDisks(g *Guest, debit bool) {
+	if !g.Assumed || g.DiskBytes == 0 || g.Storage == "" || n.storageDebits == nil {
+		return
+	}
+	k := keyOfGuest(n.Node, g)
+	if debit {
+		n.storageDebits[k] += g.DiskBytes
+	} else {
+		n.storageDebits[k] -= g.DiskBytes
+	}
+}
+
+// tally adds a guest's size to the node's figures.
+func (n *NodeInfo) tally(g *Guest) {
 	if !g.CountsForCapacity() {
 		return
 	}
@@ -35,7 +55,6 @@ func (n *NodeInfo) add(g *Guest) {
 		return
 	}
 	n.Mem += g.MaxMem
-	n.debitStorage(g)
 	if n.Node.MaxCPU > 0 {
 		n.CPU += g.CPUs / float64(n.Node.MaxCPU)
 	}
@@ -45,9 +64,8 @@ func (n *NodeInfo) add(g *Guest) {
 }
 
 // buildNodeInfos lists the guests per node in one pass, then the reservations as assumed
-// guests. The guest with id exclude (0 = none) is left out, so that an existing guest can be
-// checked against its own node; every path that checks a guest in place builds its view here.
-func buildNodeInfos(snap *Snapshot, exclude int) ([]*NodeInfo, map[string]*NodeInfo) {
+// guests. A guest checked in place is then left out with view.without.
+func buildNodeInfos(snap *Snapshot) ([]*NodeInfo, map[string]*NodeInfo) {
 	infos := make([]*NodeInfo, len(snap.Nodes))
 	byName := make(map[string]*NodeInfo, len(snap.Nodes))
 	index := make(map[string]int, len(snap.Nodes))
@@ -64,7 +82,7 @@ func buildNodeInfos(snap *Snapshot, exclude int) ([]*NodeInfo, map[string]*NodeI
 	for i := range snap.Guests {
 		g := &snap.Guests[i]
 		at[i] = -1
-		if g.VMID == exclude || g.Template {
+		if g.Template {
 			continue
 		}
 		if n, ok := index[g.Node]; ok {
@@ -83,9 +101,6 @@ func buildNodeInfos(snap *Snapshot, exclude int) ([]*NodeInfo, map[string]*NodeI
 		}
 	}
 	for _, r := range snap.Reservations {
-		if r.VMID == exclude {
-			continue
-		}
 		if ni, ok := byName[r.Node]; ok {
 			ni.add(r.guest())
 		}
@@ -103,6 +118,6 @@ func (r Reservation) guest() *Guest {
 // NodeInfos returns every node of the snapshot as a decision starts from it: guests listed,
 // reservations assumed. Plugin tests and read-only views (the nodes data source) use it.
 func NodeInfos(snap *Snapshot) []*NodeInfo {
-	infos, _ := buildNodeInfos(snap, 0)
+	infos, _ := buildNodeInfos(snap)
 	return infos
 }

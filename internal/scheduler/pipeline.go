@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
-	"sort"
 )
 
 // Options change how Schedule treats requests.
@@ -27,8 +26,8 @@ func (p *Profile) Schedule(snap Snapshot, reqs []Request, opts Options) (Decisio
 			return Decision{}, err
 		}
 	}
-	infos, _ := buildNodeInfos(&snap, 0)
-	run := &run{p: p, snap: &snap, infos: infos, used: usedIDs(&snap), given: map[int]string{}, kept: map[int]bool{}}
+	v := newView(&snap)
+	run := &run{p: p, snap: &snap, view: v, infos: v.infos, used: usedIDs(&snap), given: map[int]string{}, kept: map[int]bool{}}
 	if opts.Sticky {
 		run.named = guestsByName(&snap, reqs)
 	}
@@ -51,12 +50,11 @@ func (p *Profile) Schedule(snap Snapshot, reqs []Request, opts Options) (Decisio
 type run struct {
 	p     *Profile
 	snap  *Snapshot
+	view  *view
 	infos []*NodeInfo
 	used  IDSet
 	// given maps the ids handed out in this call to the request that took them.
 	given map[int]string
-	// assumed are the new placements so far, replayed on views that leave a guest out.
-	assumed []*Guest
 	// kept marks existing guests already returned, so that no guest is kept twice.
 	kept map[int]bool
 	// named finds the guest carrying a name (nil when several do); set with Options.Sticky.
@@ -97,7 +95,8 @@ func (run *run) keep(r *Request) (Placement, bool) {
 	if g == nil || run.kept[g.VMID] || (r.VMID != 0 && r.VMID != g.VMID) {
 		return Placement{}, false
 	}
-	infos := run.viewWithout(g.VMID)
+	defer run.view.without(g)()
+	infos := run.infos
 	ev, err := run.p.evaluate(existing(r), infos)
 	if err != nil {
 		return Placement{}, false
@@ -117,16 +116,6 @@ func (run *run) keep(r *Request) (Placement, bool) {
 		Name: r.Name, Node: g.Node, VMID: g.VMID, Storage: storage, Existing: true, Candidates: ev.cands,
 		Summary: fmt.Sprintf("%s: existing guest %d kept on %s (still passes every filter), storage %s", r.Name, g.VMID, g.Node, storage),
 	}, true
-}
-
-// viewWithout builds the nodes as this call sees them with one guest left out: the snapshot,
-// the reservations and the placements made so far.
-func (run *run) viewWithout(vmid int) []*NodeInfo {
-	infos, byName := buildNodeInfos(run.snap, vmid)
-	for _, g := range run.assumed {
-		byName[g.Node].add(g)
-	}
-	return infos
 }
 
 func (run *run) place(r *Request) (Placement, error) {
@@ -151,7 +140,6 @@ func (run *run) place(r *Request) (Placement, error) {
 	g := &Guest{VMID: vmid, Node: chosen.Node.Name, Name: r.Name, Type: GuestQEMU, Status: "running",
 		CPUs: float64(r.VCPUs()), MaxMem: uint64(r.MemoryMiB) * MiB, Tags: r.Tags, Assumed: true, DiskBytes: r.DiskBytes, Storage: storage}
 	chosen.add(g)
-	run.assumed = append(run.assumed, g)
 	return Placement{
 		Name: r.Name, Node: chosen.Node.Name, VMID: vmid, Storage: storage, Candidates: ev.cands,
 		Summary: fmt.Sprintf("%s: %s (score %s; %d/%d nodes feasible), vmid %d (%s), storage %s",
@@ -337,18 +325,7 @@ func (run *run) ruleVMID(r *Request) (int, string, error) {
 // CheckNode runs the hard filters for an existing guest (vmid) on node, its own usage left
 // out. It returns every reason the node now fails, or nil when it is fine.
 func (p *Profile) CheckNode(snap Snapshot, r Request, node string, vmid int) []string {
-	infos, byName := buildNodeInfos(&snap, vmid)
-	ni, ok := byName[node]
-	if !ok {
-		return []string{fmt.Sprintf("node %q is not part of the cluster", node)}
-	}
-	state := NewCycleState()
-	r = *existing(&r)
-	if err := p.preFilter(state, &r, infos); err != nil {
-		return []string{err.Error()}
-	}
-	reasons, _ := p.filter(state, &r, ni)
-	return reasons
+	return p.NewChecker(&snap).Check(r, node, vmid)
 }
 
 // existing is the request as an existing guest checked in place makes it: its disks are
@@ -375,28 +352,3 @@ func clamp(v float64) float64 {
 // round2 keeps two decimals: scores that agree to the hundredth are a tie, broken by the hash
 // rather than by floating-point noise.
 func round2(v float64) float64 { return math.Round(v*100) / 100 }
-
-// Rank evaluates one request for an existing guest (vmid, 0 = none) with the guest left out
-// of its node, as a move would see the cluster: every node's verdict, best first (feasible
-// nodes by score and tie-break, then the infeasible ones in snapshot order). A pre-filter
-// rejecting the request is the error. The rebalance planner uses it to pick a target that
-// also meets constraints the scheduler does not know (HA rules, local disks).
-func (p *Profile) Rank(snap Snapshot, r Request, vmid int) ([]Candidate, error) {
-	if err := p.ValidateRequest(&r); err != nil {
-		return nil, err
-	}
-	infos, _ := buildNodeInfos(&snap, vmid)
-	ev, err := p.evaluate(&r, infos)
-	if err != nil {
-		return nil, err
-	}
-	ranked := append([]Candidate(nil), ev.cands...)
-	sort.SliceStable(ranked, func(i, j int) bool {
-		a, b := ranked[i], ranked[j]
-		if a.Feasible != b.Feasible {
-			return a.Feasible
-		}
-		return a.Feasible && better(r.Name, a, b)
-	})
-	return ranked, nil
-}

@@ -51,19 +51,16 @@ func keyOf(node string, s Storage) storageKey {
 	return storageKey{node: node, storage: s.Name}
 }
 
-// debitStorage charges an assumed guest's disks to its storage: PVE's free space cannot
-// include a disk that is not created yet.
-func (n *NodeInfo) debitStorage(g *Guest) {
-	if g.DiskBytes == 0 || g.Storage == "" || n.storageDebits == nil {
-		return
-	}
+// keyOfGuest is the debit key of an assumed guest's disks: PVE's free space cannot include a
+// disk that is not created yet.
+func keyOfGuest(node *Node, g *Guest) storageKey {
 	s := Storage{Name: g.Storage}
-	for _, row := range n.Node.Storages {
+	for _, row := range node.Storages {
 		if row.Name == g.Storage {
 			s = row
 		}
 	}
-	n.storageDebits[keyOf(n.Node.Name, s)] += g.DiskBytes
+	return keyOf(node.Name, s)
 }
 
 // StorageFree is a storage's free bytes on this node less the disks of the decision's assumed

@@ -1,0 +1,48 @@
+package rebalance
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+// BenchmarkPlan: 64 nodes, 10,000 guests of which 2,000 opted in; the policy excludes eight
+// nodes (their opted-in guests must move) and LowNodeUtilization drains the busiest nodes,
+// max_moves 50.
+func BenchmarkPlan(b *testing.B) {
+	var names []string
+	for i := 1; i <= 64; i++ {
+		names = append(names, fmt.Sprintf("pve%d", i))
+	}
+	ns := nodes(names...)
+	for i := range ns {
+		ns[i].MaxCPU, ns[i].MaxMem = 128, 1024*gib
+	}
+	var guests []scheduler.Guest
+	for i := 0; i < 10000; i++ {
+		node := names[i%64]
+		if i%64 < 8 && i%3 == 0 {
+			node = names[8] // a hot node
+		}
+		g := vm(100+i, node, 2, 4)
+		if i%5 == 0 {
+			g.Tags = []string{"web"}
+		}
+		if i%3 == 0 {
+			g.Status = "stopped"
+		}
+		guests = append(guests, g)
+	}
+	in := input(b, ns, guests...)
+	in.Policy.Annotations[scheduler.AnnotationNodeRegex] = "pve([1-9][0-9])"
+	in.MaxMoves, in.MaxMovesPerNode = 50, 10
+	in.LowNodeUtilization = &Utilization{CPUThreshold: 30, MemoryThreshold: 30, CPUTarget: 50, MemoryTarget: 50}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		plan, err := PlanMoves(in)
+		if err != nil || len(plan.Moves) != 50 {
+			b.Fatalf("%d moves, %v", len(plan.Moves), err)
+		}
+	}
+}
