@@ -12,6 +12,8 @@ var Registry = scheduler.Registry{
 		{Name: NodeOnlineName, New: newNodeOnline},
 		{Name: NodeRegexName, New: newNodeRegex, Annotations: []scheduler.AnnotationSpec{
 			{Key: scheduler.AnnotationNodeRegex, Description: "a regular expression the whole node name must match"}}},
+		{Name: NodeSelectorName, New: newNodeSelector},
+		{Name: TaintTolerationName, New: newTaintFilter},
 		{Name: CPUOvercommitName, Args: []string{"ratio"}, New: newCPUOvercommit},
 		{Name: MemoryOvercommitName, Args: []string{"ratio"}, New: newMemoryOvercommit},
 		{Name: VMAffinityName, Args: []string{proxLBArg}, New: newVMAffinityFilter},
@@ -19,6 +21,8 @@ var Registry = scheduler.Registry{
 	},
 	Scores: []scheduler.PluginSpec{
 		{Name: NodeResourceName, New: newNodeResource},
+		{Name: NodeAffinityName, New: newNodeAffinity},
+		{Name: TaintTolerationName, New: newTaintScore},
 		{Name: VMAffinityName, Args: []string{proxLBArg}, New: newVMAffinityScore},
 		{Name: TopologySpreadName, New: newTopologySpreadScore},
 	},

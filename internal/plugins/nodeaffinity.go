@@ -1,0 +1,52 @@
+package plugins
+
+import (
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/nodelabels"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+// NodeAffinityName is the config key of the preferred node affinity score.
+const NodeAffinityName = "NodeAffinity"
+
+// nodeAffinity sums the weights of the preferred node_affinity terms (weight 1..100) a node's
+// labels match, normalised as kube-scheduler does: 100*sum/max over the feasible nodes (all 0
+// when no node matches any).
+type nodeAffinity struct{}
+
+var (
+	_ scheduler.ScorePlugin     = nodeAffinity{}
+	_ scheduler.ScoreNormalizer = nodeAffinity{}
+)
+
+func newNodeAffinity(map[string]string) (scheduler.Plugin, error) { return nodeAffinity{}, nil }
+
+func (nodeAffinity) Name() string { return NodeAffinityName }
+
+func (nodeAffinity) Score(_ *scheduler.CycleState, req *scheduler.Request, n *scheduler.NodeInfo) float64 {
+	sum := 0
+	for _, t := range req.NodeAffinity {
+		if t.Weight > 0 && nodelabels.MatchTerm(n.Node.Labels, t) {
+			sum += t.Weight
+		}
+	}
+	return float64(sum)
+}
+
+func (nodeAffinity) NormalizeScores(_ *scheduler.CycleState, _ *scheduler.Request, scores []scheduler.NodeScore) {
+	highest := highestScore(scores)
+	if highest == 0 {
+		return
+	}
+	for i := range scores {
+		scores[i].Score = 100 * scores[i].Score / highest
+	}
+}
+
+// highestScore is the largest raw score, at least 0: the divisor of kube's normalisers.
+func highestScore(scores []scheduler.NodeScore) float64 {
+	highest := 0.0
+	for _, s := range scores {
+		highest = max(highest, s.Score)
+	}
+	return highest
+}

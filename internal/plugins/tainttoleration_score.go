@@ -1,0 +1,42 @@
+package plugins
+
+import (
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/nodelabels"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+// taintScore prefers nodes with fewer PreferNoSchedule taints the request does not tolerate
+// (only tolerations with an empty or PreferNoSchedule effect count), normalised as
+// kube-scheduler does: 100 - 100*count/max over the feasible nodes. When no feasible node has
+// such a taint every node scores 0, so the totals stay those of the other plugins.
+type taintScore struct{}
+
+var (
+	_ scheduler.ScorePlugin     = taintScore{}
+	_ scheduler.ScoreNormalizer = taintScore{}
+)
+
+func newTaintScore(map[string]string) (scheduler.Plugin, error) { return taintScore{}, nil }
+
+func (taintScore) Name() string { return TaintTolerationName }
+
+func (taintScore) Score(_ *scheduler.CycleState, req *scheduler.Request, n *scheduler.NodeInfo) float64 {
+	count := 0
+	for _, t := range n.Node.Taints {
+		if t.Effect == nodelabels.PreferNoSchedule && !nodelabels.Tolerated(req.Tolerations, t) {
+			count++
+		}
+	}
+	return float64(count)
+}
+
+func (taintScore) NormalizeScores(_ *scheduler.CycleState, _ *scheduler.Request, scores []scheduler.NodeScore) {
+	highest := highestScore(scores)
+	for i := range scores {
+		if highest == 0 {
+			scores[i].Score = 0
+			continue
+		}
+		scores[i].Score = 100 - 100*scores[i].Score/highest
+	}
+}
