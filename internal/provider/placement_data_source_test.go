@@ -88,7 +88,7 @@ func TestAccPlacementPlugins(t *testing.T) {
 			  vmids:
 			    Regex:
 			      enable: false
-			EOT`, map[string]string{"vmid": "101", "candidates.#": "4", "candidates.1.feasible": "true", "candidates.1.score": "0", "candidates.1.scores.%": "0"}},
+			EOT`, map[string]string{"vmid": "101", "candidates.#": "4", "candidates.1.feasible": "true", "candidates.1.score": "0", "candidates.1.scores.%": "2", "candidates.1.scores.NodeAffinity": "0"}},
 		{"block re-enables what YAML disabled", `name = "web"
 			memory = 16384
 			plugin_config_yaml = "filters: {MemoryOvercommit: {enable: false}}"
