@@ -88,7 +88,7 @@ func TestAccPlacementPlugins(t *testing.T) {
 			  vmids:
 			    Regex:
 			      enable: false
-			EOT`, map[string]string{"vmid": "101", "candidates.#": "4", "candidates.1.feasible": "true", "candidates.1.score": "0", "candidates.1.scores.%": "2", "candidates.1.scores.NodeAffinity": "0"}},
+			EOT`, map[string]string{"vmid": "101", "candidates.#": "4", "candidates.1.feasible": "true", "candidates.1.score": "0", "candidates.1.scores.%": "4", "candidates.1.scores.NodeAffinity": "0"}},
 		{"block re-enables what YAML disabled", `name = "web"
 			memory = 16384
 			plugin_config_yaml = "filters: {MemoryOvercommit: {enable: false}}"
@@ -182,7 +182,7 @@ func TestAccPlacementErrors(t *testing.T) {
 		{"unknown plugin in a block", "", `name = "a"
 			plugin_config {
 			  filter { name = "NodeNames" }
-			}`, `unknown filter plugin "NodeNames"; valid filter plugins: NodeName, NodeOnline, NodeRegex, NodeSelector, TaintToleration, CPUOvercommit, MemoryOvercommit`},
+			}`, `unknown filter plugin "NodeNames"; valid filter plugins: NodeName, NodeOnline, NodeRegex, NodeSelector, TaintToleration, CPUOvercommit, MemoryOvercommit, VMAffinity, TopologySpread`},
 		{"bad ratio", "", `name = "a"
 			plugin_config {
 			  filter {
@@ -205,7 +205,7 @@ func TestAccPlacementErrors(t *testing.T) {
 			node = "pve4"`, `0/4 nodes are available: 3 node\(s\) didn't match pinned node "pve4", 1 node\(s\) were offline`},
 		{"pinned storage missing", "", `name = "a"
 			storage = "nfs"`, `storage "nfs" does not exist on pve1`},
-		{"provider: unknown plugin", `plugin_config_yaml = "scores: {Random: {}}"`, `name = "a"`, `unknown score plugin "Random"; valid score plugins: NodeResource, NodeAffinity, TaintToleration`},
+		{"provider: unknown plugin", `plugin_config_yaml = "scores: {Random: {}}"`, `name = "a"`, `unknown score plugin "Random"; valid score plugins: NodeResource, NodeAffinity, TaintToleration, VMAffinity, TopologySpread`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
