@@ -26,22 +26,20 @@ func newPlacementDataSource() datasource.DataSource { return &placementDataSourc
 type placementDataSource struct{ data *providerData }
 
 type placementModel struct {
-	Annotations      types.Map          `tfsdk:"annotations"`
-	Name             types.String       `tfsdk:"name"`
-	Names            types.List         `tfsdk:"names"`
-	Cores            types.Int64        `tfsdk:"cores"`
-	Sockets          types.Int64        `tfsdk:"sockets"`
-	Memory           types.Int64        `tfsdk:"memory"`
-	Node             types.String       `tfsdk:"node"`
-	VMID             types.Int64        `tfsdk:"vmid"`
-	Storage          types.String       `tfsdk:"storage"`
-	Profile          types.String       `tfsdk:"profile"`
-	PluginConfigYAML types.String       `tfsdk:"plugin_config_yaml"`
-	PluginConfig     *pluginConfigModel `tfsdk:"plugin_config"`
-	Placements       []placementOut     `tfsdk:"placements"`
-	Candidates       []candidateOut     `tfsdk:"candidates"`
-	Summary          types.String       `tfsdk:"summary"`
-	ID               types.String       `tfsdk:"id"`
+	schedulingModel
+	Name       types.String   `tfsdk:"name"`
+	Names      types.List     `tfsdk:"names"`
+	Cores      types.Int64    `tfsdk:"cores"`
+	Sockets    types.Int64    `tfsdk:"sockets"`
+	Memory     types.Int64    `tfsdk:"memory"`
+	Node       types.String   `tfsdk:"node"`
+	VMID       types.Int64    `tfsdk:"vmid"`
+	Storage    types.String   `tfsdk:"storage"`
+	Profile    types.String   `tfsdk:"profile"`
+	Placements []placementOut `tfsdk:"placements"`
+	Candidates []candidateOut `tfsdk:"candidates"`
+	Summary    types.String   `tfsdk:"summary"`
+	ID         types.String   `tfsdk:"id"`
 }
 
 type placementOut struct {
@@ -71,8 +69,6 @@ func (d *placementDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 			"name keeps its node and VMID (`existing = true`) while it still passes the hard filters, so the answer does " +
 			"not flap after the VM is created.",
 		Attributes: map[string]schema.Attribute{
-			"annotations": schema.MapAttribute{Optional: true, ElementType: types.StringType,
-				Description: annotationsDescription()},
 			"name": schema.StringAttribute{Optional: true,
 				Description: "The VM's name: seed of the tie-break and key of the sticky lookup. Exactly one of `name` and `names`."},
 			"names": schema.ListAttribute{Optional: true, ElementType: types.StringType,
@@ -90,8 +86,7 @@ func (d *placementDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 				Description: "Input: pin the VMID; it must be free, and beats both vmid annotations. Output: the chosen VMID (of the first name)."},
 			"storage": schema.StringAttribute{Optional: true, Computed: true,
 				Description: "Input: pin the disk storage; it must exist on the node, be active and hold `images`. Output: the chosen storage, by default the active images storage with the most free space."},
-			"profile":            schema.StringAttribute{Optional: true, Description: profileAttrDescription},
-			"plugin_config_yaml": schema.StringAttribute{Optional: true, Description: pluginConfigYAMLDescription},
+			"profile": schema.StringAttribute{Optional: true, Description: profileAttrDescription},
 			"placements": schema.ListNestedAttribute{Computed: true, Description: "One placement per name, in order.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"name":     schema.StringAttribute{Computed: true, Description: "VM name."},
@@ -111,8 +106,8 @@ func (d *placementDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 			"summary": schema.StringAttribute{Computed: true, Description: "One human line per placement."},
 			"id":      schema.StringAttribute{Computed: true, Description: "Identifies the decision: name=node/vmid per placement."},
 		},
-		Blocks: map[string]schema.Block{"plugin_config": dataSourcePluginConfigBlock()},
 	}
+	dataSourceScheduling(&resp.Schema)
 }
 
 func (d *placementDataSource) ConfigValidators(context.Context) []datasource.ConfigValidator {
@@ -126,7 +121,7 @@ func (d *placementDataSource) ValidateConfig(ctx context.Context, req datasource
 	var m placementModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
 	if !resp.Diagnostics.HasError() {
-		validateScheduling(ctx, &resp.Diagnostics, m.PluginConfigYAML, m.PluginConfig, m.Annotations)
+		m.validate(ctx, &resp.Diagnostics)
 	}
 }
 
@@ -145,7 +140,7 @@ func (d *placementDataSource) Read(ctx context.Context, req datasource.ReadReque
 		addSchedulerError(&resp.Diagnostics, err)
 		return
 	}
-	profile := schedulingProfile(ctx, &resp.Diagnostics, base, m.PluginConfigYAML, m.PluginConfig)
+	profile := m.pipeline(ctx, base, &resp.Diagnostics)
 	reqs := m.requests(ctx, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
@@ -166,7 +161,7 @@ func (d *placementDataSource) Read(ctx context.Context, req datasource.ReadReque
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
-// requests builds one scheduler request per name; sizes default to 1 core, 1 socket, 512 MiB.
+// requests builds one scheduler request per name.
 func (m *placementModel) requests(ctx context.Context, diags *diag.Diagnostics) []scheduler.Request {
 	var names []string
 	if known(m.Name) {
@@ -174,29 +169,15 @@ func (m *placementModel) requests(ctx context.Context, diags *diag.Diagnostics) 
 	} else {
 		diags.Append(m.Names.ElementsAs(ctx, &names, false)...)
 	}
-	ann, _ := annotationValues(ctx, m.Annotations, diags) // a read only runs on a known config
-	base := scheduler.Request{
-		Annotations: ann,
-		Cores:       int(int64Or(m.Cores, 1)),
-		Sockets:     int(int64Or(m.Sockets, 1)),
-		MemoryMiB:   int(int64Or(m.Memory, 512)),
-		Node:        m.Node.ValueString(),
-		VMID:        int(m.VMID.ValueInt64()),
-		Storage:     m.Storage.ValueString(),
-	}
+	base, _ := m.request(ctx, diags) // a read only runs on a known config
+	base = sized(base, m.Cores, m.Sockets, m.Memory)
+	base.Node, base.VMID, base.Storage = m.Node.ValueString(), int(m.VMID.ValueInt64()), m.Storage.ValueString()
 	reqs := make([]scheduler.Request, len(names))
 	for i, n := range names {
 		reqs[i] = base
 		reqs[i].Name = n
 	}
 	return reqs
-}
-
-func int64Or(v types.Int64, def int64) int64 {
-	if v.IsNull() || v.IsUnknown() {
-		return def
-	}
-	return v.ValueInt64()
 }
 
 func (m *placementModel) fill(ctx context.Context, d scheduler.Decision, diags *diag.Diagnostics) {

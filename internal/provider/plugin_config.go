@@ -3,9 +3,6 @@ package provider
 import (
 	"context"
 	"errors"
-	"fmt"
-	"slices"
-	"strings"
 
 	dsschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -200,66 +197,6 @@ func schedulingProfile(ctx context.Context, diags *diag.Diagnostics, defaults sc
 		addSchedulerError(diags, err)
 	}
 	return profile
-}
-
-// validateScheduling checks an object's plugin layers and annotations at plan time, before any
-// cluster is read (the provider's own defaults are not known yet). Annotation values known
-// only after apply are checked when the object is read or created.
-func validateScheduling(ctx context.Context, diags *diag.Diagnostics, yamlText types.String, block *pluginConfigModel, annotations types.Map) {
-	profile := schedulingProfile(ctx, diags, scheduler.PluginConfig{}, yamlText, block)
-	if profile == nil {
-		return
-	}
-	values, _ := annotationValues(ctx, annotations, diags)
-	if diags.HasError() {
-		return
-	}
-	if err := profile.ValidateRequest(&scheduler.Request{Annotations: values, Cores: 1, Sockets: 1, MemoryMiB: 512}); err != nil {
-		addSchedulerError(diags, err)
-	}
-}
-
-// annotationKeys are the keys the registered plugins read; anything else in annotations is a
-// typo.
-var annotationKeys = func() []string {
-	var keys []string
-	for _, a := range plugins.Registry.AnnotationKeys() {
-		keys = append(keys, a.Key)
-	}
-	return keys
-}()
-
-// annotationsDescription documents the annotation keys of the registered plugins, so that a
-// plugin with a new key documents it by its registry line alone.
-func annotationsDescription() string {
-	parts := []string{"Scheduler annotations, as on a CAPPX ProxmoxMachine:"}
-	for _, a := range plugins.Registry.AnnotationKeys() {
-		parts = append(parts, fmt.Sprintf("`%s`: %s;", a.Key, a.Description))
-	}
-	return strings.TrimSuffix(strings.Join(parts, " "), ";") + ". Any other key is an error."
-}
-
-// annotationValues returns the known, non-null annotations, with an error for each unknown
-// key; complete is false when some value (or the whole map) is known only after apply.
-func annotationValues(ctx context.Context, annotations types.Map, diags *diag.Diagnostics) (values map[string]string, complete bool) {
-	if annotations.IsUnknown() {
-		return nil, false
-	}
-	var ann map[string]types.String
-	diags.Append(annotations.ElementsAs(ctx, &ann, false)...)
-	values, complete = map[string]string{}, true
-	for key, v := range ann {
-		switch {
-		case !slices.Contains(annotationKeys, key):
-			diags.AddAttributeError(path.Root("annotations").AtMapKey(key), "Unknown annotation",
-				fmt.Sprintf("unknown annotation %q; valid keys: %s", key, strings.Join(annotationKeys, ", ")))
-		case v.IsUnknown():
-			complete = false
-		case !v.IsNull():
-			values[key] = v.ValueString()
-		}
-	}
-	return values, complete
 }
 
 // relabel points a plugin-config error at the attribute it came from.

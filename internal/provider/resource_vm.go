@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -48,7 +49,7 @@ func (r *vmResource) ValidateConfig(ctx context.Context, req resource.ValidateCo
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	validateScheduling(ctx, &resp.Diagnostics, m.PluginConfigYAML, m.PluginConfig, m.Annotations)
+	m.validate(ctx, &resp.Diagnostics)
 	if !m.Balloon.IsNull() && !m.Memory.IsNull() && !m.Balloon.IsUnknown() && !m.Memory.IsUnknown() && m.Balloon.ValueInt64() > m.Memory.ValueInt64() {
 		resp.Diagnostics.AddAttributeError(path.Root("balloon"), "Balloon larger than memory",
 			fmt.Sprintf("balloon (%d MiB) must not exceed memory (%d MiB).", m.Balloon.ValueInt64(), m.Memory.ValueInt64()))
@@ -78,38 +79,22 @@ func (r *vmResource) ValidateConfig(ctx context.Context, req resource.ValidateCo
 	}
 }
 
-func (r *vmResource) profileFor(ctx context.Context, m *vmModel, diags *diag.Diagnostics) *scheduler.Profile {
-	return schedulingProfile(ctx, diags, r.data.defaults, m.PluginConfigYAML, m.PluginConfig)
-}
-
 // request is the scheduling request for the model and, for a VM still to be created, the
 // clone source if any: unset sizes of a clone come from it, so the overcommit filters see what
 // the VM will really use. (An existing VM no longer needs its source, which may be gone.)
-func (r *vmResource) request(ctx context.Context, m *vmModel, creating bool, diags *diag.Diagnostics) (scheduler.Request, *proxmox.VM) {
-	req := scheduler.Request{Name: m.Name.ValueString(), Cores: 1, Sockets: 1, MemoryMiB: 512, Node: m.Node.ValueString(), VMID: int(m.VMID.ValueInt64())}
-	if !m.Annotations.IsNull() && !m.Annotations.IsUnknown() {
-		diags.Append(m.Annotations.ElementsAs(ctx, &req.Annotations, false)...)
-	}
-	var src *proxmox.VM
+// complete is false when some scheduling value is known only after apply.
+func (r *vmResource) request(ctx context.Context, m *vmModel, creating bool, diags *diag.Diagnostics) (req scheduler.Request, src *proxmox.VM, complete bool) {
+	req, complete = m.schedulingModel.request(ctx, diags)
+	req.Name, req.Node, req.VMID = m.Name.ValueString(), m.Node.ValueString(), int(m.VMID.ValueInt64())
 	if creating && m.Clone != nil && !m.Clone.SourceVMID.IsUnknown() {
 		var err error
 		if src, err = r.cloneSource(ctx, m.Clone); err == nil {
-			req.Cores = atoiDefault(src.Config["cores"], 1)
-			req.Sockets = atoiDefault(src.Config["sockets"], 1)
-			req.MemoryMiB = atoiDefault(strings.TrimPrefix(src.Config["memory"], "current="), 512)
+			req.Cores, req.Sockets, req.MemoryMiB = configSize(src.Config)
 		} else {
 			diags.AddAttributeError(path.Root("clone").AtName("source_vmid"), "Cannot read the clone source", err.Error())
 		}
 	}
-	for _, size := range []struct {
-		v   types.Int64
-		out *int
-	}{{m.Cores, &req.Cores}, {m.Sockets, &req.Sockets}, {m.Memory, &req.MemoryMiB}} {
-		if !size.v.IsNull() && !size.v.IsUnknown() {
-			*size.out = int(size.v.ValueInt64())
-		}
-	}
-	return req, src
+	return sized(req, m.Cores, m.Sockets, m.Memory), src, complete
 }
 
 // cloneNode pins the request to the clone source's node when the source has a disk on storage
@@ -161,10 +146,10 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 	}
 	var plan vmModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() || plan.Node.IsUnknown() && !plan.ID.IsUnknown() || plan.Name.IsUnknown() || plan.Annotations.IsUnknown() {
+	if resp.Diagnostics.HasError() || plan.Node.IsUnknown() && !plan.ID.IsUnknown() || plan.Name.IsUnknown() {
 		return
 	}
-	profile := r.profileFor(ctx, &plan, &resp.Diagnostics)
+	profile := plan.pipeline(ctx, r.data.defaults, &resp.Diagnostics)
 	if profile == nil {
 		return
 	}
@@ -174,8 +159,8 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 		checkDiskShrink(&state, &plan, &resp.Diagnostics)
 	}
-	schedReq, src := r.request(ctx, &plan, creating, &resp.Diagnostics)
-	if resp.Diagnostics.HasError() {
+	schedReq, src, complete := r.request(ctx, &plan, creating, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() || !complete {
 		return
 	}
 	snap, err := r.data.snapshot(ctx)
@@ -233,15 +218,16 @@ func (r *vmResource) Create(ctx context.Context, req resource.CreateRequest, res
 	resp.Diagnostics.Append(d...)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	profile := r.profileFor(ctx, &plan, &resp.Diagnostics)
-	schedReq, src := r.request(ctx, &plan, true, &resp.Diagnostics)
+	profile := plan.pipeline(ctx, r.data.defaults, &resp.Diagnostics)
+	schedReq, src, _ := r.request(ctx, &plan, true, &resp.Diagnostics) // a create runs on a known plan
+	guest := &newGuest{m: &plan, config: plan.vmConfig(ctx, &resp.Diagnostics), src: src}
 	if resp.Diagnostics.HasError() {
 		return
 	}
 	ctx = tflog.NewSubsystem(ctx, logSubsystem)
 	defer r.data.invalidate()
 	prov := &provision.Provisioner{
-		Client: &vmClient{r: r, m: &plan}, Ledger: r.data.ledger, Request: schedReq, Clone: plan.Clone != nil,
+		Client: &vmClient{r: r, g: guest}, Ledger: r.data.ledger, Request: schedReq, Clone: plan.Clone != nil,
 		Decide: func(snap scheduler.Snapshot) (scheduler.Placement, error) {
 			pinned, err := cloneNode(snap, src, schedReq)
 			if err != nil {
@@ -253,7 +239,7 @@ func (r *vmResource) Create(ctx context.Context, req resource.CreateRequest, res
 			}
 			return d.Placements[0], nil
 		},
-		Setup:       func(ctx context.Context, p scheduler.Placement) error { return r.configureNew(ctx, &plan, p) },
+		Setup:       func(ctx context.Context, p scheduler.Placement) error { return r.configureNew(ctx, guest, p) },
 		MaxAttempts: maxCreateAttempts,
 		Log: func(ctx context.Context, msg string, fields map[string]any) {
 			tflog.SubsystemInfo(ctx, logSubsystem, msg, fields)
@@ -289,10 +275,18 @@ func (r *vmResource) Create(ctx context.Context, req resource.CreateRequest, res
 	resp.Diagnostics.Append(resp.State.Set(ctx, plan)...)
 }
 
+// newGuest is a VM to create: its plan, the PVE configuration it renders to and its clone
+// source, each worked out once before the first attempt.
+type newGuest struct {
+	m      *vmModel
+	config map[string]string
+	src    *proxmox.VM
+}
+
 // vmClient is the provisioning loop's view of PVE for one planned VM.
 type vmClient struct {
 	r *vmResource
-	m *vmModel
+	g *newGuest
 }
 
 func (c *vmClient) Snapshot(ctx context.Context) (scheduler.Snapshot, error) {
@@ -301,7 +295,7 @@ func (c *vmClient) Snapshot(ctx context.Context) (scheduler.Snapshot, error) {
 
 func (c *vmClient) Create(ctx context.Context, p scheduler.Placement) error {
 	defer c.r.data.invalidate()
-	return c.r.createGuest(ctx, c.m, p)
+	return c.r.createGuest(ctx, c.g, p)
 }
 
 func (c *vmClient) Find(ctx context.Context, vmid int) (provision.Guest, error) {
@@ -326,16 +320,9 @@ func createErrorDetail(err error, pinnedVMID, attempt int) string {
 
 // createGuest clones or creates the VM at the placement. For a clone, configuration follows
 // in configureNew; a VM from scratch gets its whole configuration at once.
-func (r *vmResource) createGuest(ctx context.Context, m *vmModel, p scheduler.Placement) error {
-	c := r.data.client
+func (r *vmResource) createGuest(ctx context.Context, g *newGuest, p scheduler.Placement) error {
+	c, m := r.data.client, g.m
 	if m.Clone != nil {
-		src := m.Clone.SourceNode.ValueString()
-		if src == "" {
-			var err error
-			if src, err = c.LocateVM(ctx, int(m.Clone.SourceVMID.ValueInt64())); err != nil {
-				return fmt.Errorf("clone source: %w", err)
-			}
-		}
 		full := m.Clone.Full.IsNull() || m.Clone.Full.ValueBool()
 		storage := ""
 		if full {
@@ -344,14 +331,10 @@ func (r *vmResource) createGuest(ctx context.Context, m *vmModel, p scheduler.Pl
 				storage = m.Clone.Storage.ValueString()
 			}
 		}
-		return c.CloneVM(ctx, proxmox.CloneRequest{SourceNode: src, SourceVMID: int(m.Clone.SourceVMID.ValueInt64()), NewID: p.VMID,
+		return c.CloneVM(ctx, proxmox.CloneRequest{SourceNode: g.src.Node, SourceVMID: int(m.Clone.SourceVMID.ValueInt64()), NewID: p.VMID,
 			Target: p.Node, Name: m.Name.ValueString(), Pool: m.Pool.ValueString(), Storage: storage, Full: full})
 	}
-	var diags diag.Diagnostics
-	params := m.vmConfig(ctx, p.Storage, &diags)
-	if diags.HasError() {
-		return errors.New("invalid configuration")
-	}
+	params := maps.Clone(g.config)
 	for i, d := range m.Disks {
 		storage := p.Storage
 		if known(d.Storage) {
@@ -370,15 +353,14 @@ func (r *vmResource) createGuest(ctx context.Context, m *vmModel, p scheduler.Pl
 }
 
 // configureNew brings a fresh guest to the planned configuration and power state.
-func (r *vmResource) configureNew(ctx context.Context, m *vmModel, p scheduler.Placement) error {
-	c := r.data.client
+func (r *vmResource) configureNew(ctx context.Context, g *newGuest, p scheduler.Placement) error {
+	c, m := r.data.client, g.m
 	if m.Clone != nil {
 		vm, err := c.GetVM(ctx, p.Node, p.VMID)
 		if err != nil {
 			return err
 		}
-		var diags diag.Diagnostics
-		set := m.vmConfig(ctx, p.Storage, &diags)
+		set := maps.Clone(g.config)
 		if err := m.addCloudInitDrive(vm.Config, set, p.Storage); err != nil {
 			return err
 		}
@@ -533,7 +515,12 @@ func (r *vmResource) Update(ctx context.Context, req resource.UpdateRequest, res
 	c := r.data.client
 	vmid := int(state.VMID.ValueInt64())
 	node := state.Node.ValueString()
-	err := r.update(ctx, &plan, &state, node, vmid)
+	want := plan.vmConfig(ctx, &resp.Diagnostics)
+	old := state.vmConfig(ctx, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	err := r.update(ctx, &plan, &state, want, old, node, vmid)
 	if err != nil {
 		resp.Diagnostics.AddError(fmt.Sprintf("Cannot update VM %d", vmid), err.Error())
 	}
@@ -547,7 +534,8 @@ func (r *vmResource) Update(ctx context.Context, req resource.UpdateRequest, res
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
-func (r *vmResource) update(ctx context.Context, plan, state *vmModel, node string, vmid int) error {
+// update brings the VM from the state's configuration old to the plan's want.
+func (r *vmResource) update(ctx context.Context, plan, state *vmModel, want, old map[string]string, node string, vmid int) error {
 	c := r.data.client
 	vm, err := c.GetVM(ctx, node, vmid)
 	if err != nil {
@@ -558,12 +546,6 @@ func (r *vmResource) update(ctx context.Context, plan, state *vmModel, node stri
 			return err
 		}
 		node = target
-	}
-	var diags diag.Diagnostics
-	want := plan.vmConfig(ctx, state.Storage.ValueString(), &diags)
-	old := state.vmConfig(ctx, state.Storage.ValueString(), &diags)
-	if diags.HasError() {
-		return errors.New("invalid configuration")
 	}
 	if err := plan.addCloudInitDrive(vm.Config, want, state.Storage.ValueString()); err != nil {
 		return err
@@ -675,8 +657,7 @@ func (r *vmResource) ImportState(ctx context.Context, req resource.ImportStateRe
 		resp.Diagnostics.AddError(fmt.Sprintf("Cannot import VM %d", vmid), err.Error())
 		return
 	}
-	m := vmModel{Storage: types.StringNull(), PlacementSummary: types.StringValue("imported"), Annotations: types.MapNull(types.StringType),
-		PluginConfigYAML: types.StringNull(), Pool: types.StringNull()}
+	m := vmModel{Storage: types.StringNull(), PlacementSummary: types.StringValue("imported"), schedulingModel: nullScheduling(), Pool: types.StringNull()}
 	m.Timeouts.Object = types.ObjectNull(timeoutTypes)
 	m.importDevices(vm.Config)
 	if len(m.Disks) > 0 {

@@ -17,31 +17,29 @@ import (
 )
 
 type vmModel struct {
-	ID               types.String       `tfsdk:"id"`
-	Node             types.String       `tfsdk:"node"`
-	VMID             types.Int64        `tfsdk:"vmid"`
-	Storage          types.String       `tfsdk:"storage"`
-	PlacementSummary types.String       `tfsdk:"placement_summary"`
-	Annotations      types.Map          `tfsdk:"annotations"`
-	PluginConfigYAML types.String       `tfsdk:"plugin_config_yaml"`
-	PluginConfig     *pluginConfigModel `tfsdk:"plugin_config"`
-	Name             types.String       `tfsdk:"name"`
-	Description      types.String       `tfsdk:"description"`
-	Tags             types.Set          `tfsdk:"tags"`
-	Pool             types.String       `tfsdk:"pool"`
-	Cores            types.Int64        `tfsdk:"cores"`
-	Sockets          types.Int64        `tfsdk:"sockets"`
-	CPUType          types.String       `tfsdk:"cpu_type"`
-	Memory           types.Int64        `tfsdk:"memory"`
-	Balloon          types.Int64        `tfsdk:"balloon"`
-	Agent            types.Bool         `tfsdk:"agent"`
-	OnBoot           types.Bool         `tfsdk:"on_boot"`
-	Started          types.Bool         `tfsdk:"started"`
-	Clone            *cloneModel        `tfsdk:"clone"`
-	Disks            []diskModel        `tfsdk:"disk"`
-	Networks         []networkModel     `tfsdk:"network"`
-	CloudInit        *cloudInitModel    `tfsdk:"cloud_init"`
-	Timeouts         timeouts.Value     `tfsdk:"timeouts"`
+	ID               types.String `tfsdk:"id"`
+	Node             types.String `tfsdk:"node"`
+	VMID             types.Int64  `tfsdk:"vmid"`
+	Storage          types.String `tfsdk:"storage"`
+	PlacementSummary types.String `tfsdk:"placement_summary"`
+	schedulingModel
+	Name        types.String    `tfsdk:"name"`
+	Description types.String    `tfsdk:"description"`
+	Tags        types.Set       `tfsdk:"tags"`
+	Pool        types.String    `tfsdk:"pool"`
+	Cores       types.Int64     `tfsdk:"cores"`
+	Sockets     types.Int64     `tfsdk:"sockets"`
+	CPUType     types.String    `tfsdk:"cpu_type"`
+	Memory      types.Int64     `tfsdk:"memory"`
+	Balloon     types.Int64     `tfsdk:"balloon"`
+	Agent       types.Bool      `tfsdk:"agent"`
+	OnBoot      types.Bool      `tfsdk:"on_boot"`
+	Started     types.Bool      `tfsdk:"started"`
+	Clone       *cloneModel     `tfsdk:"clone"`
+	Disks       []diskModel     `tfsdk:"disk"`
+	Networks    []networkModel  `tfsdk:"network"`
+	CloudInit   *cloudInitModel `tfsdk:"cloud_init"`
+	Timeouts    timeouts.Value  `tfsdk:"timeouts"`
 }
 
 type cloneModel struct {
@@ -75,10 +73,10 @@ type cloudInitModel struct {
 	Searchdomain types.String `tfsdk:"searchdomain"`
 }
 
-// vmConfig renders the VM settings the user manages as PVE config keys. Only set attributes
-// are sent: PVE (or the cloned template) keeps its own value for the rest. storage is where
-// new disks and the cloud-init drive go unless a disk names its own.
-func (m *vmModel) vmConfig(ctx context.Context, storage string, diags *diag.Diagnostics) map[string]string {
+// vmConfig renders the VM settings the user manages as PVE config keys, disks and the
+// cloud-init drive aside. Only set attributes are sent: PVE (or the cloned template) keeps its
+// own value for the rest.
+func (m *vmModel) vmConfig(ctx context.Context, diags *diag.Diagnostics) map[string]string {
 	cfg := map[string]string{"name": m.Name.ValueString()}
 	setString := func(key string, v types.String) {
 		if known(v) {
@@ -257,9 +255,8 @@ func (m *vmModel) readInto(ctx context.Context, vm *proxmox.VM, diags *diag.Diag
 	m.Name = types.StringValue(cfg["name"])
 	m.Description = types.StringValue(cfg["description"])
 	m.CPUType = types.StringValue(cfg["cpu"])
-	m.Cores = types.Int64Value(int64(atoiDefault(cfg["cores"], 1)))
-	m.Sockets = types.Int64Value(int64(atoiDefault(cfg["sockets"], 1)))
-	m.Memory = types.Int64Value(int64(atoiDefault(strings.TrimPrefix(cfg["memory"], "current="), 512)))
+	cores, sockets, memory := configSize(cfg)
+	m.Cores, m.Sockets, m.Memory = types.Int64Value(int64(cores)), types.Int64Value(int64(sockets)), types.Int64Value(int64(memory))
 	m.Balloon = types.Int64Value(int64(atoiDefault(cfg["balloon"], 0)))
 	m.Agent = types.BoolValue(strings.HasPrefix(cfg["agent"], "1") || strings.Contains(cfg["agent"], "enabled=1"))
 	m.OnBoot = types.BoolValue(cfg["onboot"] == "1")
@@ -341,6 +338,12 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// configSize reads a VM's size from its PVE config, where an absent key means PVE's default.
+func configSize(cfg map[string]string) (cores, sockets, memoryMiB int) {
+	return atoiDefault(cfg["cores"], defaultCores), atoiDefault(cfg["sockets"], defaultSockets),
+		atoiDefault(strings.TrimPrefix(cfg["memory"], "current="), defaultMemoryMiB)
 }
 
 func atoiDefault(s string, def int) int {

@@ -57,7 +57,7 @@ func TestVMConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var diags diag.Diagnostics
-			got := tt.m.vmConfig(context.Background(), "ceph", &diags)
+			got := tt.m.vmConfig(context.Background(), &diags)
 			if diags.HasError() {
 				t.Fatal(diags)
 			}

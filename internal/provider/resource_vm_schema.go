@@ -62,9 +62,6 @@ func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 				Description: "The storage chosen for disks without their own `storage` (and for full clones without `clone.storage`)."},
 			"placement_summary": schema.StringAttribute{Computed: true, PlanModifiers: keepString(),
 				Description: "Why the VM went where it did, as decided at create."},
-			"annotations": schema.MapAttribute{Optional: true, ElementType: types.StringType,
-				Description: annotationsDescription()},
-			"plugin_config_yaml": schema.StringAttribute{Optional: true, Description: pluginConfigYAMLDescription},
 			"name": schema.StringAttribute{Required: true,
 				Validators:  []validator.String{stringvalidator.RegexMatches(dnsName, "must be a DNS name: letters, digits, '-' and '.'")},
 				Description: "VM name (a DNS name); also the scheduler's tie-break seed."},
@@ -95,7 +92,6 @@ func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 				Description: "Whether the VM runs. Default true."},
 		},
 		Blocks: map[string]schema.Block{
-			"plugin_config": resourcePluginConfigBlock(),
 			"clone": schema.SingleNestedBlock{
 				Description:   "Create by cloning a VM or template instead of from scratch. Changing it replaces the VM.",
 				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
@@ -156,6 +152,7 @@ func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 		},
 	}
+	resourceScheduling(&resp.Schema)
 }
 
 // fromSameSlot plans a computed device attribute (a NIC's MAC, a disk's storage) as the prior

@@ -1,0 +1,149 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	dsschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	rschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/plugins"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+// schedulingModel is the configuration that steers the scheduler, embedded (by value, as the
+// framework requires) by the qemuscheduler_placement data source and qemuscheduler_vm. A new
+// scheduling attribute is a field here, an entry in dataSourceScheduling and in
+// resourceScheduling, and a line in request (plus one in nullScheduling when the field's zero
+// value is not a valid null, as for maps, lists and strings).
+type schedulingModel struct {
+	Annotations      types.Map          `tfsdk:"annotations"`
+	PluginConfigYAML types.String       `tfsdk:"plugin_config_yaml"`
+	PluginConfig     *pluginConfigModel `tfsdk:"plugin_config"`
+}
+
+// The size of a VM that sets none: PVE's defaults, so also what the scheduler assumes.
+const (
+	defaultCores     = 1
+	defaultSockets   = 1
+	defaultMemoryMiB = 512
+)
+
+// nullScheduling is the scheduling configuration of an object that sets none (an imported VM).
+func nullScheduling() schedulingModel {
+	return schedulingModel{Annotations: types.MapNull(types.StringType), PluginConfigYAML: types.StringNull()}
+}
+
+// dataSourceScheduling adds the scheduling attributes and blocks to a data source schema.
+func dataSourceScheduling(s *dsschema.Schema) {
+	if s.Blocks == nil {
+		s.Blocks = map[string]dsschema.Block{}
+	}
+	s.Attributes["annotations"] = dsschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: annotationsDescription()}
+	s.Attributes["plugin_config_yaml"] = dsschema.StringAttribute{Optional: true, Description: pluginConfigYAMLDescription}
+	s.Blocks["plugin_config"] = dataSourcePluginConfigBlock()
+}
+
+// resourceScheduling adds the scheduling attributes and blocks to a resource schema.
+func resourceScheduling(s *rschema.Schema) {
+	if s.Blocks == nil {
+		s.Blocks = map[string]rschema.Block{}
+	}
+	s.Attributes["annotations"] = rschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: annotationsDescription()}
+	s.Attributes["plugin_config_yaml"] = rschema.StringAttribute{Optional: true, Description: pluginConfigYAMLDescription}
+	s.Blocks["plugin_config"] = resourcePluginConfigBlock()
+}
+
+// request converts the scheduling configuration into a request of the default size, which the
+// caller names, sizes and pins. complete is false when some value is known only after apply.
+func (m *schedulingModel) request(ctx context.Context, diags *diag.Diagnostics) (req scheduler.Request, complete bool) {
+	req = scheduler.Request{Cores: defaultCores, Sockets: defaultSockets, MemoryMiB: defaultMemoryMiB}
+	complete = true
+	req.Annotations = annotationValues(ctx, m.Annotations, &complete, diags)
+	return req, complete
+}
+
+// pipeline merges base (the provider's plugin config, and its profile's) with the object's own
+// layers; nil after an error.
+func (m *schedulingModel) pipeline(ctx context.Context, base scheduler.PluginConfig, diags *diag.Diagnostics) *scheduler.Profile {
+	return schedulingProfile(ctx, diags, base, m.PluginConfigYAML, m.PluginConfig)
+}
+
+// validate checks the scheduling configuration at plan time, before any cluster is read (the
+// provider's own plugin config is not known yet). Values known only after apply are checked
+// when the object is read or created.
+func (m *schedulingModel) validate(ctx context.Context, diags *diag.Diagnostics) {
+	profile := m.pipeline(ctx, scheduler.PluginConfig{}, diags)
+	if profile == nil {
+		return
+	}
+	req, _ := m.request(ctx, diags)
+	if diags.HasError() {
+		return
+	}
+	if err := profile.ValidateRequest(&req); err != nil {
+		addSchedulerError(diags, err)
+	}
+}
+
+// sized sets the request's size from the size attributes that are known.
+func sized(req scheduler.Request, cores, sockets, memory types.Int64) scheduler.Request {
+	for _, size := range []struct {
+		v   types.Int64
+		out *int
+	}{{cores, &req.Cores}, {sockets, &req.Sockets}, {memory, &req.MemoryMiB}} {
+		if !size.v.IsNull() && !size.v.IsUnknown() {
+			*size.out = int(size.v.ValueInt64())
+		}
+	}
+	return req
+}
+
+// annotationKeys are the keys the registered plugins read; anything else in annotations is a
+// typo.
+var annotationKeys = func() []string {
+	var keys []string
+	for _, a := range plugins.Registry.AnnotationKeys() {
+		keys = append(keys, a.Key)
+	}
+	return keys
+}()
+
+// annotationsDescription documents the annotation keys of the registered plugins, so that a
+// plugin with a new key documents it by its registry line alone.
+func annotationsDescription() string {
+	parts := []string{"Scheduler annotations, as on a CAPPX ProxmoxMachine:"}
+	for _, a := range plugins.Registry.AnnotationKeys() {
+		parts = append(parts, fmt.Sprintf("`%s`: %s;", a.Key, a.Description))
+	}
+	return strings.TrimSuffix(strings.Join(parts, " "), ";") + ". Any other key is an error."
+}
+
+// annotationValues returns the known, non-null annotations, with an error for each unknown
+// key; it clears complete when some value (or the whole map) is known only after apply.
+func annotationValues(ctx context.Context, annotations types.Map, complete *bool, diags *diag.Diagnostics) map[string]string {
+	if annotations.IsUnknown() {
+		*complete = false
+		return nil
+	}
+	var ann map[string]types.String
+	diags.Append(annotations.ElementsAs(ctx, &ann, false)...)
+	values := map[string]string{}
+	for key, v := range ann {
+		switch {
+		case !slices.Contains(annotationKeys, key):
+			diags.AddAttributeError(path.Root("annotations").AtMapKey(key), "Unknown annotation",
+				fmt.Sprintf("unknown annotation %q; valid keys: %s", key, strings.Join(annotationKeys, ", ")))
+		case v.IsUnknown():
+			*complete = false
+		case !v.IsNull():
+			values[key] = v.ValueString()
+		}
+	}
+	return values
+}
