@@ -76,30 +76,40 @@ func carriesAll(tags, want []string) bool {
 // listedIDs bounds the ids a reason lists.
 const listedIDs = 5
 
-// members is a set of guests of one group: how many, and the first few for reasons.
+// members is a set of guests of one group: how many, and the first few for reasons (an
+// array, so that counting allocates nothing per node).
 type members struct {
 	count int
-	first []*scheduler.Guest
+	first [listedIDs]*scheduler.Guest
 }
 
 func (m *members) add(g *scheduler.Guest) {
-	m.count++
-	if len(m.first) < listedIDs {
-		m.first = append(m.first, g)
+	if m.count < listedIDs {
+		m.first[m.count] = g
 	}
+	m.count++
+}
+
+// merge adds another set's members.
+func (m *members) merge(o *members) {
+	for i := 0; i < min(o.count, listedIDs) && m.count+i < listedIDs; i++ {
+		m.first[m.count+i] = o.first[i]
+	}
+	m.count += o.count
 }
 
 // String lists the ids, an assumed guest marked as in flight: "1001, 1002 (in flight)".
 func (m *members) String() string {
-	ids := make([]string, len(m.first))
-	for i, g := range m.first {
+	listed := min(m.count, listedIDs)
+	ids := make([]string, listed)
+	for i, g := range m.first[:listed] {
 		ids[i] = strconv.Itoa(g.VMID)
 		if g.Assumed {
 			ids[i] += " (in flight)"
 		}
 	}
 	s := strings.Join(ids, ", ")
-	if more := m.count - len(m.first); more > 0 {
+	if more := m.count - listed; more > 0 {
 		s += fmt.Sprintf(" and %d more", more)
 	}
 	return s
@@ -138,8 +148,9 @@ type groupCounts struct {
 	// total counts members anywhere, on nodes without the key too.
 	total    int
 	byDomain map[string]*members
-	// domains is the number of domains among all nodes, members or not.
-	domains int
+	// domains is the number of domains among all nodes, members or not; occupied those
+	// holding a member.
+	domains, occupied int
 }
 
 // in returns the members in the node's domain (0 for a node without the key).
@@ -154,6 +165,14 @@ func (c *groupCounts) in(n *scheduler.Node) int {
 	return 0
 }
 
+// holds returns the members in domain d, nil when it holds none.
+func (c *groupCounts) holds(d string) *members {
+	if m := c.byDomain[d]; m != nil && m.count > 0 {
+		return m
+	}
+	return nil
+}
+
 // countGroup sums the group's members per domain of key, once per request: the result is
 // kept in the request's state, so every plugin and every node reuses it.
 func countGroup(state *scheduler.CycleState, nodes []*scheduler.NodeInfo, tags []string, key string) *groupCounts {
@@ -162,31 +181,28 @@ func countGroup(state *scheduler.CycleState, nodes []*scheduler.NodeInfo, tags [
 		return v.(*groupCounts)
 	}
 	gm := membersOf(state, nodes, tags)
-	c := &groupCounts{key: key, total: gm.total, byDomain: map[string]*members{}}
-	seen := map[string]bool{}
+	c := &groupCounts{key: key, total: gm.total, byDomain: make(map[string]*members, len(nodes))}
 	for i, ni := range nodes {
 		d, ok := domainOf(ni.Node, key)
 		if !ok {
 			continue
 		}
-		if !seen[d] {
-			seen[d] = true
+		m, seen := c.byDomain[d]
+		if !seen {
 			c.domains++
-		}
-		nm := &gm.perNode[i]
-		if nm.count == 0 {
-			continue
-		}
-		m := c.byDomain[d]
-		if m == nil {
+			if key == TopologyNode {
+				// A node is its own domain: share its set rather than copy it.
+				c.byDomain[d] = &gm.perNode[i]
+				continue
+			}
 			m = &members{}
 			c.byDomain[d] = m
 		}
-		m.count += nm.count
-		for _, g := range nm.first {
-			if len(m.first) < listedIDs {
-				m.first = append(m.first, g)
-			}
+		m.merge(&gm.perNode[i])
+	}
+	for _, m := range c.byDomain {
+		if m.count > 0 {
+			c.occupied++
 		}
 	}
 	state.Write(cacheKey, c)

@@ -39,6 +39,8 @@ type spread struct {
 	min int
 	// self is 1 when the request carries the group's tags (it joins the domain), else 0.
 	self int
+	// group is the phrase of the unschedulable summary, built once.
+	group string
 }
 
 const topologySpreadFilterKey = TopologySpreadName + "/filter"
@@ -69,7 +71,8 @@ func prepareSpreads(state *scheduler.CycleState, r *scheduler.Request, nodes []*
 				eligible[i] = ni.Node.Online && nodeMatchesRequired(r, ni.Node) && untoleratedNoSchedule(r.Tolerations, ni.Node.Taints) == nil
 			}
 		}
-		s := spread{c: c, counts: countGroup(state, nodes, c.Tags, c.TopologyKey)}
+		s := spread{c: c, counts: countGroup(state, nodes, c.Tags, c.TopologyKey),
+			group: fmt.Sprintf("would exceed max_skew %d of topology_spread %v by %s", c.MaxSkew, c.Tags, c.TopologyKey)}
 		if carriesAll(r.Tags, c.Tags) {
 			s.self = 1
 		}
@@ -109,7 +112,7 @@ func (topologySpreadFilter) Filter(state *scheduler.CycleState, _ *scheduler.Req
 		if skew := would - s.min; skew > s.c.MaxSkew {
 			return &scheduler.Rejection{
 				Reason: fmt.Sprintf("TopologySpread: %s would hold %d of %v, min %d, skew %d > %d", domainName(key, d), would, tags, s.min, skew, s.c.MaxSkew),
-				Group:  fmt.Sprintf("would exceed max_skew %d of topology_spread %v by %s", s.c.MaxSkew, tags, key),
+				Group:  s.group,
 			}
 		}
 	}

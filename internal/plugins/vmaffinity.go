@@ -78,7 +78,7 @@ func newRequiredTerm(state *scheduler.CycleState, nodes []*scheduler.NodeInfo, r
 	rt.group = fmt.Sprintf("already run a guest tagged %v (required vm_anti_affinity by %s)", t.Tags, t.TopologyKey)
 	// Every domain taken means no node can ever pass while the group stays: say so, and
 	// what keeps a group larger than the domains apart.
-	if c := rt.counts; c.domains > 0 && len(c.byDomain) == c.domains {
+	if c := rt.counts; c.domains > 0 && c.occupied == c.domains {
 		where := fmt.Sprintf("all %d nodes", c.domains)
 		if t.TopologyKey != TopologyNode {
 			where = fmt.Sprintf("all %d domains of %s", c.domains, t.TopologyKey)
@@ -124,10 +124,10 @@ func (t *requiredTerm) check(n *scheduler.Node) *scheduler.Rejection {
 	d, hasKey := domainOf(n, key)
 	if t.anti {
 		// A node without the key is in no domain, so no member shares one with it.
-		if !hasKey || c.byDomain[d] == nil {
+		m := c.holds(d)
+		if !hasKey || m == nil {
 			return nil
 		}
-		m := c.byDomain[d]
 		return &scheduler.Rejection{
 			Reason: fmt.Sprintf("VMAntiAffinity: %s already runs %s tagged %v: %s", domainName(key, d), guests(m.count), tags, m),
 			Group:  t.group,
@@ -148,7 +148,7 @@ func (t *requiredTerm) check(n *scheduler.Node) *scheduler.Rejection {
 			Group:  fmt.Sprintf("found no guest tagged %v in the cluster (required vm_affinity)", tags),
 		}
 	}
-	if c.byDomain[d] != nil {
+	if c.holds(d) != nil {
 		return nil
 	}
 	return &scheduler.Rejection{
