@@ -71,8 +71,8 @@ func TestPluginConfigErrors(t *testing.T) {
 		{"filters: {}\n---\nscores: {}\n", bad + `line 2: a second YAML document; the plugin config is one document`},
 		// names, args and weights (NewProfile)
 		{"filters:\n  NodeName:\n    weight: 2\n", `plugin_config["NodeName"]: weight applies to score plugins only, not to filter plugin NodeName`},
-		{"filters:\n  NodeNames: {}\n", `plugin_config["NodeNames"]: unknown filter plugin "NodeNames"; valid filter plugins: NodeName, NodeOnline, NodeRegex, NodeSelector, TaintToleration, CPUOvercommit, MemoryOvercommit, VMAffinity, TopologySpread`},
-		{"scores:\n  Random: {}\n", `unknown score plugin "Random"; valid score plugins: NodeResource, NodeAffinity, TaintToleration, VMAffinity, TopologySpread`},
+		{"filters:\n  NodeNames: {}\n", `plugin_config["NodeNames"]: unknown filter plugin "NodeNames"; valid filter plugins: NodeName, NodeOnline, NodeRegex, NodeSelector, TaintToleration, CPUOvercommit, MemoryOvercommit, StorageCapacity, VMAffinity, TopologySpread`},
+		{"scores:\n  Random: {}\n", `unknown score plugin "Random"; valid score plugins: NodeResource, NodeAffinity, TaintToleration, VMAffinity, TopologySpread, LeastAllocated, MostAllocated, BalancedAllocation`},
 		{"vmids:\n  IDRange: {}\n", `unknown vmid plugin "IDRange"; valid vmid plugins: Range, Regex`},
 		{"filters:\n  CPUOvercommit:\n    config:\n      ration: 2\n", `unknown arg "ration" for filter plugin CPUOvercommit; valid args: ratio`},
 		{"filters:\n  NodeRegex:\n    config:\n      x: 2\n", `unknown arg "x" for filter plugin NodeRegex; valid args: none`},

@@ -397,7 +397,7 @@ func TestValidateRequest(t *testing.T) {
 func TestRegistry(t *testing.T) {
 	filters, scores, vmids := Names()
 	got := fmt.Sprint(filters, scores, vmids)
-	if want := "[NodeName NodeOnline NodeRegex NodeSelector TaintToleration CPUOvercommit MemoryOvercommit VMAffinity TopologySpread] [NodeResource NodeAffinity TaintToleration VMAffinity TopologySpread] [Range Regex]"; got != want {
+	if want := "[NodeName NodeOnline NodeRegex NodeSelector TaintToleration CPUOvercommit MemoryOvercommit StorageCapacity VMAffinity TopologySpread] [NodeResource NodeAffinity TaintToleration VMAffinity TopologySpread LeastAllocated MostAllocated BalancedAllocation] [Range Regex]"; got != want {
 		t.Fatalf("Names() = %s, want %s", got, want)
 	}
 	for _, specs := range [][]scheduler.PluginSpec{Registry.Filters, Registry.Scores, Registry.VMIDs} {

@@ -16,6 +16,7 @@ var Registry = scheduler.Registry{
 		{Name: TaintTolerationName, New: newTaintFilter},
 		{Name: CPUOvercommitName, Args: []string{"ratio"}, New: newCPUOvercommit},
 		{Name: MemoryOvercommitName, Args: []string{"ratio"}, New: newMemoryOvercommit},
+		{Name: StorageCapacityName, New: newStorageCapacity},
 		{Name: VMAffinityName, Args: []string{proxLBArg}, New: newVMAffinityFilter},
 		{Name: TopologySpreadName, New: newTopologySpreadFilter},
 	},
@@ -25,6 +26,9 @@ var Registry = scheduler.Registry{
 		{Name: TaintTolerationName, New: newTaintScore},
 		{Name: VMAffinityName, Args: []string{proxLBArg}, New: newVMAffinityScore},
 		{Name: TopologySpreadName, New: newTopologySpreadScore},
+		{Name: LeastAllocatedName, Args: allocationArgs, DefaultOff: true, New: newLeastAllocated},
+		{Name: MostAllocatedName, Args: allocationArgs, DefaultOff: true, New: newMostAllocated},
+		{Name: BalancedAllocationName, DefaultOff: true, New: newBalancedAllocation},
 	},
 	VMIDs: []scheduler.PluginSpec{
 		{Name: RangeName, New: newRange, Annotations: []scheduler.AnnotationSpec{

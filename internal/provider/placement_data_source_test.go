@@ -182,7 +182,7 @@ func TestAccPlacementErrors(t *testing.T) {
 		{"unknown plugin in a block", "", `name = "a"
 			plugin_config {
 			  filter { name = "NodeNames" }
-			}`, `unknown filter plugin "NodeNames"; valid filter plugins: NodeName, NodeOnline, NodeRegex, NodeSelector, TaintToleration, CPUOvercommit, MemoryOvercommit, VMAffinity, TopologySpread`},
+			}`, `unknown filter plugin "NodeNames"; valid filter plugins: NodeName, NodeOnline, NodeRegex, NodeSelector, TaintToleration, CPUOvercommit, MemoryOvercommit, StorageCapacity, VMAffinity, TopologySpread`},
 		{"bad ratio", "", `name = "a"
 			plugin_config {
 			  filter {
@@ -205,7 +205,7 @@ func TestAccPlacementErrors(t *testing.T) {
 			node = "pve4"`, `0/4 nodes are available: 3 node\(s\) didn't match pinned node "pve4", 1 node\(s\) were offline`},
 		{"pinned storage missing", "", `name = "a"
 			storage = "nfs"`, `storage "nfs" does not exist on pve1`},
-		{"provider: unknown plugin", `plugin_config_yaml = "scores: {Random: {}}"`, `name = "a"`, `unknown score plugin "Random"; valid score plugins: NodeResource, NodeAffinity, TaintToleration, VMAffinity, TopologySpread`},
+		{"provider: unknown plugin", `plugin_config_yaml = "scores: {Random: {}}"`, `name = "a"`, `unknown score plugin "Random"; valid score plugins: NodeResource, NodeAffinity, TaintToleration, VMAffinity, TopologySpread, LeastAllocated, MostAllocated, BalancedAllocation`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

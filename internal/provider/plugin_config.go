@@ -56,14 +56,16 @@ var pluginAttrDocs = blockAttrs{
 }
 
 func pluginKindDoc(kind string) string {
-	filters, scores, vmids := plugins.Names()
-	names := map[string][]string{"filter": filters, "score": scores, "vmid": vmids}[kind]
+	specs := map[string][]scheduler.PluginSpec{"filter": plugins.Registry.Filters, "score": plugins.Registry.Scores, "vmid": plugins.Registry.VMIDs}[kind]
 	doc := "A " + kind + " plugin setting. Valid names: "
-	for i, n := range names {
+	for i, s := range specs {
 		if i > 0 {
 			doc += ", "
 		}
-		doc += "`" + n + "`"
+		doc += "`" + s.Name + "`"
+		if s.DefaultOff {
+			doc += " (off unless enabled)"
+		}
 	}
 	return doc + "."
 }

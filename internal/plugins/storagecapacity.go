@@ -1,0 +1,42 @@
+package plugins
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+// StorageCapacityName is the config key of the disk space filter.
+const StorageCapacityName = "StorageCapacity"
+
+const bytesPerGiB = 1 << 30
+
+// storageCapacity passes a node when the request's disks fit the storage the decision would
+// choose there, after the disks of earlier placements and reservations (a shared storage's
+// debits count on every node). A request of unknown disk size passes.
+type storageCapacity struct{}
+
+var _ scheduler.FilterPlugin = storageCapacity{}
+
+func newStorageCapacity(map[string]string) (scheduler.Plugin, error) { return storageCapacity{}, nil }
+
+func (storageCapacity) Name() string { return StorageCapacityName }
+
+func (storageCapacity) Filter(_ *scheduler.CycleState, r *scheduler.Request, n *scheduler.NodeInfo) *scheduler.Rejection {
+	if r.DiskBytes == 0 {
+		return nil
+	}
+	name, free, reason := scheduler.ChooseStorage(n, r.Storage)
+	// A node without a usable storage is the pipeline's storage check to report.
+	if reason != "" || free >= r.DiskBytes {
+		return nil
+	}
+	// Free space rounds down and the need up, so the figures always show the shortfall.
+	freeGiB := math.Floor(float64(free)/bytesPerGiB*100) / 100
+	needGiB := float64(r.DiskBytes) / bytesPerGiB
+	return &scheduler.Rejection{
+		Reason: fmt.Sprintf("StorageCapacity: %s has %s GiB free, needs %s", name, scheduler.FormatNumber(freeGiB), above(needGiB, freeGiB)),
+		Group:  fmt.Sprintf("had too little free storage for %s GiB of disks", scheduler.FormatNumber(math.Ceil(needGiB*100)/100)),
+	}
+}
