@@ -239,6 +239,9 @@ func (r *vmResource) Create(ctx context.Context, req resource.CreateRequest, res
 			}
 			return d.Placements[0], nil
 		},
+		Check: func(snap scheduler.Snapshot, node string, vmid int) []string {
+			return profile.CheckNode(snap, schedReq, node, vmid)
+		},
 		Setup:       func(ctx context.Context, p scheduler.Placement) error { return r.configureNew(ctx, guest, p) },
 		MaxAttempts: maxCreateAttempts,
 		Log: func(ctx context.Context, msg string, fields map[string]any) {
@@ -295,7 +298,41 @@ func (c *vmClient) Snapshot(ctx context.Context) (scheduler.Snapshot, error) {
 
 func (c *vmClient) Create(ctx context.Context, p scheduler.Placement) error {
 	defer c.r.data.invalidate()
-	return c.r.createGuest(ctx, c.g, p)
+	err := c.r.createGuest(ctx, c.g, p)
+	if err == nil && c.g.m.Clone != nil {
+		// A clone takes its source's tags; a VM from scratch was created with the mark.
+		if err = c.r.setMark(ctx, p.Node, p.VMID, proxmox.ClaimTag); err != nil {
+			return fmt.Errorf("%w: %w", provision.ErrCreatedUnmarked, err)
+		}
+	}
+	return err
+}
+
+func (c *vmClient) Confirm(ctx context.Context, p scheduler.Placement) error {
+	defer c.r.data.invalidate()
+	return c.r.setMark(ctx, p.Node, p.VMID, proxmox.PendingTag)
+}
+
+func (c *vmClient) Delete(ctx context.Context, node string, vmid int) error {
+	defer c.r.data.invalidate()
+	return c.r.data.client.DeleteVM(ctx, node, vmid)
+}
+
+// setMark replaces the provider's mark among the VM's tags by mark ("" removes it), keeping
+// the tags the VM has.
+func (r *vmResource) setMark(ctx context.Context, node string, vmid int, mark string) error {
+	vm, err := r.data.client.GetVM(ctx, node, vmid)
+	if err != nil {
+		return err
+	}
+	tags := markTags(vm.Config["tags"], mark)
+	if tags == vm.Config["tags"] {
+		return nil
+	}
+	if tags == "" {
+		return r.data.client.UpdateVM(ctx, node, vmid, nil, []string{"tags"})
+	}
+	return r.data.client.UpdateVM(ctx, node, vmid, map[string]string{"tags": tags}, nil)
 }
 
 func (c *vmClient) Find(ctx context.Context, vmid int) (provision.Guest, error) {
@@ -349,10 +386,12 @@ func (r *vmResource) createGuest(ctx context.Context, g *newGuest, p scheduler.P
 	if known(m.Pool) {
 		params["pool"] = m.Pool.ValueString()
 	}
+	params["tags"] = markTags(params["tags"], proxmox.ClaimTag)
 	return c.CreateVM(ctx, p.Node, p.VMID, params)
 }
 
-// configureNew brings a fresh guest to the planned configuration and power state.
+// configureNew brings a fresh guest to the planned configuration and power state. The
+// guest keeps its pending mark until it has started.
 func (r *vmResource) configureNew(ctx context.Context, g *newGuest, p scheduler.Placement) error {
 	c, m := r.data.client, g.m
 	if m.Clone != nil {
@@ -361,6 +400,9 @@ func (r *vmResource) configureNew(ctx context.Context, g *newGuest, p scheduler.
 			return err
 		}
 		set := maps.Clone(g.config)
+		if tags, ok := set["tags"]; ok {
+			set["tags"] = markTags(tags, proxmox.PendingTag)
+		}
 		if err := m.addCloudInitDrive(vm.Config, set, p.Storage); err != nil {
 			return err
 		}
@@ -371,10 +413,13 @@ func (r *vmResource) configureNew(ctx context.Context, g *newGuest, p scheduler.
 			return err
 		}
 	}
-	if m.Started.ValueBool() {
-		return c.StartVM(ctx, p.Node, p.VMID)
+	if !m.Started.ValueBool() {
+		return nil
 	}
-	return nil
+	if err := c.StartVM(ctx, p.Node, p.VMID); err != nil {
+		return err
+	}
+	return r.setMark(ctx, p.Node, p.VMID, "")
 }
 
 // addCloudInitDrive adds a cloud-init drive to set unless cfg has one: on ide2 as PVE's GUI
@@ -547,6 +592,11 @@ func (r *vmResource) update(ctx context.Context, plan, state *vmModel, want, old
 		}
 		node = target
 	}
+	// A VM never started keeps counting as pending until it is.
+	pending := hasTag(vm.Config["tags"], proxmox.PendingTag)
+	if tags, ok := want["tags"]; ok && pending {
+		want["tags"] = markTags(tags, proxmox.PendingTag)
+	}
 	if err := plan.addCloudInitDrive(vm.Config, want, state.Storage.ValueString()); err != nil {
 		return err
 	}
@@ -574,7 +624,10 @@ func (r *vmResource) update(ctx context.Context, plan, state *vmModel, want, old
 	running := vm.Status == "running"
 	switch wantRun := plan.Started.ValueBool(); {
 	case wantRun && !running:
-		return c.StartVM(ctx, node, vmid)
+		if err := c.StartVM(ctx, node, vmid); err != nil || !pending {
+			return err
+		}
+		return r.setMark(ctx, node, vmid, "")
 	case !wantRun && running:
 		return c.ShutdownVM(ctx, node, vmid, time.Minute)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -214,8 +215,26 @@ func normalizeTags(tags []string) string {
 	return strings.Join(out, ";")
 }
 
-func splitTags(s string) []string {
+func tagFields(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == ',' || r == ' ' })
+}
+
+// hasTag tells whether a PVE tags value holds tag.
+func hasTag(tags, tag string) bool { return slices.Contains(tagFields(tags), tag) }
+
+// splitTags lists the user's tags in a PVE tags value: the provider's own marks
+// (proxmox.ClaimTag, proxmox.PendingTag) are left out, so they never show as drift.
+func splitTags(s string) []string {
+	return slices.DeleteFunc(tagFields(s), proxmox.IsMark)
+}
+
+// markTags is a PVE tags value with the user's tags of tags and mark ("" for none).
+func markTags(tags, mark string) string {
+	user := splitTags(tags)
+	if mark != "" {
+		user = append(user, mark)
+	}
+	return normalizeTags(user)
 }
 
 // encodeSSHKeys joins keys with newlines and URL-encodes them the way PVE stores them (%20,

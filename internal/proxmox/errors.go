@@ -20,6 +20,8 @@ var (
 	ErrTransient     = errors.New("transient failure")
 	// ErrTaskFailed is a PVE task that ended with an error PVE explains only in its text.
 	ErrTaskFailed = errors.New("task failed")
+	// ErrTaskUnknown is a task whose end could not be read: it may have done its work.
+	ErrTaskUnknown = errors.New("task outcome unknown")
 )
 
 // APIError is a failed PVE call: what we did, the HTTP status (0 for network errors and

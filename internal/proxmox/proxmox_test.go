@@ -300,16 +300,38 @@ func TestTicketLogin(t *testing.T) {
 	}
 }
 
-// A create whose answer is lost is checked, not repeated: the VM exists with our name.
-func TestCreateWithLostAnswerIsConfirmed(t *testing.T) {
+// A create whose answer is lost is not repeated: the caller learns the outcome is unsure
+// (ErrTransient) and looks, finding the VM made with our name.
+func TestCreateWithLostAnswerIsNotRepeated(t *testing.T) {
 	s := pvesim.NewTestServer(t, lab(t))
 	c := newClient(t, s)
 	s.LoseResponses("POST /nodes/{node}/qemu", 1)
-	if err := c.CreateVM(context.Background(), "pve2", 150, map[string]string{"name": "lost"}); err != nil {
+	if err := c.CreateVM(context.Background(), "pve2", 150, map[string]string{"name": "lost"}); !errors.Is(err, proxmox.ErrTransient) {
 		t.Fatalf("create with a lost answer: %v", err)
 	}
 	if n := s.Requests("POST /nodes/{node}/qemu"); n != 1 {
 		t.Fatalf("create was sent %d times, want once", n)
+	}
+	if g, ok := s.Guest(150); !ok || g.Config["name"] != "lost" {
+		t.Fatalf("the create whose answer was lost made %+v", g)
+	}
+}
+
+// A task whose status cannot be read for a while is read again: a 500 or 595 on a poll says
+// nothing about the task.
+func TestTaskStatusFailuresAreReadAgain(t *testing.T) {
+	s := pvesim.NewTestServer(t, lab(t), pvesim.WithTaskDuration(30*time.Millisecond))
+	c := newClient(t, s)
+	s.FailRequests("GET /nodes/{node}/tasks/{upid}/status", 1, 500, "Internal Server Error")
+	s.FailRequests("GET /nodes/{node}/tasks/{upid}/status", 1, 595, "No route to host")
+	if err := c.CreateVM(context.Background(), "pve2", 150, map[string]string{"name": "web"}); err != nil {
+		t.Fatalf("create with failing status polls: %v", err)
+	}
+	if n := s.Requests("GET /nodes/{node}/tasks/{upid}/status"); n < 3 {
+		t.Fatalf("%d status polls, want the two failures and at least one more", n)
+	}
+	if g, ok := s.Guest(150); !ok || g.Lock != "" {
+		t.Fatalf("VM 150 after its create: %+v", g)
 	}
 }
 
@@ -343,16 +365,20 @@ func TestOutsideActorTakesVMID(t *testing.T) {
 		t.Fatalf("create of a taken id: %v", err)
 	}
 
+	// While the create runs, the VM holds its id, locked.
 	s.HoldTasks()
 	done := make(chan error, 1)
 	go func() { done <- c.CreateVM(ctx, "pve2", 151, map[string]string{"name": "mine"}) }()
 	waitFor(t, func() bool { return s.Requests("GET /nodes/{node}/tasks/{upid}/status") > 0 })
 	s.TakeVMID(151)
-	s.ReleaseTasks()
-	if err := <-done; !errors.Is(err, proxmox.ErrAlreadyExists) || !strings.Contains(err.Error(), "VM 151 already exists") {
-		t.Fatalf("id taken while the create ran: %v", err)
+	if err := c.CreateVM(ctx, "pve3", 151, map[string]string{"name": "other"}); !errors.Is(err, proxmox.ErrAlreadyExists) {
+		t.Fatalf("second create of an id being created: %v", err)
 	}
-	if g, _ := s.Guest(151); g.Config["name"] != "outsider-151" {
+	s.ReleaseTasks()
+	if err := <-done; err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	if g, _ := s.Guest(151); g.Config["name"] != "mine" || g.Lock != "" {
 		t.Fatalf("guest 151 = %+v", g)
 	}
 
@@ -479,12 +505,15 @@ func TestIdempotentWritesAreRetried(t *testing.T) {
 	}
 }
 
-func TestLostCloneAnswerIsConfirmed(t *testing.T) {
+func TestLostCloneAnswerIsNotRepeated(t *testing.T) {
 	s := pvesim.NewTestServer(t, lab(t))
 	c := newClient(t, s)
 	s.LoseResponses("POST /nodes/{node}/qemu/{vmid}/clone", 1)
-	if err := c.CloneVM(context.Background(), proxmox.CloneRequest{SourceNode: "pve1", SourceVMID: 9000, NewID: 300, Name: "web-1", Full: true, Storage: "ceph"}); err != nil {
+	if err := c.CloneVM(context.Background(), proxmox.CloneRequest{SourceNode: "pve1", SourceVMID: 9000, NewID: 300, Name: "web-1", Full: true, Storage: "ceph"}); !errors.Is(err, proxmox.ErrTransient) {
 		t.Fatalf("clone with a lost answer: %v", err)
+	}
+	if g, ok := s.Guest(300); !ok || g.Config["name"] != "web-1" {
+		t.Fatalf("the clone whose answer was lost made %+v", g)
 	}
 	if n := s.Requests("POST /nodes/{node}/qemu/{vmid}/clone"); n != 1 {
 		t.Fatalf("clone was sent %d times", n)

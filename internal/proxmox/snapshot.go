@@ -105,9 +105,11 @@ func buildSnapshot(rows []resource, bounds *nextIDBounds) (scheduler.Snapshot, [
 			if i, ok := nodeIndex[r.Node]; ok && r.MaxMem == 0 && snap.Nodes[i].Online {
 				unsized = append(unsized, len(snap.Guests))
 			}
+			tags := splitList(r.Tags)
 			snap.Guests = append(snap.Guests, scheduler.Guest{
 				VMID: r.VMID, Node: r.Node, Name: r.Name, Type: scheduler.GuestType(r.Type), Status: r.Status,
-				CPUs: r.MaxCPU, MaxMem: r.MaxMem, Tags: splitList(r.Tags), Pool: r.Pool, Template: r.Template == 1,
+				CPUs: r.MaxCPU, MaxMem: r.MaxMem, Tags: tags, Pool: r.Pool, Template: r.Template == 1,
+				Lock: r.Lock, Pending: Pending(r.Lock, tags),
 			})
 		}
 	}

@@ -15,7 +15,14 @@ type taskStatus struct {
 	ExitStatus string `json:"exitstatus"`
 }
 
-// waitTask polls a task until it stops and judges how it ended.
+// taskStatusPatience is how long a task's status may stay unreadable (5xx, 595, no answer)
+// before the wait gives up: such a failure says nothing about the task, which PVE goes on
+// running, so the status is read again rather than the task judged.
+const taskStatusPatience = time.Minute
+
+// waitTask polls a task until it stops and judges how it ended. When its status cannot be
+// read for taskStatusPatience, the error matches ErrTaskUnknown: the task may have done its
+// work.
 func (c *Client) waitTask(ctx context.Context, op, upid string) error {
 	node, err := upidNode(upid)
 	if err != nil {
@@ -25,13 +32,23 @@ func (c *Client) waitTask(ctx context.Context, op, upid string) error {
 	// Polls grow by a quarter each time, from 25 ms up to c.poll: a task is seen done at most
 	// about a quarter of its run time late, with few requests even for long tasks.
 	interval := min(firstPoll, c.poll)
+	var failingSince time.Time
 	for {
 		var st taskStatus
-		if err := c.get(ctx, op+": task status", path, nil, &st); err != nil {
+		err := c.get(ctx, op+": task status", path, nil, &st)
+		switch {
+		case err == nil:
+			failingSince = time.Time{}
+			if done, err := taskResult(op, st); done {
+				return err
+			}
+		case ctx.Err() != nil:
 			return err
-		}
-		if done, err := taskResult(op, st); done {
-			return err
+		case failingSince.IsZero():
+			failingSince = time.Now()
+		case time.Since(failingSince) > taskStatusPatience:
+			return &APIError{Op: op, Message: fmt.Sprintf("the status of task %s could not be read for %s, so whether it succeeded is unknown: %v",
+				upid, taskStatusPatience, err), kind: ErrTaskUnknown, cause: err}
 		}
 		select {
 		case <-ctx.Done():

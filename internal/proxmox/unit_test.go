@@ -329,7 +329,7 @@ func TestBuildSnapshot(t *testing.T) {
 	wantGuests := []scheduler.Guest{
 		{VMID: 101, Node: "alpha", Name: "api-1", Type: scheduler.GuestQEMU, Status: "running", CPUs: 4, MaxMem: 8 << 30, Tags: []string{"prod", "web"}, Pool: "web"},
 		{VMID: 9000, Node: "alpha", Name: "debian-12", Type: scheduler.GuestQEMU, Status: "stopped", CPUs: 2, MaxMem: 2 << 30, Template: true},
-		{VMID: 205, Node: "beta", Type: scheduler.GuestQEMU, Status: "unknown", Tags: []string{"fresh"}},
+		{VMID: 205, Node: "beta", Type: scheduler.GuestQEMU, Status: "unknown", Tags: []string{"fresh"}, Lock: "create", Pending: true},
 		{VMID: 300, Node: "beta", Name: "dns", Type: scheduler.GuestLXC, Status: "running", CPUs: 0.5, MaxMem: 512 << 20},
 		{VMID: 410, Node: "gamma", Type: scheduler.GuestQEMU, Status: "unknown"},
 	}
@@ -402,5 +402,29 @@ func BenchmarkDecodeResources(b *testing.B) {
 		if snap, _ := buildSnapshot(envelope.Data, nil); len(snap.Guests) != 10000 {
 			b.Fatal(len(snap.Guests))
 		}
+	}
+}
+
+func TestPendingGuests(t *testing.T) {
+	for _, tc := range []struct {
+		lock string
+		tags []string
+		want bool
+	}{
+		{"", nil, false},
+		{"create", nil, true},
+		{"clone", []string{"web"}, true},
+		{"migrate", nil, false},
+		{"backup", []string{"web"}, false},
+		{"", []string{"web", ClaimTag}, true},
+		{"", []string{PendingTag}, true},
+		{"", []string{"qemuscheduler"}, false},
+	} {
+		if got := Pending(tc.lock, tc.tags); got != tc.want {
+			t.Errorf("Pending(%q, %v) = %v, want %v", tc.lock, tc.tags, got, tc.want)
+		}
+	}
+	if !IsMark(PendingTag) || !IsMark(ClaimTag) || IsMark("web") {
+		t.Error("IsMark tells the provider's tags wrongly")
 	}
 }

@@ -112,16 +112,16 @@ func checkVMID(what string, vmid int) error {
 	return nil
 }
 
-// CreateVM creates a VM from scratch and waits for it. A failure that may have reached PVE (a
-// lost answer) is checked, not repeated: see confirmCreated.
+// CreateVM creates a VM from scratch and waits for it. It is never repeated: a failure that
+// may have reached PVE (a lost answer, a 5xx) must be checked by looking for the VM
+// (internal/provision does), as a second create could make a second VM.
 func (c *Client) CreateVM(ctx context.Context, node string, vmid int, params map[string]string) error {
 	if err := checkVMID("vmid", vmid); err != nil {
 		return err
 	}
 	body := toBody(params)
 	body["vmid"] = vmid
-	err := c.task(ctx, fmt.Sprintf("create VM %d on %s", vmid, node), http.MethodPost, "/nodes/"+node+"/qemu", body)
-	return c.confirmCreated(ctx, err, vmid, params["name"])
+	return c.task(ctx, fmt.Sprintf("create VM %d on %s", vmid, node), http.MethodPost, "/nodes/"+node+"/qemu", body)
 }
 
 // CloneRequest describes a clone.
@@ -137,7 +137,7 @@ type CloneRequest struct {
 	Full    bool
 }
 
-// CloneVM clones a VM or template and waits for it. Like CreateVM, it never repeats itself.
+// CloneVM clones a VM or template and waits for it. Like CreateVM, it is never repeated.
 func (c *Client) CloneVM(ctx context.Context, r CloneRequest) error {
 	if err := checkVMID("clone source", r.SourceVMID); err != nil {
 		return err
@@ -165,34 +165,7 @@ func (c *Client) CloneVM(ctx context.Context, r CloneRequest) error {
 		body["target"] = r.Target
 	}
 	op := fmt.Sprintf("clone VM %d to %d", r.SourceVMID, r.NewID)
-	err := c.task(ctx, op, http.MethodPost, vmPath(r.SourceNode, r.SourceVMID)+"/clone", body)
-	return c.confirmCreated(ctx, err, r.NewID, r.Name)
-}
-
-// confirmCreated decides a create or clone that failed transiently: the request may have
-// reached PVE and only its answer been lost. Repeating it could make a second VM or fail with
-// "already exists" on our own VM, so instead it looks: once the VM exists, unlocked, with our
-// name, the create happened; otherwise the original error stands.
-func (c *Client) confirmCreated(ctx context.Context, err error, vmid int, name string) error {
-	if err == nil || !errors.Is(err, ErrTransient) {
-		return err
-	}
-	for {
-		r, ferr := c.findGuest(ctx, "confirm create", vmid)
-		if ferr != nil || r.Type != "qemu" {
-			return err
-		}
-		if r.Lock != "create" && r.Lock != "clone" {
-			vm, gerr := c.GetVM(ctx, r.Node, vmid)
-			if gerr != nil || vm.Config["name"] != name {
-				return err
-			}
-			return nil
-		}
-		if !c.sleep(ctx) {
-			return err
-		}
-	}
+	return c.task(ctx, op, http.MethodPost, vmPath(r.SourceNode, r.SourceVMID)+"/clone", body)
 }
 
 // sleep waits one poll interval; false when ctx ended first.

@@ -123,22 +123,37 @@ func TestNodeOffline(t *testing.T) {
 
 func TestOutsideActors(t *testing.T) {
 	s, a := lab(t)
-	// An outside actor takes the id while the create runs: the task fails as in PVE.
+	// A running create holds its id: the VM is listed locked, an outside actor cannot take
+	// the id, and the lock ends with the task.
 	s.HoldTasks()
 	upid := a.ok(a.form(http.MethodPost, "/nodes/pve2/qemu", url.Values{"vmid": {"150"}, "name": {"mine"}})).str()
 	if st := a.ok(a.get("/nodes/pve2/tasks/" + upid + "/status")).obj(); st["status"] != "running" || st["exitstatus"] != nil {
 		t.Fatalf("held task status %v", st)
 	}
 	s.TakeVMID(150)
-	s.ReleaseTasks()
-	if exit := a.wait(upid)["exitstatus"]; exit != "unable to create VM 150 - VM 150 already exists on node 'pve1'" {
-		t.Fatalf("exit %q", exit)
-	}
-	if g, _ := s.Guest(150); g.Config["name"] != "outsider-150" {
-		t.Fatalf("guest 150 is %v", g.Config)
+	if g, _ := s.Guest(150); g.Lock != "create" || g.Config["name"] != "mine" {
+		t.Fatalf("guest 150 during its create: %+v", g)
 	}
 	if r := a.get("/cluster/nextid?vmid=150"); r.code != http.StatusBadRequest {
-		t.Fatalf("a taken id is free for nextid: %s", r.status)
+		t.Fatalf("an id being created is free for nextid: %s", r.status)
+	}
+	if row := a.row("qemu/150"); row["lock"] != "create" {
+		t.Fatalf("/cluster/resources row of a VM being created: %v", row)
+	}
+	s.ReleaseTasks()
+	if exit := a.wait(upid)["exitstatus"]; exit != "OK" {
+		t.Fatalf("exit %q", exit)
+	}
+	if g, _ := s.Guest(150); g.Lock != "" || g.Config["name"] != "mine" {
+		t.Fatalf("guest 150 after its create: %+v", g)
+	}
+	// A failed create leaves nothing behind.
+	s.FailNextTask("qmcreate", "unable to create VM 151 - storage full")
+	if exit := a.task(a.form(http.MethodPost, "/nodes/pve2/qemu", url.Values{"vmid": {"151"}, "scsi0": {"local-lvm:4"}})); exit != "unable to create VM 151 - storage full" {
+		t.Fatalf("exit %q", exit)
+	}
+	if _, exists := s.Guest(151); exists {
+		t.Fatal("a failed create left VM 151")
 	}
 
 	// HA moves a VM: it answers on its new node only.

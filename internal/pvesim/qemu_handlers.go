@@ -293,17 +293,17 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	start := boolParam(p["start"])
+	// The VM exists from now on, locked until the task ends: other creates meet "already
+	// exists", and /cluster/resources lists it with lock "create".
+	g.lock = "create"
+	c.commit(g)
+	s.guests[vmid] = g
 	writeData(w, s.startTask(r, n.name, "qmcreate", vmid, func() outcome {
-		if other, taken := s.guests[vmid]; taken {
-			return taskError("unable to create VM %d - VM %d already exists on node '%s'", vmid, vmid, other.node)
-		}
-		c.commit(g)
-		s.guests[vmid] = g
 		if start {
 			g.status = "running"
 		}
 		return taskOK()
-	}, nil))
+	}, func(ok bool) { s.settleNew(g, ok) }))
 }
 
 // configParams are the config-write parameters that are not VM config.

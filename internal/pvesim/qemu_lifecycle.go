@@ -155,11 +155,7 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 		if s.guests[g.vmid] != g {
 			return missingConfig(g.node, g.vmid)
 		}
-		for _, v := range g.volumes() {
-			if st := s.storageOf(g, v.storage); st != nil {
-				st.free(v.name)
-			}
-		}
+		s.dropGuest(g)
 		if n := s.node(g.node); n != nil && unreferenced {
 			for _, st := range n.storages {
 				for name := range st.volumes {
@@ -169,9 +165,8 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 		}
-		delete(s.guests, g.vmid)
 		return taskOK()
-	}, func() { g.lock = "" }))
+	}, func(bool) { g.lock = "" }))
 }
 
 func (s *Server) handleMigrate(w http.ResponseWriter, r *http.Request) {
@@ -243,7 +238,7 @@ func (s *Server) handleMigrate(w http.ResponseWriter, r *http.Request) {
 		}
 		g.node = target.name
 		return taskOK()
-	}, func() { g.lock = "" }))
+	}, func(bool) { g.lock = "" }))
 }
 
 // clonedVolume renames a source volume for the clone: base-9000-disk-0 becomes
@@ -363,14 +358,45 @@ func (s *Server) handleClone(w http.ResponseWriter, r *http.Request) {
 		clone.config["description"] = d
 	}
 	src.clones++
-	writeData(w, s.startTask(r, src.node, "qmclone", src.vmid, func() outcome {
-		if other, taken := s.guests[newid]; taken {
-			return taskError("clone failed: unable to create VM %d - VM %d already exists on node '%s'", newid, newid, other.node)
-		}
+	// The worker writes the new config, locked, before it copies the disks; an id taken on
+	// another node makes it fail instead.
+	other, taken := s.guests[newid]
+	if !taken {
+		clone.lock = "clone"
 		change{set: map[string]string{}, alloc: allocs}.commit(clone)
 		s.guests[newid] = clone
+	}
+	writeData(w, s.startTask(r, src.node, "qmclone", src.vmid, func() outcome {
+		if taken {
+			return taskError("clone failed: unable to create VM %d - VM %d already exists on node '%s'", newid, newid, other.node)
+		}
 		return taskOK()
-	}, func() { src.clones-- }))
+	}, func(ok bool) {
+		src.clones--
+		s.settleNew(clone, ok)
+	}))
+}
+
+// settleNew ends the lock of a guest a create or clone task made: a failed task removes it
+// with its disks, as PVE cleans up after a failed create.
+func (s *Server) settleNew(g *guest, ok bool) {
+	if s.guests[g.vmid] != g {
+		return
+	}
+	g.lock = ""
+	if !ok {
+		s.dropGuest(g)
+	}
+}
+
+// dropGuest removes a guest and frees its disks.
+func (s *Server) dropGuest(g *guest) {
+	for _, v := range g.volumes() {
+		if st := s.storageOf(g, v.storage); st != nil {
+			st.free(v.name)
+		}
+	}
+	delete(s.guests, g.vmid)
 }
 
 // cloneCheck applies PVE's synchronous clone checks, returning its message or "".

@@ -37,8 +37,9 @@ func taskError(format string, a ...any) outcome { return outcome{err: fmt.Sprint
 // startTask mints a UPID for a worker of type typ on nodeName, started by the request's user,
 // and runs action when the task completes: at once, or after the task duration. An injected
 // failure (FailNextTask) replaces the action. release, when set, runs after either, to drop
-// the locks the task held. Both run under s.mu, which the caller holds.
-func (s *Server) startTask(r *http.Request, nodeName, typ string, id int, action func() outcome, release func()) string {
+// the locks the task held; ok says whether the task succeeded. Both run under s.mu, which
+// the caller holds.
+func (s *Server) startTask(r *http.Request, nodeName, typ string, id int, action func() outcome, release func(ok bool)) string {
 	s.pid++
 	now := time.Now()
 	t := &task{node: nodeName, typ: typ, id: strconv.Itoa(id), user: requestUser(r), pid: s.pid, pstart: s.pid * 7, startTime: now.Unix()}
@@ -68,7 +69,7 @@ func (s *Server) startTask(r *http.Request, nodeName, typ string, id int, action
 			t.log = append(t.log, "TASK OK")
 		}
 		if release != nil {
-			release()
+			release(res.err == "")
 		}
 		t.done = true
 		s.lastTaskEnd = time.Now()

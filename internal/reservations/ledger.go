@@ -39,7 +39,7 @@ func (l *Ledger) Decide(ctx context.Context, snapshot func(context.Context) (sch
 	for _, g := range snap.Guests {
 		delete(l.used, g.VMID)
 	}
-	snap.Reservations = append(append([]scheduler.Reservation(nil), snap.Reservations...), l.pending()...)
+	l.addTo(&snap)
 	r, err := decide(snap)
 	if err != nil {
 		return scheduler.Reservation{}, err
@@ -48,11 +48,29 @@ func (l *Ledger) Decide(ctx context.Context, snapshot func(context.Context) (sch
 	return r, nil
 }
 
-// pending lists in-flight reservations and used ids (as reservations that take no capacity).
-// Caller holds l.mu.
-func (l *Ledger) pending() []scheduler.Reservation {
-	out := make([]scheduler.Reservation, 0, len(l.inFlight)+len(l.used))
+// AddTo adds the in-flight reservations and the ids known used to a snapshot read outside
+// Decide, such as the look again after a create.
+func (l *Ledger) AddTo(snap *scheduler.Snapshot) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.addTo(snap)
+}
+
+// addTo adds the reservations to a copy of snap's list. A reservation whose guest the
+// snapshot already counts (running, or pending: being created, or marked) adds only its id,
+// lest the guest count twice. Caller holds l.mu.
+func (l *Ledger) addTo(snap *scheduler.Snapshot) {
+	counted := map[int]bool{}
+	for i := range snap.Guests {
+		if g := &snap.Guests[i]; g.CountsForCapacity() {
+			counted[g.VMID] = true
+		}
+	}
+	out := append(make([]scheduler.Reservation, 0, len(snap.Reservations)+len(l.inFlight)+len(l.used)), snap.Reservations...)
 	for _, r := range l.inFlight {
+		if counted[r.VMID] {
+			r = scheduler.Reservation{VMID: r.VMID}
+		}
 		out = append(out, r)
 	}
 	for id := range l.used {
@@ -60,7 +78,7 @@ func (l *Ledger) pending() []scheduler.Reservation {
 			out = append(out, scheduler.Reservation{VMID: id})
 		}
 	}
-	return out
+	snap.Reservations = out
 }
 
 // Release ends a reservation: the guest now exists (PVE shows it) or its create failed.
