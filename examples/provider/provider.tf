@@ -23,6 +23,21 @@ provider "qemuscheduler" {
       }
     }
   }
+
+  # Node labels and taints (PVE nodes have none), for node_selector, node_affinity and
+  # toleration. One block per node; blocks win per key over the nodes' Notes.
+  node {
+    name   = "pve1"
+    labels = { zone = "a", disk = "nvme" }
+  }
+  node {
+    name   = "pve3"
+    labels = { zone = "b", gpu = "a100" }
+    taints = ["dedicated=gpu:NoSchedule"] # only VMs with a matching toleration
+  }
+  # Also read "qemu-scheduler/labels: ..." and "qemu-scheduler/taints: ..." lines from each
+  # node's Notes (needs Sys.Audit on /).
+  read_node_notes = true
 }
 
 variable "pve_api_token" {

@@ -146,6 +146,7 @@ func (d *placementDataSource) Read(ctx context.Context, req datasource.ReadReque
 		return
 	}
 	snap, err := d.data.snapshot(ctx)
+	resp.Diagnostics.Append(d.data.nodes.warnings()...)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read the Proxmox VE cluster", err.Error())
 		return

@@ -50,6 +50,8 @@ type providerModel struct {
 	PluginConfigYAML types.String       `tfsdk:"plugin_config_yaml"`
 	PluginConfig     *pluginConfigModel `tfsdk:"plugin_config"`
 	Profiles         []profileModel     `tfsdk:"profile"`
+	Nodes            []nodeBlockModel   `tfsdk:"node"`
+	ReadNodeNotes    types.Bool         `tfsdk:"read_node_notes"`
 }
 
 func (p *qemuProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
@@ -76,8 +78,9 @@ func (p *qemuProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp 
 				Description: "PEM certificate(s) of the CA that signed the PVE API certificate, for private CAs."},
 			"plugin_config_yaml": schema.StringAttribute{Optional: true,
 				Description: pluginConfigYAMLDescription + " Default for every data source and resource of this provider."},
+			"read_node_notes": schema.BoolAttribute{Optional: true, Description: readNodeNotesDescription},
 		},
-		Blocks: map[string]schema.Block{"plugin_config": providerPluginConfigBlock(), "profile": providerProfileBlock()},
+		Blocks: map[string]schema.Block{"plugin_config": providerPluginConfigBlock(), "profile": providerProfileBlock(), "node": providerNodeBlock()},
 	}
 }
 
@@ -92,6 +95,8 @@ func (p *qemuProvider) ValidateConfig(ctx context.Context, req provider.Validate
 	_, _, diags := schedulingLayers(ctx, path.Empty(), m.PluginConfigYAML, m.PluginConfig)
 	resp.Diagnostics.Append(diags...)
 	_, diags = profileLayers(ctx, m.Profiles)
+	resp.Diagnostics.Append(diags...)
+	_, diags = nodeBlocks(ctx, m.Nodes)
 	resp.Diagnostics.Append(diags...)
 }
 
@@ -194,11 +199,18 @@ func (p *qemuProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 	resp.Diagnostics.Append(diags...)
 	profiles, diags := profileLayers(ctx, m.Profiles)
 	resp.Diagnostics.Append(diags...)
+	blocks, diags := nodeBlocks(ctx, m.Nodes)
+	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	var notes *proxmox.NotesCache
+	if m.ReadNodeNotes.ValueBool() {
+		notes = proxmox.NewNotesCache(client)
+	}
 	tflog.Debug(ctx, "configured Proxmox VE client", map[string]any{"endpoint": cfg.Endpoint, "api_token": cfg.APIToken})
-	data := &providerData{client: client, defaults: scheduler.MergePluginConfigs(yamlCfg, blockCfg), profiles: profiles, ledger: reservations.New()}
+	data := &providerData{client: client, defaults: scheduler.MergePluginConfigs(yamlCfg, blockCfg), profiles: profiles, ledger: reservations.New(),
+		nodes: newNodePolicy(blocks, notes)}
 	resp.DataSourceData = data
 	resp.ResourceData = data
 }
@@ -215,5 +227,5 @@ func (p *qemuProvider) Resources(context.Context) []func() resource.Resource {
 }
 
 func (p *qemuProvider) DataSources(context.Context) []func() datasource.DataSource {
-	return []func() datasource.DataSource{newPlacementDataSource}
+	return []func() datasource.DataSource{newPlacementDataSource, newNodesDataSource}
 }

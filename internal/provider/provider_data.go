@@ -27,6 +27,8 @@ type providerData struct {
 	// by pluginBase.
 	profiles map[string]scheduler.PluginConfig
 	ledger   *reservations.Ledger
+	// nodes gives every snapshot's nodes their labels and taints.
+	nodes *nodePolicy
 
 	mu       sync.Mutex
 	cached   *scheduler.Snapshot
@@ -40,11 +42,21 @@ func (p *providerData) snapshot(ctx context.Context) (scheduler.Snapshot, error)
 	if p.cached != nil && time.Since(p.cachedAt) < snapshotTTL {
 		return *p.cached, nil
 	}
+	snap, err := p.freshSnapshot(ctx)
+	if err != nil {
+		return scheduler.Snapshot{}, err
+	}
+	p.cached, p.cachedAt = &snap, time.Now()
+	return snap, nil
+}
+
+// freshSnapshot reads the cluster now, its nodes labelled and tainted.
+func (p *providerData) freshSnapshot(ctx context.Context) (scheduler.Snapshot, error) {
 	snap, err := p.client.Snapshot(ctx)
 	if err != nil {
 		return scheduler.Snapshot{}, withTLSHint(err)
 	}
-	p.cached, p.cachedAt = &snap, time.Now()
+	p.nodes.apply(ctx, &snap)
 	return snap, nil
 }
 

@@ -164,6 +164,7 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 		return
 	}
 	snap, err := r.data.snapshot(ctx)
+	resp.Diagnostics.Append(r.data.nodes.warnings()...)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read the Proxmox VE cluster", err.Error())
 		return
@@ -293,7 +294,7 @@ type vmClient struct {
 }
 
 func (c *vmClient) Snapshot(ctx context.Context) (scheduler.Snapshot, error) {
-	return c.r.data.client.Snapshot(ctx)
+	return c.r.data.freshSnapshot(ctx)
 }
 
 func (c *vmClient) Create(ctx context.Context, p scheduler.Placement) error {
