@@ -47,7 +47,7 @@ func TestParseCluster(t *testing.T) {
 	}
 }
 
-// The lab file is what the demo and the standalone binary serve: 4 nodes, one offline, a
+// The lab file is what the demo and the standalone binary serve: 5 nodes, one offline, a
 // clonable template on shared storage, an lxc, a pool and no next-id bounds.
 func TestLabCluster(t *testing.T) {
 	s, a := lab(t)
@@ -58,8 +58,8 @@ func TestLabCluster(t *testing.T) {
 			offline++
 		}
 	}
-	if len(nodes) != 4 || offline != 1 {
-		t.Errorf("%d nodes, %d offline; want 4 and 1", len(nodes), offline)
+	if len(nodes) != 5 || offline != 1 {
+		t.Errorf("%d nodes, %d offline; want 5 and 1", len(nodes), offline)
 	}
 	tmpl, _ := s.Guest(9000)
 	if tmpl.Config["template"] != "1" || !strings.HasPrefix(tmpl.Config["scsi0"], "ceph:") {

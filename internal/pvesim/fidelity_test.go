@@ -215,10 +215,11 @@ var omitted = map[string]string{
 // simOnly lists fields the simulator sends that no recorded response has, and why they are
 // right.
 var simOnly = map[string]string{
-	"/cluster/options keyboard":    "the installer writes keyboard to datacenter.cfg",
-	"/cluster/resources lxc":       "container rows carry the qemu row's fields; the recordings have no containers",
-	"/cluster/resources pool":      "pool rows (id /pool/<name>, type, pool) appear in an unfiltered listing; none recorded",
-	"/cluster/resources qemu/pool": "set for guests in a pool; no recorded guest is in one",
+	"/cluster/options keyboard":         "the installer writes keyboard to datacenter.cfg",
+	"/cluster/resources lxc":            "container rows carry the qemu row's fields; the recordings have no containers",
+	"/cluster/resources pool":           "pool rows (id /pool/<name>, type, pool) appear in an unfiltered listing; none recorded",
+	"/cluster/resources qemu/pool":      "set for guests in a pool; no recorded guest is in one",
+	"/cluster/resources node/host-arch": "PVE 9.2+ reports it from the node's static info; the recordings are older",
 
 	"/nodes/pve1/status boot-info":             "PVE 8 reports the boot mode",
 	"/nodes/pve1/status current-kernel":        "PVE 8 reports the running kernel",

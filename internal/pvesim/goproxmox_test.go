@@ -47,7 +47,7 @@ func TestGoProxmoxLifecycle(t *testing.T) {
 		t.Fatalf("Version = %+v, %v", v, err)
 	}
 	nodes, err := c.Nodes(ctx)
-	if err != nil || len(nodes) != 4 || nodes[3].Status != "offline" {
+	if err != nil || len(nodes) != 5 || nodes[3].Status != "offline" {
 		t.Fatalf("Nodes = %v, %v", nodes, err)
 	}
 	n, err := c.Node(ctx, "pve2")
@@ -73,8 +73,8 @@ func TestGoProxmoxLifecycle(t *testing.T) {
 		t.Fatalf("CheckID(200) = %v, %v; the lxc holds it", free, err)
 	}
 	rs, err := cl.Resources(ctx)
-	if err != nil || len(rs) != 2+7+4+3*4 {
-		t.Fatalf("Resources = %d rows, %v; want 2 pools, 7 guests, 4 nodes, 12 storages", len(rs), err)
+	if err != nil || len(rs) != 2+7+5+3*5 {
+		t.Fatalf("Resources = %d rows, %v; want 2 pools, 7 guests, 5 nodes, 15 storages", len(rs), err)
 	}
 
 	task, err := n.NewVirtualMachine(ctx, 150, goproxmox.VirtualMachineOption{Name: "name", Value: "web-1"},
