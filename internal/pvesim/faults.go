@@ -3,6 +3,7 @@ package pvesim
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -16,8 +17,34 @@ type fault struct {
 	// lose serves the request, then drops the connection: the client never hears that it
 	// succeeded.
 	lose bool
+	// served serves the request, then answers status and message instead (a proxy in
+	// between that fails after PVE acted).
+	served bool
 	// always fails every request from now on (a missing permission).
 	always bool
+	// taskType, when set, limits the fault to requests about tasks of that type (their UPID
+	// names it), and skip lets that many of them through first.
+	taskType string
+	skip     int
+}
+
+// taskStatus is the endpoint a client polls while it waits for a task.
+const taskStatus = "GET /nodes/{node}/tasks/{upid}/status"
+
+// FailTaskPolls makes status polls of tasks of type taskType (qmcreate, qmclone, ...) fail:
+// the first after polls are answered, the next n get status and message (595 "No route to
+// host" plays a node that drops out for a moment). The task itself runs on.
+func (s *Server) FailTaskPolls(taskType string, after, n, status int, message string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, &fault{endpoint: taskStatus, taskType: taskType, skip: after, left: n, status: status, message: message})
+}
+
+// LoseTaskPolls is FailTaskPolls with answers that never arrive: the connection drops.
+func (s *Server) LoseTaskPolls(taskType string, after, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, &fault{endpoint: taskStatus, taskType: taskType, skip: after, left: n, lose: true})
 }
 
 // FailRequests makes the next n requests to endpoint (e.g. "POST /nodes/{node}/qemu") fail
@@ -34,6 +61,14 @@ func (s *Server) FailRate(endpoint string, rate float64, status int, message str
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults = append(s.faults, &fault{endpoint: endpoint, rate: rate, status: status, message: message})
+}
+
+// ReplaceResponses makes the next n requests to endpoint take effect, but answers them with
+// status and message: a proxy that fails after PVE acted.
+func (s *Server) ReplaceResponses(endpoint string, n, status int, message string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, &fault{endpoint: endpoint, left: n, served: true, status: status, message: message})
 }
 
 // LoseResponses makes the next n requests to endpoint take effect but never answer: the
@@ -53,12 +88,16 @@ func (s *Server) Forbid(endpoint, path, privilege string) {
 		message: fmt.Sprintf("Permission check failed (%s, %s)", path, privilege)})
 }
 
-func (s *Server) takeFault(endpoint string) *fault {
+func (s *Server) takeFault(endpoint, path string) *fault {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, f := range s.faults {
 		switch {
 		case f.endpoint != endpoint:
+		case f.taskType != "" && !strings.Contains(path, ":"+f.taskType+":"):
+		case f.skip > 0:
+			f.skip--
+			return nil
 		case f.always:
 			return f
 		case f.rate > 0:

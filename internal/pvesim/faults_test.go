@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
 
 func TestFailRequests(t *testing.T) {
@@ -224,5 +226,32 @@ func TestLatencyAndRequestCounts(t *testing.T) {
 	a.get("/version")
 	if took := time.Since(start); took < 30*time.Millisecond {
 		t.Errorf("a request took %v with 30ms latency", took)
+	}
+}
+
+// Faults on the polls of one task type leave other tasks' polls alone and the task running;
+// a replaced answer hides a create that happened.
+func TestTaskPollFaultsAndReplacedAnswers(t *testing.T) {
+	s, a := lab(t, pvesim.WithTaskDuration(20*time.Millisecond))
+	s.FailTaskPolls("qmcreate", 1, 2, 595, "No route to host")
+	upid := a.ok(a.form(http.MethodPost, "/nodes/pve2/qemu", url.Values{"vmid": {"150"}})).str()
+	start := a.ok(a.form(http.MethodPost, "/nodes/pve3/qemu/103/status/stop", nil)).str()
+	a.ok(a.get("/nodes/pve3/tasks/" + start + "/status"))
+	a.ok(a.get("/nodes/pve2/tasks/" + upid + "/status"))
+	for range 2 {
+		if r := a.get("/nodes/pve2/tasks/" + upid + "/status"); r.code != 595 || len(r.body) != 0 {
+			t.Fatalf("failing poll: %s %q", r.status, r.body)
+		}
+	}
+	if exit := a.wait(upid)["exitstatus"]; exit != "OK" {
+		t.Fatalf("the create under failing polls ended %v", exit)
+	}
+
+	s.ReplaceResponses("POST /nodes/{node}/qemu", 1, 500, "Internal Server Error")
+	if r := a.form(http.MethodPost, "/nodes/pve2/qemu", url.Values{"vmid": {"151"}, "name": {"hidden"}}); r.code != 500 {
+		t.Fatalf("replaced answer: %s", r.status)
+	}
+	if g, ok := s.Guest(151); !ok || g.Config["name"] != "hidden" {
+		t.Fatalf("the create behind a replaced answer did not happen: %+v", g)
 	}
 }

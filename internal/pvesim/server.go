@@ -236,10 +236,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.strictJSON && !objectBody(w, r) {
 		return
 	}
-	f := s.takeFault(endpoint)
+	f := s.takeFault(endpoint, r.URL.Path)
 	switch {
 	case f == nil:
 		s.mux.ServeHTTP(w, r)
+	case f.served:
+		s.mux.ServeHTTP(discard{header: http.Header{}}, r)
+		writeError(w, f.status, f.message)
 	case f.lose:
 		s.mux.ServeHTTP(discard{header: http.Header{}}, r)
 		if hj, ok := w.(http.Hijacker); ok {
