@@ -54,29 +54,11 @@ func (r *vmResource) ValidateConfig(ctx context.Context, req resource.ValidateCo
 		resp.Diagnostics.AddAttributeError(path.Root("balloon"), "Balloon larger than memory",
 			fmt.Sprintf("balloon (%d MiB) must not exceed memory (%d MiB).", m.Balloon.ValueInt64(), m.Memory.ValueInt64()))
 	}
-	if m.Clone != nil && m.Clone.SourceVMID.IsNull() {
-		resp.Diagnostics.AddAttributeError(path.Root("clone").AtName("source_vmid"), "Missing clone source",
-			"A clone block needs source_vmid, the VMID of the template or VM to clone.")
+	if m.Clone != nil {
+		m.Clone.validate(&resp.Diagnostics)
 	}
-	if m.Clone != nil && !m.Clone.Full.IsNull() && !m.Clone.Full.IsUnknown() && !m.Clone.Full.ValueBool() && known(m.Clone.Storage) {
-		resp.Diagnostics.AddAttributeError(path.Root("clone").AtName("storage"), "Storage of a linked clone",
-			"A linked clone (full = false) keeps its disks on the template's storage, so clone.storage cannot be set. Remove storage, or make a full clone.")
-	}
-	seen := map[string]bool{}
-	for i, d := range m.Disks {
-		if s := d.Slot.ValueString(); seen[s] {
-			resp.Diagnostics.AddAttributeError(path.Root("disk").AtListIndex(i).AtName("slot"), "Duplicate disk slot", s+" is used twice.")
-		} else {
-			seen[s] = true
-		}
-	}
-	for i, n := range m.Networks {
-		if s := n.Slot.ValueString(); seen[s] {
-			resp.Diagnostics.AddAttributeError(path.Root("network").AtListIndex(i).AtName("slot"), "Duplicate network slot", s+" is used twice.")
-		} else {
-			seen[s] = true
-		}
-	}
+	validateDisks(m.Disks, &resp.Diagnostics)
+	validateNetworks(m.Networks, &resp.Diagnostics)
 }
 
 // request is the scheduling request for the model and, for a VM still to be created, the
@@ -86,56 +68,12 @@ func (r *vmResource) ValidateConfig(ctx context.Context, req resource.ValidateCo
 func (r *vmResource) request(ctx context.Context, m *vmModel, creating bool, diags *diag.Diagnostics) (req scheduler.Request, src *proxmox.VM, complete bool) {
 	req, complete = m.schedulingModel.request(ctx, diags)
 	req.Name, req.Node, req.VMID = m.Name.ValueString(), m.Node.ValueString(), int(m.VMID.ValueInt64())
-	if creating && m.Clone != nil && !m.Clone.SourceVMID.IsUnknown() {
-		var err error
-		if src, err = r.cloneSource(ctx, m.Clone); err == nil {
+	if creating {
+		if src = r.cloneSource(ctx, m.Clone, diags); src != nil {
 			req.Cores, req.Sockets, req.MemoryMiB = configSize(src.Config)
-		} else {
-			diags.AddAttributeError(path.Root("clone").AtName("source_vmid"), "Cannot read the clone source", err.Error())
 		}
 	}
 	return sized(req, m.Cores, m.Sockets, m.Memory), src, complete
-}
-
-// cloneNode pins the request to the clone source's node when the source has a disk on storage
-// that is not shared: PVE can clone such a VM only onto its own node.
-func cloneNode(snap scheduler.Snapshot, src *proxmox.VM, req scheduler.Request) (scheduler.Request, error) {
-	if src == nil {
-		return req, nil
-	}
-	shared := map[string]bool{}
-	for _, n := range snap.Nodes {
-		if n.Name == src.Node {
-			for _, st := range n.Storages {
-				shared[st.Name] = st.Shared
-			}
-		}
-	}
-	for k, v := range src.Config {
-		if !diskSlot.MatchString(k) || strings.Contains(v, "media=cdrom") || shared[diskStorage(v)] {
-			continue
-		}
-		if req.Node != "" && req.Node != src.Node {
-			return req, &scheduler.InputError{Attribute: "node", Message: fmt.Sprintf(
-				"the clone source %d keeps %s on storage %q, which is local to %s: Proxmox VE can clone it only onto %s. Pin node = %q, or clone from a template on shared storage.",
-				src.VMID, k, diskStorage(v), src.Node, src.Node, src.Node)}
-		}
-		req.Node = src.Node
-		return req, nil
-	}
-	return req, nil
-}
-
-func (r *vmResource) cloneSource(ctx context.Context, c *cloneModel) (*proxmox.VM, error) {
-	vmid := int(c.SourceVMID.ValueInt64())
-	node := c.SourceNode.ValueString()
-	if node == "" {
-		var err error
-		if node, err = r.data.client.LocateVM(ctx, vmid); err != nil {
-			return nil, err
-		}
-	}
-	return r.data.client.GetVM(ctx, node, vmid)
 }
 
 // ModifyPlan checks at plan time that a new VM fits somewhere, that disks only grow, and warns
@@ -157,7 +95,7 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 	var state vmModel
 	if !creating {
 		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-		checkDiskShrink(&state, &plan, &resp.Diagnostics)
+		checkDiskShrink(state.Disks, plan.Disks, &resp.Diagnostics)
 	}
 	schedReq, src, complete := r.request(ctx, &plan, creating, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() || !complete {
@@ -192,20 +130,6 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 		resp.Diagnostics.AddWarning("VM "+state.ID.ValueString()+" no longer fits its node under the current scheduling rules",
 			fmt.Sprintf("%s on %s: %s. Placement is sticky, so the VM stays; pin or change node to move it.",
 				state.Name.ValueString(), current, strings.Join(reasons, "; ")))
-	}
-}
-
-func checkDiskShrink(state, plan *vmModel, diags *diag.Diagnostics) {
-	sizes := map[string]int64{}
-	for _, d := range state.Disks {
-		sizes[d.Slot.ValueString()] = d.Size.ValueInt64()
-	}
-	for i, d := range plan.Disks {
-		if old, ok := sizes[d.Slot.ValueString()]; ok && !d.Size.IsUnknown() && d.Size.ValueInt64() < old {
-			diags.AddAttributeError(path.Root("disk").AtListIndex(i).AtName("size"), "Disks cannot shrink",
-				fmt.Sprintf("%s is %d GiB; Proxmox VE cannot shrink disks, so %d GiB is refused. Keep the size, or replace the VM (terraform apply -replace=...).",
-					d.Slot.ValueString(), old, d.Size.ValueInt64()))
-		}
 	}
 }
 
@@ -361,26 +285,10 @@ func createErrorDetail(err error, pinnedVMID, attempt int) string {
 func (r *vmResource) createGuest(ctx context.Context, g *newGuest, p scheduler.Placement) error {
 	c, m := r.data.client, g.m
 	if m.Clone != nil {
-		full := m.Clone.Full.IsNull() || m.Clone.Full.ValueBool()
-		storage := ""
-		if full {
-			storage = p.Storage
-			if known(m.Clone.Storage) {
-				storage = m.Clone.Storage.ValueString()
-			}
-		}
-		return c.CloneVM(ctx, proxmox.CloneRequest{SourceNode: g.src.Node, SourceVMID: int(m.Clone.SourceVMID.ValueInt64()), NewID: p.VMID,
-			Target: p.Node, Name: m.Name.ValueString(), Pool: m.Pool.ValueString(), Storage: storage, Full: full})
+		return c.CloneVM(ctx, g.cloneRequest(p))
 	}
 	params := maps.Clone(g.config)
-	for i, d := range m.Disks {
-		storage := p.Storage
-		if known(d.Storage) {
-			storage = d.Storage.ValueString()
-		}
-		m.Disks[i].Storage = types.StringValue(storage)
-		params[d.Slot.ValueString()] = fmt.Sprintf("%s:%d", storage, d.Size.ValueInt64())
-	}
+	addDisks(m.Disks, nil, params, p.Storage)
 	if err := m.addCloudInitDrive(nil, params, p.Storage); err != nil {
 		return err
 	}
@@ -407,7 +315,7 @@ func (r *vmResource) configureNew(ctx context.Context, g *newGuest, p scheduler.
 		if err := m.addCloudInitDrive(vm.Config, set, p.Storage); err != nil {
 			return err
 		}
-		if err := r.applyDisks(ctx, m, vm.Config, set, p.Node, p.VMID, p.Storage); err != nil {
+		if err := applyDisks(ctx, c, m.Disks, vm.Config, set, p.Node, p.VMID, p.Storage); err != nil {
 			return err
 		}
 		if err := c.UpdateVM(ctx, p.Node, p.VMID, changed(vm.Config, set), nil); err != nil {
@@ -421,53 +329,6 @@ func (r *vmResource) configureNew(ctx context.Context, g *newGuest, p scheduler.
 		return err
 	}
 	return r.setMark(ctx, p.Node, p.VMID, "")
-}
-
-// addCloudInitDrive adds a cloud-init drive to set unless cfg has one: on ide2 as PVE's GUI
-// does, else on the first IDE slot that neither cfg nor the planned disks use.
-func (m *vmModel) addCloudInitDrive(cfg, set map[string]string, storage string) error {
-	if m.CloudInit == nil || hasCloudInitDrive(cfg) {
-		return nil
-	}
-	for _, slot := range []string{"ide2", "ide0", "ide1", "ide3"} {
-		if _, used := cfg[slot]; !used && !hasSlot(m.Disks, slot) {
-			set[slot] = storage + ":cloudinit"
-			return nil
-		}
-	}
-	return errors.New("the cloud-init drive needs a free IDE slot, but ide0 to ide3 are all in use; free one of them")
-}
-
-func hasCloudInitDrive(cfg map[string]string) bool {
-	for k, v := range cfg {
-		if diskSlot.MatchString(k) && strings.Contains(v, "cloudinit") {
-			return true
-		}
-	}
-	return false
-}
-
-// applyDisks grows existing disks to their planned size and adds new ones to set.
-func (r *vmResource) applyDisks(ctx context.Context, m *vmModel, current, set map[string]string, node string, vmid int, defaultStorage string) error {
-	for i, d := range m.Disks {
-		slot := d.Slot.ValueString()
-		if v, ok := current[slot]; ok {
-			m.Disks[i].Storage = types.StringValue(diskStorage(v))
-			if d.Size.ValueInt64() > diskSizeGiB(v) {
-				if err := r.data.client.ResizeDisk(ctx, node, vmid, slot, fmt.Sprintf("%dG", d.Size.ValueInt64())); err != nil {
-					return err
-				}
-			}
-			continue
-		}
-		storage := defaultStorage
-		if known(d.Storage) {
-			storage = d.Storage.ValueString()
-		}
-		m.Disks[i].Storage = types.StringValue(storage)
-		set[slot] = fmt.Sprintf("%s:%d", storage, d.Size.ValueInt64())
-	}
-	return nil
 }
 
 // changed keeps the keys of want whose values differ from have.
@@ -513,16 +374,8 @@ func (m *vmModel) nullUnknowns() {
 	if m.Tags.IsUnknown() {
 		m.Tags = types.SetNull(types.StringType)
 	}
-	for i := range m.Networks {
-		if m.Networks[i].MAC.IsUnknown() {
-			m.Networks[i].MAC = types.StringNull()
-		}
-	}
-	for i := range m.Disks {
-		if m.Disks[i].Storage.IsUnknown() {
-			m.Disks[i].Storage = types.StringNull()
-		}
-	}
+	nullNetworkUnknowns(m.Networks)
+	nullDiskUnknowns(m.Disks)
 }
 
 func (r *vmResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -601,7 +454,7 @@ func (r *vmResource) update(ctx context.Context, plan, state *vmModel, want, old
 	if err := plan.addCloudInitDrive(vm.Config, want, state.Storage.ValueString()); err != nil {
 		return err
 	}
-	if err := r.applyDisks(ctx, plan, vm.Config, want, node, vmid, state.Storage.ValueString()); err != nil {
+	if err := applyDisks(ctx, c, plan.Disks, vm.Config, want, node, vmid, state.Storage.ValueString()); err != nil {
 		return err
 	}
 	var del []string
@@ -612,11 +465,7 @@ func (r *vmResource) update(ctx context.Context, plan, state *vmModel, want, old
 			}
 		}
 	}
-	for _, d := range state.Disks {
-		if !hasSlot(plan.Disks, d.Slot.ValueString()) {
-			del = append(del, d.Slot.ValueString())
-		}
-	}
+	del = append(del, removedDisks(state.Disks, plan.Disks)...)
 	// Only what the plan changes is written: unchanged attributes keep whatever PVE has (an absent
 	// balloon must not become an explicit 0).
 	if err := c.UpdateVM(ctx, node, vmid, changed(old, want), del); err != nil {
@@ -633,15 +482,6 @@ func (r *vmResource) update(ctx context.Context, plan, state *vmModel, want, old
 		return c.ShutdownVM(ctx, node, vmid, time.Minute)
 	}
 	return nil
-}
-
-func hasSlot(disks []diskModel, slot string) bool {
-	for _, d := range disks {
-		if d.Slot.ValueString() == slot {
-			return true
-		}
-	}
-	return false
 }
 
 func (r *vmResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

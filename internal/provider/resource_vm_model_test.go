@@ -2,9 +2,7 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -12,7 +10,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
-	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
 func stringList(values ...string) types.List {
@@ -111,125 +108,6 @@ func TestReadInto(t *testing.T) {
 		if !reflect.DeepEqual(c.got, c.want) {
 			t.Errorf("%s = %v, want %v", c.what, c.got, c.want)
 		}
-	}
-}
-
-func TestAddCloudInitDrive(t *testing.T) {
-	withCI := func(disks ...string) *vmModel {
-		m := existingVM()
-		m.Disks = nil
-		for _, d := range disks {
-			m.Disks = append(m.Disks, diskModel{Slot: types.StringValue(d), Size: types.Int64Value(1)})
-		}
-		m.CloudInit = &cloudInitModel{}
-		return m
-	}
-	tests := []struct {
-		name    string
-		m       *vmModel
-		cfg     map[string]string
-		want    map[string]string
-		wantErr bool
-	}{
-		{"no cloud_init block", existingVM(), nil, map[string]string{}, false},
-		{"a new VM gets ide2", withCI(), nil, map[string]string{"ide2": "ceph:cloudinit"}, false},
-		{"a drive exists already", withCI(), map[string]string{"ide0": "ceph:vm-101-cloudinit,media=cdrom"}, map[string]string{}, false},
-		{"ide2 holds a CD-ROM", withCI(), map[string]string{"ide2": "none,media=cdrom"}, map[string]string{"ide0": "ceph:cloudinit"}, false},
-		{"ide2 busy, ide0 planned as a disk", withCI("ide0"), map[string]string{"ide2": "none,media=cdrom"}, map[string]string{"ide1": "ceph:cloudinit"}, false},
-		{"every IDE slot busy", withCI("ide0", "ide1", "ide3"), map[string]string{"ide2": "none,media=cdrom"}, map[string]string{}, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			set := map[string]string{}
-			err := tt.m.addCloudInitDrive(tt.cfg, set, "ceph")
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("error = %v, want error %v", err, tt.wantErr)
-			}
-			if !reflect.DeepEqual(set, tt.want) {
-				t.Fatalf("set = %v, want %v", set, tt.want)
-			}
-		})
-	}
-}
-
-func TestCloneNode(t *testing.T) {
-	snap := scheduler.Snapshot{Nodes: []scheduler.Node{{Name: "pve1", Storages: []scheduler.Storage{
-		{Name: "ceph", Shared: true}, {Name: "local-lvm"}}}}}
-	source := func(cfg map[string]string) *proxmox.VM { return &proxmox.VM{Node: "pve1", VMID: 9000, Config: cfg} }
-	tests := []struct {
-		name     string
-		src      *proxmox.VM
-		pin      string
-		wantNode string
-		wantErr  string
-	}{
-		{"no clone", nil, "", "", ""},
-		{"disks on shared storage: any node", source(map[string]string{"scsi0": "ceph:base-9000-disk-0,size=8G"}), "", "", ""},
-		{"a local disk pins the source's node", source(map[string]string{"scsi0": "local-lvm:base-9000-disk-0,size=8G"}), "", "pve1", ""},
-		{"a local CD-ROM does not", source(map[string]string{"scsi0": "ceph:base-9000-disk-0", "ide2": "local-lvm:iso/x.iso,media=cdrom"}), "", "", ""},
-		{"pinned to the source's node", source(map[string]string{"scsi0": "local-lvm:base-9000-disk-0"}), "pve1", "pve1", ""},
-		{"pinned elsewhere", source(map[string]string{"scsi0": "local-lvm:base-9000-disk-0"}), "pve2", "", `keeps scsi0 on storage "local-lvm", which is local to pve1`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := cloneNode(snap, tt.src, scheduler.Request{Name: "web-1", Node: tt.pin})
-			var ie *scheduler.InputError
-			switch {
-			case tt.wantErr == "" && err != nil:
-				t.Fatal(err)
-			case tt.wantErr != "" && (!errors.As(err, &ie) || ie.Attribute != "node" || !strings.Contains(ie.Message, tt.wantErr)):
-				t.Fatalf("error = %v, want an InputError on node containing %q", err, tt.wantErr)
-			case tt.wantErr == "" && got.Node != tt.wantNode:
-				t.Fatalf("node = %q, want %q", got.Node, tt.wantNode)
-			}
-		})
-	}
-}
-
-func TestNetworkRoundTrip(t *testing.T) {
-	tests := []struct {
-		n    networkModel
-		want string
-	}{
-		{networkModel{Model: types.StringValue("virtio"), Bridge: types.StringValue("vmbr0"), VLAN: types.Int64Null(), Firewall: types.BoolValue(false), MAC: types.StringUnknown()},
-			"virtio,bridge=vmbr0"},
-		{networkModel{Model: types.StringValue("e1000"), Bridge: types.StringValue("vmbr1"), VLAN: types.Int64Value(20), Firewall: types.BoolValue(true), MAC: types.StringValue("BC:24:11:00:00:01")},
-			"e1000=BC:24:11:00:00:01,bridge=vmbr1,tag=20,firewall=1"},
-	}
-	for _, tt := range tests {
-		if got := tt.n.render(); got != tt.want {
-			t.Errorf("render = %q, want %q", got, tt.want)
-		}
-	}
-	back := parseNetwork("net1", "e1000=BC:24:11:00:00:01,bridge=vmbr1,tag=20,firewall=1,queues=2")
-	if back.Model.ValueString() != "e1000" || back.MAC.ValueString() != "BC:24:11:00:00:01" || back.Bridge.ValueString() != "vmbr1" ||
-		back.VLAN.ValueInt64() != 20 || !back.Firewall.ValueBool() || back.Slot.ValueString() != "net1" {
-		t.Errorf("parseNetwork = %+v", back)
-	}
-}
-
-func TestDiskSizeGiB(t *testing.T) {
-	for value, want := range map[string]int64{
-		"local-lvm:vm-100-disk-0,size=32G":              32,
-		"ceph:vm-100-disk-0,iothread=1,size=1T":         1024,
-		"local-lvm:vm-100-disk-1,size=1536M":            2, // rounded up: never report less than there is
-		"local:100/vm-100-disk-0.qcow2,size=8589934592": 8,
-		"local-lvm:vm-100-disk-0":                       0,
-	} {
-		if got := diskSizeGiB(value); got != want {
-			t.Errorf("diskSizeGiB(%q) = %d, want %d", value, got, want)
-		}
-	}
-}
-
-func TestSSHKeysEncodeLikePVE(t *testing.T) {
-	keys := []string{"ssh-ed25519 AAAAC3Nz user@host", "ssh-rsa AAAAB3+/= other"}
-	enc := encodeSSHKeys(keys)
-	if want := "ssh-ed25519%20AAAAC3Nz%20user%40host%0Assh-rsa%20AAAAB3%2B%2F%3D%20other"; enc != want {
-		t.Fatalf("encodeSSHKeys = %q, want %q (PVE rejects '+' for spaces)", enc, want)
-	}
-	if got := decodeSSHKeys(enc); !reflect.DeepEqual(got, keys) {
-		t.Fatalf("decodeSSHKeys = %q", got)
 	}
 }
 

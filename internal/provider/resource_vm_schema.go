@@ -5,7 +5,6 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -14,10 +13,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/setplanmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -92,64 +89,11 @@ func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 				Description: "Whether the VM runs. Default true."},
 		},
 		Blocks: map[string]schema.Block{
-			"clone": schema.SingleNestedBlock{
-				Description:   "Create by cloning a VM or template instead of from scratch. Changing it replaces the VM.",
-				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
-				Attributes: map[string]schema.Attribute{
-					"source_vmid": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(scheduler.MinVMID, scheduler.MaxVMID)},
-						Description: "VMID of the template or VM to clone. Required in a clone block."},
-					"source_node": schema.StringAttribute{Optional: true, Description: "Node of the source. Default: looked up.",
-						Validators: []validator.String{stringvalidator.RegexMatches(nodeName, "must be a node name: letters, digits and '-'")}},
-					"full": schema.BoolAttribute{Optional: true, Description: "Full clone (default true); false makes a linked clone of a template."},
-					"storage": schema.StringAttribute{Optional: true, Validators: storageValidators(),
-						Description: "Target storage of a full clone. Default: the scheduler's storage. To clone onto another node the source's disks must be on shared storage."},
-				},
-			},
-			"disk": schema.ListNestedBlock{
-				Description: "A disk. New disks are allocated; a cloned disk named here is grown to `size`. Disks cannot shrink.",
-				NestedObject: schema.NestedBlockObject{Attributes: map[string]schema.Attribute{
-					"slot": schema.StringAttribute{Required: true,
-						Validators:  []validator.String{stringvalidator.RegexMatches(diskFormat, "must be scsi0-30, virtio0-15, sata0-5 or ide0-3")},
-						Description: "Bus and index, e.g. `scsi0`."},
-					"storage": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: []planmodifier.String{fromSameSlot{}}, Validators: storageValidators(),
-						Description: "Storage for a new disk. Default: the scheduler's storage."},
-					"size": schema.Int64Attribute{Required: true, Validators: []validator.Int64{int64validator.AtLeast(1)}, Description: "Size in GiB."},
-				}},
-			},
-			"network": schema.ListNestedBlock{
-				Description: "A network device.",
-				NestedObject: schema.NestedBlockObject{Attributes: map[string]schema.Attribute{
-					"slot": schema.StringAttribute{Required: true,
-						Validators: []validator.String{stringvalidator.RegexMatches(netFormat, "must be net0 to net31")}, Description: "e.g. `net0`."},
-					"model": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("virtio"),
-						Validators:  []validator.String{stringvalidator.OneOf("virtio", "e1000", "e1000e", "rtl8139", "vmxnet3")},
-						Description: "NIC model. Default `virtio`."},
-					"bridge": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("vmbr0"),
-						Validators:  []validator.String{stringvalidator.RegexMatches(bridgeName, "must be a bridge or SDN VNet name of up to 15 letters, digits, '_', '-' and '.'")},
-						Description: "Bridge (or SDN VNet). Default `vmbr0`."},
-					"vlan":     schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(1, 4094)}, Description: "VLAN tag."},
-					"firewall": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false), Description: "Enable the PVE firewall on this NIC."},
-					"mac":      schema.StringAttribute{Computed: true, PlanModifiers: []planmodifier.String{fromSameSlot{}}, Description: "MAC address PVE assigned."},
-				}},
-			},
-			"cloud_init": schema.SingleNestedBlock{
-				Description: "Cloud-init settings; a cloud-init drive is added when the VM has none.",
-				Attributes: map[string]schema.Attribute{
-					"user":     schema.StringAttribute{Optional: true, Description: "Default user."},
-					"password": schema.StringAttribute{Optional: true, Sensitive: true, Description: "Password of the default user."},
-					"ssh_keys": schema.ListAttribute{Optional: true, ElementType: types.StringType,
-						Validators:  []validator.List{listvalidator.SizeAtLeast(1), listvalidator.ValueStringsAre(sshKeyCheck)},
-						Description: "Public SSH keys, one authorized_keys line each."},
-					"ip_config": schema.ListAttribute{Optional: true, ElementType: types.StringType,
-						Validators:  []validator.List{listvalidator.SizeAtMost(32), listvalidator.ValueStringsAre(ipConfigCheck)},
-						Description: "One entry per NIC, e.g. `ip=dhcp` or `ip=10.0.0.5/24,gw=10.0.0.1`."},
-					"nameserver": schema.StringAttribute{Optional: true, Validators: []validator.String{nameserverCheck},
-						Description: "DNS server addresses, separated by spaces or commas."},
-					"searchdomain": schema.StringAttribute{Optional: true, Validators: []validator.String{searchdomainCheck},
-						Description: "DNS search domains, separated by spaces or commas."},
-				},
-			},
-			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"clone":      cloneBlock(),
+			"disk":       diskBlock(),
+			"network":    networkBlock(),
+			"cloud_init": cloudInitBlock(),
+			"timeouts":   timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 		},
 	}
 	resourceScheduling(&resp.Schema)

@@ -1,0 +1,121 @@
+package provider
+
+// The clone block of qemuscheduler_vm: schema, validation, the source (looked up once per
+// plan or create), the node pin its local disks impose, and the clone request.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+type cloneModel struct {
+	SourceVMID types.Int64  `tfsdk:"source_vmid"`
+	SourceNode types.String `tfsdk:"source_node"`
+	Full       types.Bool   `tfsdk:"full"`
+	Storage    types.String `tfsdk:"storage"`
+}
+
+func cloneBlock() schema.Block {
+	return schema.SingleNestedBlock{
+		Description:   "Create by cloning a VM or template instead of from scratch. Changing it replaces the VM.",
+		PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+		Attributes: map[string]schema.Attribute{
+			"source_vmid": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(scheduler.MinVMID, scheduler.MaxVMID)},
+				Description: "VMID of the template or VM to clone. Required in a clone block."},
+			"source_node": schema.StringAttribute{Optional: true, Description: "Node of the source. Default: looked up.",
+				Validators: []validator.String{stringvalidator.RegexMatches(nodeName, "must be a node name: letters, digits and '-'")}},
+			"full": schema.BoolAttribute{Optional: true, Description: "Full clone (default true); false makes a linked clone of a template."},
+			"storage": schema.StringAttribute{Optional: true, Validators: storageValidators(),
+				Description: "Target storage of a full clone. Default: the scheduler's storage. To clone onto another node the source's disks must be on shared storage."},
+		},
+	}
+}
+
+func (c *cloneModel) validate(diags *diag.Diagnostics) {
+	if c.SourceVMID.IsNull() {
+		diags.AddAttributeError(path.Root("clone").AtName("source_vmid"), "Missing clone source",
+			"A clone block needs source_vmid, the VMID of the template or VM to clone.")
+	}
+	if !c.Full.IsNull() && !c.Full.IsUnknown() && !c.Full.ValueBool() && known(c.Storage) {
+		diags.AddAttributeError(path.Root("clone").AtName("storage"), "Storage of a linked clone",
+			"A linked clone (full = false) keeps its disks on the template's storage, so clone.storage cannot be set. Remove storage, or make a full clone.")
+	}
+}
+
+// cloneSource reads the source of a clone block (nil without one, or while its VMID is
+// unknown), looking its node up unless source_node names it.
+func (r *vmResource) cloneSource(ctx context.Context, c *cloneModel, diags *diag.Diagnostics) *proxmox.VM {
+	if c == nil || c.SourceVMID.IsUnknown() {
+		return nil
+	}
+	vmid := int(c.SourceVMID.ValueInt64())
+	node := c.SourceNode.ValueString()
+	var err error
+	if node == "" {
+		node, err = r.data.client.LocateVM(ctx, vmid)
+	}
+	var src *proxmox.VM
+	if err == nil {
+		src, err = r.data.client.GetVM(ctx, node, vmid)
+	}
+	if err != nil {
+		diags.AddAttributeError(path.Root("clone").AtName("source_vmid"), "Cannot read the clone source", err.Error())
+	}
+	return src
+}
+
+// cloneNode pins the request to the clone source's node when the source has a disk on storage
+// that is not shared: PVE can clone such a VM only onto its own node.
+func cloneNode(snap scheduler.Snapshot, src *proxmox.VM, req scheduler.Request) (scheduler.Request, error) {
+	if src == nil {
+		return req, nil
+	}
+	shared := map[string]bool{}
+	for _, n := range snap.Nodes {
+		if n.Name == src.Node {
+			for _, st := range n.Storages {
+				shared[st.Name] = st.Shared
+			}
+		}
+	}
+	for k, v := range src.Config {
+		if !diskSlot.MatchString(k) || strings.Contains(v, "media=cdrom") || shared[diskStorage(v)] {
+			continue
+		}
+		if req.Node != "" && req.Node != src.Node {
+			return req, &scheduler.InputError{Attribute: "node", Message: fmt.Sprintf(
+				"the clone source %d keeps %s on storage %q, which is local to %s: Proxmox VE can clone it only onto %s. Pin node = %q, or clone from a template on shared storage.",
+				src.VMID, k, diskStorage(v), src.Node, src.Node, src.Node)}
+		}
+		req.Node = src.Node
+		return req, nil
+	}
+	return req, nil
+}
+
+// cloneRequest clones src to the placement: a full clone onto clone.storage, else the
+// scheduler's storage; a linked clone stays on the template's storage.
+func (g *newGuest) cloneRequest(p scheduler.Placement) proxmox.CloneRequest {
+	m := g.m
+	full := m.Clone.Full.IsNull() || m.Clone.Full.ValueBool()
+	storage := ""
+	if full {
+		storage = storageOr(m.Clone.Storage, p.Storage)
+	}
+	return proxmox.CloneRequest{SourceNode: g.src.Node, SourceVMID: g.src.VMID, NewID: p.VMID,
+		Target: p.Node, Name: m.Name.ValueString(), Pool: m.Pool.ValueString(), Storage: storage, Full: full}
+}
