@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -155,7 +156,8 @@ func authOption(cfg Config) (goproxmox.Option, error) {
 }
 
 // statusRecorder remembers the HTTP status and reason of each response in the request's
-// context, so errors can be typed even where go-proxmox flattens them.
+// context, so errors can be typed even where go-proxmox flattens them; and it hands a
+// successful answer to the request's rawDecoder, if it has one.
 type statusRecorder struct{ next http.RoundTripper }
 
 type statusKey struct{}
@@ -165,13 +167,48 @@ type responseStatus struct {
 	reason string
 }
 
+// rawDecoder decodes a successful answer's whole body, {"data": ...}, in place of go-proxmox,
+// which would copy a multi-megabyte answer twice and decode it twice (once into a map, once
+// into the result) before the caller's own decoding.
+type rawDecoder func(body []byte) error
+
+type decoderKey struct{}
+
+// decoding is a rawDecoder at work on one request.
+type decoding struct {
+	decode rawDecoder
+	err    error
+}
+
 func (t *statusRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
 	res, err := t.next.RoundTrip(r)
-	if st, ok := r.Context().Value(statusKey{}).(*responseStatus); ok && res != nil {
+	if err != nil {
+		return res, err
+	}
+	if d, ok := r.Context().Value(decoderKey{}).(*decoding); ok && res.StatusCode == http.StatusOK {
+		body, err := readBody(res)
+		if err != nil {
+			return nil, err // a lost answer: the status is not recorded, so it is transient
+		}
+		d.err = d.decode(body)
+		res.Body, res.ContentLength = io.NopCloser(strings.NewReader(`{"data":null}`)), -1
+	}
+	if st, ok := r.Context().Value(statusKey{}).(*responseStatus); ok {
 		st.code = res.StatusCode
 		st.reason = strings.TrimSpace(strings.TrimPrefix(res.Status, fmt.Sprint(res.StatusCode)))
 	}
-	return res, err
+	return res, nil
+}
+
+// readBody reads and closes a response's body, in one allocation when its length is known.
+func readBody(res *http.Response) ([]byte, error) {
+	defer res.Body.Close()
+	if res.ContentLength > 0 {
+		body := make([]byte, res.ContentLength)
+		_, err := io.ReadFull(res.Body, body)
+		return body, err
+	}
+	return io.ReadAll(res.Body)
 }
 
 // call runs one API request and types its error.
@@ -228,14 +265,27 @@ func (c *Client) send(ctx context.Context, op string, do func(ctx context.Contex
 	return classify(op, st.code, st.reason, err)
 }
 
-// get is an idempotent read, retried on transient failures.
+// get is an idempotent read, retried on transient failures. v is where the answer's data is
+// decoded, or a rawDecoder for the whole body.
 func (c *Client) get(ctx context.Context, op, path string, params map[string]string, v any) error {
 	return c.retry.do(ctx, func() error {
 		return c.call(ctx, op, func(ctx context.Context) error {
-			if len(params) > 0 {
-				return c.api.GetWithParams(ctx, path, params, v)
+			target := v
+			var d *decoding
+			if decode, ok := v.(rawDecoder); ok {
+				d, target = &decoding{decode: decode}, nil
+				ctx = context.WithValue(ctx, decoderKey{}, d)
 			}
-			return c.api.Get(ctx, path, v)
+			var err error
+			if len(params) > 0 {
+				err = c.api.GetWithParams(ctx, path, params, target)
+			} else {
+				err = c.api.Get(ctx, path, target)
+			}
+			if err == nil && d != nil {
+				err = d.err
+			}
+			return err
 		})
 	})
 }

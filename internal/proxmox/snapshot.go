@@ -13,32 +13,6 @@ import (
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
-// resource is one /cluster/resources row. Parsed here rather than with go-proxmox's
-// ClusterResource, whose integer maxcpu fails the whole list on a container's fractional one.
-type resource struct {
-	ID       string  `json:"id"`
-	Type     string  `json:"type"`
-	Node     string  `json:"node"`
-	Status   string  `json:"status"`
-	VMID     int     `json:"vmid"`
-	Name     string  `json:"name"`
-	MaxCPU   float64 `json:"maxcpu"`
-	CPU      float64 `json:"cpu"`
-	MaxMem   uint64  `json:"maxmem"`
-	Mem      uint64  `json:"mem"`
-	MaxDisk  uint64  `json:"maxdisk"`
-	Disk     uint64  `json:"disk"`
-	Template int     `json:"template"`
-	Tags     string  `json:"tags"`
-	Pool     string  `json:"pool"`
-	Lock     string  `json:"lock"`
-	Storage  string  `json:"storage"`
-	Content  string  `json:"content"`
-	Shared   int     `json:"shared"`
-	HAState  string  `json:"hastate"`
-	Arch     string  `json:"host-arch"`
-}
-
 type nextIDBounds struct{ lower, upper int }
 
 // Snapshot reads the cluster for one scheduling decision.
@@ -59,7 +33,11 @@ func (c *Client) Snapshot(ctx context.Context) (scheduler.Snapshot, error) {
 		defer wg.Done()
 		bounds, boundsErr = c.nextIDBounds(ctx)
 	}()
-	rows, err := c.resources(ctx, "")
+	var b snapshotBuilder
+	err := c.get(ctx, "read cluster resources", "/cluster/resources", nil, rawDecoder(func(body []byte) error {
+		b = newSnapshotBuilder(len(body))
+		return decodeResources(body, b.add)
+	}))
 	wg.Wait()
 	if err != nil {
 		return scheduler.Snapshot{}, err
@@ -67,50 +45,91 @@ func (c *Client) Snapshot(ctx context.Context) (scheduler.Snapshot, error) {
 	if boundsErr != nil {
 		return scheduler.Snapshot{}, boundsErr
 	}
-	snap, unsized := buildSnapshot(rows, bounds)
+	snap, unsized := b.build(bounds)
 	if err := c.sizeFromNodeLists(ctx, snap.Guests, unsized); err != nil {
 		return scheduler.Snapshot{}, err
 	}
 	return snap, nil
 }
 
-// buildSnapshot turns /cluster/resources rows into a snapshot. It also returns the indices of
-// guests on online nodes that PVE has published no sizes for yet.
-func buildSnapshot(rows []resource, bounds *nextIDBounds) (scheduler.Snapshot, []int) {
-	snap := scheduler.Snapshot{}
+// rowSizeHint is about the size of a guest's /cluster/resources row in bytes, to size the
+// guest list once.
+const rowSizeHint = 300
+
+// snapshotBuilder collects /cluster/resources rows as they are decoded.
+type snapshotBuilder struct {
+	nodes    []scheduler.Node
+	guests   []scheduler.Guest
+	storages []nodeStorage
+	// tagLists shares one split list among the guests with the same tags text; nothing
+	// modifies a guest's tags in place.
+	tagLists map[string][]string
+}
+
+// newSnapshotBuilder sizes the guest list for an answer of size bytes.
+func newSnapshotBuilder(size int) snapshotBuilder {
+	return snapshotBuilder{guests: make([]scheduler.Guest, 0, size/rowSizeHint), tagLists: map[string][]string{}}
+}
+
+type nodeStorage struct {
+	node    string
+	storage scheduler.Storage
+}
+
+func (b *snapshotBuilder) add(r *resource) {
+	switch r.Type {
+	case "node":
+		b.nodes = append(b.nodes, scheduler.Node{
+			Name: r.Node, Online: r.Status == "online", MaxCPU: int(r.MaxCPU), MaxMem: r.MaxMem, CPU: r.CPU, Mem: r.Mem,
+			HAState: r.HAState, Arch: r.Arch,
+		})
+	case "storage":
+		b.storages = append(b.storages, nodeStorage{r.Node, scheduler.Storage{
+			Name: r.Storage, Content: splitList(r.Content), Active: r.Status == "available", Shared: r.Shared,
+			Total: r.MaxDisk, Used: r.Disk,
+		}})
+	case "qemu", "lxc":
+		tags := b.tags(r.Tags)
+		b.guests = append(b.guests, scheduler.Guest{
+			VMID: r.VMID, Node: r.Node, Name: r.Name, Type: scheduler.GuestType(r.Type), Status: r.Status,
+			CPUs: r.MaxCPU, MaxMem: r.MaxMem, Tags: tags, Pool: r.Pool, Template: r.Template,
+			Lock: r.Lock, Pending: Pending(r.Lock, tags),
+		})
+	}
+}
+
+func (b *snapshotBuilder) tags(text string) []string {
+	if text == "" {
+		return nil
+	}
+	list, ok := b.tagLists[text]
+	if !ok {
+		list = splitList(text)
+		b.tagLists[text] = list
+	}
+	return list
+}
+
+// build returns the snapshot, and the indices of guests on online nodes that PVE has
+// published no sizes for yet.
+func (b *snapshotBuilder) build(bounds *nextIDBounds) (scheduler.Snapshot, []int) {
+	snap := scheduler.Snapshot{Nodes: b.nodes, Guests: b.guests}
 	if bounds != nil {
 		snap.NextIDBounds = &scheduler.IDBounds{Lower: bounds.lower, Upper: bounds.upper}
 	}
-	nodeIndex := map[string]int{}
-	for _, r := range rows {
-		if r.Type == "node" {
-			nodeIndex[r.Node] = len(snap.Nodes)
-			snap.Nodes = append(snap.Nodes, scheduler.Node{
-				Name: r.Node, Online: r.Status == "online", MaxCPU: int(r.MaxCPU), MaxMem: r.MaxMem, CPU: r.CPU, Mem: r.Mem,
-				HAState: r.HAState, Arch: r.Arch,
-			})
+	nodeIndex := make(map[string]int, len(snap.Nodes))
+	for i, n := range snap.Nodes {
+		nodeIndex[n.Name] = i
+	}
+	for _, s := range b.storages {
+		if i, ok := nodeIndex[s.node]; ok {
+			snap.Nodes[i].Storages = append(snap.Nodes[i].Storages, s.storage)
 		}
 	}
 	var unsized []int
-	for _, r := range rows {
-		switch r.Type {
-		case "storage":
-			if i, ok := nodeIndex[r.Node]; ok {
-				snap.Nodes[i].Storages = append(snap.Nodes[i].Storages, scheduler.Storage{
-					Name: r.Storage, Content: splitList(r.Content), Active: r.Status == "available", Shared: r.Shared == 1,
-					Total: r.MaxDisk, Used: r.Disk,
-				})
-			}
-		case "qemu", "lxc":
-			if i, ok := nodeIndex[r.Node]; ok && r.MaxMem == 0 && snap.Nodes[i].Online {
-				unsized = append(unsized, len(snap.Guests))
-			}
-			tags := splitList(r.Tags)
-			snap.Guests = append(snap.Guests, scheduler.Guest{
-				VMID: r.VMID, Node: r.Node, Name: r.Name, Type: scheduler.GuestType(r.Type), Status: r.Status,
-				CPUs: r.MaxCPU, MaxMem: r.MaxMem, Tags: tags, Pool: r.Pool, Template: r.Template == 1,
-				Lock: r.Lock, Pending: Pending(r.Lock, tags),
-			})
+	for i, g := range snap.Guests {
+		if n, ok := nodeIndex[g.Node]; ok && g.MaxMem == 0 && snap.Nodes[n].Online {
+			unsized = append(unsized, i)
 		}
 	}
 	return snap, unsized
@@ -122,10 +141,11 @@ func (c *Client) resources(ctx context.Context, typ string) ([]resource, error) 
 	if typ != "" {
 		params = map[string]string{"type": typ}
 	}
-	if err := c.get(ctx, "read cluster resources", "/cluster/resources", params, &rows); err != nil {
-		return nil, err
-	}
-	return rows, nil
+	err := c.get(ctx, "read cluster resources", "/cluster/resources", params, rawDecoder(func(body []byte) error {
+		rows = rows[:0]
+		return decodeResources(body, func(r *resource) { rows = append(rows, *r) })
+	}))
+	return rows, err
 }
 
 // listRow is a /nodes/{node}/qemu or /lxc row. Unlike /cluster/resources, PVE computes it
