@@ -227,5 +227,5 @@ func (p *qemuProvider) Resources(context.Context) []func() resource.Resource {
 }
 
 func (p *qemuProvider) DataSources(context.Context) []func() datasource.DataSource {
-	return []func() datasource.DataSource{newPlacementDataSource, newNodesDataSource}
+	return []func() datasource.DataSource{newPlacementDataSource, newNodesDataSource, newRebalanceDataSource}
 }

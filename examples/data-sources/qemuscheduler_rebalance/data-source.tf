@@ -1,0 +1,23 @@
+# Which opted-in VMs should move, and where? Read-only: nothing moves until you pin them.
+data "qemuscheduler_rebalance" "web" {
+  tags = ["rebalance"] # only guests carrying every one of these tags may move
+
+  # The rules the group must obey, as when it was placed.
+  annotations = { "node.qemu-scheduler/regex" = "pve[0-9]+" }
+
+  # Balance by configured size: nodes above a target give guests to nodes under the thresholds.
+  low_node_utilization {
+    cpu_threshold    = 30
+    memory_threshold = 30
+    cpu_target       = 70
+    memory_target    = 70
+  }
+  max_moves          = 5
+  max_moves_per_node = 2
+}
+
+# Act on a move with qemuscheduler_vm: copy the `to` node into the VM's `node` (a pinned node
+# migrates), or with the bpg provider: node_name = <to>, migrate = true.
+output "moves" {
+  value = data.qemuscheduler_rebalance.web.summary
+}

@@ -1,0 +1,268 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/rebalance"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+// Defaults of the rebalance data source.
+const (
+	defaultMaxMoves        = 10
+	defaultMaxMovesPerNode = 2
+	defaultMinGain         = 5
+)
+
+func newRebalanceDataSource() datasource.DataSource { return &rebalanceDataSource{} }
+
+type rebalanceDataSource struct{ data *providerData }
+
+type rebalanceModel struct {
+	schedulingModel
+	Tags                   types.List               `tfsdk:"tags"`
+	RemovePolicyViolations types.Bool               `tfsdk:"remove_policy_violations"`
+	LowNodeUtilization     *lowNodeUtilizationModel `tfsdk:"low_node_utilization"`
+	MaxMoves               types.Int64              `tfsdk:"max_moves"`
+	MaxMovesPerNode        types.Int64              `tfsdk:"max_moves_per_node"`
+	MinGain                types.Float64            `tfsdk:"min_gain"`
+	Moves                  []moveOut                `tfsdk:"moves"`
+	Kept                   []keptOut                `tfsdk:"kept"`
+	NodesBefore            []nodeUsageOut           `tfsdk:"nodes_before"`
+	NodesAfter             []nodeUsageOut           `tfsdk:"nodes_after"`
+	Summary                types.String             `tfsdk:"summary"`
+	ID                     types.String             `tfsdk:"id"`
+}
+
+type lowNodeUtilizationModel struct {
+	CPUThreshold    types.Float64 `tfsdk:"cpu_threshold"`
+	MemoryThreshold types.Float64 `tfsdk:"memory_threshold"`
+	CPUTarget       types.Float64 `tfsdk:"cpu_target"`
+	MemoryTarget    types.Float64 `tfsdk:"memory_target"`
+}
+
+type moveOut struct {
+	VMID   types.Int64  `tfsdk:"vmid"`
+	Name   types.String `tfsdk:"name"`
+	From   types.String `tfsdk:"from"`
+	To     types.String `tfsdk:"to"`
+	Reason types.String `tfsdk:"reason"`
+}
+
+type keptOut struct {
+	VMID   types.Int64  `tfsdk:"vmid"`
+	Name   types.String `tfsdk:"name"`
+	Node   types.String `tfsdk:"node"`
+	Reason types.String `tfsdk:"reason"`
+}
+
+type nodeUsageOut struct {
+	Node          types.String  `tfsdk:"node"`
+	CPUPercent    types.Float64 `tfsdk:"cpu_percent"`
+	MemoryPercent types.Float64 `tfsdk:"memory_percent"`
+	RunningGuests types.Int64   `tfsdk:"running_guests"`
+}
+
+func (d *rebalanceDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_rebalance"
+}
+
+func (d *rebalanceDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
+	percent := func(what string) schema.Float64Attribute {
+		return schema.Float64Attribute{Optional: true, Validators: []validator.Float64{float64validator.Between(0, 100)}, Description: what + " Required in the block."}
+	}
+	usage := schema.ListNestedAttribute{Computed: true, NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+		"node":           schema.StringAttribute{Computed: true, Description: "Node name."},
+		"cpu_percent":    schema.Float64Attribute{Computed: true, Description: "vCPUs of running guests in percent of the node's CPUs."},
+		"memory_percent": schema.Float64Attribute{Computed: true, Description: "Configured memory of running guests in percent of the node's memory."},
+		"running_guests": schema.Int64Attribute{Computed: true, Description: "Running guests on the node."},
+	}}}
+	before, after := usage, usage
+	before.Description = "Every node's allocation now."
+	after.Description = "Every node's allocation once the moves are done."
+	resp.Schema = schema.Schema{
+		Description: "The descheduler, read-only: which opted-in VMs should move, and where, because their node now breaks " +
+			"their placement policies or is overloaded. It decides with the same scheduler, profile and policies the VMs " +
+			"are placed with and moves nothing itself: feed `moves` to `qemuscheduler_vm.node` (a pinned node migrates) " +
+			"or to another provider's `node_name`. Let one loop own a VM: do not run PVE's CRS rebalancing or ProxLB on the same guests.",
+		Attributes: map[string]schema.Attribute{
+			"tags": schema.ListAttribute{Required: true, ElementType: types.StringType,
+				Validators: []validator.List{listvalidator.SizeAtLeast(1), listvalidator.ValueStringsAre(stringvalidator.RegexMatches(tagFormat,
+					"must be a PVE tag: lowercase letters, digits and _ - + ."))},
+				Description: "The opt-in: only guests carrying all of these tags may move (KubeVirt's `descheduler.alpha.kubernetes.io/evict`)."},
+			"remove_policy_violations": schema.BoolAttribute{Optional: true,
+				Description: "Move guests whose node fails their hard policies: node selector, required affinities, an untolerated NoSchedule or NoExecute taint, HA maintenance. Default true."},
+			"max_moves": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(0)},
+				Description: fmt.Sprintf("At most this many moves in all. Default %d.", defaultMaxMoves)},
+			"max_moves_per_node": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1)},
+				Description: fmt.Sprintf("At most this many moves off one node. Default %d.", defaultMaxMovesPerNode)},
+			"min_gain": schema.Float64Attribute{Optional: true, Validators: []validator.Float64{float64validator.Between(0, 100)},
+				Description: fmt.Sprintf("A utilization move must narrow the gap between its two nodes by at least this many percentage points (no ping-pong). Default %d.", defaultMinGain)},
+			"moves": schema.ListNestedAttribute{Computed: true, Description: "The moves, in the order to run them.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"vmid":   schema.Int64Attribute{Computed: true, Description: "The guest's VMID."},
+					"name":   schema.StringAttribute{Computed: true, Description: "The guest's name."},
+					"from":   schema.StringAttribute{Computed: true, Description: "The node it is on."},
+					"to":     schema.StringAttribute{Computed: true, Description: "The node it should move to."},
+					"reason": schema.StringAttribute{Computed: true, Description: "Why, with numbers."},
+				}}},
+			"kept": schema.ListNestedAttribute{Computed: true, Description: "Guests that should move but have no feasible target, with the reasons.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"vmid":   schema.Int64Attribute{Computed: true, Description: "The guest's VMID."},
+					"name":   schema.StringAttribute{Computed: true, Description: "The guest's name."},
+					"node":   schema.StringAttribute{Computed: true, Description: "The node it stays on."},
+					"reason": schema.StringAttribute{Computed: true, Description: "Why it should move and why no node takes it."},
+				}}},
+			"nodes_before": before,
+			"nodes_after":  after,
+			"summary":      schema.StringAttribute{Computed: true, Description: "One human line: the moves and the kept guests."},
+			"id":           schema.StringAttribute{Computed: true, Description: "Identifies the plan: vmid:from>to per move."},
+		},
+		Blocks: map[string]schema.Block{
+			"low_node_utilization": schema.SingleNestedBlock{
+				Description: "Balance by configured allocation, like the kube descheduler's LowNodeUtilization: nodes above a target " +
+					"(either resource) give guests to nodes under both thresholds, largest guests first, until they are at target.",
+				Attributes: map[string]schema.Attribute{
+					"cpu_threshold":    percent("A node is underused below this vCPU allocation, in percent of its CPUs."),
+					"memory_threshold": percent("A node is underused below this memory allocation, in percent."),
+					"cpu_target":       percent("A node is overused above this vCPU allocation, in percent; a receiver never goes above it."),
+					"memory_target":    percent("A node is overused above this memory allocation, in percent; a receiver never goes above it."),
+				},
+			},
+		},
+	}
+	dataSourceScheduling(&resp.Schema)
+}
+
+// ValidateConfig checks the policies and the utilization thresholds at plan time.
+func (d *rebalanceDataSource) ValidateConfig(ctx context.Context, req datasource.ValidateConfigRequest, resp *datasource.ValidateConfigResponse) {
+	var m rebalanceModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	m.validate(ctx, &resp.Diagnostics)
+	if u := m.LowNodeUtilization; u != nil {
+		for _, pair := range []struct {
+			name              string
+			threshold, target types.Float64
+		}{{"cpu", u.CPUThreshold, u.CPUTarget}, {"memory", u.MemoryThreshold, u.MemoryTarget}} {
+			for attr, v := range map[string]types.Float64{pair.name + "_threshold": pair.threshold, pair.name + "_target": pair.target} {
+				if v.IsNull() {
+					resp.Diagnostics.AddAttributeError(path.Root("low_node_utilization").AtName(attr), "Missing utilization bound",
+						fmt.Sprintf("low_node_utilization needs %s (percent of configured allocation, 0-100)", attr))
+				}
+			}
+			if knownFloat(pair.threshold) && knownFloat(pair.target) && pair.threshold.ValueFloat64() > pair.target.ValueFloat64() {
+				resp.Diagnostics.AddAttributeError(path.Root("low_node_utilization").AtName(pair.name+"_threshold"), "Threshold above target",
+					fmt.Sprintf("%s_threshold (%s) must not exceed %s_target (%s): a node cannot be underused and overused at once",
+						pair.name, scheduler.FormatNumber(pair.threshold.ValueFloat64()), pair.name, scheduler.FormatNumber(pair.target.ValueFloat64())))
+			}
+		}
+	}
+}
+
+func knownFloat(v types.Float64) bool { return !v.IsNull() && !v.IsUnknown() }
+
+func (d *rebalanceDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
+	d.data = providerDataFrom(req.ProviderData, &resp.Diagnostics)
+}
+
+func (d *rebalanceDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
+	var m rebalanceModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	in := rebalance.Input{
+		Profile:                m.pipeline(ctx, d.data.defaults, &resp.Diagnostics),
+		RemovePolicyViolations: m.RemovePolicyViolations.IsNull() || m.RemovePolicyViolations.ValueBool(),
+		MaxMoves:               int(int64Or(m.MaxMoves, defaultMaxMoves)),
+		MaxMovesPerNode:        int(int64Or(m.MaxMovesPerNode, defaultMaxMovesPerNode)),
+		MinGain:                defaultMinGain,
+	}
+	if !m.MinGain.IsNull() {
+		in.MinGain = m.MinGain.ValueFloat64()
+	}
+	if u := m.LowNodeUtilization; u != nil {
+		in.LowNodeUtilization = &rebalance.Utilization{CPUThreshold: u.CPUThreshold.ValueFloat64(), MemoryThreshold: u.MemoryThreshold.ValueFloat64(),
+			CPUTarget: u.CPUTarget.ValueFloat64(), MemoryTarget: u.MemoryTarget.ValueFloat64()}
+	}
+	in.Policy, _ = m.request(ctx, &resp.Diagnostics) // a read only runs on a known config
+	resp.Diagnostics.Append(m.Tags.ElementsAs(ctx, &in.OptIn, false)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	var err error
+	if in.Snapshot, err = d.data.snapshot(ctx); err != nil {
+		resp.Diagnostics.AddError("Cannot read the Proxmox VE cluster", err.Error())
+		return
+	}
+	switch in.HARules, err = d.data.client.HARules(ctx); {
+	case errors.Is(err, proxmox.ErrForbidden):
+		resp.Diagnostics.AddWarning("HA rules not read",
+			"The credentials may not read /cluster/ha/rules (PVE needs Sys.Audit on /): the moves do not take HA node-affinity "+
+				"or resource-affinity rules into account. Grant Sys.Audit to make them.")
+	case err != nil:
+		resp.Diagnostics.AddError("Cannot read the HA rules", err.Error())
+		return
+	}
+	in.DiskStorages = func(g *scheduler.Guest) ([]string, error) { return d.data.client.DiskStorages(ctx, g.Node, g.VMID) }
+	plan, err := rebalance.PlanMoves(in)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot plan the moves", err.Error())
+		return
+	}
+	m.fill(plan)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+func int64Or(v types.Int64, def int64) int64 {
+	if v.IsNull() || v.IsUnknown() {
+		return def
+	}
+	return v.ValueInt64()
+}
+
+func (m *rebalanceModel) fill(plan rebalance.Plan) {
+	m.Moves, m.Kept = []moveOut{}, []keptOut{}
+	ids := make([]string, 0, len(plan.Moves))
+	for _, mv := range plan.Moves {
+		m.Moves = append(m.Moves, moveOut{VMID: types.Int64Value(int64(mv.VMID)), Name: types.StringValue(mv.Name),
+			From: types.StringValue(mv.From), To: types.StringValue(mv.To), Reason: types.StringValue(mv.Reason)})
+		ids = append(ids, fmt.Sprintf("%d:%s>%s", mv.VMID, mv.From, mv.To))
+	}
+	for _, k := range plan.Kept {
+		m.Kept = append(m.Kept, keptOut{VMID: types.Int64Value(int64(k.VMID)), Name: types.StringValue(k.Name),
+			Node: types.StringValue(k.Node), Reason: types.StringValue(k.Reason)})
+	}
+	m.NodesBefore, m.NodesAfter = usageOut(plan.Before), usageOut(plan.After)
+	m.Summary = types.StringValue(plan.Summary)
+	if len(ids) == 0 {
+		ids = []string{"no-moves"}
+	}
+	m.ID = types.StringValue(strings.Join(ids, ","))
+}
+
+func usageOut(us []rebalance.NodeUsage) []nodeUsageOut {
+	out := make([]nodeUsageOut, len(us))
+	for i, u := range us {
+		out[i] = nodeUsageOut{Node: types.StringValue(u.Node), CPUPercent: types.Float64Value(u.CPUPercent),
+			MemoryPercent: types.Float64Value(u.MemoryPercent), RunningGuests: types.Int64Value(int64(u.RunningGuests))}
+	}
+	return out
+}

@@ -1,0 +1,183 @@
+package provider
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
+)
+
+const rb = "data.qemuscheduler_rebalance.r"
+
+// rebalanceCluster has three empty equal nodes on a shared storage.
+func rebalanceCluster() pvesim.Cluster {
+	c := pvesim.Cluster{Storages: []pvesim.StorageSpec{{Name: "ceph", Type: "rbd", Content: []string{"images"}, Shared: true, SizeGiB: 2000}}}
+	for i := 1; i <= 3; i++ {
+		c.Nodes = append(c.Nodes, pvesim.NodeSpec{Name: fmt.Sprintf("pve%d", i), CPUs: 16, MemoryGiB: 64})
+	}
+	return c
+}
+
+// An overloaded node gives opted-in guests to underused ones, largest first (a, then b: their
+// sizes differ, as their VMIDs depend on the order Terraform creates them); pinning the VMs to the moves'
+// targets migrates them, and reading again proposes nothing. The busiest guest, opted out,
+// never moves.
+func TestAccRebalanceLowNodeUtilizationThroughPins(t *testing.T) {
+	c := rebalanceCluster()
+	c.Guests = []pvesim.GuestSpec{{VMID: 500, Node: "pve1", Name: "outsider", Status: "running", Cores: 8, MemoryMiB: 1024}}
+	env := newAccEnv(t, c)
+	sim := env.needsSim(t)
+	vms := func(a, b string) string {
+		return fmt.Sprintf(`
+resource "qemuscheduler_vm" "a" {
+  name  = "a"
+  node  = %q
+  cores = 7
+  tags  = ["rebal"]
+}
+resource "qemuscheduler_vm" "b" {
+  name  = "b"
+  node  = %q
+  cores = 5
+  tags  = ["rebal"]
+}
+resource "qemuscheduler_vm" "c" {
+  name  = "c"
+  node  = "pve1"
+  cores = 2
+  tags  = ["rebal"]
+}
+`, a, b)
+	}
+	rebalance := `
+data "qemuscheduler_rebalance" "r" {
+  tags = ["rebal"]
+  low_node_utilization {
+    cpu_threshold    = 30
+    memory_threshold = 30
+    cpu_target       = 65
+    memory_target    = 65
+  }
+}
+`
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders,
+		Steps: []resource.TestStep{
+			{Config: env.config(vms("pve1", "pve1"))},
+			{Config: env.config(vms("pve1", "pve1"), rebalance), Check: resource.ComposeAggregateTestCheckFunc(
+				resource.TestCheckResourceAttr(rb, "moves.#", "2"),
+				resource.TestCheckResourceAttr(rb, "moves.0.name", "a"),
+				resource.TestCheckResourceAttr(rb, "moves.0.from", "pve1"),
+				resource.TestCheckResourceAttr(rb, "moves.0.to", "pve2"),
+				resource.TestCheckResourceAttr(rb, "moves.0.reason", "LowNodeUtilization: pve1 is above target (cpu 137.5%, memory 3.91%)"),
+				resource.TestCheckResourceAttr(rb, "moves.1.name", "b"),
+				resource.TestCheckResourceAttr(rb, "moves.1.to", "pve3"),
+				resource.TestCheckResourceAttr(rb, "nodes_before.0.cpu_percent", "137.5"),
+				resource.TestCheckResourceAttr(rb, "nodes_after.0.cpu_percent", "62.5"),
+				resource.TestCheckResourceAttr(rb, "nodes_after.0.running_guests", "2"),
+				resource.TestCheckResourceAttr(rb, "kept.#", "0"),
+			)},
+			{Config: env.config(vms("pve2", "pve3"), rebalance)},
+			{Config: env.config(vms("pve2", "pve3"), rebalance), Check: resource.ComposeAggregateTestCheckFunc(
+				resource.TestCheckResourceAttr(rb, "moves.#", "0"),
+				resource.TestCheckResourceAttr(rb, "summary", "0 move(s)"),
+				resource.TestCheckResourceAttr("qemuscheduler_vm.a", "node", "pve2"),
+				func(*terraform.State) error {
+					if g, ok := sim.Guest(500); !ok || g.Node != "pve1" {
+						return fmt.Errorf("the opted-out guest moved or vanished: %+v", g)
+					}
+					return nil
+				},
+			)},
+		},
+	})
+}
+
+// A policy violation moves the opted-in guest to a node that passes; a guest an HA rule
+// holds is kept, with the rule named.
+func TestAccRebalancePolicyViolationAndHARules(t *testing.T) {
+	c := rebalanceCluster()
+	c.Guests = []pvesim.GuestSpec{
+		{VMID: 100, Node: "pve3", Name: "free", Status: "running", Cores: 1, MemoryMiB: 512, Tags: []string{"rebal"}},
+		{VMID: 101, Node: "pve3", Name: "held", Status: "running", Cores: 1, MemoryMiB: 512, Tags: []string{"rebal"}},
+		{VMID: 102, Node: "pve3", Name: "not-opted-in", Status: "running", Cores: 1, MemoryMiB: 512},
+	}
+	c.HARules = []pvesim.HARuleSpec{{Rule: "stay", Type: "node-affinity", Resources: []string{"vm:101"}, Nodes: []string{"pve3"}, Strict: true}}
+	env := newAccEnv(t, c)
+	env.needsSim(t)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders,
+		Steps: []resource.TestStep{{Config: env.config(`
+data "qemuscheduler_rebalance" "r" {
+  tags        = ["rebal"]
+  annotations = { "node.qemu-scheduler/regex" = "pve[12]" }
+}
+`), Check: resource.ComposeAggregateTestCheckFunc(
+			resource.TestCheckResourceAttr(rb, "moves.#", "1"),
+			resource.TestCheckResourceAttr(rb, "moves.0.vmid", "100"),
+			resource.TestCheckResourceAttr(rb, "moves.0.reason", `policy violation on pve3: NodeRegex: "pve3" does not match "pve[12]"`),
+			resource.TestCheckResourceAttr(rb, "kept.#", "1"),
+			resource.TestCheckResourceAttr(rb, "kept.0.vmid", "101"),
+			resource.TestMatchResourceAttr(rb, "kept.0.reason", wrapped(`HA rule stay \(node-affinity\) allows only pve3`)),
+		)}},
+	})
+}
+
+// Plan-time errors name the attribute.
+func TestAccRebalanceValidation(t *testing.T) {
+	env := newAccEnv(t, rebalanceCluster())
+	tests := map[string]string{
+		`tags = []`:          `Attribute tags list must contain at least 1 elements`,
+		`tags = ["Bad Tag"]`: `must be a PVE tag`,
+		`tags = ["rebal"]
+		 low_node_utilization {
+		   cpu_threshold    = 70
+		   memory_threshold = 30
+		   cpu_target       = 60
+		   memory_target    = 60
+		 }`: `cpu_threshold \(70\) must not exceed cpu_target \(60\)`,
+		`tags = ["rebal"]
+		 max_moves_per_node = 0`: `max_moves_per_node value must be at least 1`,
+		`tags = ["rebal"]
+		 low_node_utilization {
+		   cpu_threshold = 20
+		 }`: `low_node_utilization needs cpu_target`,
+	}
+	for body, want := range tests {
+		t.Run(want, func(t *testing.T) {
+			resource.Test(t, resource.TestCase{
+				ProtoV6ProviderFactories: testProviders,
+				Steps:                    []resource.TestStep{{Config: env.config(fmt.Sprintf("data \"qemuscheduler_rebalance\" \"r\" {\n%s\n}\n", body)), ExpectError: wrapped(want)}},
+			})
+		})
+	}
+}
+
+// A node in HA maintenance drains its opted-in guests, and only those.
+func TestAccRebalanceMaintenanceDrains(t *testing.T) {
+	c := rebalanceCluster()
+	c.Nodes[1].HAState = "maintenance"
+	c.Guests = []pvesim.GuestSpec{
+		{VMID: 100, Node: "pve2", Name: "web-1", Status: "running", Cores: 1, MemoryMiB: 512, Tags: []string{"rebal"}},
+		{VMID: 101, Node: "pve2", Name: "pet", Status: "running", Cores: 1, MemoryMiB: 512},
+	}
+	env := newAccEnv(t, c)
+	env.needsSim(t)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders,
+		Steps: []resource.TestStep{{Config: env.config(`
+data "qemuscheduler_rebalance" "r" {
+  tags = ["rebal"]
+}
+`), Check: resource.ComposeAggregateTestCheckFunc(
+			resource.TestCheckResourceAttr(rb, "moves.#", "1"),
+			resource.TestCheckResourceAttr(rb, "moves.0.vmid", "100"),
+			resource.TestCheckResourceAttr(rb, "moves.0.from", "pve2"),
+			resource.TestMatchResourceAttr(rb, "moves.0.reason", wrapped(`policy violation on pve2: TaintToleration: .*node.qemu-scheduler/maintenance`)),
+			resource.TestCheckResourceAttr(rb, "kept.#", "0"),
+		)}},
+	})
+}
