@@ -209,3 +209,47 @@ func TestHARules(t *testing.T) {
 		t.Fatalf("plan %+v, want kept with both HA rules named", plan)
 	}
 }
+
+// Each kind of hard policy makes a violation: a NoExecute or NoSchedule taint, a node
+// selector, required anti-affinity. The anti-affinity pair moves one guest, not both.
+func TestViolationKinds(t *testing.T) {
+	ns := nodes("pve1", "pve2", "pve3")
+	ns[0].Taints = []scheduler.Taint{{Key: "node.qemu-scheduler/maintenance", Effect: "NoSchedule"}}
+	ns[1].Labels = map[string]string{"zone": "a"}
+	ns[2].Labels = map[string]string{"zone": "b"}
+	tests := []struct {
+		name   string
+		guests []scheduler.Guest
+		policy func(r *scheduler.Request)
+		want   []string
+	}{
+		{"maintenance taint drains", []scheduler.Guest{vm(100, "pve1", 1, 1, "web")}, func(*scheduler.Request) {}, []string{"vm100:pve1>"}},
+		{"tolerated taint stays", []scheduler.Guest{vm(100, "pve1", 1, 1, "web")}, func(r *scheduler.Request) {
+			r.Tolerations = []scheduler.Toleration{{Key: "node.qemu-scheduler/maintenance", Operator: "Exists"}}
+		}, nil},
+		{"node selector", []scheduler.Guest{vm(100, "pve3", 1, 1, "web")}, func(r *scheduler.Request) {
+			r.NodeSelector = map[string]string{"zone": "a"}
+		}, []string{"vm100:pve3>pve2"}},
+		{"anti-affinity moves one of a pair", []scheduler.Guest{vm(100, "pve2", 1, 1, "web"), vm(101, "pve2", 1, 1, "web")}, func(r *scheduler.Request) {
+			r.VMAntiAffinity = []scheduler.VMGroupTerm{{Tags: []string{"web"}, TopologyKey: "node"}}
+		}, []string{"vm100:pve2>pve3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := input(t, ns, tt.guests...)
+			tt.policy(&in.Policy)
+			got := moves(mustPlan(t, in))
+			if len(got) != len(tt.want) {
+				t.Fatalf("moves %v, want %v", got, tt.want)
+			}
+			for i := range got {
+				if !strings.HasPrefix(got[i], tt.want[i]) {
+					t.Fatalf("moves %v, want %v", got, tt.want)
+				}
+			}
+			if again := mustPlan(t, applyMoves(in, mustPlan(t, in))); len(again.Moves) != 0 {
+				t.Fatalf("after the moves: %v, want none", moves(again))
+			}
+		})
+	}
+}
