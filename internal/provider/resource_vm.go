@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +19,18 @@ import (
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
+
+// qemuscheduler_vm: this file holds the resource's methods, in the order Terraform calls
+// them; the rest lives by concern:
+//
+//	resource_vm_schema.go      schema, and the plan modifier the device blocks share
+//	resource_vm_model.go       model: VM settings to PVE config and back
+//	scheduling_model.go        scheduling attributes, shared with qemuscheduler_placement
+//	vm_clone.go, vm_disk.go,   one block each: schema, validation, create/update/read mapping
+//	vm_network.go, vm_cloudinit.go
+//	vm_create.go               the create path around internal/provision
+//	vm_update.go               the in-place update
+//	resource_vm_validators.go  formats of PVE identifiers and values
 
 // maxCreateAttempts bounds how often a create decides again after PVE says the VMID exists
 // (another Terraform run or a human took it between our snapshot and the create).
@@ -203,181 +214,6 @@ func (r *vmResource) Create(ctx context.Context, req resource.CreateRequest, res
 	resp.Diagnostics.Append(resp.State.Set(ctx, plan)...)
 }
 
-// newGuest is a VM to create: its plan, the PVE configuration it renders to and its clone
-// source, each worked out once before the first attempt.
-type newGuest struct {
-	m      *vmModel
-	config map[string]string
-	src    *proxmox.VM
-}
-
-// vmClient is the provisioning loop's view of PVE for one planned VM.
-type vmClient struct {
-	r *vmResource
-	g *newGuest
-}
-
-func (c *vmClient) Snapshot(ctx context.Context) (scheduler.Snapshot, error) {
-	return c.r.data.freshSnapshot(ctx)
-}
-
-func (c *vmClient) Create(ctx context.Context, p scheduler.Placement) error {
-	defer c.r.data.invalidate()
-	err := c.r.createGuest(ctx, c.g, p)
-	if err == nil && c.g.m.Clone != nil {
-		// A clone takes its source's tags; a VM from scratch was created with the mark.
-		if err = c.r.setMark(ctx, p.Node, p.VMID, proxmox.ClaimTag); err != nil {
-			return fmt.Errorf("%w: %w", provision.ErrCreatedUnmarked, err)
-		}
-	}
-	return err
-}
-
-func (c *vmClient) Confirm(ctx context.Context, p scheduler.Placement) error {
-	defer c.r.data.invalidate()
-	return c.r.setMark(ctx, p.Node, p.VMID, proxmox.PendingTag)
-}
-
-func (c *vmClient) Delete(ctx context.Context, node string, vmid int) error {
-	defer c.r.data.invalidate()
-	return c.r.data.client.DeleteVM(ctx, node, vmid)
-}
-
-// setMark replaces the provider's mark among the VM's tags by mark ("" removes it), keeping
-// the tags the VM has.
-func (r *vmResource) setMark(ctx context.Context, node string, vmid int, mark string) error {
-	vm, err := r.data.client.GetVM(ctx, node, vmid)
-	if err != nil {
-		return err
-	}
-	tags := markTags(vm.Config["tags"], mark)
-	if tags == vm.Config["tags"] {
-		return nil
-	}
-	if tags == "" {
-		return r.data.client.UpdateVM(ctx, node, vmid, nil, []string{"tags"})
-	}
-	return r.data.client.UpdateVM(ctx, node, vmid, map[string]string{"tags": tags}, nil)
-}
-
-func (c *vmClient) Find(ctx context.Context, vmid int) (provision.Guest, error) {
-	vm, err := c.r.findVM(ctx, vmid)
-	if err != nil {
-		return provision.Guest{}, err
-	}
-	return provision.Guest{Node: vm.Node, Name: vm.Config["name"], Lock: vm.Lock}, nil
-}
-
-// createErrorDetail explains a failed create, with the fix when the user can make one.
-func createErrorDetail(err error, pinnedVMID, attempt int) string {
-	switch {
-	case errors.Is(err, proxmox.ErrAlreadyExists) && pinnedVMID != 0:
-		return fmt.Sprintf("%s\n\nThe pinned vmid %d was taken after the plan. Choose a free vmid, or remove the vmid "+
-			"argument and let the scheduler choose one.", err, pinnedVMID)
-	case attempt > 1:
-		return fmt.Sprintf("%s\n\n(after %d attempts: the chosen VMIDs kept being taken, or nodes going offline, meanwhile)", err, attempt)
-	}
-	return err.Error()
-}
-
-// createGuest clones or creates the VM at the placement. For a clone, configuration follows
-// in configureNew; a VM from scratch gets its whole configuration at once.
-func (r *vmResource) createGuest(ctx context.Context, g *newGuest, p scheduler.Placement) error {
-	c, m := r.data.client, g.m
-	if m.Clone != nil {
-		return c.CloneVM(ctx, g.cloneRequest(p))
-	}
-	params := maps.Clone(g.config)
-	addDisks(m.Disks, nil, params, p.Storage)
-	if err := m.addCloudInitDrive(nil, params, p.Storage); err != nil {
-		return err
-	}
-	if known(m.Pool) {
-		params["pool"] = m.Pool.ValueString()
-	}
-	params["tags"] = markTags(params["tags"], proxmox.ClaimTag)
-	return c.CreateVM(ctx, p.Node, p.VMID, params)
-}
-
-// configureNew brings a fresh guest to the planned configuration and power state. The
-// guest keeps its pending mark until it has started.
-func (r *vmResource) configureNew(ctx context.Context, g *newGuest, p scheduler.Placement) error {
-	c, m := r.data.client, g.m
-	if m.Clone != nil {
-		vm, err := c.GetVM(ctx, p.Node, p.VMID)
-		if err != nil {
-			return err
-		}
-		set := maps.Clone(g.config)
-		if tags, ok := set["tags"]; ok {
-			set["tags"] = markTags(tags, proxmox.PendingTag)
-		}
-		if err := m.addCloudInitDrive(vm.Config, set, p.Storage); err != nil {
-			return err
-		}
-		if err := applyDisks(ctx, c, m.Disks, vm.Config, set, p.Node, p.VMID, p.Storage); err != nil {
-			return err
-		}
-		if err := c.UpdateVM(ctx, p.Node, p.VMID, changed(vm.Config, set), nil); err != nil {
-			return err
-		}
-	}
-	if !m.Started.ValueBool() {
-		return nil
-	}
-	if err := c.StartVM(ctx, p.Node, p.VMID); err != nil {
-		return err
-	}
-	return r.setMark(ctx, p.Node, p.VMID, "")
-}
-
-// changed keeps the keys of want whose values differ from have.
-func changed(have, want map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range want {
-		if have[k] != v {
-			out[k] = v
-		}
-	}
-	return out
-}
-
-// readBack refreshes the model after a write; if PVE cannot be read, computed values that are
-// still unknown are set null so that the state can be saved.
-func (r *vmResource) readBack(ctx context.Context, m *vmModel, node string, vmid int, diags *diag.Diagnostics) {
-	m.ID, m.VMID, m.Node = types.StringValue(strconv.Itoa(vmid)), types.Int64Value(int64(vmid)), types.StringValue(node)
-	vm, err := r.data.client.GetVM(ctx, node, vmid)
-	if err != nil {
-		diags.AddError(fmt.Sprintf("Cannot read VM %d back", vmid), err.Error())
-		m.nullUnknowns()
-		return
-	}
-	m.readInto(ctx, vm, diags)
-}
-
-func (m *vmModel) nullUnknowns() {
-	for _, s := range []*types.String{&m.Storage, &m.PlacementSummary, &m.Description, &m.CPUType} {
-		if s.IsUnknown() {
-			*s = types.StringNull()
-		}
-	}
-	for _, i := range []*types.Int64{&m.Cores, &m.Sockets, &m.Memory, &m.Balloon} {
-		if i.IsUnknown() {
-			*i = types.Int64Null()
-		}
-	}
-	for _, b := range []*types.Bool{&m.Agent, &m.OnBoot} {
-		if b.IsUnknown() {
-			*b = types.BoolNull()
-		}
-	}
-	if m.Tags.IsUnknown() {
-		m.Tags = types.SetNull(types.StringType)
-	}
-	nullNetworkUnknowns(m.Networks)
-	nullDiskUnknowns(m.Disks)
-}
-
 func (r *vmResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	var state vmModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -397,6 +233,19 @@ func (r *vmResource) Read(ctx context.Context, req resource.ReadRequest, resp *r
 	}
 	state.readInto(ctx, vm, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+// readBack refreshes the model after a write; if PVE cannot be read, computed values that are
+// still unknown are set null so that the state can be saved.
+func (r *vmResource) readBack(ctx context.Context, m *vmModel, node string, vmid int, diags *diag.Diagnostics) {
+	m.ID, m.VMID, m.Node = types.StringValue(strconv.Itoa(vmid)), types.Int64Value(int64(vmid)), types.StringValue(node)
+	vm, err := r.data.client.GetVM(ctx, node, vmid)
+	if err != nil {
+		diags.AddError(fmt.Sprintf("Cannot read VM %d back", vmid), err.Error())
+		m.nullUnknowns()
+		return
+	}
+	m.readInto(ctx, vm, diags)
 }
 
 func (r *vmResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -431,57 +280,6 @@ func (r *vmResource) Update(ctx context.Context, req resource.UpdateRequest, res
 	}
 	r.readBack(cleanupCtx, &plan, node, vmid, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-}
-
-// update brings the VM from the state's configuration old to the plan's want.
-func (r *vmResource) update(ctx context.Context, plan, state *vmModel, want, old map[string]string, node string, vmid int) error {
-	c := r.data.client
-	vm, err := c.GetVM(ctx, node, vmid)
-	if err != nil {
-		return err
-	}
-	if target := plan.Node.ValueString(); known(plan.Node) && target != node {
-		if err := c.MigrateVM(ctx, node, vmid, target, vm.Status == "running"); err != nil {
-			return err
-		}
-		node = target
-	}
-	// A VM never started keeps counting as pending until it is.
-	pending := hasTag(vm.Config["tags"], proxmox.PendingTag)
-	if tags, ok := want["tags"]; ok && pending {
-		want["tags"] = markTags(tags, proxmox.PendingTag)
-	}
-	if err := plan.addCloudInitDrive(vm.Config, want, state.Storage.ValueString()); err != nil {
-		return err
-	}
-	if err := applyDisks(ctx, c, plan.Disks, vm.Config, want, node, vmid, state.Storage.ValueString()); err != nil {
-		return err
-	}
-	var del []string
-	for k := range old {
-		if _, keep := want[k]; !keep {
-			if _, present := vm.Config[k]; present {
-				del = append(del, k)
-			}
-		}
-	}
-	del = append(del, removedDisks(state.Disks, plan.Disks)...)
-	// Only what the plan changes is written: unchanged attributes keep whatever PVE has (an absent
-	// balloon must not become an explicit 0).
-	if err := c.UpdateVM(ctx, node, vmid, changed(old, want), del); err != nil {
-		return err
-	}
-	running := vm.Status == "running"
-	switch wantRun := plan.Started.ValueBool(); {
-	case wantRun && !running:
-		if err := c.StartVM(ctx, node, vmid); err != nil || !pending {
-			return err
-		}
-		return r.setMark(ctx, node, vmid, "")
-	case !wantRun && running:
-		return c.ShutdownVM(ctx, node, vmid, time.Minute)
-	}
-	return nil
 }
 
 func (r *vmResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

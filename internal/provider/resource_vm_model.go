@@ -182,3 +182,39 @@ func atoiDefault(s string, def int) int {
 	}
 	return def
 }
+
+// changed keeps the keys of want whose values differ from have.
+func changed(have, want map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range want {
+		if have[k] != v {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// nullUnknowns sets the computed values still unknown null, so that the state can be saved
+// when the VM cannot be read back.
+func (m *vmModel) nullUnknowns() {
+	for _, s := range []*types.String{&m.Storage, &m.PlacementSummary, &m.Description, &m.CPUType} {
+		if s.IsUnknown() {
+			*s = types.StringNull()
+		}
+	}
+	for _, i := range []*types.Int64{&m.Cores, &m.Sockets, &m.Memory, &m.Balloon} {
+		if i.IsUnknown() {
+			*i = types.Int64Null()
+		}
+	}
+	for _, b := range []*types.Bool{&m.Agent, &m.OnBoot} {
+		if b.IsUnknown() {
+			*b = types.BoolNull()
+		}
+	}
+	if m.Tags.IsUnknown() {
+		m.Tags = types.SetNull(types.StringType)
+	}
+	nullNetworkUnknowns(m.Networks)
+	nullDiskUnknowns(m.Disks)
+}

@@ -1,0 +1,61 @@
+package provider
+
+// The in-place update of qemuscheduler_vm: migration, configuration, devices and power state.
+
+import (
+	"context"
+	"time"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
+)
+
+// update brings the VM from the state's configuration old to the plan's want.
+func (r *vmResource) update(ctx context.Context, plan, state *vmModel, want, old map[string]string, node string, vmid int) error {
+	c := r.data.client
+	vm, err := c.GetVM(ctx, node, vmid)
+	if err != nil {
+		return err
+	}
+	if target := plan.Node.ValueString(); known(plan.Node) && target != node {
+		if err := c.MigrateVM(ctx, node, vmid, target, vm.Status == "running"); err != nil {
+			return err
+		}
+		node = target
+	}
+	// A VM never started keeps counting as pending until it is.
+	pending := hasTag(vm.Config["tags"], proxmox.PendingTag)
+	if tags, ok := want["tags"]; ok && pending {
+		want["tags"] = markTags(tags, proxmox.PendingTag)
+	}
+	if err := plan.addCloudInitDrive(vm.Config, want, state.Storage.ValueString()); err != nil {
+		return err
+	}
+	if err := applyDisks(ctx, c, plan.Disks, vm.Config, want, node, vmid, state.Storage.ValueString()); err != nil {
+		return err
+	}
+	var del []string
+	for k := range old {
+		if _, keep := want[k]; !keep {
+			if _, present := vm.Config[k]; present {
+				del = append(del, k)
+			}
+		}
+	}
+	del = append(del, removedDisks(state.Disks, plan.Disks)...)
+	// Only what the plan changes is written: unchanged attributes keep whatever PVE has (an absent
+	// balloon must not become an explicit 0).
+	if err := c.UpdateVM(ctx, node, vmid, changed(old, want), del); err != nil {
+		return err
+	}
+	running := vm.Status == "running"
+	switch wantRun := plan.Started.ValueBool(); {
+	case wantRun && !running:
+		if err := c.StartVM(ctx, node, vmid); err != nil || !pending {
+			return err
+		}
+		return r.setMark(ctx, node, vmid, "")
+	case !wantRun && running:
+		return c.ShutdownVM(ctx, node, vmid, time.Minute)
+	}
+	return nil
+}
