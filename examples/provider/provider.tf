@@ -12,16 +12,21 @@ provider "qemuscheduler" {
     }
   }
 
-  # A named profile, chosen per data source or resource with profile = "packing". Its layers
+  # Named profiles, chosen per data source or resource with profile = "packing". Their layers
   # go over the defaults above and under the object's own plugin config.
   profile {
-    name = "packing"
+    name = "packing" # fill one node before the next, by configured size
     plugin_config {
-      filter {
-        name = "CPUOvercommit"
-        args = { ratio = "16" }
+      score {
+        name   = "NodeResource"
+        enable = false
       }
+      score { name = "MostAllocated" }
     }
+  }
+  profile {
+    name               = "cappx"
+    plugin_config_yaml = file("plugin-config.yaml") # a CAPPX file is a whole profile
   }
 
   # Node labels and taints (PVE nodes have none), for node_selector, node_affinity and

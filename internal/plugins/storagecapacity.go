@@ -10,8 +10,6 @@ import (
 // StorageCapacityName is the config key of the disk space filter.
 const StorageCapacityName = "StorageCapacity"
 
-const bytesPerGiB = 1 << 30
-
 // storageCapacity passes a node when the request's disks fit the storage the decision would
 // choose there, after the disks of earlier placements and reservations (a shared storage's
 // debits count on every node). A request of unknown disk size passes.
@@ -33,8 +31,8 @@ func (storageCapacity) Filter(_ *scheduler.CycleState, r *scheduler.Request, n *
 		return nil
 	}
 	// Free space rounds down and the need up, so the figures always show the shortfall.
-	freeGiB := math.Floor(float64(free)/bytesPerGiB*100) / 100
-	needGiB := float64(r.DiskBytes) / bytesPerGiB
+	freeGiB := math.Floor(float64(free)/scheduler.GiB*100) / 100
+	needGiB := float64(r.DiskBytes) / scheduler.GiB
 	return &scheduler.Rejection{
 		Reason: fmt.Sprintf("StorageCapacity: %s has %s GiB free, needs %s", name, scheduler.FormatNumber(freeGiB), above(needGiB, freeGiB)),
 		Group:  fmt.Sprintf("had too little free storage for %s GiB of disks", scheduler.FormatNumber(math.Ceil(needGiB*100)/100)),

@@ -135,11 +135,11 @@ func TestAccNodeBlockErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			placementFailsOnLab(t, "node {\n  name = \"pve1\"\n  "+tt.block+"\n}", `name = "web"`, regexp.MustCompile(tt.want))
+			placementFails(t, labCluster(), "node {\n  name = \"pve1\"\n  "+tt.block+"\n}", `name = "web"`, regexp.MustCompile(tt.want))
 		})
 	}
 	t.Run("duplicate block", func(t *testing.T) {
-		placementFailsOnLab(t, "node {\n name = \"pve1\"\n}\nnode {\n name = \"pve1\"\n}", `name = "web"`,
+		placementFails(t, labCluster(), "node {\n name = \"pve1\"\n}\nnode {\n name = \"pve1\"\n}", `name = "web"`,
 			regexp.MustCompile(`Duplicate node block[\s\S]*node "pve1" has two blocks \(0 and 1\)`))
 	})
 }

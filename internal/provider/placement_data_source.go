@@ -35,7 +35,7 @@ type placementModel struct {
 	Node       types.String   `tfsdk:"node"`
 	VMID       types.Int64    `tfsdk:"vmid"`
 	Storage    types.String   `tfsdk:"storage"`
-	Profile    types.String   `tfsdk:"profile"`
+	DiskGiB    types.Int64    `tfsdk:"disk_gib"`
 	Placements []placementOut `tfsdk:"placements"`
 	Candidates []candidateOut `tfsdk:"candidates"`
 	Summary    types.String   `tfsdk:"summary"`
@@ -86,7 +86,8 @@ func (d *placementDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 				Description: "Input: pin the VMID; it must be free, and beats both vmid annotations. Output: the chosen VMID (of the first name)."},
 			"storage": schema.StringAttribute{Optional: true, Computed: true,
 				Description: "Input: pin the disk storage; it must exist on the node, be active and hold `images`. Output: the chosen storage, by default the active images storage with the most free space."},
-			"profile": schema.StringAttribute{Optional: true, Description: profileAttrDescription},
+			"disk_gib": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1)},
+				Description: "Total GiB of the disks each VM puts on the chosen storage: the StorageCapacity filter requires them to fit its free space, and each of `names` debits it (a shared storage once for the cluster). Omitted: not checked."},
 			"placements": schema.ListNestedAttribute{Computed: true, Description: "One placement per name, in order.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"name":     schema.StringAttribute{Computed: true, Description: "VM name."},
@@ -135,12 +136,7 @@ func (d *placementDataSource) Read(ctx context.Context, req datasource.ReadReque
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	base, err := d.data.pluginBase(m.Profile)
-	if err != nil {
-		addSchedulerError(&resp.Diagnostics, err)
-		return
-	}
-	profile := m.pipeline(ctx, base, &resp.Diagnostics)
+	profile := d.data.pipeline(ctx, &m.schedulingModel, &resp.Diagnostics)
 	reqs := m.requests(ctx, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
@@ -173,6 +169,7 @@ func (m *placementModel) requests(ctx context.Context, diags *diag.Diagnostics) 
 	base, _ := m.request(ctx, diags) // a read only runs on a known config
 	base = sized(base, m.Cores, m.Sockets, m.Memory)
 	base.Node, base.VMID, base.Storage = m.Node.ValueString(), int(m.VMID.ValueInt64()), m.Storage.ValueString()
+	base.DiskBytes = uint64(m.DiskGiB.ValueInt64()) * scheduler.GiB
 	reqs := make([]scheduler.Request, len(names))
 	for i, n := range names {
 		reqs[i] = base

@@ -105,16 +105,7 @@ func TestAccPlacementPlugins(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env := newAccEnv(t, labCluster())
-			env.needsSim(t)
-			var checks []resource.TestCheckFunc
-			for k, v := range tt.attrs {
-				checks = append(checks, resource.TestCheckResourceAttr(ds, k, v))
-			}
-			resource.ParallelTest(t, resource.TestCase{
-				ProtoV6ProviderFactories: testProviders,
-				Steps:                    []resource.TestStep{{Config: env.config(placement(tt.body)), Check: resource.ComposeAggregateTestCheckFunc(checks...)}},
-			})
+			placementChecks(t, labCluster(), "", tt.body, tt.attrs)
 		})
 	}
 }
@@ -143,19 +134,7 @@ func TestAccPlacementProviderPluginConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env := newAccEnv(t, labCluster())
-			env.needsSim(t)
-			var checks []resource.TestCheckFunc
-			for k, v := range tt.attrs {
-				checks = append(checks, resource.TestCheckResourceAttr(ds, k, v))
-			}
-			resource.ParallelTest(t, resource.TestCase{
-				ProtoV6ProviderFactories: testProviders,
-				Steps: []resource.TestStep{{
-					Config: env.providerBlock(tt.provider) + placement(tt.body),
-					Check:  resource.ComposeAggregateTestCheckFunc(checks...),
-				}},
-			})
+			placementChecks(t, labCluster(), tt.provider, tt.body, tt.attrs)
 		})
 	}
 }
@@ -209,14 +188,32 @@ func TestAccPlacementErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			placementFailsOnLab(t, tt.provider, tt.body, wrapped(tt.want))
+			placementFails(t, labCluster(), tt.provider, tt.body, wrapped(tt.want))
 		})
 	}
 }
 
-// placementFailsOnLab plans one placement data source on the lab cluster and expects an error.
-func placementFailsOnLab(t *testing.T, provider, body string, want *regexp.Regexp) {
-	env := newAccEnv(t, labCluster())
+// placementChecks plans one placement data source on a simulated cluster and checks its
+// attributes.
+func placementChecks(t *testing.T, c pvesim.Cluster, provider, body string, attrs map[string]string) {
+	env := newAccEnv(t, c)
+	env.needsSim(t)
+	var checks []resource.TestCheckFunc
+	for k, v := range attrs {
+		checks = append(checks, resource.TestCheckResourceAttr(ds, k, v))
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders,
+		Steps: []resource.TestStep{{
+			Config: env.providerBlock(provider) + placement(body),
+			Check:  resource.ComposeAggregateTestCheckFunc(checks...),
+		}},
+	})
+}
+
+// placementFails plans one placement data source on a simulated cluster and expects an error.
+func placementFails(t *testing.T, c pvesim.Cluster, provider, body string, want *regexp.Regexp) {
+	env := newAccEnv(t, c)
 	env.needsSim(t)
 	resource.ParallelTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testProviders,

@@ -7,9 +7,11 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	providerschema "github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
@@ -35,7 +37,8 @@ const profileDescription = "A named scheduler profile (kube-scheduler's `schedul
 	"its `plugin_config`. Objects without `profile` (or with `profile = \"default\"`) use no profile layer."
 
 const profileAttrDescription = "The provider `profile` (by name) whose plugin config applies under this object's own `plugin_config_yaml` " +
-	"and `plugin_config`. Omitted or `\"default\"`: no profile layer. The profile's name ends the summary."
+	"and `plugin_config`, kube-scheduler's `schedulerName`. Omitted or `\"default\"`: no profile layer. An unknown name is a plan error " +
+	"listing the defined ones. The profile's name ends the summary."
 
 func providerProfileBlock() providerschema.Block {
 	return providerschema.ListNestedBlock{
@@ -106,6 +109,21 @@ func (p *providerData) pluginBase(profile types.String) (scheduler.PluginConfig,
 			name, strings.Join(defined, ", "), name)}
 	}
 	return scheduler.MergePluginConfigs(p.defaults, layer), nil
+}
+
+// pipeline builds an object's scheduler: the provider's plugin config, the profile the object
+// selects, then the object's own layers; nil after an error (an unknown profile is one).
+func (p *providerData) pipeline(ctx context.Context, m *schedulingModel, diags *diag.Diagnostics) *scheduler.Profile {
+	base, err := p.pluginBase(m.Profile)
+	if err != nil {
+		addSchedulerError(diags, err)
+		return nil
+	}
+	return m.pipeline(ctx, base, diags)
+}
+
+func profileValidators() []validator.String {
+	return []validator.String{stringvalidator.RegexMatches(profileNamePattern, `must be the name of a provider profile ([a-z0-9-]+), or "default"`)}
 }
 
 // profileName is the selected profile, "default" when none is named.

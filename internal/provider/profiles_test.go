@@ -4,7 +4,12 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
 // ratioYAML and ratioBlock set MemoryOvercommit's ratio in one layer, as YAML or as a block.
@@ -49,7 +54,7 @@ func TestAccProfileLayering(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			placementFailsOnLab(t, tt.provider, "name = \"big\"\nmemory = 114688\n"+tt.body,
+			placementFails(t, labCluster(), tt.provider, "name = \"big\"\nmemory = 114688\n"+tt.body,
 				wrapped(`0/4 nodes are available: 3 node\(s\) exceeded memory overcommit ratio `+tt.ratio+`, 1 node\(s\) were offline`))
 		})
 	}
@@ -107,7 +112,175 @@ func TestAccProfileErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			placementFailsOnLab(t, tt.provider, "name = \"web\"\n"+tt.body, wrapped(regexp.QuoteMeta(tt.want)))
+			placementFails(t, labCluster(), tt.provider, "name = \"web\"\n"+tt.body, wrapped(regexp.QuoteMeta(tt.want)))
 		})
+	}
+}
+
+// packingAndSpreading are the README's recipes: bin packing given as the reference's YAML,
+// spreading as blocks; both switch off NodeResource's live signal.
+const packingAndSpreading = `profile {
+	  name = "packing"
+	  plugin_config_yaml = <<-EOT
+	    scores:
+	      NodeResource:
+	        enable: false
+	      MostAllocated: {}
+	  EOT
+	}
+	profile {
+	  name = "spreading"
+	  plugin_config {
+	    score {
+	      name   = "NodeResource"
+	      enable = false
+	    }
+	    score { name = "LeastAllocated" }
+	  }
+	}`
+
+// The same request under two profiles: packing joins the busiest node by configured size
+// (pve1 runs db, 4 vCPUs and 4 GiB), spreading takes the emptiest (pve3); each summary says
+// which profile decided. Configured figures: pve1 4 vCPUs/4096 MiB, pve2 1/512, pve3 none.
+func TestAccProfilesPackVersusSpread(t *testing.T) {
+	env := newAccEnv(t, labCluster())
+	env.needsSim(t)
+	const spread = "data.qemuscheduler_placement.spread"
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders,
+		Steps: []resource.TestStep{{
+			Config: env.providerBlock(packingAndSpreading) + placement(`name = "web"
+				profile = "packing"`) + `data "qemuscheduler_placement" "spread" {
+				  name    = "web"
+				  profile = "spreading"
+				}`,
+			Check: resource.ComposeAggregateTestCheckFunc(
+				// MostAllocated on pve1: cpu (4+1)*100/8 = 62.5, memory (4096+512)*100/16384 = 28.125, mean 45.31
+				resource.TestCheckResourceAttr(ds, "node", "pve1"),
+				resource.TestCheckResourceAttr(ds, "candidates.0.scores.MostAllocated", "45.31"),
+				resource.TestCheckNoResourceAttr(ds, "candidates.0.scores.NodeResource"),
+				resource.TestCheckResourceAttr(ds, "summary", "web: pve1 (score 45.31; 3/4 nodes feasible), vmid 101 (next free id), storage ceph, profile packing"),
+				// LeastAllocated on pve3: cpu (8-1)*100/8 = 87.5, memory (16384-512)*100/16384 = 96.875, mean 92.19
+				resource.TestCheckResourceAttr(spread, "node", "pve3"),
+				resource.TestCheckResourceAttr(spread, "candidates.2.scores.LeastAllocated", "92.19"),
+				resource.TestCheckResourceAttr(spread, "summary", "web: pve3 (score 92.19; 3/4 nodes feasible), vmid 101 (next free id), storage ceph, profile spreading"),
+			),
+		}},
+	})
+}
+
+// storageCluster: pve1 has local-lvm with 12 GiB free, pve2 local-zfs with 400 GiB free, and
+// both share nfs with 350 GiB free.
+func storageCluster() pvesim.Cluster {
+	return pvesim.Cluster{
+		Nodes: []pvesim.NodeSpec{{Name: "pve1", CPUs: 8, MemoryGiB: 16}, {Name: "pve2", CPUs: 8, MemoryGiB: 16}},
+		Storages: []pvesim.StorageSpec{
+			{Name: "local-lvm", Content: []string{"images"}, Nodes: []string{"pve1"}, SizeGiB: 100, UsedGiB: 88},
+			{Name: "local-zfs", Content: []string{"images"}, Nodes: []string{"pve2"}, SizeGiB: 500, UsedGiB: 100},
+			{Name: "nfs", Content: []string{"images"}, Shared: true, SizeGiB: 1000, UsedGiB: 650},
+		},
+	}
+}
+
+func TestAccStorageCapacityPlacement(t *testing.T) {
+	tests := []struct {
+		name, body string
+		attrs      map[string]string
+	}{
+		{"a full storage rejects its node", `name = "big"
+			disk_gib = 380`, map[string]string{"node": "pve2", "storage": "local-zfs", "candidates.0.reasons.0": "StorageCapacity: nfs has 350 GiB free, needs 380"}},
+		{"one decision debits the storage it chose", `names = ["a", "b"]
+			node = "pve2"
+			disk_gib = 300`, map[string]string{"placements.0.storage": "local-zfs", "placements.1.storage": "nfs"}},
+		{"unknown disk size is not checked", `name = "any"
+			node = "pve1"`, map[string]string{"storage": "nfs"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			placementChecks(t, storageCluster(), "", tt.body, tt.attrs)
+		})
+	}
+}
+
+func TestAccStorageCapacityErrors(t *testing.T) {
+	tests := []struct{ name, body, want string }{
+		{"the pinned storage is too full", `name = "a"
+			storage = "local-lvm"
+			disk_gib = 40`, `0/2 nodes are available: 1 node(s) had no usable storage "local-lvm", 1 node(s) had too little free storage for 40 GiB of disks`},
+		{"a shared storage is debited once for the cluster", `names = ["a", "b"]
+			node = "pve1"
+			disk_gib = 200`, `pve1: StorageCapacity: nfs has 150 GiB free, needs 200`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			placementFails(t, storageCluster(), "", tt.body, wrapped(regexp.QuoteMeta(tt.want)))
+		})
+	}
+}
+
+// The resource counts its disks: 380 GiB fit only pve2's local-zfs, and the summary names the
+// profile; an unknown profile fails the plan.
+func TestAccVMStorageCapacityAndProfile(t *testing.T) {
+	env := newAccEnv(t, storageCluster())
+	sim := env.needsSim(t)
+	vm := func(profile string) string {
+		return env.providerBlock(packingAndSpreading) + `resource "qemuscheduler_vm" "web" {
+  name    = "big"
+  profile = "` + profile + `"
+  disk {
+    slot = "scsi0"
+    size = 380
+  }
+}`
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders,
+		Steps: []resource.TestStep{
+			{Config: vm("packed"), ExpectError: wrapped(regexp.QuoteMeta(`profile "packed" is not defined in the provider; defined profiles: default, packing, spreading.`))},
+			{Config: vm("packing"), Check: resource.ComposeAggregateTestCheckFunc(
+				resource.TestCheckResourceAttr(vmAddr, "node", "pve2"),
+				resource.TestCheckResourceAttr(vmAddr, "disk.0.storage", "local-zfs"),
+				resource.TestMatchResourceAttr(vmAddr, "placement_summary", regexp.MustCompile(`storage local-zfs, profile packing$`)),
+				guestCheck(sim, expectConfig(map[string]string{"scsi0": "local-zfs:vm-100-disk-0,size=380G"})),
+			)},
+		},
+	})
+}
+
+// What a VM to create puts on the scheduler's storage: disks without their own storage, and a
+// full clone's source disks (grown to the planned size) when it clones onto that storage.
+func TestNewDiskBytes(t *testing.T) {
+	disk := func(slot string, size int64, storage string) diskModel {
+		d := diskModel{Slot: types.StringValue(slot), Size: types.Int64Value(size), Storage: types.StringNull()}
+		if storage != "" {
+			d.Storage = types.StringValue(storage)
+		}
+		return d
+	}
+	clone := func(full bool, storage string) *cloneModel {
+		c := &cloneModel{SourceVMID: types.Int64Value(9000), Full: types.BoolValue(full), Storage: types.StringNull()}
+		if storage != "" {
+			c.Storage = types.StringValue(storage)
+		}
+		return c
+	}
+	src := &proxmox.VM{VMID: 9000, Config: map[string]string{
+		"scsi0": "ceph:base-9000-disk-0,size=8G", "scsi1": "ceph:base-9000-disk-1,size=512M",
+		"ide2": "ceph:vm-9000-cloudinit,media=cdrom", "ide0": "local:iso/x.iso,media=cdrom", "net0": "virtio,bridge=vmbr0",
+	}}
+	for _, tt := range []struct {
+		name string
+		m    vmModel
+		src  *proxmox.VM
+		want int64
+	}{
+		{"from scratch", vmModel{Disks: []diskModel{disk("scsi0", 10, ""), disk("scsi1", 20, ""), disk("scsi2", 5, "nfs")}}, nil, 30},
+		{"full clone: source disks, the first grown to 32", vmModel{Clone: clone(true, ""), Disks: []diskModel{disk("scsi0", 32, ""), disk("scsi2", 4, "")}}, src, 32 + 1 + 4},
+		{"full clone elsewhere: only new disks", vmModel{Clone: clone(true, "nfs"), Disks: []diskModel{disk("scsi0", 32, ""), disk("scsi2", 4, "")}}, src, 4},
+		{"linked clone: only new disks", vmModel{Clone: clone(false, ""), Disks: []diskModel{disk("scsi0", 32, ""), disk("scsi2", 4, "")}}, src, 4},
+	} {
+		if got := newDiskBytes(tt.m.Disks, tt.m.Clone, tt.src); got != uint64(tt.want)*scheduler.GiB {
+			t.Errorf("%s: %d GiB, want %d", tt.name, got/scheduler.GiB, tt.want)
+		}
 	}
 }

@@ -83,6 +83,7 @@ func (r *vmResource) request(ctx context.Context, m *vmModel, creating bool, dia
 		if src = r.cloneSource(ctx, m.Clone, diags); src != nil {
 			req.Cores, req.Sockets, req.MemoryMiB = configSize(src.Config)
 		}
+		req.DiskBytes = newDiskBytes(m.Disks, m.Clone, src)
 	}
 	return sized(req, m.Cores, m.Sockets, m.Memory), src, complete
 }
@@ -98,7 +99,7 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 	if resp.Diagnostics.HasError() || plan.Node.IsUnknown() && !plan.ID.IsUnknown() || plan.Name.IsUnknown() {
 		return
 	}
-	profile := plan.pipeline(ctx, r.data.defaults, &resp.Diagnostics)
+	profile := r.data.pipeline(ctx, &plan.schedulingModel, &resp.Diagnostics)
 	if profile == nil {
 		return
 	}
@@ -154,7 +155,7 @@ func (r *vmResource) Create(ctx context.Context, req resource.CreateRequest, res
 	resp.Diagnostics.Append(d...)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	profile := plan.pipeline(ctx, r.data.defaults, &resp.Diagnostics)
+	profile := r.data.pipeline(ctx, &plan.schedulingModel, &resp.Diagnostics)
 	schedReq, src, _ := r.request(ctx, &plan, true, &resp.Diagnostics) // a create runs on a known plan
 	guest := &newGuest{m: &plan, config: plan.vmConfig(ctx, &resp.Diagnostics), src: src}
 	if resp.Diagnostics.HasError() {
@@ -203,7 +204,7 @@ func (r *vmResource) Create(ctx context.Context, req resource.CreateRequest, res
 	// orphaning it.
 	p := res.Placement
 	plan.Storage = types.StringValue(p.Storage)
-	plan.PlacementSummary = types.StringValue(p.Summary)
+	plan.PlacementSummary = types.StringValue(withProfile(p.Summary, plan.Profile))
 	if err != nil {
 		resp.Diagnostics.AddError(fmt.Sprintf("VM %d was created on %s but could not be set up", p.VMID, p.Node),
 			err.Error()+"\n\nThe VM is kept in the state as tainted: the next apply replaces it, terraform destroy removes it.")

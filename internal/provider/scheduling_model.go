@@ -22,6 +22,7 @@ import (
 // resourceScheduling, and a line in request (plus one in nullScheduling when the field's zero
 // value is not a valid null, as for maps, lists and strings).
 type schedulingModel struct {
+	Profile          types.String       `tfsdk:"profile"`
 	Annotations      types.Map          `tfsdk:"annotations"`
 	PluginConfigYAML types.String       `tfsdk:"plugin_config_yaml"`
 	PluginConfig     *pluginConfigModel `tfsdk:"plugin_config"`
@@ -36,7 +37,7 @@ const (
 
 // nullScheduling is the scheduling configuration of an object that sets none (an imported VM).
 func nullScheduling() schedulingModel {
-	return schedulingModel{Annotations: types.MapNull(types.StringType), PluginConfigYAML: types.StringNull()}
+	return schedulingModel{Profile: types.StringNull(), Annotations: types.MapNull(types.StringType), PluginConfigYAML: types.StringNull()}
 }
 
 // dataSourceScheduling adds the scheduling attributes and blocks to a data source schema.
@@ -44,6 +45,7 @@ func dataSourceScheduling(s *dsschema.Schema) {
 	if s.Blocks == nil {
 		s.Blocks = map[string]dsschema.Block{}
 	}
+	s.Attributes["profile"] = dsschema.StringAttribute{Optional: true, Validators: profileValidators(), Description: profileAttrDescription}
 	s.Attributes["annotations"] = dsschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: annotationsDescription()}
 	s.Attributes["plugin_config_yaml"] = dsschema.StringAttribute{Optional: true, Description: pluginConfigYAMLDescription}
 	s.Blocks["plugin_config"] = dataSourcePluginConfigBlock()
@@ -54,6 +56,7 @@ func resourceScheduling(s *rschema.Schema) {
 	if s.Blocks == nil {
 		s.Blocks = map[string]rschema.Block{}
 	}
+	s.Attributes["profile"] = rschema.StringAttribute{Optional: true, Validators: profileValidators(), Description: profileAttrDescription}
 	s.Attributes["annotations"] = rschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: annotationsDescription()}
 	s.Attributes["plugin_config_yaml"] = rschema.StringAttribute{Optional: true, Description: pluginConfigYAMLDescription}
 	s.Blocks["plugin_config"] = resourcePluginConfigBlock()

@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
 type diskModel struct {
@@ -196,4 +197,34 @@ func diskSizeGiB(value string) int64 {
 func diskStorage(value string) string {
 	s, _, _ := strings.Cut(value, ":")
 	return s
+}
+
+// newDiskBytes is what a VM to create puts on the scheduler's storage, for the StorageCapacity
+// filter: its planned disks without a storage of their own and, for a full clone onto that
+// storage, the source's disks (grown to their planned size). Disks a clone keeps elsewhere do
+// not count.
+func newDiskBytes(disks []diskModel, clone *cloneModel, src *proxmox.VM) uint64 {
+	planned := make(map[string]int64, len(disks))
+	for _, d := range disks {
+		if !known(d.Storage) {
+			planned[d.Slot.ValueString()] = d.Size.ValueInt64()
+		}
+	}
+	var gib int64
+	fullHere := clone != nil && (clone.Full.IsNull() || clone.Full.ValueBool()) && !known(clone.Storage)
+	if src != nil {
+		for k, v := range src.Config {
+			if !diskSlot.MatchString(k) || strings.Contains(v, "media=cdrom") || strings.Contains(v, "cloudinit") {
+				continue
+			}
+			if fullHere {
+				gib += max(diskSizeGiB(v), planned[k])
+			}
+			delete(planned, k) // grown where the clone keeps it
+		}
+	}
+	for _, size := range planned {
+		gib += size
+	}
+	return uint64(gib) * scheduler.GiB
 }

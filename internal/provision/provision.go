@@ -112,7 +112,8 @@ func (p *Provisioner) Run(ctx context.Context) (Result, error) {
 				return scheduler.Reservation{}, err
 			}
 			return scheduler.Reservation{VMID: placement.VMID, Node: placement.Node, Name: p.Request.Name,
-				VCPUs: p.Request.VCPUs(), MemoryMiB: p.Request.MemoryMiB, Tags: p.Request.Tags}, nil
+				VCPUs: p.Request.VCPUs(), MemoryMiB: p.Request.MemoryMiB, Tags: p.Request.Tags,
+				Storage: placement.Storage, DiskBytes: p.Request.DiskBytes}, nil
 		})
 		if err != nil {
 			return Result{Attempts: attempt}, err

@@ -10,6 +10,9 @@ const (
 // MiB is one mebibyte in bytes: PVE configures memory in MiB and reports it in bytes.
 const MiB = 1 << 20
 
+// GiB is one gibibyte in bytes: disk sizes and storage space are shown in GiB.
+const GiB = 1 << 30
+
 // Valid VMIDs in Proxmox VE, inclusive.
 const (
 	MinVMID = 100

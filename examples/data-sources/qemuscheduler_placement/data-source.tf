@@ -1,8 +1,9 @@
 # Where would three web servers go? Read-only, at plan time.
 data "qemuscheduler_placement" "web" {
-  names  = ["web-1", "web-2", "web-3"]
-  cores  = 2
-  memory = 4096
+  names    = ["web-1", "web-2", "web-3"]
+  cores    = 2
+  memory   = 4096
+  disk_gib = 40 # must fit the chosen storage (the StorageCapacity filter)
   # profile = "packing"   # a provider profile; the summary then names it
   annotations = {
     "node.qemu-scheduler/regex" = "pve[0-9]+"

@@ -4,6 +4,7 @@ resource "qemuscheduler_vm" "worker" {
   cores  = 4
   memory = 8192
   tags   = ["k8s", "worker"]
+  # profile = "packing"   # a provider profile; placement_summary then names it
 
   annotations = {
     "node.qemu-scheduler/regex" = "pve[0-9]+"
