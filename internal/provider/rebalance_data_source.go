@@ -189,7 +189,7 @@ func (d *rebalanceDataSource) Read(ctx context.Context, req datasource.ReadReque
 		return
 	}
 	in := rebalance.Input{
-		Profile:                m.pipeline(ctx, d.data.defaults, &resp.Diagnostics),
+		Profile:                d.data.pipeline(ctx, &m.schedulingModel, &resp.Diagnostics),
 		RemovePolicyViolations: m.RemovePolicyViolations.IsNull() || m.RemovePolicyViolations.ValueBool(),
 		MaxMoves:               int(int64Or(m.MaxMoves, defaultMaxMoves)),
 		MaxMovesPerNode:        int(int64Or(m.MaxMovesPerNode, defaultMaxMovesPerNode)),
