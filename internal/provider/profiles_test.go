@@ -1,11 +1,14 @@
 package provider
 
 import (
+	"fmt"
 	"regexp"
+	"sort"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
@@ -146,14 +149,15 @@ func TestAccProfilesPackVersusSpread(t *testing.T) {
 	env := newAccEnv(t, labCluster())
 	env.needsSim(t)
 	const spread = "data.qemuscheduler_placement.spread"
-	resource.ParallelTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testProviders,
-		Steps: []resource.TestStep{{
-			Config: env.providerBlock(packingAndSpreading) + placement(`name = "web"
+	config := env.providerBlock(packingAndSpreading) + placement(`name = "web"
 				profile = "packing"`) + `data "qemuscheduler_placement" "spread" {
 				  name    = "web"
 				  profile = "spreading"
-				}`,
+				}`
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders,
+		Steps: []resource.TestStep{{
+			Config: config,
 			Check: resource.ComposeAggregateTestCheckFunc(
 				// MostAllocated on pve1: cpu (4+1)*100/8 = 62.5, memory (4096+512)*100/16384 = 28.125, mean 45.31
 				resource.TestCheckResourceAttr(ds, "node", "pve1"),
@@ -165,6 +169,9 @@ func TestAccProfilesPackVersusSpread(t *testing.T) {
 				resource.TestCheckResourceAttr(spread, "candidates.2.scores.LeastAllocated", "92.19"),
 				resource.TestCheckResourceAttr(spread, "summary", "web: pve3 (score 92.19; 3/4 nodes feasible), vmid 101 (next free id), storage ceph, profile spreading"),
 			),
+		}, {
+			Config:   config,
+			PlanOnly: true, // the second plan is empty
 		}},
 	})
 }
@@ -244,6 +251,45 @@ func TestAccVMStorageCapacityAndProfile(t *testing.T) {
 				guestCheck(sim, expectConfig(map[string]string{"scsi0": "local-zfs:vm-100-disk-0,size=380G"})),
 			)},
 		},
+	})
+}
+
+// count = 5 with the packing profile: each create sees the reservations of the others, so
+// one node fills up (4 x 16 GiB = its 64 GiB) before the next gets the fifth.
+func TestAccVMCountBinPacks(t *testing.T) {
+	env := newAccEnv(t, equalCluster())
+	sim := env.needsSim(t)
+	config := env.providerBlock(packingAndSpreading) + `resource "qemuscheduler_vm" "web" {
+  count   = 5
+  name    = "web-${count.index}"
+  profile = "packing"
+  cores   = 4
+  memory  = 16384
+}`
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders,
+		Steps: []resource.TestStep{{
+			Config: config,
+			Check: func(*terraform.State) error {
+				perNode := map[string]int{}
+				for _, id := range sim.Guests() {
+					g, _ := sim.Guest(id)
+					perNode[g.Node]++
+				}
+				counts := []int{}
+				for _, n := range perNode {
+					counts = append(counts, n)
+				}
+				sort.Ints(counts)
+				if fmt.Sprint(counts) != "[1 4]" {
+					return fmt.Errorf("placements per node %v, want 4 on one node and 1 on another", perNode)
+				}
+				return nil
+			},
+		}, {
+			Config:   config,
+			PlanOnly: true, // the second plan is empty
+		}},
 	})
 }
 
