@@ -3,6 +3,7 @@ package plugins
 import (
 	"fmt"
 	"regexp"
+	"sync"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
@@ -12,46 +13,54 @@ const NodeRegexName = "NodeRegex"
 
 // nodeRegex keeps nodes whose whole name matches the node.qemu-scheduler/regex annotation.
 // Unlike the reference (substring match, invalid regex silently ignored), the match is anchored
-// and an invalid regex is an error. The expression is compiled once per request, in PreFilter.
-type nodeRegex struct{}
+// and an invalid regex is an error. PreFilter hands the request's compiled expression to
+// Filter; compiled expressions are kept for the profile's life, as the requests of one
+// configuration (count = 100) share one.
+type nodeRegex struct {
+	cache sync.Map
+}
 
 var (
-	_ scheduler.FilterPlugin     = nodeRegex{}
-	_ scheduler.PreFilterPlugin  = nodeRegex{}
-	_ scheduler.RequestValidator = nodeRegex{}
+	_ scheduler.FilterPlugin     = (*nodeRegex)(nil)
+	_ scheduler.PreFilterPlugin  = (*nodeRegex)(nil)
+	_ scheduler.RequestValidator = (*nodeRegex)(nil)
 )
 
-func newNodeRegex(map[string]string) (scheduler.Plugin, error) { return nodeRegex{}, nil }
+func newNodeRegex(map[string]string) (scheduler.Plugin, error) { return &nodeRegex{}, nil }
 
-func (nodeRegex) Name() string { return NodeRegexName }
+func (*nodeRegex) Name() string { return NodeRegexName }
 
-func (nodeRegex) ValidateRequest(req *scheduler.Request) error {
-	_, err := requestRegex(req)
+func (f *nodeRegex) ValidateRequest(req *scheduler.Request) error {
+	_, err := f.requestRegex(req)
 	return err
 }
 
 // requestRegex compiles the request's annotation; nil when it has none.
-func requestRegex(req *scheduler.Request) (*regexp.Regexp, error) {
+func (f *nodeRegex) requestRegex(req *scheduler.Request) (*regexp.Regexp, error) {
 	value, ok := req.Annotations[scheduler.AnnotationNodeRegex]
 	if !ok {
 		return nil, nil
+	}
+	if re, ok := f.cache.Load(value); ok {
+		return re.(*regexp.Regexp), nil
 	}
 	re, err := compileWhole(value)
 	if err != nil {
 		return nil, &scheduler.InputError{Attribute: "annotations", Key: scheduler.AnnotationNodeRegex, Message: err.Error()}
 	}
+	f.cache.Store(value, re)
 	return re, nil
 }
 
-func (nodeRegex) PreFilter(state *scheduler.CycleState, req *scheduler.Request, _ []*scheduler.NodeInfo) error {
-	re, err := requestRegex(req)
+func (f *nodeRegex) PreFilter(state *scheduler.CycleState, req *scheduler.Request, _ []*scheduler.NodeInfo) error {
+	re, err := f.requestRegex(req)
 	if re != nil {
 		state.Write(NodeRegexName, re)
 	}
 	return err
 }
 
-func (nodeRegex) Filter(state *scheduler.CycleState, req *scheduler.Request, n *scheduler.NodeInfo) *scheduler.Rejection {
+func (*nodeRegex) Filter(state *scheduler.CycleState, req *scheduler.Request, n *scheduler.NodeInfo) *scheduler.Rejection {
 	v, ok := state.Read(NodeRegexName)
 	if !ok {
 		return nil
