@@ -22,10 +22,13 @@ import (
 // resourceScheduling, and a line in request (plus one in nullScheduling when the field's zero
 // value is not a valid null, as for maps, lists and strings).
 type schedulingModel struct {
-	Profile          types.String       `tfsdk:"profile"`
-	Annotations      types.Map          `tfsdk:"annotations"`
-	PluginConfigYAML types.String       `tfsdk:"plugin_config_yaml"`
-	PluginConfig     *pluginConfigModel `tfsdk:"plugin_config"`
+	Profile          types.String        `tfsdk:"profile"`
+	Annotations      types.Map           `tfsdk:"annotations"`
+	PluginConfigYAML types.String        `tfsdk:"plugin_config_yaml"`
+	PluginConfig     *pluginConfigModel  `tfsdk:"plugin_config"`
+	NodeSelector     types.Map           `tfsdk:"node_selector"`
+	NodeAffinity     []nodeAffinityModel `tfsdk:"node_affinity"`
+	Tolerations      []tolerationModel   `tfsdk:"toleration"`
 }
 
 // The size of a VM that sets none: PVE's defaults, so also what the scheduler assumes.
@@ -37,7 +40,7 @@ const (
 
 // nullScheduling is the scheduling configuration of an object that sets none (an imported VM).
 func nullScheduling() schedulingModel {
-	return schedulingModel{Profile: types.StringNull(), Annotations: types.MapNull(types.StringType), PluginConfigYAML: types.StringNull()}
+	return schedulingModel{Profile: types.StringNull(), Annotations: types.MapNull(types.StringType), PluginConfigYAML: types.StringNull(), NodeSelector: types.MapNull(types.StringType)}
 }
 
 // dataSourceScheduling adds the scheduling attributes and blocks to a data source schema.
@@ -49,6 +52,7 @@ func dataSourceScheduling(s *dsschema.Schema) {
 	s.Attributes["annotations"] = dsschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: annotationsDescription()}
 	s.Attributes["plugin_config_yaml"] = dsschema.StringAttribute{Optional: true, Description: pluginConfigYAMLDescription}
 	s.Blocks["plugin_config"] = dataSourcePluginConfigBlock()
+	dataSourceNodePolicy(s)
 }
 
 // resourceScheduling adds the scheduling attributes and blocks to a resource schema.
@@ -60,6 +64,7 @@ func resourceScheduling(s *rschema.Schema) {
 	s.Attributes["annotations"] = rschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: annotationsDescription()}
 	s.Attributes["plugin_config_yaml"] = rschema.StringAttribute{Optional: true, Description: pluginConfigYAMLDescription}
 	s.Blocks["plugin_config"] = resourcePluginConfigBlock()
+	resourceNodePolicy(s)
 }
 
 // request converts the scheduling configuration into a request of the default size, which the
@@ -68,6 +73,7 @@ func (m *schedulingModel) request(ctx context.Context, diags *diag.Diagnostics) 
 	req = scheduler.Request{Cores: defaultCores, Sockets: defaultSockets, MemoryMiB: defaultMemoryMiB}
 	complete = true
 	req.Annotations = annotationValues(ctx, m.Annotations, &complete, diags)
+	nodePolicyRequest(ctx, m.NodeSelector, m.NodeAffinity, m.Tolerations, &req, &complete, diags)
 	return req, complete
 }
 
