@@ -25,6 +25,15 @@ provider "qemuscheduler" {
         config:
           ratio: 8
   EOT
+
+  # Node labels and taints: the lab's node Notes give zones a and b and make pve5 a GPU node
+  # with the taint dedicated=gpu:NoSchedule (see examples/lab/cluster.yaml); node blocks add
+  # to them and win per key.
+  read_node_notes = true
+  node {
+    name   = "pve2"
+    labels = { backup = "nightly" }
+  }
 }
 
 # Three web servers, cloned from the cloud-init template and created where the scheduler
@@ -53,15 +62,32 @@ resource "qemuscheduler_vm" "web" {
   }
 }
 
-# The database wants a big node and an id that reads as 2xxx.
+# The database wants a big node in zone a and an id that reads as 2xxx.
 data "qemuscheduler_placement" "db" {
-  name   = "db-2"
-  cores  = 8
-  memory = 32768
+  name          = "db-2"
+  cores         = 8
+  memory        = 32768
+  node_selector = { zone = "a" }
   annotations = {
     "vmid.qemu-scheduler/regex" = "2[0-9]{3}"
   }
 }
+
+# A training VM needs the GPU node: it selects the gpu label and tolerates the node's taint,
+# which keeps every other VM off that node.
+data "qemuscheduler_placement" "ml" {
+  name          = "ml-1"
+  cores         = 8
+  memory        = 16384
+  node_selector = { gpu = "a100" }
+  toleration {
+    key   = "dedicated"
+    value = "gpu"
+  }
+}
+
+# The scheduler's view of the nodes: labels from Notes and blocks, taints, maintenance.
+data "qemuscheduler_nodes" "lab" {}
 
 output "web" {
   description = "Where each web server went, and why."
@@ -77,5 +103,17 @@ output "db_candidates" {
   description = "Every node's verdict for the database."
   value = { for c in data.qemuscheduler_placement.db.candidates : c.node =>
     c.feasible ? "feasible, score ${c.score}" : join("; ", c.reasons)
+  }
+}
+
+output "ml" {
+  description = "Where the GPU-bound VM would go."
+  value       = data.qemuscheduler_placement.ml.summary
+}
+
+output "nodes" {
+  description = "Each node's zone and taints."
+  value = { for n in data.qemuscheduler_nodes.lab.nodes : n.name =>
+    "zone ${lookup(n.labels, "zone", "-")}${length(n.taints) > 0 ? ", taints ${join(" ", n.taints)}" : ""}"
   }
 }
