@@ -251,7 +251,7 @@ func (m *rebalanceModel) fill(plan rebalance.Plan) {
 			Node: types.StringValue(k.Node), Reason: types.StringValue(k.Reason)})
 	}
 	m.NodesBefore, m.NodesAfter = usageOut(plan.Before), usageOut(plan.After)
-	m.Summary = types.StringValue(plan.Summary)
+	m.Summary = types.StringValue(withProfile(plan.Summary, m.Profile))
 	if len(ids) == 0 {
 		ids = []string{"no-moves"}
 	}

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"fmt"
+	"regexp"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -142,6 +143,8 @@ func TestAccRebalanceValidation(t *testing.T) {
 		`tags = ["rebal"]
 		 max_moves_per_node = 0`: `max_moves_per_node value must be at least 1`,
 		`tags = ["rebal"]
+		 profile = "nope"`: `profile "nope" is not defined in the provider; defined profiles: default`,
+		`tags = ["rebal"]
 		 low_node_utilization {
 		   cpu_threshold = 20
 		 }`: `low_node_utilization needs cpu_target`,
@@ -156,7 +159,8 @@ func TestAccRebalanceValidation(t *testing.T) {
 	}
 }
 
-// A node in HA maintenance drains its opted-in guests, and only those.
+// A node in HA maintenance drains its opted-in guests, and only those; the summary names the
+// profile that decided.
 func TestAccRebalanceMaintenanceDrains(t *testing.T) {
 	c := rebalanceCluster()
 	c.Nodes[1].HAState = "maintenance"
@@ -168,12 +172,18 @@ func TestAccRebalanceMaintenanceDrains(t *testing.T) {
 	env.needsSim(t)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testProviders,
-		Steps: []resource.TestStep{{Config: env.config(`
+		Steps: []resource.TestStep{{Config: env.providerBlock(`
+profile {
+  name               = "drain"
+  plugin_config_yaml = "scores: {LeastAllocated: {enable: true}}"
+}`) + `
 data "qemuscheduler_rebalance" "r" {
-  tags = ["rebal"]
+  tags    = ["rebal"]
+  profile = "drain"
 }
-`), Check: resource.ComposeAggregateTestCheckFunc(
+`, Check: resource.ComposeAggregateTestCheckFunc(
 			resource.TestCheckResourceAttr(rb, "moves.#", "1"),
+			resource.TestMatchResourceAttr(rb, "summary", regexp.MustCompile(`, profile drain$`)),
 			resource.TestCheckResourceAttr(rb, "moves.0.vmid", "100"),
 			resource.TestCheckResourceAttr(rb, "moves.0.from", "pve2"),
 			resource.TestMatchResourceAttr(rb, "moves.0.reason", wrapped(`policy violation on pve2: TaintToleration: .*node.qemu-scheduler/maintenance`)),
