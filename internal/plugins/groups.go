@@ -20,19 +20,32 @@ const (
 	proxLBPin          = "plb_pin_"
 )
 
-// proxLBArg is the arg of both VMAffinity plugins that turns ProxLB tags off ("false"); the
-// provider's honor_proxlb_tags sets it.
-const proxLBArg = "proxlb_tags"
+// ProxLBTagsArg is the arg of both VMAffinity plugins that turns ProxLB tags off ("false");
+// the provider's honor_proxlb_tags sets it through ProxLBConfig.
+const ProxLBTagsArg = "proxlb_tags"
+
+// ProxLBConfig is the plugin config layer of the switch honor_proxlb_tags: nothing when the
+// tags are honoured (the default), else the arg that turns them off in both VMAffinity plugins.
+func ProxLBConfig(honor bool) scheduler.PluginConfig {
+	if honor {
+		return scheduler.PluginConfig{}
+	}
+	off := scheduler.PluginSetting{Args: map[string]string{ProxLBTagsArg: "false"}}
+	return scheduler.PluginConfig{
+		Filters: map[string]scheduler.PluginSetting{VMAffinityName: off},
+		Scores:  map[string]scheduler.PluginSetting{VMAffinityName: off},
+	}
+}
 
 // parseProxLBArg reads proxlb_tags: true (the default) or false.
 func parseProxLBArg(args map[string]string) (bool, error) {
-	s, ok := args[proxLBArg]
+	s, ok := args[ProxLBTagsArg]
 	if !ok {
 		return true, nil
 	}
 	v, err := strconv.ParseBool(s)
 	if err != nil {
-		return false, fmt.Errorf("arg %s must be true or false, got %q", proxLBArg, s)
+		return false, fmt.Errorf("arg %s must be true or false, got %q", ProxLBTagsArg, s)
 	}
 	return v, nil
 }

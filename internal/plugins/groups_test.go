@@ -88,7 +88,7 @@ func TestProxLBTagsBecomeTerms(t *testing.T) {
 	if pins := proxLBPins(&r); len(pins) != 2 || pins[0] != "pve1" || pins[1] != "pve3" {
 		t.Errorf("pins %v", pins)
 	}
-	if _, err := parseProxLBArg(map[string]string{proxLBArg: "maybe"}); err == nil {
+	if _, err := parseProxLBArg(map[string]string{ProxLBTagsArg: "maybe"}); err == nil {
 		t.Error("a bad proxlb_tags arg is accepted")
 	}
 }

@@ -3,6 +3,7 @@ package plugins
 import (
 	"fmt"
 
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/nodelabels"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
@@ -68,7 +69,7 @@ func prepareSpreads(state *scheduler.CycleState, r *scheduler.Request, nodes []*
 		if eligible == nil {
 			eligible = make([]bool, len(nodes))
 			for i, ni := range nodes {
-				eligible[i] = ni.Node.Online && nodeMatchesRequired(r, ni.Node) && untoleratedNoSchedule(r.Tolerations, ni.Node.Taints) == nil
+				eligible[i] = eligibleNode(r, ni.Node)
 			}
 		}
 		s := spread{c: c, counts: countGroup(state, nodes, c.Tags, c.TopologyKey),
@@ -91,6 +92,31 @@ func prepareSpreads(state *scheduler.CycleState, r *scheduler.Request, nodes []*
 		out = append(out, s)
 	}
 	return out
+}
+
+// eligibleNode is a node that could take the request as far as the node policies go: online,
+// matching the node selector and every required node_affinity term, and with no NoSchedule
+// or NoExecute taint left untolerated.
+func eligibleNode(r *scheduler.Request, n *scheduler.Node) bool {
+	if !n.Online {
+		return false
+	}
+	for k, v := range r.NodeSelector {
+		if got, ok := n.Labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	for _, t := range r.NodeAffinity {
+		if t.Weight == 0 && !nodelabels.MatchTerm(n.Labels, t) {
+			return false
+		}
+	}
+	for _, t := range n.Taints {
+		if t.Effect != nodelabels.PreferNoSchedule && !nodelabels.Tolerated(r.Tolerations, t) {
+			return false
+		}
+	}
+	return true
 }
 
 func (topologySpreadFilter) Filter(state *scheduler.CycleState, _ *scheduler.Request, n *scheduler.NodeInfo) *scheduler.Rejection {

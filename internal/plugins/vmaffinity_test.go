@@ -96,7 +96,7 @@ func TestVMAffinityFilterProxLBPins(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %v\nwant %v", got, want)
 	}
-	off := newPlugin[scheduler.FilterPlugin](t, newVMAffinityFilter, map[string]string{proxLBArg: "false"})
+	off := newPlugin[scheduler.FilterPlugin](t, newVMAffinityFilter, map[string]string{ProxLBTagsArg: "false"})
 	if got := verdicts(t, off, &r, ns); got["pve1"] != "" {
 		t.Errorf("honor_proxlb_tags off still pins: %v", got)
 	}
@@ -234,7 +234,7 @@ func TestVMAntiAffinityPreferredCannotBeMet(t *testing.T) {
 func TestVMAffinityScoreProxLB(t *testing.T) {
 	ns := infos(threeEqualNodes(), tagged(1, "pve1", "plb_anti_affinity_web"), tagged(2, "pve3", "plb_affinity_db"))
 	on := newPlugin[scheduler.ScorePlugin](t, newVMAffinityScore, nil)
-	off := newPlugin[scheduler.ScorePlugin](t, newVMAffinityScore, map[string]string{proxLBArg: "false"})
+	off := newPlugin[scheduler.ScorePlugin](t, newVMAffinityScore, map[string]string{ProxLBTagsArg: "false"})
 	r := request("x")
 	r.Tags = []string{"plb_anti_affinity_web"}
 	if got := scoreNodes(on, &r, ns); !reflect.DeepEqual(got, map[string]float64{"pve1": 0, "pve2": 100, "pve3": 100}) {

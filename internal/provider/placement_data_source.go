@@ -36,6 +36,7 @@ type placementModel struct {
 	VMID       types.Int64    `tfsdk:"vmid"`
 	Storage    types.String   `tfsdk:"storage"`
 	DiskGiB    types.Int64    `tfsdk:"disk_gib"`
+	Tags       types.List     `tfsdk:"tags"`
 	Placements []placementOut `tfsdk:"placements"`
 	Candidates []candidateOut `tfsdk:"candidates"`
 	Summary    types.String   `tfsdk:"summary"`
@@ -88,6 +89,9 @@ func (d *placementDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 				Description: "Input: pin the disk storage; it must exist on the node, be active and hold `images`. Output: the chosen storage, by default the active images storage with the most free space."},
 			"disk_gib": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1)},
 				Description: "Total GiB of the disks each VM puts on the chosen storage: the StorageCapacity filter requires them to fit its free space, and each of `names` debits it (a shared storage once for the cluster). Omitted: not checked."},
+			"tags": schema.ListAttribute{Optional: true, ElementType: types.StringType, Validators: []validator.List{groupTagsValid},
+				Description: "The tags the VMs will carry: their membership in the groups of `vm_affinity`, `vm_anti_affinity` and " +
+					"`topology_spread` (theirs and other VMs'), and the ProxLB tags they honour. Give the VMs the same tags."},
 			"placements": schema.ListNestedAttribute{Computed: true, Description: "One placement per name, in order.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"name":     schema.StringAttribute{Computed: true, Description: "VM name."},
@@ -170,6 +174,7 @@ func (m *placementModel) requests(ctx context.Context, diags *diag.Diagnostics) 
 	base = sized(base, m.Cores, m.Sockets, m.Memory)
 	base.Node, base.VMID, base.Storage = m.Node.ValueString(), int(m.VMID.ValueInt64()), m.Storage.ValueString()
 	base.DiskBytes = uint64(m.DiskGiB.ValueInt64()) * scheduler.GiB
+	base.Tags, _ = knownStrings(ctx, m.Tags, diags)
 	reqs := make([]scheduler.Request, len(names))
 	for i, n := range names {
 		reqs[i] = base

@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/plugins"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/reservations"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
@@ -52,6 +53,7 @@ type providerModel struct {
 	Profiles         []profileModel     `tfsdk:"profile"`
 	Nodes            []nodeBlockModel   `tfsdk:"node"`
 	ReadNodeNotes    types.Bool         `tfsdk:"read_node_notes"`
+	HonorProxLBTags  types.Bool         `tfsdk:"honor_proxlb_tags"`
 }
 
 func (p *qemuProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
@@ -78,7 +80,8 @@ func (p *qemuProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp 
 				Description: "PEM certificate(s) of the CA that signed the PVE API certificate, for private CAs."},
 			"plugin_config_yaml": schema.StringAttribute{Optional: true,
 				Description: pluginConfigYAMLDescription + " Default for every data source and resource of this provider."},
-			"read_node_notes": schema.BoolAttribute{Optional: true, Description: readNodeNotesDescription},
+			"read_node_notes":   schema.BoolAttribute{Optional: true, Description: readNodeNotesDescription},
+			"honor_proxlb_tags": schema.BoolAttribute{Optional: true, Description: honorProxLBDescription},
 		},
 		Blocks: map[string]schema.Block{"plugin_config": providerPluginConfigBlock(), "profile": providerProfileBlock(), "node": providerNodeBlock()},
 	}
@@ -209,8 +212,8 @@ func (p *qemuProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 		notes = proxmox.NewNotesCache(client)
 	}
 	tflog.Debug(ctx, "configured Proxmox VE client", map[string]any{"endpoint": cfg.Endpoint, "api_token": cfg.APIToken})
-	data := &providerData{client: client, defaults: scheduler.MergePluginConfigs(yamlCfg, blockCfg), profiles: profiles, ledger: reservations.New(),
-		nodes: newNodePolicy(blocks, notes)}
+	data := &providerData{client: client, defaults: scheduler.MergePluginConfigs(plugins.ProxLBConfig(!m.HonorProxLBTags.Equal(types.BoolValue(false))), yamlCfg, blockCfg),
+		profiles: profiles, ledger: reservations.New(), nodes: newNodePolicy(blocks, notes)}
 	resp.DataSourceData = data
 	resp.ResourceData = data
 }

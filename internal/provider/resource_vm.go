@@ -79,6 +79,8 @@ func (r *vmResource) ValidateConfig(ctx context.Context, req resource.ValidateCo
 func (r *vmResource) request(ctx context.Context, m *vmModel, creating bool, diags *diag.Diagnostics) (req scheduler.Request, src *proxmox.VM, complete bool) {
 	req, complete = m.schedulingModel.request(ctx, diags)
 	req.Name, req.Node, req.VMID = m.Name.ValueString(), m.Node.ValueString(), int(m.VMID.ValueInt64())
+	// Tags still unknown (not configured, read back after create) make no group membership.
+	req.Tags, _ = knownStrings(ctx, m.Tags, diags)
 	if creating {
 		if src = r.cloneSource(ctx, m.Clone, diags); src != nil {
 			req.Cores, req.Sockets, req.MemoryMiB = configSize(src.Config)

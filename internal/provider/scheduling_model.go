@@ -22,13 +22,16 @@ import (
 // resourceScheduling, and a line in request (plus one in nullScheduling when the field's zero
 // value is not a valid null, as for maps, lists and strings).
 type schedulingModel struct {
-	Profile          types.String        `tfsdk:"profile"`
-	Annotations      types.Map           `tfsdk:"annotations"`
-	PluginConfigYAML types.String        `tfsdk:"plugin_config_yaml"`
-	PluginConfig     *pluginConfigModel  `tfsdk:"plugin_config"`
-	NodeSelector     types.Map           `tfsdk:"node_selector"`
-	NodeAffinity     []nodeAffinityModel `tfsdk:"node_affinity"`
-	Tolerations      []tolerationModel   `tfsdk:"toleration"`
+	Profile          types.String          `tfsdk:"profile"`
+	Annotations      types.Map             `tfsdk:"annotations"`
+	PluginConfigYAML types.String          `tfsdk:"plugin_config_yaml"`
+	PluginConfig     *pluginConfigModel    `tfsdk:"plugin_config"`
+	NodeSelector     types.Map             `tfsdk:"node_selector"`
+	NodeAffinity     []nodeAffinityModel   `tfsdk:"node_affinity"`
+	Tolerations      []tolerationModel     `tfsdk:"toleration"`
+	VMAffinity       []vmGroupTermModel    `tfsdk:"vm_affinity"`
+	VMAntiAffinity   []vmGroupTermModel    `tfsdk:"vm_anti_affinity"`
+	TopologySpread   []topologySpreadModel `tfsdk:"topology_spread"`
 }
 
 // The size of a VM that sets none: PVE's defaults, so also what the scheduler assumes.
@@ -53,6 +56,7 @@ func dataSourceScheduling(s *dsschema.Schema) {
 	s.Attributes["plugin_config_yaml"] = dsschema.StringAttribute{Optional: true, Description: pluginConfigYAMLDescription}
 	s.Blocks["plugin_config"] = dataSourcePluginConfigBlock()
 	dataSourceNodePolicy(s)
+	dataSourceGroupBlocks(s.Blocks)
 }
 
 // resourceScheduling adds the scheduling attributes and blocks to a resource schema.
@@ -65,6 +69,7 @@ func resourceScheduling(s *rschema.Schema) {
 	s.Attributes["plugin_config_yaml"] = rschema.StringAttribute{Optional: true, Description: pluginConfigYAMLDescription}
 	s.Blocks["plugin_config"] = resourcePluginConfigBlock()
 	resourceNodePolicy(s)
+	resourceGroupBlocks(s.Blocks)
 }
 
 // request converts the scheduling configuration into a request of the default size, which the
@@ -74,6 +79,9 @@ func (m *schedulingModel) request(ctx context.Context, diags *diag.Diagnostics) 
 	complete = true
 	req.Annotations = annotationValues(ctx, m.Annotations, &complete, diags)
 	nodePolicyRequest(ctx, m.NodeSelector, m.NodeAffinity, m.Tolerations, &req, &complete, diags)
+	req.VMAffinity = groupTerms(ctx, m.VMAffinity, &complete, diags)
+	req.VMAntiAffinity = groupTerms(ctx, m.VMAntiAffinity, &complete, diags)
+	req.TopologySpread = spreads(ctx, m.TopologySpread, &complete, diags)
 	return req, complete
 }
 

@@ -1,0 +1,225 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	dsschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	rschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/nodelabels"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/plugins"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+// vmGroupTermModel is one vm_affinity or vm_anti_affinity block.
+type vmGroupTermModel struct {
+	Tags        types.List   `tfsdk:"tags"`
+	TopologyKey types.String `tfsdk:"topology_key"`
+	Weight      types.Int64  `tfsdk:"weight"`
+}
+
+// topologySpreadModel is one topology_spread block.
+type topologySpreadModel struct {
+	Tags              types.List   `tfsdk:"tags"`
+	TopologyKey       types.String `tfsdk:"topology_key"`
+	MaxSkew           types.Int64  `tfsdk:"max_skew"`
+	WhenUnsatisfiable types.String `tfsdk:"when_unsatisfiable"`
+}
+
+// groupTagFormat is PVE's tag syntax, case-insensitive as PVE compares tags.
+var groupTagFormat = regexp.MustCompile(`(?i)^[a-z0-9_][a-z0-9_\-+.]*$`)
+
+var topologyKeyCheck = stringCheck{"topology key: \"node\" or a node label key such as \"zone\"", func(s string) error {
+	if s == plugins.TopologyNode {
+		return nil
+	}
+	return nodelabels.ValidateKey(s)
+}}
+
+const (
+	groupTagsDescription = "The group: the guests that carry all of these tags (PVE tags, case-insensitive), whatever their " +
+		"status (stopped guests count, templates never), plus the VMs placed earlier in the same decision and the creates in " +
+		"flight in this provider process that will carry them."
+	topologyKeyDescription = "The domain: `node` (default) makes every node its own domain; a node label key (e.g. `zone`, from the " +
+		"provider's `node` blocks or node Notes) makes the nodes sharing its value one domain. A node without the label is in " +
+		"no domain."
+	vmAffinityDescription = "Keep the VM in the same domain as a group of guests (kube's pod affinity). Repeatable. Without " +
+		"`weight` it is required: a node whose domain holds no guest of the group fails (`VMAffinity` filter), except that the " +
+		"first VM of a group it carries itself may go anywhere. With `weight` it is a preference (`VMAffinity` score)."
+	vmAntiAffinityDescription = "Keep the VM out of the domains that hold a group of guests (kube's pod anti-affinity): replicas " +
+		"apart, so one node failure takes out one of them. Repeatable. Without `weight` it is required (`VMAffinity` filter): " +
+		"with more VMs than domains the extra ones cannot be placed, use `topology_spread` instead. With `weight` it is a " +
+		"preference (`VMAffinity` score) that still places the VM when it cannot be met."
+	topologySpreadDescription = "Spread a group evenly over the domains (kube's topology spread constraint): placing the VM in a " +
+		"domain must leave it at most `max_skew` members above the emptiest eligible domain (one with an online node that " +
+		"passes the node selector, required node affinity and NoSchedule taints). Repeatable. Unlike anti-affinity it works " +
+		"with more VMs than domains: six VMs with `max_skew = 1` on three nodes land 2-2-2."
+	weightDescription = "1..100: a preference, scored and weighted by this number. Unset: a requirement."
+)
+
+// groupTagsValid checks every element of a list of tags; groupTags and groupTopologyKey are
+// the attributes every group block has.
+var (
+	groupTagsValid = listvalidator.ValueStringsAre(stringvalidator.RegexMatches(groupTagFormat,
+		"must be a PVE tag: letters, digits and _ - + ., not starting with - + ."))
+	groupTags        = listSpec{required: true, description: groupTagsDescription, validators: []validator.List{listvalidator.SizeAtLeast(1), groupTagsValid}}
+	groupTopologyKey = stringSpec{description: topologyKeyDescription, validators: []validator.String{topologyKeyCheck}}
+)
+
+// groupTermAttributes are the attributes of vm_affinity and vm_anti_affinity, built by the
+// constructors of either schema package (their attribute types differ, their settings do not).
+func groupTermAttributes[A any](list func(listSpec) A, str func(stringSpec) A, i64 func(int64Spec) A) map[string]A {
+	return map[string]A{
+		"tags":         list(groupTags),
+		"topology_key": str(groupTopologyKey),
+		"weight":       i64(int64Spec{description: weightDescription, validators: []validator.Int64{int64validator.Between(1, 100)}}),
+	}
+}
+
+// spreadAttributes are the attributes of topology_spread.
+func spreadAttributes[A any](list func(listSpec) A, str func(stringSpec) A, i64 func(int64Spec) A) map[string]A {
+	return map[string]A{
+		"tags":         list(groupTags),
+		"topology_key": str(groupTopologyKey),
+		"max_skew": i64(int64Spec{description: "How many more members one domain may hold than the emptiest eligible one. Default 1.",
+			validators: []validator.Int64{int64validator.AtLeast(1)}}),
+		"when_unsatisfiable": str(stringSpec{description: "`DoNotSchedule` (default): a node that would break the spread fails " +
+			"(`TopologySpread` filter). `ScheduleAnyway`: emptier domains are preferred (`TopologySpread` score).",
+			validators: []validator.String{stringvalidator.OneOf(plugins.DoNotSchedule, plugins.ScheduleAnyway)}}),
+	}
+}
+
+type listSpec struct {
+	required    bool
+	description string
+	validators  []validator.List
+}
+
+type stringSpec struct {
+	description string
+	validators  []validator.String
+}
+
+type int64Spec struct {
+	description string
+	validators  []validator.Int64
+}
+
+// dataSourceGroupBlocks adds vm_affinity, vm_anti_affinity and topology_spread to a data source.
+func dataSourceGroupBlocks(blocks map[string]dsschema.Block) {
+	list := func(s listSpec) dsschema.Attribute {
+		return dsschema.ListAttribute{ElementType: types.StringType, Required: s.required, Optional: !s.required, Description: s.description, Validators: s.validators}
+	}
+	str := func(s stringSpec) dsschema.Attribute {
+		return dsschema.StringAttribute{Optional: true, Description: s.description, Validators: s.validators}
+	}
+	i64 := func(s int64Spec) dsschema.Attribute {
+		return dsschema.Int64Attribute{Optional: true, Description: s.description, Validators: s.validators}
+	}
+	block := func(description string, attrs map[string]dsschema.Attribute) dsschema.Block {
+		return dsschema.ListNestedBlock{Description: description, NestedObject: dsschema.NestedBlockObject{Attributes: attrs}}
+	}
+	blocks["vm_affinity"] = block(vmAffinityDescription, groupTermAttributes(list, str, i64))
+	blocks["vm_anti_affinity"] = block(vmAntiAffinityDescription, groupTermAttributes(list, str, i64))
+	blocks["topology_spread"] = block(topologySpreadDescription, spreadAttributes(list, str, i64))
+}
+
+// resourceGroupBlocks adds the same blocks to a resource.
+func resourceGroupBlocks(blocks map[string]rschema.Block) {
+	list := func(s listSpec) rschema.Attribute {
+		return rschema.ListAttribute{ElementType: types.StringType, Required: s.required, Optional: !s.required, Description: s.description, Validators: s.validators}
+	}
+	str := func(s stringSpec) rschema.Attribute {
+		return rschema.StringAttribute{Optional: true, Description: s.description, Validators: s.validators}
+	}
+	i64 := func(s int64Spec) rschema.Attribute {
+		return rschema.Int64Attribute{Optional: true, Description: s.description, Validators: s.validators}
+	}
+	block := func(description string, attrs map[string]rschema.Attribute) rschema.Block {
+		return rschema.ListNestedBlock{Description: description, NestedObject: rschema.NestedBlockObject{Attributes: attrs}}
+	}
+	blocks["vm_affinity"] = block(vmAffinityDescription, groupTermAttributes(list, str, i64))
+	blocks["vm_anti_affinity"] = block(vmAntiAffinityDescription, groupTermAttributes(list, str, i64))
+	blocks["topology_spread"] = block(topologySpreadDescription, spreadAttributes(list, str, i64))
+}
+
+// groupTerms converts vm_affinity or vm_anti_affinity blocks; complete is cleared when a value
+// is known only after apply.
+func groupTerms(ctx context.Context, blocks []vmGroupTermModel, complete *bool, diags *diag.Diagnostics) []scheduler.VMGroupTerm {
+	var out []scheduler.VMGroupTerm
+	for _, b := range blocks {
+		tags, ok := knownStrings(ctx, b.Tags, diags)
+		if !ok || b.TopologyKey.IsUnknown() || b.Weight.IsUnknown() {
+			*complete = false
+			continue
+		}
+		out = append(out, scheduler.VMGroupTerm{Tags: tags, TopologyKey: topologyKey(b.TopologyKey), Weight: int(b.Weight.ValueInt64())})
+	}
+	return out
+}
+
+// spreads converts topology_spread blocks, defaults filled in.
+func spreads(ctx context.Context, blocks []topologySpreadModel, complete *bool, diags *diag.Diagnostics) []scheduler.SpreadConstraint {
+	var out []scheduler.SpreadConstraint
+	for _, b := range blocks {
+		tags, ok := knownStrings(ctx, b.Tags, diags)
+		if !ok || b.TopologyKey.IsUnknown() || b.MaxSkew.IsUnknown() || b.WhenUnsatisfiable.IsUnknown() {
+			*complete = false
+			continue
+		}
+		c := scheduler.SpreadConstraint{Tags: tags, TopologyKey: topologyKey(b.TopologyKey), MaxSkew: 1, WhenUnsatisfiable: plugins.DoNotSchedule}
+		if !b.MaxSkew.IsNull() {
+			c.MaxSkew = int(b.MaxSkew.ValueInt64())
+		}
+		if !b.WhenUnsatisfiable.IsNull() {
+			c.WhenUnsatisfiable = b.WhenUnsatisfiable.ValueString()
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func topologyKey(v types.String) string {
+	if v.IsNull() {
+		return plugins.TopologyNode
+	}
+	return v.ValueString()
+}
+
+// knownStrings reads a list or set of strings; ok is false when it or an element is unknown.
+func knownStrings(ctx context.Context, v interface {
+	IsUnknown() bool
+	IsNull() bool
+	ElementsAs(context.Context, any, bool) diag.Diagnostics
+}, diags *diag.Diagnostics) ([]string, bool) {
+	if v.IsUnknown() {
+		return nil, false
+	}
+	if v.IsNull() {
+		return nil, true
+	}
+	var elems []types.String
+	diags.Append(v.ElementsAs(ctx, &elems, false)...)
+	out := make([]string, 0, len(elems))
+	for _, e := range elems {
+		if e.IsUnknown() {
+			return nil, false
+		}
+		out = append(out, e.ValueString())
+	}
+	return out, true
+}
+
+// honorProxLBDescription documents the provider switch.
+var honorProxLBDescription = fmt.Sprintf("Honour ProxLB's guest tags, on the VM being placed and on existing guests: "+
+	"`plb_anti_affinity_<group>` keeps the VMs carrying the same tag on different nodes and `plb_affinity_<group>` on the same "+
+	"node (preferences of weight 100, `VMAffinity` score), `plb_pin_<node>` (repeatable) allows only those nodes (`VMAffinity` "+
+	"filter). Default true. False sets the `%s` arg of both `VMAffinity` plugins to false.", plugins.ProxLBTagsArg)

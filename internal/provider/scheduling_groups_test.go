@@ -1,0 +1,315 @@
+package provider
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
+)
+
+// bigNodeCluster has one node far larger and idler than the others, so that capacity alone
+// would put every VM there: whatever spreads them is the group policy.
+func bigNodeCluster(nodes int) pvesim.Cluster {
+	c := pvesim.Cluster{Storages: []pvesim.StorageSpec{{Name: "local-lvm", Content: []string{"images"}, SizeGiB: 500}}}
+	c.Nodes = append(c.Nodes, pvesim.NodeSpec{Name: "pve1", CPUs: 64, MemoryGiB: 512})
+	for i := 2; i <= nodes; i++ {
+		c.Nodes = append(c.Nodes, pvesim.NodeSpec{Name: fmt.Sprintf("pve%d", i), CPUs: 16, MemoryGiB: 64, CPULoad: 0.3, MemUsedGiB: 20})
+	}
+	return c
+}
+
+// guestsPerNode counts the simulator's guests whose name starts with prefix, per node.
+func guestsPerNode(sim *pvesim.Server, prefix string) (map[string]int, []int) {
+	perNode := map[string]int{}
+	var ids []int
+	for _, id := range sim.Guests() {
+		if g, _ := sim.Guest(id); strings.HasPrefix(g.Config["name"], prefix) {
+			perNode[g.Node]++
+			ids = append(ids, id)
+		}
+	}
+	sort.Ints(ids)
+	return perNode, ids
+}
+
+// wantPerNode checks the guests named prefix* against a per-node count.
+func wantPerNode(sim *pvesim.Server, prefix string, want map[string]int) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		got, _ := guestsPerNode(sim, prefix)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			return fmt.Errorf("%s* per node %v, want %v", prefix, got, want)
+		}
+		return nil
+	}
+}
+
+const webAntiAffinity = `
+  tags   = ["web"]
+  vm_anti_affinity {
+    tags = ["web"]
+  }`
+
+// count = 3 with required anti-affinity: three nodes, in one apply, although each instance is
+// decided on its own (the in-flight reservations carry the tags).
+func TestAccVMGroupsAntiAffinityCountThree(t *testing.T) {
+	env := newAccEnv(t, bigNodeCluster(3))
+	sim := env.needsSim(t)
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders,
+		Steps: []resource.TestStep{{
+			Config: env.config(`resource "qemuscheduler_vm" "web" {
+  count  = 3
+  name   = "web-${count.index}"
+  memory = 2048` + webAntiAffinity + `
+}`),
+			Check: wantPerNode(sim, "web-", map[string]int{"pve1": 1, "pve2": 1, "pve3": 1}),
+		}},
+	})
+}
+
+// count = 4 on three nodes: the fourth fails with a message that says why and what to use,
+// the data source at plan time, the resource at apply with the other three created whole.
+func TestAccVMGroupsAntiAffinityTooMany(t *testing.T) {
+	tooMany := wrapped(`3 node\(s\) already run a guest tagged \[web\] \(required vm_anti_affinity by node; all 3 nodes already run one, so no more VMs of the group can be kept apart: use topology_spread with max_skew = 1`)
+	t.Run("data source", func(t *testing.T) {
+		env := newAccEnv(t, bigNodeCluster(3))
+		env.needsSim(t)
+		resource.ParallelTest(t, resource.TestCase{
+			ProtoV6ProviderFactories: testProviders,
+			Steps: []resource.TestStep{{
+				Config:      env.config(placement(`names = ["w1", "w2", "w3", "w4"]` + webAntiAffinity)),
+				ExpectError: regexp.MustCompile(`(?s)No placement for "w4".*` + tooMany.String()),
+			}},
+		})
+	})
+	t.Run("resource", func(t *testing.T) {
+		env := newAccEnv(t, bigNodeCluster(3))
+		sim := env.needsSim(t)
+		resource.ParallelTest(t, resource.TestCase{
+			ProtoV6ProviderFactories: testProviders,
+			Steps: []resource.TestStep{{
+				Config: env.config(`resource "qemuscheduler_vm" "web" {
+  count  = 4
+  name   = "web-${count.index}"
+  memory = 2048` + webAntiAffinity + `
+}`),
+				ExpectError: tooMany,
+			}, {
+				// Nothing half-created: three whole VMs, one per node, and the plan still
+				// wants the fourth.
+				Config: env.config(`resource "qemuscheduler_vm" "web" {
+  count  = 3
+  name   = "web-${count.index}"
+  memory = 2048` + webAntiAffinity + `
+}`),
+				Check: wantPerNode(sim, "web-", map[string]int{"pve1": 1, "pve2": 1, "pve3": 1}),
+			}},
+		})
+	})
+}
+
+// count = 6 with max_skew 1 lands 2-2-2, in the resource and in the data source.
+func TestAccVMGroupsSpreadTwoTwoTwo(t *testing.T) {
+	spread := `
+  tags   = ["web"]
+  topology_spread {
+    tags     = ["web"]
+    max_skew = 1
+  }`
+	t.Run("resource", func(t *testing.T) {
+		env := newAccEnv(t, bigNodeCluster(3))
+		sim := env.needsSim(t)
+		resource.ParallelTest(t, resource.TestCase{
+			ProtoV6ProviderFactories: testProviders,
+			Steps: []resource.TestStep{{
+				Config: env.config(`resource "qemuscheduler_vm" "web" {
+  count  = 6
+  name   = "web-${count.index}"
+  memory = 2048` + spread + `
+}`),
+				Check: wantPerNode(sim, "web-", map[string]int{"pve1": 2, "pve2": 2, "pve3": 2}),
+			}},
+		})
+	})
+	t.Run("data source", func(t *testing.T) {
+		env := newAccEnv(t, bigNodeCluster(3))
+		env.needsSim(t)
+		resource.ParallelTest(t, resource.TestCase{
+			ProtoV6ProviderFactories: testProviders,
+			Steps: []resource.TestStep{{
+				Config: env.config(placement(`names = ["w0", "w1", "w2", "w3", "w4", "w5"]` + spread)),
+				Check: func(s *terraform.State) error {
+					attrs := s.RootModule().Resources[ds].Primary.Attributes
+					perNode := map[string]int{}
+					for i := 0; i < 6; i++ {
+						perNode[attrs[fmt.Sprintf("placements.%d.node", i)]]++
+					}
+					if fmt.Sprint(perNode) != "map[pve1:2 pve2:2 pve3:2]" {
+						return fmt.Errorf("placements per node %v, want 2-2-2", perNode)
+					}
+					return nil
+				},
+			}},
+		})
+	})
+}
+
+// A preference that cannot be met still places the VMs; the candidates show the score that
+// steered them. pve1 is best on capacity, so without the preference all four would go there.
+func TestAccVMGroupsPreferredAntiAffinity(t *testing.T) {
+	env := newAccEnv(t, bigNodeCluster(3))
+	env.needsSim(t)
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders,
+		Steps: []resource.TestStep{{
+			Config: env.config(placement(`names = ["w1", "w2", "w3", "w4"]
+  tags  = ["web"]
+  vm_anti_affinity {
+    tags   = ["web"]
+    weight = 100
+  }`)),
+			Check: resource.ComposeTestCheckFunc(
+				func(s *terraform.State) error {
+					attrs := s.RootModule().Resources[ds].Primary.Attributes
+					perNode := map[string]int{}
+					for i := 0; i < 4; i++ {
+						perNode[attrs[fmt.Sprintf("placements.%d.node", i)]]++
+					}
+					if len(perNode) != 3 {
+						return fmt.Errorf("placements per node %v, want every node used", perNode)
+					}
+					return nil
+				},
+				// The first VM sees no web guest: every node scores the same on the group.
+				resource.TestCheckResourceAttr(ds, "candidates.1.scores.VMAffinity", "0"),
+			),
+		}},
+	})
+}
+
+// Affinity to an existing guest: the app VM joins the db guest's node; ProxLB tags on an
+// existing guest keep a VM carrying the same tag away from it, unless the provider switch is off.
+func TestAccVMGroupsAffinityAndProxLB(t *testing.T) {
+	cluster := bigNodeCluster(3)
+	cluster.Guests = []pvesim.GuestSpec{
+		{VMID: 100, Node: "pve2", Name: "db-1", Status: "stopped", Cores: 2, MemoryMiB: 2048, Tags: []string{"db"}},
+		{VMID: 101, Node: "pve1", Name: "lb-1", Status: "running", Cores: 1, MemoryMiB: 512, Tags: []string{"plb_anti_affinity_lb"}},
+	}
+	env := newAccEnv(t, cluster)
+	env.needsSim(t)
+	proxLB := placement(`name = "lb-2"
+  tags = ["plb_anti_affinity_lb"]`)
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders,
+		Steps: []resource.TestStep{{
+			Config: env.config(`data "qemuscheduler_placement" "app" {
+  name = "app-1"
+  vm_affinity {
+    tags = ["db"]
+  }
+}
+` + proxLB),
+			Check: resource.ComposeTestCheckFunc(
+				resource.TestCheckResourceAttr("data.qemuscheduler_placement.app", "node", "pve2"),
+				resource.TestCheckResourceAttr("data.qemuscheduler_placement.app", "candidates.0.reasons.0",
+					"VMAffinity: pve1 runs no guest tagged [db] (1 guest elsewhere)"),
+				func(s *terraform.State) error {
+					if n := s.RootModule().Resources[ds].Primary.Attributes["node"]; n == "pve1" {
+						return fmt.Errorf("lb-2 placed next to lb-1 on %s despite plb_anti_affinity_lb", n)
+					}
+					return nil
+				},
+			),
+		}, {
+			Config: env.providerBlock("honor_proxlb_tags = false") + proxLB,
+			Check:  resource.TestCheckResourceAttr(ds, "node", "pve1"),
+		}},
+	})
+}
+
+// Two provider processes apply count = 3 each with the same anti-affinity at once on six
+// nodes: they do not see each other's reservations, so keeping all six apart is not promised,
+// but both succeed with distinct ids.
+func TestAccVMGroupsConcurrentProcesses(t *testing.T) {
+	env := newAccEnv(t, bigNodeCluster(6), pvesim.WithTaskDuration(100*time.Millisecond))
+	sim := env.needsSim(t)
+	t.Run("both", func(t *testing.T) {
+		for _, run := range []string{"a", "b"} {
+			t.Run(run, func(t *testing.T) {
+				t.Parallel()
+				resource.Test(t, resource.TestCase{
+					ProtoV6ProviderFactories: map[string]func() (tfprotov6.ProviderServer, error){
+						"qemuscheduler": providerserver.NewProtocol6WithError(New("test")()),
+					},
+					Steps: []resource.TestStep{{
+						Config: env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
+  count  = 3
+  name   = "%s-${count.index}"
+  memory = 1024`+webAntiAffinity+`
+}`, run)),
+						Check: func(*terraform.State) error {
+							perNode, ids := guestsPerNode(sim, run+"-")
+							if len(ids) != 3 || len(perNode) != 3 {
+								return fmt.Errorf("run %s: ids %v on %v, want 3 on 3 nodes", run, ids, perNode)
+							}
+							return nil
+						},
+					}},
+				})
+			})
+		}
+	})
+}
+
+// Each mistake fails the plan on its attribute.
+func TestAccVMGroupsValidation(t *testing.T) {
+	env := newAccEnv(t, bigNodeCluster(3))
+	env.needsSim(t)
+	for _, tc := range []struct{ block, want string }{
+		{`vm_anti_affinity {
+    tags = []
+  }`, `Attribute vm_anti_affinity\[0\].tags list must contain at least 1 elements`},
+		{`vm_affinity {
+    tags   = ["web"]
+    weight = 101
+  }`, `Attribute vm_affinity\[0\].weight value must be between 1 and 100, got: 101`},
+		{`vm_affinity {
+    tags         = ["web"]
+    topology_key = "-zone"
+  }`, `vm_affinity\[0\].topology_key: "-zone"`},
+		{`topology_spread {
+    tags     = ["Web!"]
+  }`, `Attribute topology_spread\[0\].tags\[0\] must be a PVE tag`},
+		{`topology_spread {
+    tags     = ["web"]
+    max_skew = 0
+  }`, `Attribute topology_spread\[0\].max_skew value must be at least 1, got: 0`},
+		{`topology_spread {
+    tags               = ["web"]
+    when_unsatisfiable = "Sometimes"
+  }`, `Attribute topology_spread\[0\].when_unsatisfiable value must be one of`},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			resource.ParallelTest(t, resource.TestCase{
+				ProtoV6ProviderFactories: testProviders,
+				Steps: []resource.TestStep{{
+					Config: env.config(`resource "qemuscheduler_vm" "web" {
+  name = "web-1"
+  ` + tc.block + `
+}`),
+					PlanOnly:    true,
+					ExpectError: wrapped(tc.want),
+				}},
+			})
+		})
+	}
+}
