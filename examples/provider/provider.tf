@@ -43,6 +43,10 @@ provider "qemuscheduler" {
   # Also read "qemu-scheduler/labels: ..." and "qemu-scheduler/taints: ..." lines from each
   # node's Notes (needs Sys.Audit on /).
   read_node_notes = true
+
+  # ProxLB's guest tags (plb_anti_affinity_*, plb_affinity_*, plb_pin_*) are honoured unless
+  # this is false.
+  honor_proxlb_tags = true
 }
 
 variable "pve_api_token" {

@@ -3,6 +3,7 @@ package plugins
 import (
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
@@ -209,5 +210,26 @@ func TestTopologySpreadMissingKeyByKind(t *testing.T) {
 	_, err := p.Schedule(snap, strict, scheduler.Options{})
 	if want := `cannot place "web-1": 0/1 nodes are available: 1 node(s) have no label zone (topology_spread)`; err == nil || err.Error() != want {
 		t.Fatalf("DoNotSchedule: %v\nwant %s", err, want)
+	}
+}
+
+// A reservation whose guest the snapshot already lists is that guest, counted once: 101 is
+// created (stopped, its setup still running) and still reserved, so pve1 holds 1, not 2.
+func TestTopologySpreadReservedGuestCountsOnce(t *testing.T) {
+	created := tagged(101, "pve1", "web")
+	created.Status = "stopped"
+	snap := scheduler.Snapshot{Nodes: threeEqualNodes(), Guests: []scheduler.Guest{created, tagged(102, "pve2", "web")},
+		Reservations: []scheduler.Reservation{{VMID: 101, Node: "pve1", Name: "web-1", VCPUs: 1, MemoryMiB: 1024, Tags: []string{"web"}}}}
+	reqs := webRequests(1, func(r *scheduler.Request) { r.TopologySpread = spreadOf(TopologyNode, 1, DoNotSchedule, "web") })
+	d, err := mustProfile(scheduler.PluginConfig{}).Schedule(snap, reqs, scheduler.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(d.Placements[0].Candidates[0].Reasons, "; "); got != "TopologySpread: pve1 would hold 2 of [web], min 0, skew 2 > 1" {
+		t.Errorf("pve1: %s", got)
+	}
+	ns := scheduler.NodeInfos(&snap)
+	if len(ns[0].Guests) != 1 || ns[0].AllocMem != 1<<30 {
+		t.Errorf("pve1 lists %d guests, allocates %d bytes; want the reserved guest once, its 1 GiB counted", len(ns[0].Guests), ns[0].AllocMem)
 	}
 }

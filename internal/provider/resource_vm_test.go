@@ -4,12 +4,9 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework/providerserver"
-	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
@@ -326,34 +323,17 @@ func TestAccVMDriftAndOutsideChanges(t *testing.T) {
 func TestAccVMConcurrentApplies(t *testing.T) {
 	env := newAccEnv(t, equalCluster(), pvesim.WithTaskDuration(100*time.Millisecond))
 	sim := env.needsSim(t)
-	for _, run := range []string{"a", "b"} {
-		t.Run("run "+run, func(t *testing.T) {
-			t.Parallel()
-			resource.Test(t, resource.TestCase{
-				ProtoV6ProviderFactories: map[string]func() (tfprotov6.ProviderServer, error){
-					"qemuscheduler": providerserver.NewProtocol6WithError(New("test")()),
-				},
-				Steps: []resource.TestStep{{
-					Config: env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
+	applyConcurrently(t, []string{"a", "b"}, func(run string) string {
+		return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
   count = 5
   name  = "%s-${count.index}"
-}`, run)),
-					Check: func(*terraform.State) error {
-						mine := 0
-						for _, id := range sim.Guests() {
-							if g, _ := sim.Guest(id); strings.HasPrefix(g.Config["name"], run+"-") {
-								mine++
-							}
-						}
-						if mine != 5 {
-							return fmt.Errorf("run %s owns %d VMs, want 5", run, mine)
-						}
-						return nil
-					},
-				}},
-			})
-		})
-	}
+}`, run))
+	}, func(run string) error {
+		if _, ids := guestsPerNode(sim, run+"-"); len(ids) != 5 {
+			return fmt.Errorf("run %s owns %d VMs, want 5", run, len(ids))
+		}
+		return nil
+	})
 }
 
 func TestAccVMNetworkCloudInitAndReplace(t *testing.T) {

@@ -52,6 +52,15 @@ func wantPerNode(sim *pvesim.Server, prefix string, want map[string]int) resourc
 	}
 }
 
+// webVMs is a qemuscheduler_vm "web" with count VMs named prefix-N and the group policy body.
+func webVMs(prefix string, count int, body string) string {
+	return fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
+  count  = %d
+  name   = "%s-${count.index}"
+  memory = 1024%s
+}`, count, prefix, body)
+}
+
 const webAntiAffinity = `
   tags   = ["web"]
   vm_anti_affinity {
@@ -66,12 +75,8 @@ func TestAccVMGroupsAntiAffinityCountThree(t *testing.T) {
 	resource.ParallelTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testProviders,
 		Steps: []resource.TestStep{{
-			Config: env.config(`resource "qemuscheduler_vm" "web" {
-  count  = 3
-  name   = "web-${count.index}"
-  memory = 2048` + webAntiAffinity + `
-}`),
-			Check: wantPerNode(sim, "web-", map[string]int{"pve1": 1, "pve2": 1, "pve3": 1}),
+			Config: env.config(webVMs("web", 3, webAntiAffinity)),
+			Check:  wantPerNode(sim, "web-", map[string]int{"pve1": 1, "pve2": 1, "pve3": 1}),
 		}},
 	})
 }
@@ -97,21 +102,13 @@ func TestAccVMGroupsAntiAffinityTooMany(t *testing.T) {
 		resource.ParallelTest(t, resource.TestCase{
 			ProtoV6ProviderFactories: testProviders,
 			Steps: []resource.TestStep{{
-				Config: env.config(`resource "qemuscheduler_vm" "web" {
-  count  = 4
-  name   = "web-${count.index}"
-  memory = 2048` + webAntiAffinity + `
-}`),
+				Config:      env.config(webVMs("web", 4, webAntiAffinity)),
 				ExpectError: tooMany,
 			}, {
 				// Nothing half-created: three whole VMs, one per node, and the plan still
 				// wants the fourth.
-				Config: env.config(`resource "qemuscheduler_vm" "web" {
-  count  = 3
-  name   = "web-${count.index}"
-  memory = 2048` + webAntiAffinity + `
-}`),
-				Check: wantPerNode(sim, "web-", map[string]int{"pve1": 1, "pve2": 1, "pve3": 1}),
+				Config: env.config(webVMs("web", 3, webAntiAffinity)),
+				Check:  wantPerNode(sim, "web-", map[string]int{"pve1": 1, "pve2": 1, "pve3": 1}),
 			}},
 		})
 	})
@@ -131,12 +128,8 @@ func TestAccVMGroupsSpreadTwoTwoTwo(t *testing.T) {
 		resource.ParallelTest(t, resource.TestCase{
 			ProtoV6ProviderFactories: testProviders,
 			Steps: []resource.TestStep{{
-				Config: env.config(`resource "qemuscheduler_vm" "web" {
-  count  = 6
-  name   = "web-${count.index}"
-  memory = 2048` + spread + `
-}`),
-				Check: wantPerNode(sim, "web-", map[string]int{"pve1": 2, "pve2": 2, "pve3": 2}),
+				Config: env.config(webVMs("web", 6, spread)),
+				Check:  wantPerNode(sim, "web-", map[string]int{"pve1": 2, "pve2": 2, "pve3": 2}),
 			}},
 		})
 	})
@@ -242,32 +235,33 @@ func TestAccVMGroupsAffinityAndProxLB(t *testing.T) {
 func TestAccVMGroupsConcurrentProcesses(t *testing.T) {
 	env := newAccEnv(t, bigNodeCluster(6), pvesim.WithTaskDuration(100*time.Millisecond))
 	sim := env.needsSim(t)
-	t.Run("both", func(t *testing.T) {
-		for _, run := range []string{"a", "b"} {
-			t.Run(run, func(t *testing.T) {
-				t.Parallel()
-				resource.Test(t, resource.TestCase{
-					ProtoV6ProviderFactories: map[string]func() (tfprotov6.ProviderServer, error){
-						"qemuscheduler": providerserver.NewProtocol6WithError(New("test")()),
-					},
-					Steps: []resource.TestStep{{
-						Config: env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
-  count  = 3
-  name   = "%s-${count.index}"
-  memory = 1024`+webAntiAffinity+`
-}`, run)),
-						Check: func(*terraform.State) error {
-							perNode, ids := guestsPerNode(sim, run+"-")
-							if len(ids) != 3 || len(perNode) != 3 {
-								return fmt.Errorf("run %s: ids %v on %v, want 3 on 3 nodes", run, ids, perNode)
-							}
-							return nil
-						},
-					}},
-				})
-			})
+	applyConcurrently(t, []string{"a", "b"}, func(run string) string {
+		return env.config(webVMs(run, 3, webAntiAffinity))
+	}, func(run string) error {
+		if perNode, ids := guestsPerNode(sim, run+"-"); len(ids) != 3 || len(perNode) != 3 {
+			return fmt.Errorf("run %s: ids %v on %v, want 3 on 3 nodes", run, ids, perNode)
 		}
+		return nil
 	})
+}
+
+// applyConcurrently applies config(run) for every run at once, each in a provider process of
+// its own (so with reservations of its own), and checks each run once applied.
+func applyConcurrently(t *testing.T, runs []string, config func(run string) string, check func(run string) error) {
+	for _, run := range runs {
+		t.Run("run "+run, func(t *testing.T) {
+			t.Parallel()
+			resource.Test(t, resource.TestCase{
+				ProtoV6ProviderFactories: map[string]func() (tfprotov6.ProviderServer, error){
+					"qemuscheduler": providerserver.NewProtocol6WithError(New("test")()),
+				},
+				Steps: []resource.TestStep{{
+					Config: config(run),
+					Check:  func(*terraform.State) error { return check(run) },
+				}},
+			})
+		})
+	}
 }
 
 // Each mistake fails the plan on its attribute.

@@ -76,6 +76,15 @@ func buildNodeInfos(snap *Snapshot) ([]*NodeInfo, map[string]*NodeInfo) {
 		byName[n.Name] = infos[i]
 		index[n.Name] = i
 	}
+	// A reservation whose guest the snapshot lists already (created, its setup still running)
+	// is that guest: listed once, so that it counts once in its groups.
+	var listed map[int]*Guest
+	if len(snap.Reservations) > 0 {
+		listed = make(map[int]*Guest, len(snap.Reservations))
+		for _, r := range snap.Reservations {
+			listed[r.VMID] = nil
+		}
+	}
 	// Two passes over the guests, so that every node's list is a slice of one allocation.
 	at := make([]int32, len(snap.Guests))
 	counts := make([]int, len(snap.Nodes))
@@ -84,6 +93,9 @@ func buildNodeInfos(snap *Snapshot) ([]*NodeInfo, map[string]*NodeInfo) {
 		at[i] = -1
 		if g.Template {
 			continue
+		}
+		if _, ok := listed[g.VMID]; ok {
+			listed[g.VMID] = g
 		}
 		if n, ok := index[g.Node]; ok {
 			at[i] = int32(n)
@@ -101,9 +113,18 @@ func buildNodeInfos(snap *Snapshot) ([]*NodeInfo, map[string]*NodeInfo) {
 		}
 	}
 	for _, r := range snap.Reservations {
-		if ni, ok := byName[r.Node]; ok {
-			ni.add(r.guest())
+		ni, ok := byName[r.Node]
+		if !ok {
+			continue
 		}
+		if g := listed[r.VMID]; g != nil {
+			// Its size still counts while the listed guest's does not (stopped, unsized).
+			if !g.CountsForCapacity() {
+				ni.tally(r.guest())
+			}
+			continue
+		}
+		ni.add(r.guest())
 	}
 	return infos, byName
 }

@@ -9,6 +9,30 @@ data "qemuscheduler_placement" "web" {
     "node.qemu-scheduler/regex" = "pve[0-9]+"
     "vmid.qemu-scheduler/range" = "1000-1099"
   }
+
+  # The VMs will carry these tags: one web server per node, and near the database's zone if
+  # possible (zone is a node label from the provider's node blocks).
+  tags = ["web", "prod"]
+  vm_anti_affinity {
+    tags = ["web"] # topology_key defaults to "node"; no weight: required
+  }
+  vm_affinity {
+    tags         = ["db"]
+    topology_key = "zone"
+    weight       = 50 # a preference
+  }
+}
+
+# Six workers over the zones, at most one more in any zone than in the emptiest.
+data "qemuscheduler_placement" "workers" {
+  names = [for i in range(6) : "worker-${i}"]
+  tags  = ["worker"]
+  topology_spread {
+    tags               = ["worker"]
+    topology_key       = "zone"
+    max_skew           = 1
+    when_unsatisfiable = "DoNotSchedule" # or "ScheduleAnyway": a preference
+  }
 }
 
 # Feed any Proxmox resource, e.g. the bpg provider's VM:

@@ -6,6 +6,13 @@ resource "qemuscheduler_vm" "worker" {
   tags   = ["k8s", "worker"]
   # profile = "packing"   # a provider profile; placement_summary then names it
 
+  # Workers spread evenly over the nodes (count may exceed the node count); the tags above
+  # make each worker a member of the group.
+  topology_spread {
+    tags     = ["k8s", "worker"]
+    max_skew = 1
+  }
+
   annotations = {
     "node.qemu-scheduler/regex" = "pve[0-9]+"
     "vmid.qemu-scheduler/range" = "3000-3099"
