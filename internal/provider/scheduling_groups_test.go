@@ -105,10 +105,16 @@ func TestAccVMGroupsAntiAffinityTooMany(t *testing.T) {
 				Config:      env.config(webVMs("web", 4, webAntiAffinity)),
 				ExpectError: tooMany,
 			}, {
-				// Nothing half-created: three whole VMs, one per node, and the plan still
-				// wants the fourth.
-				Config: env.config(webVMs("web", 3, webAntiAffinity)),
-				Check:  wantPerNode(sim, "web-", map[string]int{"pve1": 1, "pve2": 1, "pve3": 1}),
+				// Nothing half-created: three whole VMs, one per node; planning again fails
+				// at plan time for the fourth.
+				PreConfig: func() {
+					if got, ids := guestsPerNode(sim, "web-"); fmt.Sprint(got) != "map[pve1:1 pve2:1 pve3:1]" || len(sim.Guests()) != 3 {
+						t.Errorf("after the failed apply: web-* per node %v (ids %v), %d guests in all", got, ids, len(sim.Guests()))
+					}
+				},
+				Config:      env.config(webVMs("web", 4, webAntiAffinity)),
+				PlanOnly:    true,
+				ExpectError: tooMany,
 			}},
 		})
 	})
