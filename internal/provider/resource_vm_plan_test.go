@@ -110,6 +110,13 @@ func TestModifyPlan(t *testing.T) {
 		{name: "sticky placement: annotations that now exclude the node only warn",
 			state: existingVM(), plan: withAnnotations(existingVM(), map[string]string{"node.qemu-scheduler/regex": "pve3"}),
 			wantWarning: []string{"VM 101 no longer fits its node", "web-1 on pve2", `NodeRegex: "pve2" does not match "pve3"`, "Placement is sticky"}},
+		{name: "sticky placement: a node selector the node no longer matches only warns",
+			state: existingVM(), plan: func() *vmModel {
+				m := existingVM()
+				m.NodeSelector = types.MapValueMust(types.StringType, map[string]attr.Value{"node.qemu-scheduler/name": types.StringValue("pve3")})
+				return m
+			}(),
+			wantWarning: []string{"VM 101 no longer fits its node", "NodeSelector: label node.qemu-scheduler/name=pve2, node_selector node.qemu-scheduler/name=pve3", "Placement is sticky"}},
 		{name: "migration to an offline node fails the plan",
 			state: existingVM(), plan: func() *vmModel { m := existingVM(); m.Node = types.StringValue("pve4"); return m }(),
 			wantError: []string{"Cannot migrate to pve4", "NodeOnline"}},
