@@ -155,7 +155,7 @@ func (d *placementDataSource) Read(ctx context.Context, req datasource.ReadReque
 	decision, err := profile.Schedule(snap, reqs, scheduler.Options{Sticky: true})
 	if err != nil {
 		tflog.SubsystemInfo(ctx, logSubsystem, "no placement", map[string]any{"error": err.Error()})
-		addSchedulerError(&resp.Diagnostics, err)
+		addSchedulerError(&resp.Diagnostics, underProfile(err, m.Profile))
 		return
 	}
 	m.fill(ctx, decision, &resp.Diagnostics)

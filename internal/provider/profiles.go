@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -38,7 +39,7 @@ const profileDescription = "A named scheduler profile (kube-scheduler's `schedul
 
 const profileAttrDescription = "The provider `profile` (by name) whose plugin config applies under this object's own `plugin_config_yaml` " +
 	"and `plugin_config`, kube-scheduler's `schedulerName`. Omitted or `\"default\"`: no profile layer. An unknown name is a plan error " +
-	"listing the defined ones. The profile's name ends the summary."
+	"listing the defined ones. The profile's name ends the summary and any \"no placement\" error."
 
 func providerProfileBlock() providerschema.Block {
 	return providerschema.ListNestedBlock{
@@ -132,6 +133,18 @@ func profileName(profile types.String) string {
 		return defaultProfile
 	}
 	return profile.ValueString()
+}
+
+// underProfile names the profile under which no node was found, when one is named.
+func underProfile(err error, profile types.String) error {
+	var ue *scheduler.UnschedulableError
+	name := profileName(profile)
+	if name == defaultProfile || !errors.As(err, &ue) {
+		return err
+	}
+	named := *ue
+	named.Message += " (profile " + name + ")"
+	return &named
 }
 
 // withProfile names the profile that decided at the end of a placement summary; the default

@@ -110,6 +110,8 @@ func TestAccProfileErrors(t *testing.T) {
 		{"duplicate name", "profile {\n name = \"pack\"\n}\nprofile {\n name = \"pack\"\n}", ``, `profile "pack" is defined twice (profile blocks 0 and 1)`},
 		{"profile YAML mistake", "profile {\n name = \"pack\"\n plugin_config_yaml = \"scores: {MostAlocated: {}}\"\n}", ``,
 			`unknown score plugin "MostAlocated"`},
+		{"no node under a profile says which", "profile {\n name = \"tight\"\n}", "profile = \"tight\"\nmemory = 114688",
+			`0/4 nodes are available: 3 node(s) exceeded memory overcommit ratio 1, 1 node(s) were offline (profile tight)`},
 		{"profile block mistake", "profile {\n name = \"pack\"\n" + ratioBlock("-1") + "\n}", ``,
 			`arg ratio must be a positive number, got "-1"`},
 	}

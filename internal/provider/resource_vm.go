@@ -126,7 +126,7 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 			_, err = profile.Schedule(snap, []scheduler.Request{schedReq}, scheduler.Options{})
 		}
 		if err != nil {
-			addSchedulerError(&resp.Diagnostics, err)
+			addSchedulerError(&resp.Diagnostics, underProfile(err, plan.Profile))
 		}
 		return
 	}
@@ -195,7 +195,7 @@ func (r *vmResource) Create(ctx context.Context, req resource.CreateRequest, res
 		if errors.As(err, &pe) {
 			resp.Diagnostics.AddError("Cannot read the Proxmox VE cluster", err.Error())
 		} else {
-			addSchedulerError(&resp.Diagnostics, err)
+			addSchedulerError(&resp.Diagnostics, underProfile(err, plan.Profile))
 		}
 		return
 	default:
