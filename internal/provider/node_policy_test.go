@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 
@@ -218,7 +219,7 @@ func TestNodePolicyNotesOffRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := &providerData{client: client, nodes: newNodePolicy(map[string]nodelabels.Set{"pve3": {Taints: []scheduler.Taint{{Key: "gpu", Effect: "NoSchedule"}}}}, nil)}
-	snap, err := data.freshSnapshot(context.Background())
+	snap, err := data.snapshotSince(context.Background(), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

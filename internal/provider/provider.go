@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -39,7 +40,12 @@ func New(version string) func() provider.Provider {
 	return func() provider.Provider { return &qemuProvider{version: version} }
 }
 
-type qemuProvider struct{ version string }
+type qemuProvider struct {
+	version string
+	// snapshotAge replaces defaultSnapshotAge when set: tests that count requests make it
+	// longer than any run, so that the counts do not depend on the machine's speed.
+	snapshotAge time.Duration
+}
 
 type providerModel struct {
 	Endpoint         types.String       `tfsdk:"endpoint"`
@@ -213,7 +219,10 @@ func (p *qemuProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 	}
 	tflog.Debug(ctx, "configured Proxmox VE client", map[string]any{"endpoint": cfg.Endpoint, "api_token": cfg.APIToken})
 	data := &providerData{client: client, defaults: scheduler.MergePluginConfigs(plugins.ProxLBConfig(!m.HonorProxLBTags.Equal(types.BoolValue(false))), yamlCfg, blockCfg),
-		profiles: profiles, ledger: reservations.New(), nodes: newNodePolicy(blocks, notes)}
+		profiles: profiles, ledger: reservations.New(), nodes: newNodePolicy(blocks, notes), maxAge: p.snapshotAge}
+	if data.maxAge == 0 {
+		data.maxAge = defaultSnapshotAge
+	}
 	resp.DataSourceData = data
 	resp.ResourceData = data
 }

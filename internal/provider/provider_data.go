@@ -14,9 +14,12 @@ import (
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
-// snapshotTTL is how long a snapshot serves reads: long enough for the data sources of one
-// plan to share it, short enough that it never outlives an operation. Writes invalidate it.
-const snapshotTTL = 2 * time.Second
+// defaultSnapshotAge is how long one read of the cluster view serves this process's reads
+// and decisions: long enough for the data sources of a plan and a wave of parallel creates to
+// share it, short enough that other actors' changes show soon. Writes of this process do not
+// shorten it: the ledger holds the placements it made until a view read after them shows
+// them, and decisions made again because the view proved out of date read it anew.
+const defaultSnapshotAge = 2 * time.Second
 
 // providerData is what Configure hands to data sources and resources.
 type providerData struct {
@@ -30,33 +33,67 @@ type providerData struct {
 	// nodes gives every snapshot's nodes their labels and taints.
 	nodes *nodePolicy
 
-	mu       sync.Mutex
-	cached   *scheduler.Snapshot
-	cachedAt time.Time
+	// maxAge is how long a cluster view is shared (defaultSnapshotAge).
+	maxAge time.Duration
+
+	mu     sync.Mutex
+	cached *scheduler.Snapshot
 }
 
-// snapshot returns a recent snapshot, shared by reads within snapshotTTL.
+// snapshot returns a recent view of the cluster, shared by reads and decisions within maxAge.
 func (p *providerData) snapshot(ctx context.Context) (scheduler.Snapshot, error) {
+	return p.snapshotSince(ctx, time.Now().Add(-p.maxAge))
+}
+
+// snapshotSince returns a view of the cluster read after since, its nodes labelled and
+// tainted: the shared one if it is recent enough, else a new read, which becomes the shared
+// one. Callers that need a read at the same time wait for one read.
+func (p *providerData) snapshotSince(ctx context.Context, since time.Time) (scheduler.Snapshot, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.cached != nil && time.Since(p.cachedAt) < snapshotTTL {
+	if p.cached != nil && p.cached.ReadAt.After(since) {
 		return *p.cached, nil
 	}
-	snap, err := p.freshSnapshot(ctx)
-	if err != nil {
-		return scheduler.Snapshot{}, err
-	}
-	p.cached, p.cachedAt = &snap, time.Now()
-	return snap, nil
-}
-
-// freshSnapshot reads the cluster now, its nodes labelled and tainted.
-func (p *providerData) freshSnapshot(ctx context.Context) (scheduler.Snapshot, error) {
 	snap, err := p.client.Snapshot(ctx)
 	if err != nil {
 		return scheduler.Snapshot{}, withTLSHint(err)
 	}
 	p.nodes.apply(ctx, &snap)
+	p.cached = &snap
+	return snap, nil
+}
+
+// nodeView is the shared view of the cluster with node's guests read now: what the look
+// again at a node after a create needs, for the price of the node's two guest lists rather
+// than the whole cluster's view.
+func (p *providerData) nodeView(ctx context.Context, node string) (scheduler.Snapshot, error) {
+	snap, err := p.snapshot(ctx)
+	if err != nil {
+		return scheduler.Snapshot{}, err
+	}
+	fresh, err := p.client.NodeGuests(ctx, node)
+	if err != nil {
+		return scheduler.Snapshot{}, err
+	}
+	// The lists do not name pools: keep what the view knows.
+	pools := map[int]string{}
+	for _, g := range snap.Guests {
+		if g.Node == node {
+			pools[g.VMID] = g.Pool
+		}
+	}
+	onNode := make(map[int]bool, len(fresh))
+	for i := range fresh {
+		fresh[i].Pool = pools[fresh[i].VMID]
+		onNode[fresh[i].VMID] = true
+	}
+	guests := make([]scheduler.Guest, 0, len(snap.Guests)+len(fresh))
+	for _, g := range snap.Guests {
+		if g.Node != node && !onNode[g.VMID] {
+			guests = append(guests, g)
+		}
+	}
+	snap.Guests = append(guests, fresh...)
 	return snap, nil
 }
 
@@ -71,7 +108,8 @@ func withTLSHint(err error) error {
 		"(%s=true) to skip verification in a lab", err, envInsecure)
 }
 
-// invalidate drops the cached snapshot; every write calls it.
+// invalidate drops the shared view: after a write the ledger does not cover (an update, which
+// may migrate or resize a VM), the next read is made anew.
 func (p *providerData) invalidate() {
 	p.mu.Lock()
 	defer p.mu.Unlock()

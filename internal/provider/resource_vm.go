@@ -164,7 +164,6 @@ func (r *vmResource) Create(ctx context.Context, req resource.CreateRequest, res
 		return
 	}
 	ctx = tflog.NewSubsystem(ctx, logSubsystem)
-	defer r.data.invalidate()
 	prov := &provision.Provisioner{
 		Client: &vmClient{r: r, g: guest}, Ledger: r.data.ledger, Request: schedReq, Clone: plan.Clone != nil,
 		Decide: func(snap scheduler.Snapshot) (scheduler.Placement, error) {
@@ -224,7 +223,7 @@ func (r *vmResource) Read(ctx context.Context, req resource.ReadRequest, resp *r
 		return
 	}
 	vmid := int(state.VMID.ValueInt64())
-	vm, err := r.findVM(ctx, vmid)
+	vm, err := r.data.readVM(ctx, vmid, state.Node.ValueString())
 	if errors.Is(err, proxmox.ErrNotFound) {
 		tflog.Warn(ctx, "VM is gone; removing it from state", map[string]any{"vmid": vmid})
 		resp.State.RemoveResource(ctx)
@@ -263,7 +262,6 @@ func (r *vmResource) Update(ctx context.Context, req resource.UpdateRequest, res
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	defer r.data.invalidate()
-	c := r.data.client
 	vmid := int(state.VMID.ValueInt64())
 	node := state.Node.ValueString()
 	want := plan.vmConfig(ctx, &resp.Diagnostics)
@@ -278,8 +276,12 @@ func (r *vmResource) Update(ctx context.Context, req resource.UpdateRequest, res
 	// Record what PVE now has, even after a timeout: a migration may have finished.
 	cleanupCtx, cancelCleanup := provision.CleanupContext(ctx)
 	defer cancelCleanup()
-	if at, lerr := c.LocateVM(cleanupCtx, vmid); lerr == nil {
-		node = at
+	expected := node
+	if known(plan.Node) {
+		expected = plan.Node.ValueString()
+	}
+	if vm, rerr := r.data.readVM(cleanupCtx, vmid, expected); rerr == nil {
+		node = vm.Node
 	}
 	r.readBack(cleanupCtx, &plan, node, vmid, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
@@ -295,42 +297,21 @@ func (r *vmResource) Delete(ctx context.Context, req resource.DeleteRequest, res
 	resp.Diagnostics.Append(d...)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	defer r.data.invalidate()
 	vmid := int(state.VMID.ValueInt64())
 	c := r.data.client
-	node, err := c.LocateVM(ctx, vmid)
+	vm, err := r.data.readVM(ctx, vmid, state.Node.ValueString())
 	if errors.Is(err, proxmox.ErrNotFound) {
 		return
 	}
-	if err == nil {
-		var vm *proxmox.VM
-		if vm, err = c.GetVM(ctx, node, vmid); err == nil && vm.Status == "running" {
-			err = c.ShutdownVM(ctx, node, vmid, timeout/2)
-		}
+	if err == nil && vm.Status == "running" {
+		err = c.ShutdownVM(ctx, vm.Node, vmid, timeout/2)
 	}
 	if err == nil {
-		err = c.DeleteVM(ctx, node, vmid)
+		err = c.DeleteVM(ctx, vm.Node, vmid)
 	}
 	if err != nil && !errors.Is(err, proxmox.ErrNotFound) {
 		resp.Diagnostics.AddError(fmt.Sprintf("Cannot delete VM %d", vmid), err.Error())
 	}
-}
-
-// findVM reads a VM wherever it runs. A VM that migrates between the lookup and the read is
-// looked up once more; ErrNotFound means it is gone.
-func (r *vmResource) findVM(ctx context.Context, vmid int) (*proxmox.VM, error) {
-	var vm *proxmox.VM
-	var err error
-	for try := 0; try < 2; try++ {
-		var node string
-		if node, err = r.data.client.LocateVM(ctx, vmid); err != nil {
-			return nil, err
-		}
-		if vm, err = r.data.client.GetVM(ctx, node, vmid); !errors.Is(err, proxmox.ErrNotFound) {
-			break
-		}
-	}
-	return vm, err
 }
 
 // timeoutTypes is the object type of the timeouts block.
@@ -338,16 +319,16 @@ var timeoutTypes = map[string]attr.Type{"create": types.StringType, "update": ty
 
 // ImportState accepts "123" or "pve2/123". The VM's disks and NICs become managed blocks.
 func (r *vmResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	idText := req.ID
-	if _, after, ok := strings.Cut(idText, "/"); ok {
-		idText = after
+	node, idText, ok := strings.Cut(req.ID, "/")
+	if !ok {
+		node, idText = "", req.ID
 	}
 	vmid, err := strconv.Atoi(idText)
 	if err != nil || vmid < scheduler.MinVMID || vmid > scheduler.MaxVMID {
 		resp.Diagnostics.AddError("Invalid import ID", fmt.Sprintf("%q is not a VMID; use 123 or node/123, e.g. pve2/123.", req.ID))
 		return
 	}
-	vm, err := r.findVM(ctx, vmid)
+	vm, err := r.data.readVM(ctx, vmid, node)
 	if err != nil {
 		resp.Diagnostics.AddError(fmt.Sprintf("Cannot import VM %d", vmid), err.Error())
 		return

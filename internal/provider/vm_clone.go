@@ -62,16 +62,7 @@ func (r *vmResource) cloneSource(ctx context.Context, c *cloneModel, diags *diag
 	if c == nil || c.SourceVMID.IsUnknown() {
 		return nil
 	}
-	vmid := int(c.SourceVMID.ValueInt64())
-	node := c.SourceNode.ValueString()
-	var err error
-	if node == "" {
-		node, err = r.data.client.LocateVM(ctx, vmid)
-	}
-	var src *proxmox.VM
-	if err == nil {
-		src, err = r.data.client.GetVM(ctx, node, vmid)
-	}
+	src, err := r.data.readVM(ctx, int(c.SourceVMID.ValueInt64()), c.SourceNode.ValueString())
 	if err != nil {
 		diags.AddAttributeError(path.Root("clone").AtName("source_vmid"), "Cannot read the clone source", err.Error())
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"time"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provision"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
@@ -28,12 +29,18 @@ type vmClient struct {
 	g *newGuest
 }
 
-func (c *vmClient) Snapshot(ctx context.Context) (scheduler.Snapshot, error) {
-	return c.r.data.freshSnapshot(ctx)
+func (c *vmClient) Snapshot(ctx context.Context, fresh bool) (scheduler.Snapshot, error) {
+	if fresh {
+		return c.r.data.snapshotSince(ctx, time.Now())
+	}
+	return c.r.data.snapshot(ctx)
+}
+
+func (c *vmClient) NodeView(ctx context.Context, node string) (scheduler.Snapshot, error) {
+	return c.r.data.nodeView(ctx, node)
 }
 
 func (c *vmClient) Create(ctx context.Context, p scheduler.Placement) error {
-	defer c.r.data.invalidate()
 	err := c.r.createGuest(ctx, c.g, p)
 	if err == nil && c.g.m.Clone != nil {
 		// A clone takes its source's tags; a VM from scratch was created with the mark.
@@ -45,12 +52,10 @@ func (c *vmClient) Create(ctx context.Context, p scheduler.Placement) error {
 }
 
 func (c *vmClient) Confirm(ctx context.Context, p scheduler.Placement) error {
-	defer c.r.data.invalidate()
 	return c.r.setMark(ctx, p.Node, p.VMID, proxmox.PendingTag)
 }
 
 func (c *vmClient) Delete(ctx context.Context, node string, vmid int) error {
-	defer c.r.data.invalidate()
 	return c.r.data.client.DeleteVM(ctx, node, vmid)
 }
 
@@ -72,7 +77,7 @@ func (r *vmResource) setMark(ctx context.Context, node string, vmid int, mark st
 }
 
 func (c *vmClient) Find(ctx context.Context, vmid int) (provision.Guest, error) {
-	vm, err := c.r.findVM(ctx, vmid)
+	vm, err := c.r.data.readVM(ctx, vmid, "")
 	if err != nil {
 		return provision.Guest{}, err
 	}

@@ -22,8 +22,14 @@ import (
 
 // Client is what the loop needs from PVE.
 type Client interface {
-	// Snapshot reads the cluster for a decision.
-	Snapshot(ctx context.Context) (scheduler.Snapshot, error)
+	// Snapshot reads the cluster for a decision: a recent view shared with this process's
+	// other decisions and reads may serve (the ledger holds what it does not show yet),
+	// unless fresh asks for a read made now: the decision is made again because the cluster
+	// proved the last view out of date.
+	Snapshot(ctx context.Context, fresh bool) (scheduler.Snapshot, error)
+	// NodeView is a recent view of the cluster with node's guests read now, for the look
+	// again at the chosen node after a create.
+	NodeView(ctx context.Context, node string) (scheduler.Snapshot, error)
 	// Create sends the create (or clone) request for the placement and waits for its task.
 	// The guest carries proxmox.ClaimTag from then on.
 	Create(ctx context.Context, p scheduler.Placement) error
@@ -90,8 +96,10 @@ const unsureRetries = 2
 func (p *Provisioner) Run(ctx context.Context) (Result, error) {
 	// Nodes that answered "offline" to this create: the cluster view may not say so yet.
 	offline := map[string]bool{}
+	fresh := false
 	snapshot := func(ctx context.Context) (scheduler.Snapshot, error) {
-		snap, err := p.Client.Snapshot(ctx)
+		snap, err := p.Client.Snapshot(ctx, fresh)
+		snap.Nodes = slices.Clone(snap.Nodes) // the view may be shared
 		for i := range snap.Nodes {
 			if offline[snap.Nodes[i].Name] {
 				snap.Nodes[i].Online = false
@@ -105,6 +113,7 @@ func (p *Provisioner) Run(ctx context.Context) (Result, error) {
 		if attempt > 1 && !p.sleep(ctx, backoff(attempt)) {
 			return Result{Attempts: attempt - 1}, fmt.Errorf("%w (gave up deciding again: %w)", lastErr, ctx.Err())
 		}
+		fresh = attempt > 1
 		var placement scheduler.Placement
 		_, err := p.Ledger.Decide(ctx, snapshot, func(snap scheduler.Snapshot) (scheduler.Reservation, error) {
 			var err error
@@ -350,7 +359,7 @@ func (p *Provisioner) claim(ctx context.Context, pl scheduler.Placement) ([]stri
 // recheck runs the hard filters on pl's node with the younger claims left out: unconfirmed
 // ones only, or all of them once this claim is confirmed.
 func (p *Provisioner) recheck(ctx context.Context, pl scheduler.Placement, confirmed bool) ([]string, error) {
-	snap, err := p.Client.Snapshot(ctx)
+	snap, err := p.Client.NodeView(ctx, pl.Node)
 	if err != nil {
 		return nil, fmt.Errorf("checking node %s again after creating VM %d: %w", pl.Node, pl.VMID, err)
 	}

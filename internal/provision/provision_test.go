@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -22,7 +23,8 @@ type fakeCluster struct {
 	guests    map[int]fakeGuest
 	creates   []scheduler.Placement
 	createErr func(p scheduler.Placement, n int) error
-	snapshots int
+	fresh     []bool // the fresh argument of each decision's Snapshot
+	nodeViews int
 }
 
 type fakeGuest struct {
@@ -37,10 +39,10 @@ func newFake(nodes ...string) *fakeCluster {
 	return &fakeCluster{nodes: nodes, guests: map[int]fakeGuest{}}
 }
 
-func (f *fakeCluster) Snapshot(context.Context) (scheduler.Snapshot, error) {
+func (f *fakeCluster) Snapshot(_ context.Context, fresh bool) (scheduler.Snapshot, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.snapshots++
+	f.fresh = append(f.fresh, fresh)
 	var snap scheduler.Snapshot
 	for _, n := range f.nodes {
 		snap.Nodes = append(snap.Nodes, scheduler.Node{Name: n, Online: true, MaxCPU: 8, MaxMem: 16 << 30})
@@ -54,6 +56,16 @@ func (f *fakeCluster) Snapshot(context.Context) (scheduler.Snapshot, error) {
 			Lock: g.lock, Tags: g.tags, Pending: proxmox.Pending(g.lock, g.tags), CPUs: 1, MaxMem: 512 << 20})
 	}
 	return snap, nil
+}
+
+// NodeView is always read now.
+func (f *fakeCluster) NodeView(ctx context.Context, _ string) (scheduler.Snapshot, error) {
+	snap, err := f.Snapshot(ctx, true)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fresh = f.fresh[:len(f.fresh)-1]
+	f.nodeViews++
+	return snap, err
 }
 
 func (f *fakeCluster) Create(_ context.Context, p scheduler.Placement) error {
@@ -175,6 +187,10 @@ func TestRunCreatesSetsUpAndReleases(t *testing.T) {
 	if r := inFlight(t, ledger); len(r) != 0 {
 		t.Errorf("after Run the ledger still holds %v", r)
 	}
+	// A first decision may use a view shared with other decisions.
+	if !reflect.DeepEqual(f.fresh, []bool{false}) {
+		t.Errorf("decisions asked fresh views %v, want [false]", f.fresh)
+	}
 }
 
 func TestRunDecidesAgainWhenTheIDIsTaken(t *testing.T) {
@@ -197,6 +213,10 @@ func TestRunDecidesAgainWhenTheIDIsTaken(t *testing.T) {
 	}
 	if g := f.guests[100]; g.name != "outsider" {
 		t.Errorf("the outsider's VM 100 was touched: %+v", g)
+	}
+	// "Already exists" proved the view out of date: the decisions after it read the cluster now.
+	if !reflect.DeepEqual(f.fresh, []bool{false, true, true}) {
+		t.Errorf("decisions asked fresh views %v, want [false true true]", f.fresh)
 	}
 }
 
@@ -534,6 +554,10 @@ func TestClaimYoungerBacksOff(t *testing.T) {
 			}
 			if g := f.guests[res.Placement.VMID]; len(g.tags) != 1 || g.tags[0] != proxmox.PendingTag {
 				t.Errorf("the kept guest carries %v, want the pending mark only", g.tags)
+			}
+			// Both rounds read the node, not the whole cluster.
+			if tc.wantStay && (f.nodeViews != 2 || len(f.fresh) != 1) {
+				t.Errorf("%d node views and %d decision snapshots, want 2 and 1", f.nodeViews, len(f.fresh))
 			}
 		})
 	}

@@ -2,10 +2,14 @@ package proxmox_test
 
 import (
 	"context"
+	"errors"
+	"reflect"
 	"testing"
 	"time"
 
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
 // Writes without parameters (start, stop) send no body: PVE 6 and strict proxies refuse the
@@ -25,5 +29,28 @@ func TestWritesWithoutParametersSendNoBody(t *testing.T) {
 	}
 	if g, _ := s.Guest(103); g.Status != "stopped" {
 		t.Fatalf("status %q after stop", g.Status)
+	}
+}
+
+// NodeGuests reads one node's guests from its two lists, without the cluster view.
+func TestNodeGuests(t *testing.T) {
+	s := pvesim.NewTestServer(t, lab(t))
+	c := newClient(t, s)
+	guests, err := c.NodeGuests(context.Background(), "pve2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []scheduler.Guest{
+		{VMID: 102, Node: "pve2", Name: "monitoring", Type: scheduler.GuestQEMU, Status: "running", CPUs: 4, MaxMem: 8192 << 20, Tags: []string{"ops"}},
+		{VMID: 200, Node: "pve2", Name: "dns", Type: scheduler.GuestLXC, Status: "running", CPUs: 1, MaxMem: 512 << 20, Tags: []string{"infra"}},
+	}
+	if !reflect.DeepEqual(guests, want) {
+		t.Errorf("guests:\n got %+v\nwant %+v", guests, want)
+	}
+	if n := s.Requests("GET /cluster/resources"); n != 0 {
+		t.Errorf("%d cluster reads, want 0", n)
+	}
+	if _, err := c.NodeGuests(context.Background(), "pve4"); !errors.Is(err, proxmox.ErrNodeOffline) {
+		t.Errorf("offline node: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ package reservations
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
@@ -14,18 +15,22 @@ import (
 type Ledger struct {
 	mu       sync.Mutex
 	inFlight map[int]scheduler.Reservation
+	// released are in-flight reservations whose create has ended, with when: they go once a
+	// snapshot read after that shows the outcome.
+	released map[int]time.Time
 	// used are ids PVE said exist although our snapshot did not show them yet.
 	used map[int]struct{}
 }
 
 // New returns an empty ledger.
 func New() *Ledger {
-	return &Ledger{inFlight: map[int]scheduler.Reservation{}, used: map[int]struct{}{}}
+	return &Ledger{inFlight: map[int]scheduler.Reservation{}, released: map[int]time.Time{}, used: map[int]struct{}{}}
 }
 
-// Decide runs one decision under the ledger's lock: read a fresh snapshot, add the in-flight
-// reservations and the ids known used, decide, and reserve the result before unlocking.
-// The lock covers only this: no PVE task runs under it, so creates proceed in parallel.
+// Decide runs one decision under the ledger's lock: read a snapshot (which may be a recent
+// one shared with other decisions), add the in-flight reservations and the ids known used,
+// decide, and reserve the result before unlocking. The lock covers only this: no PVE task
+// runs under it, so creates proceed in parallel.
 func (l *Ledger) Decide(ctx context.Context, snapshot func(context.Context) (scheduler.Snapshot, error),
 	decide func(scheduler.Snapshot) (scheduler.Reservation, error)) (scheduler.Reservation, error) {
 	l.mu.Lock()
@@ -33,6 +38,12 @@ func (l *Ledger) Decide(ctx context.Context, snapshot func(context.Context) (sch
 	snap, err := snapshot(ctx)
 	if err != nil {
 		return scheduler.Reservation{}, err
+	}
+	for id, at := range l.released {
+		if snap.ReadAt.IsZero() || snap.ReadAt.After(at) {
+			delete(l.inFlight, id)
+			delete(l.released, id)
+		}
 	}
 	// An id the snapshot shows as a guest needs no entry of ours any more; should that guest
 	// be deleted later, the id is free again.
@@ -81,11 +92,15 @@ func (l *Ledger) addTo(snap *scheduler.Snapshot) {
 	snap.Reservations = out
 }
 
-// Release ends a reservation: the guest now exists (PVE shows it) or its create failed.
+// Release ends a reservation: its guest now exists, or its create failed. Decisions on a
+// snapshot read before now still see it (a snapshot read without a time counts as read now),
+// so that a snapshot shared between decisions never hides a guest this process made.
 func (l *Ledger) Release(vmid int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	delete(l.inFlight, vmid)
+	if _, ok := l.inFlight[vmid]; ok {
+		l.released[vmid] = time.Now()
+	}
 }
 
 // MarkUsed ends the reservation of vmid because PVE refused it as already existing, and keeps
@@ -94,5 +109,6 @@ func (l *Ledger) MarkUsed(vmid int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.inFlight, vmid)
+	delete(l.released, vmid)
 	l.used[vmid] = struct{}{}
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/plugins"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
@@ -38,6 +39,11 @@ func snapshotOf(guests ...int) func(context.Context) (scheduler.Snapshot, error)
 		}
 		return s, nil
 	}
+}
+
+// snapshotAt is an empty cluster read at t.
+func snapshotAt(t time.Time) func(context.Context) (scheduler.Snapshot, error) {
+	return func(context.Context) (scheduler.Snapshot, error) { return scheduler.Snapshot{ReadAt: t}, nil }
 }
 
 // reservedIDs returns the ids a decision would be shown as reserved, sorted.
@@ -147,6 +153,11 @@ func TestReleaseAndMarkUsed(t *testing.T) {
 		{name: "marked used, snapshot lags", act: func(l *Ledger) { l.MarkUsed(100) }, snapshot: snapshotOf(), wantShown: []int{100}, wantNextID: 101},
 		{name: "marked used, snapshot shows the guest", act: func(l *Ledger) { l.MarkUsed(100) }, snapshot: snapshotOf(100), wantShown: nil, wantNextID: 101},
 		{name: "release of an unknown id", act: func(l *Ledger) { l.Release(555) }, snapshot: snapshotOf(), wantShown: []int{100}, wantNextID: 101},
+		// A snapshot shared between decisions may predate the create: the guest is not in it.
+		{name: "released, snapshot read before", act: func(l *Ledger) { l.Release(100) }, snapshot: snapshotAt(time.Now().Add(-time.Second)),
+			wantShown: []int{100}, wantNextID: 101},
+		{name: "released, snapshot read after", act: func(l *Ledger) { l.Release(100) }, snapshot: snapshotAt(time.Now().Add(time.Second)),
+			wantShown: nil, wantNextID: 100},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,5 +1,7 @@
 package scheduler
 
+import "time"
+
 // Annotation keys understood by the reference plugins (same keys as CAPPX's qemu-scheduler).
 const (
 	AnnotationNodeRegex = "node.qemu-scheduler/regex"
@@ -38,6 +40,8 @@ type Snapshot struct {
 	// Reservations are placements decided by this process whose guests may not exist yet.
 	// They use their VMID and debit their node's capacity like a running guest.
 	Reservations []Reservation
+	// ReadAt is when the cluster read began (zero: unknown): what PVE did before it shows.
+	ReadAt time.Time
 }
 
 // IDBounds bound the default VMID: Lower inclusive, Upper exclusive.

@@ -1,0 +1,52 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
+)
+
+// readVM reads VM vmid where it is now. It asks node first when one is known (where the
+// state last saw the VM): refreshing VMs that stayed put reads no cluster view at all. Else,
+// or when the VM is not there, it looks the VM up in the shared cluster view, and in a view
+// read from now on when that one cannot tell: the VM is not where the view says, or no node
+// was known, so the VM may be younger than the view. A VM known to exist (node given) that a
+// recent view does not list is gone: ErrNotFound.
+func (p *providerData) readVM(ctx context.Context, vmid int, node string) (*proxmox.VM, error) {
+	start := time.Now()
+	var err error
+	if node != "" {
+		var vm *proxmox.VM
+		if vm, err = p.client.GetVM(ctx, node, vmid); !errors.Is(err, proxmox.ErrNotFound) && !errors.Is(err, proxmox.ErrNodeOffline) {
+			return vm, err
+		}
+	}
+	views := []time.Time{start.Add(-p.maxAge), start}
+	if node == "" {
+		views = views[1:]
+	}
+	tried := node
+	for i, since := range views {
+		snap, serr := p.snapshotSince(ctx, since)
+		if serr != nil {
+			return nil, serr
+		}
+		at, lerr := proxmox.LocateIn(snap, vmid)
+		switch {
+		case lerr != nil:
+			return nil, lerr
+		case at == tried && errors.Is(err, proxmox.ErrNodeOffline):
+			return nil, err
+		case at == tried && i < len(views)-1 && !snap.ReadAt.After(start):
+			continue // the view predates the move that took the VM away from there
+		}
+		var vm *proxmox.VM
+		if vm, err = p.client.GetVM(ctx, at, vmid); !errors.Is(err, proxmox.ErrNotFound) {
+			return vm, err
+		}
+		tried = at // it moved on since the view was read
+	}
+	return nil, err
+}
