@@ -8,9 +8,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
-	dsschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
-	rschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -74,81 +72,26 @@ var (
 	groupTopologyKey = stringSpec{description: topologyKeyDescription, validators: []validator.String{topologyKeyCheck}}
 )
 
-// groupTermAttributes are the attributes of vm_affinity and vm_anti_affinity, built by the
-// constructors of either schema package (their attribute types differ, their settings do not).
-func groupTermAttributes[A any](list func(listSpec) A, str func(stringSpec) A, i64 func(int64Spec) A) map[string]A {
+// groupTermAttributes are the attributes of vm_affinity and vm_anti_affinity.
+func groupTermAttributes[A, B any](k schemaKit[A, B]) map[string]A {
 	return map[string]A{
-		"tags":         list(groupTags),
-		"topology_key": str(groupTopologyKey),
-		"weight":       i64(int64Spec{description: weightDescription, validators: []validator.Int64{int64validator.Between(1, 100)}}),
+		"tags":         k.list(groupTags),
+		"topology_key": k.str(groupTopologyKey),
+		"weight":       k.i64(int64Spec{description: weightDescription, validators: []validator.Int64{int64validator.Between(1, 100)}}),
 	}
 }
 
 // spreadAttributes are the attributes of topology_spread.
-func spreadAttributes[A any](list func(listSpec) A, str func(stringSpec) A, i64 func(int64Spec) A) map[string]A {
+func spreadAttributes[A, B any](k schemaKit[A, B]) map[string]A {
 	return map[string]A{
-		"tags":         list(groupTags),
-		"topology_key": str(groupTopologyKey),
-		"max_skew": i64(int64Spec{description: "How many more members one domain may hold than the emptiest eligible one. Default 1.",
+		"tags":         k.list(groupTags),
+		"topology_key": k.str(groupTopologyKey),
+		"max_skew": k.i64(int64Spec{description: "How many more members one domain may hold than the emptiest eligible one. Default 1.",
 			validators: []validator.Int64{int64validator.AtLeast(1)}}),
-		"when_unsatisfiable": str(stringSpec{description: "`DoNotSchedule` (default): a node that would break the spread fails " +
+		"when_unsatisfiable": k.str(stringSpec{description: "`DoNotSchedule` (default): a node that would break the spread fails " +
 			"(`TopologySpread` filter). `ScheduleAnyway`: emptier domains are preferred (`TopologySpread` score).",
 			validators: []validator.String{stringvalidator.OneOf(plugins.DoNotSchedule, plugins.ScheduleAnyway)}}),
 	}
-}
-
-type listSpec struct {
-	required    bool
-	description string
-	validators  []validator.List
-}
-
-type stringSpec struct {
-	description string
-	validators  []validator.String
-}
-
-type int64Spec struct {
-	description string
-	validators  []validator.Int64
-}
-
-// dataSourceGroupBlocks adds vm_affinity, vm_anti_affinity and topology_spread to a data source.
-func dataSourceGroupBlocks(blocks map[string]dsschema.Block) {
-	list := func(s listSpec) dsschema.Attribute {
-		return dsschema.ListAttribute{ElementType: types.StringType, Required: s.required, Optional: !s.required, Description: s.description, Validators: s.validators}
-	}
-	str := func(s stringSpec) dsschema.Attribute {
-		return dsschema.StringAttribute{Optional: true, Description: s.description, Validators: s.validators}
-	}
-	i64 := func(s int64Spec) dsschema.Attribute {
-		return dsschema.Int64Attribute{Optional: true, Description: s.description, Validators: s.validators}
-	}
-	block := func(description string, attrs map[string]dsschema.Attribute) dsschema.Block {
-		return dsschema.ListNestedBlock{Description: description, NestedObject: dsschema.NestedBlockObject{Attributes: attrs}}
-	}
-	blocks["vm_affinity"] = block(vmAffinityDescription, groupTermAttributes(list, str, i64))
-	blocks["vm_anti_affinity"] = block(vmAntiAffinityDescription, groupTermAttributes(list, str, i64))
-	blocks["topology_spread"] = block(topologySpreadDescription, spreadAttributes(list, str, i64))
-}
-
-// resourceGroupBlocks adds the same blocks to a resource.
-func resourceGroupBlocks(blocks map[string]rschema.Block) {
-	list := func(s listSpec) rschema.Attribute {
-		return rschema.ListAttribute{ElementType: types.StringType, Required: s.required, Optional: !s.required, Description: s.description, Validators: s.validators}
-	}
-	str := func(s stringSpec) rschema.Attribute {
-		return rschema.StringAttribute{Optional: true, Description: s.description, Validators: s.validators}
-	}
-	i64 := func(s int64Spec) rschema.Attribute {
-		return rschema.Int64Attribute{Optional: true, Description: s.description, Validators: s.validators}
-	}
-	block := func(description string, attrs map[string]rschema.Attribute) rschema.Block {
-		return rschema.ListNestedBlock{Description: description, NestedObject: rschema.NestedBlockObject{Attributes: attrs}}
-	}
-	blocks["vm_affinity"] = block(vmAffinityDescription, groupTermAttributes(list, str, i64))
-	blocks["vm_anti_affinity"] = block(vmAntiAffinityDescription, groupTermAttributes(list, str, i64))
-	blocks["topology_spread"] = block(topologySpreadDescription, spreadAttributes(list, str, i64))
 }
 
 // groupTerms converts vm_affinity or vm_anti_affinity blocks; complete is cleared when a value

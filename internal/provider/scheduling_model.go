@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -55,8 +56,8 @@ func dataSourceScheduling(s *dsschema.Schema) {
 	s.Attributes["annotations"] = dsschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: annotationsDescription()}
 	s.Attributes["plugin_config_yaml"] = dsschema.StringAttribute{Optional: true, Description: pluginConfigYAMLDescription}
 	s.Blocks["plugin_config"] = dataSourcePluginConfigBlock()
-	dataSourceNodePolicy(s)
-	dataSourceGroupBlocks(s.Blocks)
+	s.Attributes["node_selector"] = dsschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: nodeSelectorDescription}
+	maps.Copy(s.Blocks, policyBlocks(dataSourceKit))
 }
 
 // resourceScheduling adds the scheduling attributes and blocks to a resource schema.
@@ -68,8 +69,8 @@ func resourceScheduling(s *rschema.Schema) {
 	s.Attributes["annotations"] = rschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: annotationsDescription()}
 	s.Attributes["plugin_config_yaml"] = rschema.StringAttribute{Optional: true, Description: pluginConfigYAMLDescription}
 	s.Blocks["plugin_config"] = resourcePluginConfigBlock()
-	resourceNodePolicy(s)
-	resourceGroupBlocks(s.Blocks)
+	s.Attributes["node_selector"] = rschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: nodeSelectorDescription}
+	maps.Copy(s.Blocks, policyBlocks(resourceKit))
 }
 
 // request converts the scheduling configuration into a request of the default size, which the

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	dsschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
-	rschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/nodelabels"
@@ -46,56 +44,26 @@ const (
 		"is the taint `" + nodelabels.TaintMaintenance + ":NoSchedule`); `PreferNoSchedule` taints lower the score."
 )
 
-// nodePolicyAttributes describe the fields of the blocks, shared by both schema packages.
-var (
-	affinityFieldDescriptions = map[string]string{
-		"key":      "The node label key.",
-		"operator": "`In`, `NotIn` (also matches a node without the key), `Exists`, `DoesNotExist`, `Gt` or `Lt` (the label and the single value compared as integers; a label that is not one never matches).",
-		"values":   "Values for `In` and `NotIn` (one or more) and for `Gt` and `Lt` (exactly one integer); none for `Exists` and `DoesNotExist`.",
-		"weight":   "1..100: a preference of that weight. Unset: a requirement.",
+// nodeAffinityAttributes are the attributes of node_affinity.
+func nodeAffinityAttributes[A, B any](k schemaKit[A, B]) map[string]A {
+	return map[string]A{
+		"key": k.str(stringSpec{required: true, description: "The node label key."}),
+		"operator": k.str(stringSpec{required: true, description: "`In`, `NotIn` (also matches a node without the key), `Exists`, " +
+			"`DoesNotExist`, `Gt` or `Lt` (the label and the single value compared as integers; a label that is not one never matches)."}),
+		"values": k.list(listSpec{description: "Values for `In` and `NotIn` (one or more) and for `Gt` and `Lt` (exactly one integer); " +
+			"none for `Exists` and `DoesNotExist`."}),
+		"weight": k.i64(int64Spec{description: "1..100: a preference of that weight. Unset: a requirement."}),
 	}
-	tolerationFieldDescriptions = map[string]string{
-		"key":      "The taint key. Empty with `operator = \"Exists\"`: tolerates every taint.",
-		"operator": "`Equal` (the default: key and value must match) or `Exists` (any value).",
-		"value":    "The taint value for `Equal`; none with `Exists`.",
-		"effect":   "`NoSchedule`, `PreferNoSchedule` or `NoExecute`; empty tolerates every effect.",
-	}
-)
-
-func dataSourceNodePolicy(s *dsschema.Schema) {
-	s.Attributes["node_selector"] = dsschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: nodeSelectorDescription}
-	s.Blocks["node_affinity"] = dsschema.ListNestedBlock{Description: nodeAffinityDescription,
-		NestedObject: dsschema.NestedBlockObject{Attributes: map[string]dsschema.Attribute{
-			"key":      dsschema.StringAttribute{Required: true, Description: affinityFieldDescriptions["key"]},
-			"operator": dsschema.StringAttribute{Required: true, Description: affinityFieldDescriptions["operator"]},
-			"values":   dsschema.ListAttribute{Optional: true, ElementType: types.StringType, Description: affinityFieldDescriptions["values"]},
-			"weight":   dsschema.Int64Attribute{Optional: true, Description: affinityFieldDescriptions["weight"]},
-		}}}
-	s.Blocks["toleration"] = dsschema.ListNestedBlock{Description: tolerationDescription,
-		NestedObject: dsschema.NestedBlockObject{Attributes: map[string]dsschema.Attribute{
-			"key":      dsschema.StringAttribute{Optional: true, Description: tolerationFieldDescriptions["key"]},
-			"operator": dsschema.StringAttribute{Optional: true, Description: tolerationFieldDescriptions["operator"]},
-			"value":    dsschema.StringAttribute{Optional: true, Description: tolerationFieldDescriptions["value"]},
-			"effect":   dsschema.StringAttribute{Optional: true, Description: tolerationFieldDescriptions["effect"]},
-		}}}
 }
 
-func resourceNodePolicy(s *rschema.Schema) {
-	s.Attributes["node_selector"] = rschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: nodeSelectorDescription}
-	s.Blocks["node_affinity"] = rschema.ListNestedBlock{Description: nodeAffinityDescription,
-		NestedObject: rschema.NestedBlockObject{Attributes: map[string]rschema.Attribute{
-			"key":      rschema.StringAttribute{Required: true, Description: affinityFieldDescriptions["key"]},
-			"operator": rschema.StringAttribute{Required: true, Description: affinityFieldDescriptions["operator"]},
-			"values":   rschema.ListAttribute{Optional: true, ElementType: types.StringType, Description: affinityFieldDescriptions["values"]},
-			"weight":   rschema.Int64Attribute{Optional: true, Description: affinityFieldDescriptions["weight"]},
-		}}}
-	s.Blocks["toleration"] = rschema.ListNestedBlock{Description: tolerationDescription,
-		NestedObject: rschema.NestedBlockObject{Attributes: map[string]rschema.Attribute{
-			"key":      rschema.StringAttribute{Optional: true, Description: tolerationFieldDescriptions["key"]},
-			"operator": rschema.StringAttribute{Optional: true, Description: tolerationFieldDescriptions["operator"]},
-			"value":    rschema.StringAttribute{Optional: true, Description: tolerationFieldDescriptions["value"]},
-			"effect":   rschema.StringAttribute{Optional: true, Description: tolerationFieldDescriptions["effect"]},
-		}}}
+// tolerationAttributes are the attributes of toleration.
+func tolerationAttributes[A, B any](k schemaKit[A, B]) map[string]A {
+	return map[string]A{
+		"key":      k.str(stringSpec{description: "The taint key. Empty with `operator = \"Exists\"`: tolerates every taint."}),
+		"operator": k.str(stringSpec{description: "`Equal` (the default: key and value must match) or `Exists` (any value)."}),
+		"value":    k.str(stringSpec{description: "The taint value for `Equal`; none with `Exists`."}),
+		"effect":   k.str(stringSpec{description: "`NoSchedule`, `PreferNoSchedule` or `NoExecute`; empty tolerates every effect."}),
+	}
 }
 
 // nodePolicyRequest checks node_selector, node_affinity and toleration, each error on its

@@ -1,0 +1,77 @@
+package provider
+
+import (
+	dsschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	rschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+)
+
+// listSpec, stringSpec and int64Spec are the settings of an attribute of a policy block,
+// whichever schema package builds it.
+type listSpec struct {
+	required    bool
+	description string
+	validators  []validator.List
+}
+
+type stringSpec struct {
+	required    bool
+	description string
+	validators  []validator.String
+}
+
+type int64Spec struct {
+	description string
+	validators  []validator.Int64
+}
+
+// schemaKit builds the attributes and blocks of one schema package: the data source's and the
+// resource's attribute types differ, their settings do not.
+type schemaKit[A, B any] struct {
+	list  func(listSpec) A
+	str   func(stringSpec) A
+	i64   func(int64Spec) A
+	block func(description string, attrs map[string]A) B
+}
+
+var dataSourceKit = schemaKit[dsschema.Attribute, dsschema.Block]{
+	list: func(s listSpec) dsschema.Attribute {
+		return dsschema.ListAttribute{ElementType: types.StringType, Required: s.required, Optional: !s.required, Description: s.description, Validators: s.validators}
+	},
+	str: func(s stringSpec) dsschema.Attribute {
+		return dsschema.StringAttribute{Required: s.required, Optional: !s.required, Description: s.description, Validators: s.validators}
+	},
+	i64: func(s int64Spec) dsschema.Attribute {
+		return dsschema.Int64Attribute{Optional: true, Description: s.description, Validators: s.validators}
+	},
+	block: func(description string, attrs map[string]dsschema.Attribute) dsschema.Block {
+		return dsschema.ListNestedBlock{Description: description, NestedObject: dsschema.NestedBlockObject{Attributes: attrs}}
+	},
+}
+
+var resourceKit = schemaKit[rschema.Attribute, rschema.Block]{
+	list: func(s listSpec) rschema.Attribute {
+		return rschema.ListAttribute{ElementType: types.StringType, Required: s.required, Optional: !s.required, Description: s.description, Validators: s.validators}
+	},
+	str: func(s stringSpec) rschema.Attribute {
+		return rschema.StringAttribute{Required: s.required, Optional: !s.required, Description: s.description, Validators: s.validators}
+	},
+	i64: func(s int64Spec) rschema.Attribute {
+		return rschema.Int64Attribute{Optional: true, Description: s.description, Validators: s.validators}
+	},
+	block: func(description string, attrs map[string]rschema.Attribute) rschema.Block {
+		return rschema.ListNestedBlock{Description: description, NestedObject: rschema.NestedBlockObject{Attributes: attrs}}
+	},
+}
+
+// policyBlocks are the repeatable policy blocks of the data source and the resource.
+func policyBlocks[A, B any](k schemaKit[A, B]) map[string]B {
+	return map[string]B{
+		"node_affinity":    k.block(nodeAffinityDescription, nodeAffinityAttributes(k)),
+		"toleration":       k.block(tolerationDescription, tolerationAttributes(k)),
+		"vm_affinity":      k.block(vmAffinityDescription, groupTermAttributes(k)),
+		"vm_anti_affinity": k.block(vmAntiAffinityDescription, groupTermAttributes(k)),
+		"topology_spread":  k.block(topologySpreadDescription, spreadAttributes(k)),
+	}
+}
