@@ -10,6 +10,8 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
@@ -30,15 +32,26 @@ type accEnv struct {
 
 func newAccEnv(t *testing.T, c pvesim.Cluster, opts ...pvesim.Option) *accEnv {
 	t.Helper()
-	if os.Getenv("TF_ACC") == "" {
-		t.Skip("acceptance test: set TF_ACC=1 (make test does)")
-	}
+	skipUnlessAcc(t)
 	if os.Getenv("PROXMOX_VE_ENDPOINT") != "" {
 		return &accEnv{}
 	}
-	// Strict about JSON bodies as PVE 6 and strict proxies are: the provider must work there.
-	opts = append([]pvesim.Option{pvesim.WithStrictJSON()}, opts...)
 	return &accEnv{sim: pvesim.NewTestServer(t, c, opts...)}
+}
+
+func skipUnlessAcc(t *testing.T) {
+	t.Helper()
+	if os.Getenv("TF_ACC") == "" {
+		t.Skip("acceptance test: set TF_ACC=1 (make test does)")
+	}
+}
+
+// simEnv is an environment on a fresh simulated cluster, for a test that needs the cluster's
+// exact shape or its faults (skipped against a real cluster).
+func simEnv(t *testing.T, c pvesim.Cluster, opts ...pvesim.Option) (*accEnv, *pvesim.Server) {
+	t.Helper()
+	env := newAccEnv(t, c, opts...)
+	return env, env.needsSim(t)
 }
 
 // needsSim skips a test that depends on the simulated cluster's exact shape or faults.
@@ -48,6 +61,63 @@ func (e *accEnv) needsSim(t *testing.T) *pvesim.Server {
 		t.Skip("needs the simulator's cluster and fault injection; skipped against a real cluster")
 	}
 	return e.sim
+}
+
+// runSteps is the scaffolding of every acceptance test: the provider in-process, then the steps
+// (one or several), then the destroy.
+func runSteps(t *testing.T, steps ...resource.TestStep) {
+	t.Helper()
+	runCase(t, resource.TestCase{Steps: steps})
+}
+
+// runCase is runSteps for a test that checks what the final destroy leaves (tc.CheckDestroy).
+func runCase(t *testing.T, tc resource.TestCase) {
+	t.Helper()
+	tc.ProtoV6ProviderFactories = testProviders
+	resource.Test(t, tc)
+}
+
+// runParallel is runSteps in parallel with other tests: for a test on its own cluster, or for
+// read-only cases (data sources, failing plans) of one test sharing one cluster.
+func runParallel(t *testing.T, steps ...resource.TestStep) {
+	t.Helper()
+	resource.ParallelTest(t, resource.TestCase{ProtoV6ProviderFactories: testProviders, Steps: steps})
+}
+
+// guestExists checks that guest vmid is in the simulated cluster and passes check (nil: any
+// guest will do); guestGone checks that it is not.
+func guestExists(sim *pvesim.Server, vmid int, check func(g pvesim.GuestState) error) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		g, ok := sim.Guest(vmid)
+		if !ok {
+			return fmt.Errorf("VM %d does not exist in the cluster", vmid)
+		}
+		if check == nil {
+			return nil
+		}
+		return check(g)
+	}
+}
+
+func guestGone(sim *pvesim.Server, vmid int) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		if g, ok := sim.Guest(vmid); ok {
+			return fmt.Errorf("VM %d (%q on %s) is still in the cluster", vmid, g.Config["name"], g.Node)
+		}
+		return nil
+	}
+}
+
+// guests lists every guest of the simulated cluster; one deleted between the listing and its
+// read (by a concurrent destroy) is gone, so it is left out.
+func guests(sim *pvesim.Server) []pvesim.GuestState {
+	var out []pvesim.GuestState
+	for _, id := range sim.Guests() {
+		if g, ok := sim.Guest(id); ok {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // createVM plays a human creating a VM in the simulated cluster, outside Terraform.

@@ -134,13 +134,15 @@ func TestAccNodeBlockErrors(t *testing.T) {
 		{"taint without effect", `taints = ["gpu"]`, `Invalid taint[\s\S]*has no effect`},
 		{"duplicate taint", `taints = ["gpu=a:NoSchedule", "gpu=b:NoSchedule"]`, `Duplicate taint[\s\S]*taints 0 and 1 both have key "gpu"`},
 	}
+	env := newAccEnv(t, labCluster()) // read-only cases share one cluster
+	env.needsSim(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			placementFails(t, labCluster(), "node {\n  name = \"pve1\"\n  "+tt.block+"\n}", `name = "web"`, regexp.MustCompile(tt.want))
+			placementFails(t, env, "node {\n  name = \"pve1\"\n  "+tt.block+"\n}", `name = "web"`, regexp.MustCompile(tt.want))
 		})
 	}
 	t.Run("duplicate block", func(t *testing.T) {
-		placementFails(t, labCluster(), "node {\n name = \"pve1\"\n}\nnode {\n name = \"pve1\"\n}", `name = "web"`,
+		placementFails(t, env, "node {\n name = \"pve1\"\n}\nnode {\n name = \"pve1\"\n}", `name = "web"`,
 			regexp.MustCompile(`Duplicate node block[\s\S]*node "pve1" has two blocks \(0 and 1\)`))
 	})
 }

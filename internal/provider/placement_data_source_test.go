@@ -103,9 +103,11 @@ func TestAccPlacementPlugins(t *testing.T) {
 			  }
 			}`, map[string]string{"candidates.1.score": "173.13", "candidates.1.scores.NodeResource": "86.56"}},
 	}
+	env := newAccEnv(t, labCluster()) // read-only cases share one cluster
+	env.needsSim(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			placementChecks(t, labCluster(), "", tt.body, tt.attrs)
+			placementChecks(t, env, "", tt.body, tt.attrs)
 		})
 	}
 }
@@ -132,9 +134,11 @@ func TestAccPlacementProviderPluginConfig(t *testing.T) {
 			  }
 			}`, attrs: map[string]string{"node": "pve3", "candidates.1.reasons.0": "MemoryOvercommit: (512+16384)/16384 MiB = 1.0313 > 1"}},
 	}
+	env := newAccEnv(t, labCluster()) // read-only cases share one cluster
+	env.needsSim(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			placementChecks(t, labCluster(), tt.provider, tt.body, tt.attrs)
+			placementChecks(t, env, tt.provider, tt.body, tt.attrs)
 		})
 	}
 }
@@ -186,42 +190,30 @@ func TestAccPlacementErrors(t *testing.T) {
 			storage = "nfs"`, `storage "nfs" does not exist on pve1`},
 		{"provider: unknown plugin", `plugin_config_yaml = "scores: {Random: {}}"`, `name = "a"`, `unknown score plugin "Random"; valid score plugins: NodeResource, NodeAffinity, TaintToleration, VMAffinity, TopologySpread, LeastAllocated, MostAllocated, BalancedAllocation`},
 	}
+	env := newAccEnv(t, labCluster()) // read-only cases share one cluster
+	env.needsSim(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			placementFails(t, labCluster(), tt.provider, tt.body, wrapped(tt.want))
+			placementFails(t, env, tt.provider, tt.body, wrapped(tt.want))
 		})
 	}
 }
 
-// placementChecks plans one placement data source on a simulated cluster and checks its
-// attributes.
-func placementChecks(t *testing.T, c pvesim.Cluster, provider, body string, attrs map[string]string) {
-	env := newAccEnv(t, c)
-	env.needsSim(t)
+// placementChecks plans one placement data source on env's cluster, under the provider
+// settings provider, and checks its attributes. Read-only, so the cases of one test share env.
+func placementChecks(t *testing.T, env *accEnv, provider, body string, attrs map[string]string) {
+	t.Helper()
 	var checks []resource.TestCheckFunc
 	for k, v := range attrs {
 		checks = append(checks, resource.TestCheckResourceAttr(ds, k, v))
 	}
-	resource.ParallelTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testProviders,
-		Steps: []resource.TestStep{{
-			Config: env.providerBlock(provider) + placement(body),
-			Check:  resource.ComposeAggregateTestCheckFunc(checks...),
-		}},
-	})
+	runParallel(t, resource.TestStep{Config: env.providerBlock(provider) + placement(body), Check: resource.ComposeAggregateTestCheckFunc(checks...)})
 }
 
-// placementFails plans one placement data source on a simulated cluster and expects an error.
-func placementFails(t *testing.T, c pvesim.Cluster, provider, body string, want *regexp.Regexp) {
-	env := newAccEnv(t, c)
-	env.needsSim(t)
-	resource.ParallelTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testProviders,
-		Steps: []resource.TestStep{{
-			Config:      env.providerBlock(provider) + placement(body),
-			ExpectError: want,
-		}},
-	})
+// placementFails is placementChecks for a placement that must fail with want.
+func placementFails(t *testing.T, env *accEnv, provider, body string, want *regexp.Regexp) {
+	t.Helper()
+	runParallel(t, resource.TestStep{Config: env.providerBlock(provider) + placement(body), ExpectError: want})
 }
 
 func TestAccProviderConfigErrors(t *testing.T) {
@@ -249,13 +241,10 @@ func TestAccProviderConfigErrors(t *testing.T) {
 				t.Setenv("PROXMOX_VE_USERNAME", "")
 				t.Setenv("PROXMOX_VE_PASSWORD", "")
 			}
-			newAccEnv(t, labCluster())
-			resource.Test(t, resource.TestCase{
-				ProtoV6ProviderFactories: testProviders,
-				Steps: []resource.TestStep{{
-					Config:      "provider \"qemuscheduler\" {\n" + tt.provider + "\n}\n" + placement(`name = "a"`),
-					ExpectError: wrapped(regexp.QuoteMeta(tt.want)),
-				}},
+			skipUnlessAcc(t) // the provider never reaches a cluster
+			runSteps(t, resource.TestStep{
+				Config:      "provider \"qemuscheduler\" {\n" + tt.provider + "\n}\n" + placement(`name = "a"`),
+				ExpectError: wrapped(regexp.QuoteMeta(tt.want)),
 			})
 		})
 	}
@@ -264,27 +253,24 @@ func TestAccProviderConfigErrors(t *testing.T) {
 func TestAccPlacementMultiSpreadsTwoTwoTwo(t *testing.T) {
 	env := newAccEnv(t, equalCluster())
 	env.needsSim(t)
-	resource.ParallelTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testProviders,
-		Steps: []resource.TestStep{{
-			Config: env.config(placement(`names = ["w0", "w1", "w2", "w3", "w4", "w5"]
+	runParallel(t, resource.TestStep{
+		Config: env.config(placement(`names = ["w0", "w1", "w2", "w3", "w4", "w5"]
 				memory = 4096`)),
-			Check: func(s *terraform.State) error {
-				attrs := s.RootModule().Resources[ds].Primary.Attributes
-				perNode, ids := map[string]int{}, map[string]bool{}
-				for i := 0; i < 6; i++ {
-					perNode[attrs[fmt.Sprintf("placements.%d.node", i)]]++
-					ids[attrs[fmt.Sprintf("placements.%d.vmid", i)]] = true
-				}
-				if perNode["pve1"] != 2 || perNode["pve2"] != 2 || perNode["pve3"] != 2 || len(ids) != 6 {
-					return fmt.Errorf("placements per node %v, distinct ids %d; want 2-2-2 and 6", perNode, len(ids))
-				}
-				if attrs["placements.0.name"] != "w0" || attrs["node"] != attrs["placements.0.node"] {
-					return fmt.Errorf("first placement = %s on %s; node = %s", attrs["placements.0.name"], attrs["placements.0.node"], attrs["node"])
-				}
-				return nil
-			},
-		}},
+		Check: func(s *terraform.State) error {
+			attrs := s.RootModule().Resources[ds].Primary.Attributes
+			perNode, ids := map[string]int{}, map[string]bool{}
+			for i := 0; i < 6; i++ {
+				perNode[attrs[fmt.Sprintf("placements.%d.node", i)]]++
+				ids[attrs[fmt.Sprintf("placements.%d.vmid", i)]] = true
+			}
+			if perNode["pve1"] != 2 || perNode["pve2"] != 2 || perNode["pve3"] != 2 || len(ids) != 6 {
+				return fmt.Errorf("placements per node %v, distinct ids %d; want 2-2-2 and 6", perNode, len(ids))
+			}
+			if attrs["placements.0.name"] != "w0" || attrs["node"] != attrs["placements.0.node"] {
+				return fmt.Errorf("first placement = %s on %s; node = %s", attrs["placements.0.name"], attrs["placements.0.node"], attrs["node"])
+			}
+			return nil
+		},
 	})
 }
 
@@ -297,20 +283,17 @@ func TestAccPlacementStickyFeedsOtherResources(t *testing.T) {
   input = "${data.qemuscheduler_placement.p.node}/${data.qemuscheduler_placement.p.vmid}"
 }`)
 	createWeb := func() { env.createVM(t, "pve2", 101, map[string]string{"name": "web", "memory": "512", "start": "1"}) }
-	resource.ParallelTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testProviders,
-		Steps: []resource.TestStep{
-			{Config: cfg, Check: resource.ComposeAggregateTestCheckFunc(
-				resource.TestCheckResourceAttr("terraform_data.vm", "output", "pve2/101"),
-				resource.TestCheckResourceAttr(ds, "placements.0.existing", "false"))},
-			{PreConfig: createWeb, Config: cfg, Check: resource.ComposeAggregateTestCheckFunc(
-				resource.TestCheckResourceAttr(ds, "placements.0.existing", "true"),
-				resource.TestCheckResourceAttr(ds, "vmid", "101"),
-				resource.TestCheckResourceAttr(ds, "node", "pve2"),
-				resource.TestCheckResourceAttr("terraform_data.vm", "output", "pve2/101"))},
-			{Config: cfg, PlanOnly: true},
-		},
-	})
+	runParallel(t,
+		resource.TestStep{Config: cfg, Check: resource.ComposeAggregateTestCheckFunc(
+			resource.TestCheckResourceAttr("terraform_data.vm", "output", "pve2/101"),
+			resource.TestCheckResourceAttr(ds, "placements.0.existing", "false"))},
+		resource.TestStep{PreConfig: createWeb, Config: cfg, Check: resource.ComposeAggregateTestCheckFunc(
+			resource.TestCheckResourceAttr(ds, "placements.0.existing", "true"),
+			resource.TestCheckResourceAttr(ds, "vmid", "101"),
+			resource.TestCheckResourceAttr(ds, "node", "pve2"),
+			resource.TestCheckResourceAttr("terraform_data.vm", "output", "pve2/101"))},
+		resource.TestStep{Config: cfg, PlanOnly: true},
+	)
 }
 
 // Data sources of one plan share a short-lived snapshot instead of each reading the cluster.
@@ -321,27 +304,22 @@ func TestAccPlacementSharesSnapshots(t *testing.T) {
 	for i := 0; i < 8; i++ {
 		hcl = append(hcl, fmt.Sprintf("data \"qemuscheduler_placement\" \"p%d\" {\n  name = \"vm-%d\"\n}\n", i, i))
 	}
-	resource.ParallelTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testProviders,
-		Steps: []resource.TestStep{{
-			Config: env.config(hcl...),
-			Check: func(*terraform.State) error {
-				if n := sim.Requests("GET /cluster/resources"); n >= 8 {
-					return fmt.Errorf("8 data sources read the cluster %d times; they should share snapshots", n)
-				}
-				return nil
-			},
-		}},
+	runParallel(t, resource.TestStep{
+		Config: env.config(hcl...),
+		Check: func(*terraform.State) error {
+			if n := sim.Requests("GET /cluster/resources"); n >= 8 {
+				return fmt.Errorf("8 data sources read the cluster %d times; they should share snapshots", n)
+			}
+			return nil
+		},
 	})
 }
 
 // An endpoint that is only known after apply cannot configure the provider at plan time.
 func TestAccProviderUnknownEndpoint(t *testing.T) {
-	newAccEnv(t, labCluster())
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: testProviders,
-		Steps: []resource.TestStep{{
-			Config: `resource "terraform_data" "endpoint" {
+	skipUnlessAcc(t) // the provider never reaches a cluster
+	runSteps(t, resource.TestStep{
+		Config: `resource "terraform_data" "endpoint" {
   input = "https://pve.example.com:8006"
 }
 provider "qemuscheduler" {
@@ -349,8 +327,7 @@ provider "qemuscheduler" {
   api_token = "a@pam!t=s"
 }
 ` + placement(`name = "a"`),
-			ExpectError: wrapped(`The provider cannot connect before endpoint is known`),
-		}},
+		ExpectError: wrapped(`The provider cannot connect before endpoint is known`),
 	})
 }
 
@@ -402,7 +379,7 @@ func TestAccProviderConnections(t *testing.T) {
 			} else {
 				step.ExpectError = wrapped(tt.want)
 			}
-			resource.Test(t, resource.TestCase{ProtoV6ProviderFactories: testProviders, Steps: []resource.TestStep{step}})
+			runSteps(t, step)
 		})
 	}
 }
@@ -415,53 +392,50 @@ func TestAccPlacementConsistentOnAnyCluster(t *testing.T) {
   annotations = { "vmid.qemu-scheduler/range" = "990000-990999" }`), `resource "terraform_data" "vm" {
   input = data.qemuscheduler_placement.p.id
 }`)
-	resource.ParallelTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testProviders,
-		Steps: []resource.TestStep{
-			{Config: cfg, Check: func(s *terraform.State) error {
-				attrs := s.RootModule().Resources[ds].Primary.Attributes
-				if vmid := attrs["vmid"]; len(vmid) != 6 || !strings.HasPrefix(vmid, "990") {
-					return fmt.Errorf("vmid %s outside the range 990000-990999", vmid)
+	runParallel(t,
+		resource.TestStep{Config: cfg, Check: func(s *terraform.State) error {
+			attrs := s.RootModule().Resources[ds].Primary.Attributes
+			if vmid := attrs["vmid"]; len(vmid) != 6 || !strings.HasPrefix(vmid, "990") {
+				return fmt.Errorf("vmid %s outside the range 990000-990999", vmid)
+			}
+			best, chosen := -1.0, -1.0
+			n, err := strconv.Atoi(attrs["candidates.#"])
+			if err != nil {
+				return fmt.Errorf("candidates.#: %w", err)
+			}
+			for i := 0; i < n; i++ {
+				c := func(k string) string { return attrs[fmt.Sprintf("candidates.%d.%s", i, k)] }
+				if c("feasible") != "true" {
+					continue
 				}
-				best, chosen := -1.0, -1.0
-				n, _ := strconv.Atoi(attrs["candidates.#"])
-				for i := 0; i < n; i++ {
-					c := func(k string) string { return attrs[fmt.Sprintf("candidates.%d.%s", i, k)] }
-					if c("feasible") != "true" {
-						continue
-					}
-					score, err := strconv.ParseFloat(c("score"), 64)
-					if err != nil {
-						return err
-					}
-					best = max(best, score)
-					if c("node") == attrs["node"] {
-						chosen = score
-					}
+				score, err := strconv.ParseFloat(c("score"), 64)
+				if err != nil {
+					return err
 				}
-				if chosen < 0 || chosen != best {
-					return fmt.Errorf("chose %s (score %v) but the best feasible score is %v", attrs["node"], chosen, best)
+				best = max(best, score)
+				if c("node") == attrs["node"] {
+					chosen = score
 				}
-				return nil
-			}},
-			{Config: cfg, PlanOnly: true},
-		},
-	})
+			}
+			if chosen < 0 || chosen != best {
+				return fmt.Errorf("chose %s (score %v) but the best feasible score is %v", attrs["node"], chosen, best)
+			}
+			return nil
+		}},
+		resource.TestStep{Config: cfg, PlanOnly: true},
+	)
 }
 
 // An annotation known only after apply defers the read to apply instead of failing the plan.
 func TestAccPlacementAnnotationKnownAfterApply(t *testing.T) {
 	env := newAccEnv(t, labCluster())
 	env.needsSim(t)
-	resource.ParallelTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testProviders,
-		Steps: []resource.TestStep{{
-			Config: env.config(`resource "terraform_data" "regex" {
+	runParallel(t, resource.TestStep{
+		Config: env.config(`resource "terraform_data" "regex" {
   input = "pve[13]"
 }
 `, placement(`name = "web"
   annotations = { "node.qemu-scheduler/regex" = terraform_data.regex.output }`)),
-			Check: resource.TestCheckResourceAttr(ds, "node", "pve3"),
-		}},
+		Check: resource.TestCheckResourceAttr(ds, "node", "pve3"),
 	})
 }

@@ -55,9 +55,11 @@ func TestAccProfileLayering(t *testing.T) {
 		{"profile default: provider blocks", provider + profile(true, true), `profile = "default"`, "2"},
 		{"provider YAML alone", ratioYAML("1") + "\n" + profile(false, true), ``, "1"},
 	}
+	env := newAccEnv(t, labCluster()) // read-only cases share one cluster
+	env.needsSim(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			placementFails(t, labCluster(), tt.provider, "name = \"big\"\nmemory = 114688\n"+tt.body,
+			placementFails(t, env, tt.provider, "name = \"big\"\nmemory = 114688\n"+tt.body,
 				wrapped(`0/4 nodes are available: 3 node\(s\) exceeded memory overcommit ratio `+tt.ratio+`, 1 node\(s\) were offline`))
 		})
 	}
@@ -115,9 +117,11 @@ func TestAccProfileErrors(t *testing.T) {
 		{"profile block mistake", "profile {\n name = \"pack\"\n" + ratioBlock("-1") + "\n}", ``,
 			`arg ratio must be a positive number, got "-1"`},
 	}
+	env := newAccEnv(t, labCluster()) // read-only cases share one cluster
+	env.needsSim(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			placementFails(t, labCluster(), tt.provider, "name = \"web\"\n"+tt.body, wrapped(regexp.QuoteMeta(tt.want)))
+			placementFails(t, env, tt.provider, "name = \"web\"\n"+tt.body, wrapped(regexp.QuoteMeta(tt.want)))
 		})
 	}
 }
@@ -204,9 +208,11 @@ func TestAccStorageCapacityPlacement(t *testing.T) {
 		{"unknown disk size is not checked", `name = "any"
 			node = "pve1"`, map[string]string{"storage": "nfs"}},
 	}
+	env := newAccEnv(t, storageCluster()) // read-only cases share one cluster
+	env.needsSim(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			placementChecks(t, storageCluster(), "", tt.body, tt.attrs)
+			placementChecks(t, env, "", tt.body, tt.attrs)
 		})
 	}
 }
@@ -220,9 +226,11 @@ func TestAccStorageCapacityErrors(t *testing.T) {
 			node = "pve1"
 			disk_gib = 200`, `pve1: StorageCapacity: nfs has 150 GiB free, needs 200`},
 	}
+	env := newAccEnv(t, storageCluster()) // read-only cases share one cluster
+	env.needsSim(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			placementFails(t, storageCluster(), "", tt.body, wrapped(regexp.QuoteMeta(tt.want)))
+			placementFails(t, env, "", tt.body, wrapped(regexp.QuoteMeta(tt.want)))
 		})
 	}
 }

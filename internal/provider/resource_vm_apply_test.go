@@ -28,9 +28,7 @@ import (
 // decision and the create, say) without timers.
 func interceptedEnv(t *testing.T, c pvesim.Cluster, intercept func(sim *pvesim.Server, next http.Handler) http.Handler) (*accEnv, *pvesim.Server) {
 	t.Helper()
-	if os.Getenv("TF_ACC") == "" {
-		t.Skip("acceptance test: set TF_ACC=1 (make test does)")
-	}
+	skipUnlessAcc(t)
 	if os.Getenv("PROXMOX_VE_ENDPOINT") != "" {
 		t.Skip("needs the simulator's cluster and fault injection; skipped against a real cluster")
 	}
@@ -66,16 +64,21 @@ func isCreate(r *http.Request) bool {
 
 // bodyVMID reads the vmid of a create request and leaves the body for the simulator.
 func bodyVMID(t *testing.T, r *http.Request) int {
-	raw, _ := io.ReadAll(r.Body)
+	raw, err := io.ReadAll(r.Body)
 	r.Body = io.NopCloser(bytes.NewReader(raw))
 	var body struct {
 		VMID json.Number `json:"vmid"`
 	}
-	if err := json.Unmarshal(raw, &body); err != nil {
-		t.Errorf("create body %q: %v", raw, err)
-		return 0
+	if err == nil {
+		err = json.Unmarshal(raw, &body)
 	}
-	id, _ := body.VMID.Int64()
+	var id int64
+	if err == nil {
+		id, err = body.VMID.Int64()
+	}
+	if err != nil {
+		t.Errorf("create body %q: %v", raw, err)
+	}
 	return int(id)
 }
 
@@ -89,24 +92,21 @@ func TestAccVMOutsiderTakesTheIDMidApply(t *testing.T) {
 		sim.TakeVMID(id)
 		return false
 	}))
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: testProviders,
-		Steps: []resource.TestStep{{
-			Config: env.config(`resource "qemuscheduler_vm" "web" { name = "web-1" }`),
-			Check: resource.ComposeAggregateTestCheckFunc(
-				resource.TestCheckResourceAttr(vmAddr, "vmid", "108"), // the retry skips a few free ids, a fixed offset from the name (see provision.skipFor), lest competitors collide again
-				func(*terraform.State) error {
-					if taken.Load() != 101 {
-						return fmt.Errorf("the outsider took %d, want the first choice 101", taken.Load())
-					}
-					if g, ok := sim.Guest(101); !ok || g.Config["name"] != "outsider-101" {
-						return fmt.Errorf("the outsider's VM 101 was touched: %+v", g)
-					}
-					return nil
-				},
-				guestCheck(sim, expectConfig(map[string]string{"name": "web-1"})),
-			),
-		}},
+	runSteps(t, resource.TestStep{
+		Config: env.config(`resource "qemuscheduler_vm" "web" { name = "web-1" }`),
+		Check: resource.ComposeAggregateTestCheckFunc(
+			resource.TestCheckResourceAttr(vmAddr, "vmid", "108"), // the retry skips a few free ids, a fixed offset from the name (see provision.skipFor), lest competitors collide again
+			func(*terraform.State) error {
+				if taken.Load() != 101 {
+					return fmt.Errorf("the outsider took %d, want the first choice 101", taken.Load())
+				}
+				if g, ok := sim.Guest(101); !ok || g.Config["name"] != "outsider-101" {
+					return fmt.Errorf("the outsider's VM 101 was touched: %+v", g)
+				}
+				return nil
+			},
+			guestCheck(sim, expectConfig(map[string]string{"name": "web-1"})),
+		),
 	})
 }
 
@@ -119,21 +119,18 @@ func TestAccVMNodeGoesOfflineMidApply(t *testing.T) {
 		}
 		return false
 	}))
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: testProviders,
-		Steps: []resource.TestStep{{
-			Config: env.config(`resource "qemuscheduler_vm" "web" { name = "web-1" }`),
-			Check: resource.ComposeAggregateTestCheckFunc(
-				resource.TestCheckResourceAttr(vmAddr, "node", "pve3"),
-				resource.TestCheckResourceAttr(vmAddr, "vmid", "101"),
-				guestCheck(sim, func(g pvesim.GuestState) error {
-					if g.Status != "running" {
-						return fmt.Errorf("status %s, want running", g.Status)
-					}
-					return nil
-				}),
-			),
-		}},
+	runSteps(t, resource.TestStep{
+		Config: env.config(`resource "qemuscheduler_vm" "web" { name = "web-1" }`),
+		Check: resource.ComposeAggregateTestCheckFunc(
+			resource.TestCheckResourceAttr(vmAddr, "node", "pve3"),
+			resource.TestCheckResourceAttr(vmAddr, "vmid", "101"),
+			guestCheck(sim, func(g pvesim.GuestState) error {
+				if g.Status != "running" {
+					return fmt.Errorf("status %s, want running", g.Status)
+				}
+				return nil
+			}),
+		),
 	})
 }
 
@@ -148,8 +145,7 @@ func TestAccVMCreateTimeoutKeepsTheGuestInState(t *testing.T) {
 		<-r.Context().Done() // PVE is slow to answer until the client gives up
 		return true
 	}))
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: testProviders,
+	runCase(t, resource.TestCase{
 		Steps: []resource.TestStep{{
 			Config: env.config(`resource "qemuscheduler_vm" "web" {
   name = "web-1"
@@ -159,25 +155,18 @@ func TestAccVMCreateTimeoutKeepsTheGuestInState(t *testing.T) {
 }`),
 			ExpectError: regexp.MustCompile(`(?s)VM 101 was created on pve2 but could not be set up.*context deadline exceeded.*kept in the state as tainted`),
 		}},
-		CheckDestroy: func(*terraform.State) error {
-			if _, ok := sim.Guest(101); ok {
-				return fmt.Errorf("VM 101 outlived the destroy: the timed-out create orphaned it")
-			}
-			return nil
-		},
+		CheckDestroy: guestGone(sim, 101),
 	})
 }
 
 // With node pinned, a move by HA is drift: the plan migrates the VM back, live since it runs.
 func TestAccVMPinnedNodeMovedByHAMigratesBack(t *testing.T) {
-	env := newAccEnv(t, labCluster())
-	sim := env.needsSim(t)
+	env, sim := simEnv(t, labCluster())
 	cfg := env.config(`resource "qemuscheduler_vm" "web" {
   name = "web-1"
   node = "pve2"
 }`)
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: testProviders,
+	runCase(t, resource.TestCase{
 		Steps: []resource.TestStep{
 			{Config: cfg, Check: resource.TestCheckResourceAttr(vmAddr, "node", "pve2")},
 			{
@@ -199,20 +188,14 @@ func TestAccVMPinnedNodeMovedByHAMigratesBack(t *testing.T) {
 				}),
 			},
 		},
-		CheckDestroy: func(*terraform.State) error {
-			if _, ok := sim.Guest(101); ok {
-				return fmt.Errorf("VM 101 was not destroyed")
-			}
-			return nil
-		},
+		CheckDestroy: guestGone(sim, 101),
 	})
 }
 
 // The attributes TestAccVMUpdateInPlace does not cover, changed in place, added and removed;
 // devices keep their computed values by slot, not by list position.
 func TestAccVMUpdateDevicesAndCloudInit(t *testing.T) {
-	env := newAccEnv(t, labCluster())
-	sim := env.needsSim(t)
+	env, sim := simEnv(t, labCluster())
 	const k1, k2 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 one@host", "ssh-rsa AAAAB3NzaC1yc2E= two@host"
 	step1 := env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
   name     = "web-1"
@@ -289,53 +272,47 @@ func TestAccVMUpdateDevicesAndCloudInit(t *testing.T) {
 			return nil
 		}
 	}
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: testProviders,
-		Steps: []resource.TestStep{
-			{Config: step1, Check: guestCheck(sim, expectConfig(map[string]string{
-				"sockets": "1", "cpu": "x86-64-v2-AES", "agent": "0", "ide2": "ceph:vm-101-cloudinit,media=cdrom", "searchdomain": "a.example.com"}))},
-			{Config: step2, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-				plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate)}},
-				Check: resource.ComposeAggregateTestCheckFunc(
-					resource.TestCheckResourceAttr(vmAddr, "vmid", "101"),
-					resource.TestMatchResourceAttr(vmAddr, "network.1.mac", regexp.MustCompile(`^BC:24:11:`)),
-					guestCheck(sim, func(g pvesim.GuestState) error {
-						if err := expectConfig(map[string]string{"name": "web-2", "sockets": "2", "cpu": "host", "agent": "1",
-							"sshkeys":   "ssh-ed25519%20AAAAC3NzaC1lZDI1NTE5%20one%40host%0Assh-rsa%20AAAAB3NzaC1yc2E%3D%20two%40host",
-							"ipconfig0": "ip=10.0.0.5/24,gw=10.0.0.1", "ipconfig1": "ip=dhcp", "searchdomain": "b.example.com",
-							"scsi1": "local-lvm:vm-101-disk-0,size=4G"})(g); err != nil {
-							return err
-						}
-						if !regexp.MustCompile(`^e1000=BC:24:11:[0-9A-F:]{8},bridge=vmbr1,firewall=1$`).MatchString(g.Config["net1"]) {
-							return fmt.Errorf("net1 = %q", g.Config["net1"])
-						}
-						net1 = g.Config["net1"]
-						return nil
-					}),
-				)},
-			// net0 goes, so net1 moves to the first list position: it must keep its own MAC.
-			{Config: step3, Check: guestCheck(sim, func(g pvesim.GuestState) error {
-				if err := absent("net0", "ipconfig1")(g); err != nil {
-					return err
-				}
-				return expectConfig(map[string]string{"net1": net1, "sshkeys": "ssh-rsa%20AAAAB3NzaC1yc2E%3D%20two%40host"})(g)
-			})},
-		},
-	})
+	runSteps(t,
+		resource.TestStep{Config: step1, Check: guestCheck(sim, expectConfig(map[string]string{
+			"sockets": "1", "cpu": "x86-64-v2-AES", "agent": "0", "ide2": "ceph:vm-101-cloudinit,media=cdrom", "searchdomain": "a.example.com"}))},
+		resource.TestStep{Config: step2, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+			plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate)}},
+			Check: resource.ComposeAggregateTestCheckFunc(
+				resource.TestCheckResourceAttr(vmAddr, "vmid", "101"),
+				resource.TestMatchResourceAttr(vmAddr, "network.1.mac", regexp.MustCompile(`^BC:24:11:`)),
+				guestCheck(sim, func(g pvesim.GuestState) error {
+					if err := expectConfig(map[string]string{"name": "web-2", "sockets": "2", "cpu": "host", "agent": "1",
+						"sshkeys":   "ssh-ed25519%20AAAAC3NzaC1lZDI1NTE5%20one%40host%0Assh-rsa%20AAAAB3NzaC1yc2E%3D%20two%40host",
+						"ipconfig0": "ip=10.0.0.5/24,gw=10.0.0.1", "ipconfig1": "ip=dhcp", "searchdomain": "b.example.com",
+						"scsi1": "local-lvm:vm-101-disk-0,size=4G"})(g); err != nil {
+						return err
+					}
+					if !regexp.MustCompile(`^e1000=BC:24:11:[0-9A-F:]{8},bridge=vmbr1,firewall=1$`).MatchString(g.Config["net1"]) {
+						return fmt.Errorf("net1 = %q", g.Config["net1"])
+					}
+					net1 = g.Config["net1"]
+					return nil
+				}),
+			)},
+		// net0 goes, so net1 moves to the first list position: it must keep its own MAC.
+		resource.TestStep{Config: step3, Check: guestCheck(sim, func(g pvesim.GuestState) error {
+			if err := absent("net0", "ipconfig1")(g); err != nil {
+				return err
+			}
+			return expectConfig(map[string]string{"net1": net1, "sshkeys": "ssh-rsa%20AAAAB3NzaC1yc2E%3D%20two%40host"})(g)
+		})},
+	)
 }
 
 // A clone whose source keeps a CD-ROM on ide2 gets its cloud-init drive on the next free IDE
 // slot; the CD-ROM stays.
 func TestAccVMCloneCloudInitAvoidsBusyIDE2(t *testing.T) {
-	env := newAccEnv(t, labCluster())
-	sim := env.needsSim(t)
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: testProviders,
-		Steps: []resource.TestStep{{
-			PreConfig: func() {
-				env.createVM(t, "pve1", 9100, map[string]string{"name": "with-cd", "scsi0": "ceph:4", "ide2": "none,media=cdrom"})
-			},
-			Config: env.config(`resource "qemuscheduler_vm" "web" {
+	env, sim := simEnv(t, labCluster())
+	runSteps(t, resource.TestStep{
+		PreConfig: func() {
+			env.createVM(t, "pve1", 9100, map[string]string{"name": "with-cd", "scsi0": "ceph:4", "ide2": "none,media=cdrom"})
+		},
+		Config: env.config(`resource "qemuscheduler_vm" "web" {
   name = "web-1"
   clone {
     source_vmid = 9100
@@ -344,9 +321,8 @@ func TestAccVMCloneCloudInitAvoidsBusyIDE2(t *testing.T) {
     user = "debian"
   }
 }`),
-			Check: guestCheck(sim, expectConfig(map[string]string{
-				"ide2": "none,media=cdrom", "ide0": "ceph:vm-101-cloudinit,media=cdrom", "ciuser": "debian"})),
-		}},
+		Check: guestCheck(sim, expectConfig(map[string]string{
+			"ide2": "none,media=cdrom", "ide0": "ceph:vm-101-cloudinit,media=cdrom", "ciuser": "debian"})),
 	})
 }
 
@@ -395,5 +371,5 @@ func TestAccVMValidation(t *testing.T) {
 	for _, tt := range tests {
 		steps = append(steps, resource.TestStep{Config: vm(tt.body), PlanOnly: true, ExpectError: wrapped(`(?s)` + tt.want)})
 	}
-	resource.Test(t, resource.TestCase{ProtoV6ProviderFactories: testProviders, Steps: steps})
+	runSteps(t, steps...)
 }

@@ -16,22 +16,27 @@ import (
 
 const vmAddr = "qemuscheduler_vm.web"
 
-// guestCheck asserts on the simulator's copy of the VM the resource manages.
+// guestCheck asserts on the simulator's copy of the VM the resource manages, which must be
+// where the state says; check nil asserts only that.
 func guestCheck(sim *pvesim.Server, check func(g pvesim.GuestState) error) resource.TestCheckFunc {
 	return func(s *terraform.State) error {
 		rs, ok := s.RootModule().Resources[vmAddr]
 		if !ok {
 			return fmt.Errorf("%s not in state", vmAddr)
 		}
-		vmid, _ := strconv.Atoi(rs.Primary.Attributes["vmid"])
-		g, ok := sim.Guest(vmid)
-		if !ok {
-			return fmt.Errorf("VM %d does not exist in the cluster", vmid)
+		vmid, err := strconv.Atoi(rs.Primary.Attributes["vmid"])
+		if err != nil {
+			return fmt.Errorf("vmid in state: %w", err)
 		}
-		if g.Node != rs.Primary.Attributes["node"] {
-			return fmt.Errorf("state says node %s, cluster says %s", rs.Primary.Attributes["node"], g.Node)
-		}
-		return check(g)
+		return guestExists(sim, vmid, func(g pvesim.GuestState) error {
+			if g.Node != rs.Primary.Attributes["node"] {
+				return fmt.Errorf("state says node %s, cluster says %s", rs.Primary.Attributes["node"], g.Node)
+			}
+			if check == nil {
+				return nil
+			}
+			return check(g)
+		})(s)
 	}
 }
 
@@ -47,8 +52,7 @@ func expectConfig(want map[string]string) func(g pvesim.GuestState) error {
 }
 
 func TestAccVMLifecycleFromScratch(t *testing.T) {
-	env := newAccEnv(t, labCluster())
-	sim := env.needsSim(t)
+	env, sim := simEnv(t, labCluster())
 	vm := func(extra string) string {
 		return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
   name        = "web-1"
@@ -73,52 +77,48 @@ func TestAccVMLifecycleFromScratch(t *testing.T) {
   %s
 }`, "10", extra))
 	}
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: testProviders,
-		Steps: []resource.TestStep{
-			{Config: vm(""), Check: resource.ComposeAggregateTestCheckFunc(
-				resource.TestCheckResourceAttr(vmAddr, "node", "pve2"),
-				resource.TestCheckResourceAttr(vmAddr, "vmid", "500"),
-				resource.TestCheckResourceAttr(vmAddr, "id", "500"),
-				resource.TestCheckResourceAttr(vmAddr, "storage", "ceph"),
-				resource.TestCheckResourceAttr(vmAddr, "disk.0.storage", "ceph"),
-				resource.TestMatchResourceAttr(vmAddr, "network.0.mac", regexp.MustCompile(`^BC:24:11:`)),
-				resource.TestMatchResourceAttr(vmAddr, "placement_summary", regexp.MustCompile(`^web-1: pve2 \(score 86.56; 3/4 nodes feasible\), vmid 500 \(range 500-599\)`)),
-				guestCheck(sim, func(g pvesim.GuestState) error {
-					if g.Status != "running" {
-						return fmt.Errorf("status %s, want running", g.Status)
-					}
-					return expectConfig(map[string]string{"cores": "2", "memory": "2048", "tags": "prod;web", "scsi0": "ceph:vm-500-disk-0,size=10G",
-						"ciuser": "debian", "sshkeys": "ssh-ed25519%20AAAAC3NzaC1lZDI1NTE5%20user%40host", "ipconfig0": "ip=dhcp", "ide2": "ceph:vm-500-cloudinit,media=cdrom"})(g)
-				}),
-			)},
-			// Update in place: sizes, tags, description, a bigger disk, a stopped VM.
-			{Config: vm(`started = false`), PreConfig: func() {}, Check: resource.ComposeAggregateTestCheckFunc(
-				resource.TestCheckResourceAttr(vmAddr, "vmid", "500"),
-				guestCheck(sim, func(g pvesim.GuestState) error {
-					if g.Status != "stopped" {
-						return fmt.Errorf("status %s, want stopped", g.Status)
-					}
-					return nil
-				}),
-			)},
-			{Config: vm(`started = false
+	runSteps(t,
+		resource.TestStep{Config: vm(""), Check: resource.ComposeAggregateTestCheckFunc(
+			resource.TestCheckResourceAttr(vmAddr, "node", "pve2"),
+			resource.TestCheckResourceAttr(vmAddr, "vmid", "500"),
+			resource.TestCheckResourceAttr(vmAddr, "id", "500"),
+			resource.TestCheckResourceAttr(vmAddr, "storage", "ceph"),
+			resource.TestCheckResourceAttr(vmAddr, "disk.0.storage", "ceph"),
+			resource.TestMatchResourceAttr(vmAddr, "network.0.mac", regexp.MustCompile(`^BC:24:11:`)),
+			resource.TestMatchResourceAttr(vmAddr, "placement_summary", regexp.MustCompile(`^web-1: pve2 \(score 86.56; 3/4 nodes feasible\), vmid 500 \(range 500-599\)`)),
+			guestCheck(sim, func(g pvesim.GuestState) error {
+				if g.Status != "running" {
+					return fmt.Errorf("status %s, want running", g.Status)
+				}
+				return expectConfig(map[string]string{"cores": "2", "memory": "2048", "tags": "prod;web", "scsi0": "ceph:vm-500-disk-0,size=10G",
+					"ciuser": "debian", "sshkeys": "ssh-ed25519%20AAAAC3NzaC1lZDI1NTE5%20user%40host", "ipconfig0": "ip=dhcp", "ide2": "ceph:vm-500-cloudinit,media=cdrom"})(g)
+			}),
+		)},
+		// Update in place: sizes, tags, description, a bigger disk, a stopped VM.
+		resource.TestStep{Config: vm(`started = false`), Check: resource.ComposeAggregateTestCheckFunc(
+			resource.TestCheckResourceAttr(vmAddr, "vmid", "500"),
+			guestCheck(sim, func(g pvesim.GuestState) error {
+				if g.Status != "stopped" {
+					return fmt.Errorf("status %s, want stopped", g.Status)
+				}
+				return nil
+			}),
+		)},
+		resource.TestStep{Config: vm(`started = false
   node    = "pve4"`), ExpectError: wrapped(`pve4 fails the scheduling rules for this VM: NodeOnline: node is offline`)},
-			{Config: vm(`started = false
+		resource.TestStep{Config: vm(`started = false
   node    = "pve3"`), Check: resource.ComposeAggregateTestCheckFunc(
-				resource.TestCheckResourceAttr(vmAddr, "node", "pve3"),
-				resource.TestCheckResourceAttr(vmAddr, "vmid", "500"),
-				guestCheck(sim, func(g pvesim.GuestState) error { return nil }),
-			)},
-			{ResourceName: vmAddr, ImportState: true, ImportStateId: "pve3/500", ImportStateVerify: true,
-				ImportStateVerifyIgnore: []string{"annotations", "placement_summary", "storage", "cloud_init", "timeouts", "%"}},
-		},
-	})
+			resource.TestCheckResourceAttr(vmAddr, "node", "pve3"),
+			resource.TestCheckResourceAttr(vmAddr, "vmid", "500"),
+			guestCheck(sim, nil),
+		)},
+		resource.TestStep{ResourceName: vmAddr, ImportState: true, ImportStateId: "pve3/500", ImportStateVerify: true,
+			ImportStateVerifyIgnore: []string{"annotations", "placement_summary", "storage", "cloud_init", "timeouts", "%"}},
+	)
 }
 
 func TestAccVMUpdateInPlace(t *testing.T) {
-	env := newAccEnv(t, labCluster())
-	sim := env.needsSim(t)
+	env, sim := simEnv(t, labCluster())
 	vm := func(cores, memory, size int, tags, desc string) string {
 		return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
   name        = "web-1"
@@ -135,24 +135,18 @@ func TestAccVMUpdateInPlace(t *testing.T) {
   }
 }`, cores, memory, tags, desc, size))
 	}
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: testProviders,
-		Steps: []resource.TestStep{
-			{Config: vm(1, 1024, 8, `["a"]`, "one")},
-			{Config: vm(4, 4096, 20, `["b", "c"]`, "two"), Check: guestCheck(sim, expectConfig(map[string]string{
-				"cores": "4", "memory": "4096", "tags": "b;c", "description": "two", "scsi0": "local-lvm:vm-101-disk-0,size=20G", "onboot": "1", "balloon": "512"}))},
-			{Config: vm(4, 4096, 10, `["b", "c"]`, "two"), ExpectError: wrapped(`scsi0 is 20 GiB; Proxmox VE cannot shrink disks`)},
-		},
-	})
+	runSteps(t,
+		resource.TestStep{Config: vm(1, 1024, 8, `["a"]`, "one")},
+		resource.TestStep{Config: vm(4, 4096, 20, `["b", "c"]`, "two"), Check: guestCheck(sim, expectConfig(map[string]string{
+			"cores": "4", "memory": "4096", "tags": "b;c", "description": "two", "scsi0": "local-lvm:vm-101-disk-0,size=20G", "onboot": "1", "balloon": "512"}))},
+		resource.TestStep{Config: vm(4, 4096, 10, `["b", "c"]`, "two"), ExpectError: wrapped(`scsi0 is 20 GiB; Proxmox VE cannot shrink disks`)},
+	)
 }
 
 func TestAccVMClone(t *testing.T) {
-	env := newAccEnv(t, labCluster())
-	sim := env.needsSim(t)
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: testProviders,
-		Steps: []resource.TestStep{{
-			Config: env.config(`resource "qemuscheduler_vm" "web" {
+	env, sim := simEnv(t, labCluster())
+	runSteps(t, resource.TestStep{
+		Config: env.config(`resource "qemuscheduler_vm" "web" {
   name   = "web-clone"
   memory = 1024
   clone {
@@ -163,72 +157,60 @@ func TestAccVMClone(t *testing.T) {
     size = 16
   }
 }`),
-			Check: resource.ComposeAggregateTestCheckFunc(
-				resource.TestCheckResourceAttr(vmAddr, "node", "pve2"),
-				resource.TestCheckResourceAttr(vmAddr, "cores", "2"),
-				guestCheck(sim, expectConfig(map[string]string{"name": "web-clone", "memory": "1024", "cores": "2", "scsi0": "ceph:vm-101-disk-0,size=16G"})),
-			),
-		}},
+		Check: resource.ComposeAggregateTestCheckFunc(
+			resource.TestCheckResourceAttr(vmAddr, "node", "pve2"),
+			resource.TestCheckResourceAttr(vmAddr, "cores", "2"),
+			guestCheck(sim, expectConfig(map[string]string{"name": "web-clone", "memory": "1024", "cores": "2", "scsi0": "ceph:vm-101-disk-0,size=16G"})),
+		),
 	})
 }
 
 func TestAccVMCountGetsDistinctIDsAndSpreads(t *testing.T) {
-	env := newAccEnv(t, equalCluster())
-	sim := env.needsSim(t)
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: testProviders,
-		Steps: []resource.TestStep{{
-			Config: env.config(`resource "qemuscheduler_vm" "web" {
+	env, sim := simEnv(t, equalCluster())
+	runSteps(t, resource.TestStep{
+		Config: env.config(`resource "qemuscheduler_vm" "web" {
   count  = 20
   name   = "web-${count.index}"
   memory = 2048
 }`),
-			Check: func(*terraform.State) error {
-				perNode := map[string]int{}
-				ids := sim.Guests()
-				for _, id := range ids {
-					g, _ := sim.Guest(id)
-					perNode[g.Node]++
+		Check: func(*terraform.State) error {
+			perNode := map[string]int{}
+			all := guests(sim)
+			for _, g := range all {
+				perNode[g.Node]++
+			}
+			if len(all) != 20 {
+				return fmt.Errorf("%d guests, want 20", len(all))
+			}
+			for node, n := range perNode {
+				if n < 5 || n > 8 {
+					return fmt.Errorf("placements per node %v: %s has %d, want an even spread", perNode, node, n)
 				}
-				if len(ids) != 20 {
-					return fmt.Errorf("%d guests, want 20", len(ids))
-				}
-				for node, n := range perNode {
-					if n < 5 || n > 8 {
-						return fmt.Errorf("placements per node %v: %s has %d, want an even spread", perNode, node, n)
-					}
-				}
-				return nil
-			},
-		}},
+			}
+			return nil
+		},
 	})
 }
 
 // Someone else creates the chosen VMID between our decision and our create: the resource
 // marks it taken and decides again.
 func TestAccVMRetriesWhenTheIDIsTaken(t *testing.T) {
-	env := newAccEnv(t, labCluster())
-	sim := env.needsSim(t)
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: testProviders,
-		Steps: []resource.TestStep{{
-			PreConfig: func() {
-				sim.FailRequests("POST /nodes/{node}/qemu", 1, 500, "unable to create VM 101 - VM 101 already exists on node 'pve1'")
-			},
-			Config: env.config(`resource "qemuscheduler_vm" "web" {
+	env, sim := simEnv(t, labCluster())
+	runSteps(t, resource.TestStep{
+		PreConfig: func() {
+			sim.FailRequests("POST /nodes/{node}/qemu", 1, 500, "unable to create VM 101 - VM 101 already exists on node 'pve1'")
+		},
+		Config: env.config(`resource "qemuscheduler_vm" "web" {
   name = "web-1"
 }`),
-			Check: resource.TestCheckResourceAttr(vmAddr, "vmid", "108"), // the retry skips a few free ids, a fixed offset from the name (see provision.skipFor), lest competitors collide again
-		}},
+		Check: resource.TestCheckResourceAttr(vmAddr, "vmid", "108"), // the retry skips a few free ids, a fixed offset from the name (see provision.skipFor), lest competitors collide again
 	})
 }
 
 func TestAccVMFailures(t *testing.T) {
 	t.Run("clone task fails, nothing is left behind", func(t *testing.T) {
-		env := newAccEnv(t, labCluster())
-		sim := env.needsSim(t)
-		resource.Test(t, resource.TestCase{
-			ProtoV6ProviderFactories: testProviders,
+		env, sim := simEnv(t, labCluster())
+		runCase(t, resource.TestCase{
 			Steps: []resource.TestStep{{
 				PreConfig: func() { sim.FailNextTask("qmclone", "clone failed: storage 'ceph' is full") },
 				Config: env.config(`resource "qemuscheduler_vm" "web" {
@@ -239,90 +221,66 @@ func TestAccVMFailures(t *testing.T) {
 }`),
 				ExpectError: wrapped(`clone failed: storage 'ceph' is full`),
 			}},
-			CheckDestroy: func(*terraform.State) error {
-				if _, ok := sim.Guest(101); ok {
-					return fmt.Errorf("a failed clone left VM 101 behind")
-				}
-				return nil
-			},
+			CheckDestroy: guestGone(sim, 101),
 		})
 	})
 	t.Run("start fails after create: the VM is tainted, not orphaned", func(t *testing.T) {
-		env := newAccEnv(t, labCluster())
-		sim := env.needsSim(t)
-		resource.Test(t, resource.TestCase{
-			ProtoV6ProviderFactories: testProviders,
+		env, sim := simEnv(t, labCluster())
+		runCase(t, resource.TestCase{
 			Steps: []resource.TestStep{{
 				PreConfig:   func() { sim.FailNextTask("qmstart", "start failed: QEMU exited with code 1") },
 				Config:      env.config(`resource "qemuscheduler_vm" "web" { name = "web-1" }`),
 				ExpectError: wrapped(`QEMU exited with code 1`),
 			}},
-			CheckDestroy: func(*terraform.State) error {
-				if _, ok := sim.Guest(101); ok {
-					return fmt.Errorf("the tainted VM 101 was not destroyed")
-				}
-				return nil
-			},
+			CheckDestroy: guestGone(sim, 101),
 		})
 	})
 	t.Run("node goes offline before apply: rescheduled", func(t *testing.T) {
-		env := newAccEnv(t, labCluster())
-		sim := env.needsSim(t)
-		resource.Test(t, resource.TestCase{
-			ProtoV6ProviderFactories: testProviders,
-			Steps: []resource.TestStep{{
-				PreConfig: func() { sim.SetNodeOnline("pve2", false) },
-				Config:    env.config(`resource "qemuscheduler_vm" "web" { name = "web-1" }`),
-				Check:     resource.TestCheckResourceAttr(vmAddr, "node", "pve3"),
-			}},
+		env, sim := simEnv(t, labCluster())
+		runSteps(t, resource.TestStep{
+			PreConfig: func() { sim.SetNodeOnline("pve2", false) },
+			Config:    env.config(`resource "qemuscheduler_vm" "web" { name = "web-1" }`),
+			Check:     resource.TestCheckResourceAttr(vmAddr, "node", "pve3"),
 		})
 	})
 	t.Run("nothing fits fails the plan", func(t *testing.T) {
 		env := newAccEnv(t, labCluster())
 		env.needsSim(t)
-		resource.Test(t, resource.TestCase{
-			ProtoV6ProviderFactories: testProviders,
-			Steps: []resource.TestStep{{
-				Config: env.config(`resource "qemuscheduler_vm" "web" {
+		runSteps(t, resource.TestStep{
+			Config: env.config(`resource "qemuscheduler_vm" "web" {
   name   = "big"
   memory = 65536
 }`),
-				PlanOnly:    true,
-				ExpectError: wrapped(`0/4 nodes are available: 3 node\(s\) exceeded memory overcommit ratio 1, 1 node\(s\) were offline`),
-			}},
+			PlanOnly:    true,
+			ExpectError: wrapped(`0/4 nodes are available: 3 node\(s\) exceeded memory overcommit ratio 1, 1 node\(s\) were offline`),
 		})
 	})
 }
 
 func TestAccVMDriftAndOutsideChanges(t *testing.T) {
-	env := newAccEnv(t, labCluster())
-	sim := env.needsSim(t)
+	env, sim := simEnv(t, labCluster())
 	cfg := env.config(`resource "qemuscheduler_vm" "web" { name = "web-1" }`)
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: testProviders,
-		Steps: []resource.TestStep{
-			{Config: cfg, Check: resource.TestCheckResourceAttr(vmAddr, "node", "pve2")},
-			// Moved by HA: not drift, since node is not pinned.
-			{PreConfig: func() { sim.SetGuestNode(101, "pve3") }, Config: cfg, Check: resource.TestCheckResourceAttr(vmAddr, "node", "pve3")},
-			// Sticky: new annotations that exclude its node do not move it (the plan warns).
-			{Config: env.config(`resource "qemuscheduler_vm" "web" {
+	runSteps(t,
+		resource.TestStep{Config: cfg, Check: resource.TestCheckResourceAttr(vmAddr, "node", "pve2")},
+		// Moved by HA: not drift, since node is not pinned.
+		resource.TestStep{PreConfig: func() { sim.SetGuestNode(101, "pve3") }, Config: cfg, Check: resource.TestCheckResourceAttr(vmAddr, "node", "pve3")},
+		// Sticky: new annotations that exclude its node do not move it (the plan warns).
+		resource.TestStep{Config: env.config(`resource "qemuscheduler_vm" "web" {
   name        = "web-1"
   annotations = { "node.qemu-scheduler/regex" = "pve1" }
 }`), Check: resource.ComposeAggregateTestCheckFunc(
-				resource.TestCheckResourceAttr(vmAddr, "node", "pve3"),
-				resource.TestCheckResourceAttr(vmAddr, "vmid", "101"),
-				guestCheck(sim, func(pvesim.GuestState) error { return nil }))},
-			// Deleted behind Terraform's back: removed from state and planned again.
-			{PreConfig: func() { sim.DeleteGuest(101) }, Config: cfg, PlanOnly: true, ExpectNonEmptyPlan: true},
-		},
-	})
+			resource.TestCheckResourceAttr(vmAddr, "node", "pve3"),
+			resource.TestCheckResourceAttr(vmAddr, "vmid", "101"),
+			guestCheck(sim, nil))},
+		// Deleted behind Terraform's back: removed from state and planned again.
+		resource.TestStep{PreConfig: func() { sim.DeleteGuest(101) }, Config: cfg, PlanOnly: true, ExpectNonEmptyPlan: true},
+	)
 }
 
 // Two applies with separate provider instances (as two terraform processes have) race for
 // the same VMIDs on one cluster: both must finish, with distinct ids.
 func TestAccVMConcurrentApplies(t *testing.T) {
-	env := newAccEnv(t, equalCluster(), pvesim.WithTaskDuration(100*time.Millisecond))
-	sim := env.needsSim(t)
+	env, sim := simEnv(t, equalCluster(), pvesim.WithTaskDuration(100*time.Millisecond))
 	applyConcurrently(t, []string{"a", "b"}, func(run string) string {
 		return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
   count = 5
@@ -337,8 +295,7 @@ func TestAccVMConcurrentApplies(t *testing.T) {
 }
 
 func TestAccVMNetworkCloudInitAndReplace(t *testing.T) {
-	env := newAccEnv(t, labCluster())
-	sim := env.needsSim(t)
+	env, sim := simEnv(t, labCluster())
 	vm := func(vlan int, user, pin string) string {
 		return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
   name = "web-1"
@@ -354,22 +311,19 @@ func TestAccVMNetworkCloudInitAndReplace(t *testing.T) {
 }`, pin, vlan, user))
 	}
 	var mac string
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: testProviders,
-		Steps: []resource.TestStep{
-			{Config: vm(10, "debian", ""), Check: resource.ComposeAggregateTestCheckFunc(
-				guestCheck(sim, func(g pvesim.GuestState) error {
-					mac = g.Config["net0"][len("virtio="):len("virtio=BC:24:11:00:00:00")]
-					return expectConfig(map[string]string{"ciuser": "debian", "nameserver": "10.0.0.53"})(g)
-				}))},
-			{Config: vm(30, "ops", ""), Check: guestCheck(sim, func(g pvesim.GuestState) error {
-				return expectConfig(map[string]string{"ciuser": "ops", "net0": "virtio=" + mac + ",bridge=vmbr0,tag=30"})(g)
-			})},
-			{Config: vm(30, "ops", "vmid = 700"), ConfigPlanChecks: resource.ConfigPlanChecks{
-				PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionDestroyBeforeCreate)},
-			}, Check: resource.TestCheckResourceAttr(vmAddr, "vmid", "700")},
-		},
-	})
+	runSteps(t,
+		resource.TestStep{Config: vm(10, "debian", ""), Check: resource.ComposeAggregateTestCheckFunc(
+			guestCheck(sim, func(g pvesim.GuestState) error {
+				mac = g.Config["net0"][len("virtio="):len("virtio=BC:24:11:00:00:00")]
+				return expectConfig(map[string]string{"ciuser": "debian", "nameserver": "10.0.0.53"})(g)
+			}))},
+		resource.TestStep{Config: vm(30, "ops", ""), Check: guestCheck(sim, func(g pvesim.GuestState) error {
+			return expectConfig(map[string]string{"ciuser": "ops", "net0": "virtio=" + mac + ",bridge=vmbr0,tag=30"})(g)
+		})},
+		resource.TestStep{Config: vm(30, "ops", "vmid = 700"), ConfigPlanChecks: resource.ConfigPlanChecks{
+			PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionDestroyBeforeCreate)},
+		}, Check: resource.TestCheckResourceAttr(vmAddr, "vmid", "700")},
+	)
 }
 
 // A VM made by hand is imported by node/vmid; a configuration that describes it plans no
@@ -396,13 +350,10 @@ func TestAccVMImportThenPlanIsEmpty(t *testing.T) {
 		env.createVM(t, "pve3", 150, map[string]string{"name": "legacy", "cores": "2", "memory": "1024", "tags": "old",
 			"description": "made by hand", "onboot": "1", "scsi0": "local-lvm:8", "net0": "virtio,bridge=vmbr0", "start": "1"})
 	}
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: testProviders,
-		Steps: []resource.TestStep{
-			{PreConfig: createLegacy, Config: cfg, ResourceName: vmAddr, ImportState: true, ImportStateId: "pve3/150", ImportStatePersist: true},
-			{Config: cfg, PlanOnly: true},
-		},
-	})
+	runSteps(t,
+		resource.TestStep{PreConfig: createLegacy, Config: cfg, ResourceName: vmAddr, ImportState: true, ImportStateId: "pve3/150", ImportStatePersist: true},
+		resource.TestStep{Config: cfg, PlanOnly: true},
+	)
 }
 
 // A template on local storage can only be cloned onto its own node: the scheduler is told so,
@@ -419,11 +370,8 @@ func TestAccVMCloneFromLocalTemplate(t *testing.T) {
   }
 }`, pin))
 	}
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: testProviders,
-		Steps: []resource.TestStep{
-			{Config: vm(`node = "pve2"`), PlanOnly: true, ExpectError: wrapped(`keeps scsi0 on storage "local-lvm", which is local to pve3`)},
-			{Config: vm(""), Check: resource.TestCheckResourceAttr(vmAddr, "node", "pve3")},
-		},
-	})
+	runSteps(t,
+		resource.TestStep{Config: vm(`node = "pve2"`), PlanOnly: true, ExpectError: wrapped(`keeps scsi0 on storage "local-lvm", which is local to pve3`)},
+		resource.TestStep{Config: vm(""), Check: resource.TestCheckResourceAttr(vmAddr, "node", "pve3")},
+	)
 }

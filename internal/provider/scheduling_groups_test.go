@@ -31,10 +31,10 @@ func bigNodeCluster(nodes int) pvesim.Cluster {
 func guestsPerNode(sim *pvesim.Server, prefix string) (map[string]int, []int) {
 	perNode := map[string]int{}
 	var ids []int
-	for _, id := range sim.Guests() {
-		if g, _ := sim.Guest(id); strings.HasPrefix(g.Config["name"], prefix) {
+	for _, g := range guests(sim) {
+		if strings.HasPrefix(g.Config["name"], prefix) {
 			perNode[g.Node]++
-			ids = append(ids, id)
+			ids = append(ids, g.VMID)
 		}
 	}
 	sort.Ints(ids)
