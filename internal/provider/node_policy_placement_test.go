@@ -47,13 +47,17 @@ func TestAccPlacementNodePolicy(t *testing.T) {
 			toleration { operator = "Exists" }`, map[string]string{"node": "pve2",
 			"candidates.0.reasons.0": "NodeSelector: label node.qemu-scheduler/name=pve1, node_affinity node.qemu-scheduler/name NotIn [pve1]"}},
 	}
+	env := newAccEnv(t, policyCluster()) // read-only cases share one cluster
+	env.needsSim(t)
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { placementChecks(t, policyCluster(), policyProvider, tt.body, tt.attrs) })
+		t.Run(tt.name, func(t *testing.T) { placementChecks(t, env, policyProvider, tt.body, tt.attrs) })
 	}
 }
 
 func TestAccPlacementNodePolicyUnschedulable(t *testing.T) {
-	placementFails(t, policyCluster(), policyProvider, `name = "ml"
+	env := newAccEnv(t, policyCluster())
+	env.needsSim(t)
+	placementFails(t, env, policyProvider, `name = "ml"
 		node_selector = { gpu = "a100" }`,
 		regexp.MustCompile(strings.ReplaceAll(`0/4 nodes are available: 2 node\(s\) didn't match node selector gpu=a100, 1 node\(s\) had untolerated taint gpu=a100, 1 node\(s\) were offline`, " ", `\s+`)))
 }
@@ -109,9 +113,11 @@ func TestAccPlacementNodePolicyErrors(t *testing.T) {
 		{"effect", "toleration {\n key = \"gpu\"\n effect = \"Never\"\n}", `Invalid toleration effect[\s\S]*unknown effect "Never"`},
 		{"toleration key", "toleration {\n key = \"a b\"\n operator = \"Exists\"\n}", `Invalid toleration key[\s\S]*key "a b"`},
 	}
+	env := newAccEnv(t, labCluster()) // read-only cases share one cluster
+	env.needsSim(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			placementFails(t, labCluster(), "", "name = \"web\"\n"+tt.body, regexp.MustCompile(tt.want))
+			placementFails(t, env, "", "name = \"web\"\n"+tt.body, regexp.MustCompile(tt.want))
 		})
 	}
 }
