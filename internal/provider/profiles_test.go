@@ -282,8 +282,7 @@ func TestAccVMCountBinPacks(t *testing.T) {
 			Config: config,
 			Check: func(*terraform.State) error {
 				perNode := map[string]int{}
-				for _, id := range sim.Guests() {
-					g, _ := sim.Guest(id)
+				for _, g := range guests(sim) {
 					perNode[g.Node]++
 				}
 				counts := []int{}
