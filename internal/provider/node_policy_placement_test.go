@@ -178,3 +178,43 @@ func TestAccPlacementStickyNodePolicy(t *testing.T) {
 		}},
 	})
 }
+
+// HA maintenance switched on under a VM (ha-manager crm-command node-maintenance enable): the
+// VM stays (the plan only warns, it is empty), the node shows maintenance and its taint, and
+// a new decision avoids it.
+func TestAccVMMaintenanceKeepsTheVM(t *testing.T) {
+	env := newAccEnv(t, labCluster())
+	sim := env.needsSim(t)
+	config := env.config(`resource "qemuscheduler_vm" "web" {
+  name          = "web-1"
+  memory        = 1024
+  node_selector = { "node.qemu-scheduler/name" = "pve3" }
+}
+data "qemuscheduler_nodes" "n" { names_regex = "pve3" }
+data "qemuscheduler_placement" "p" {
+  name       = "next"
+  depends_on = [qemuscheduler_vm.web]
+}`)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders,
+		Steps: []resource.TestStep{{
+			Config: config,
+			Check: resource.ComposeAggregateTestCheckFunc(resource.TestCheckResourceAttr(vmAddr, "node", "pve3"),
+				resource.TestCheckResourceAttr("data.qemuscheduler_nodes.n", "nodes.0.maintenance", "false")),
+		}, {
+			PreConfig: func() {
+				if err := sim.SetNodeHAState("pve3", "maintenance"); err != nil {
+					t.Fatal(err)
+				}
+			},
+			Config: config,
+			Check: resource.ComposeAggregateTestCheckFunc(
+				resource.TestCheckResourceAttr(vmAddr, "node", "pve3"),
+				guestCheck(sim, expectConfig(map[string]string{"memory": "1024"})),
+				resource.TestCheckResourceAttr("data.qemuscheduler_nodes.n", "nodes.0.maintenance", "true"),
+				resource.TestCheckResourceAttr("data.qemuscheduler_nodes.n", "nodes.0.taints.0", "node.qemu-scheduler/maintenance:NoSchedule"),
+				resource.TestCheckResourceAttr(ds, "candidates.2.reasons.0", "TaintToleration: untolerated taint node.qemu-scheduler/maintenance:NoSchedule"),
+			),
+		}},
+	})
+}
