@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
@@ -75,12 +76,12 @@ func (d *placementDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 			"names": schema.ListAttribute{Optional: true, ElementType: types.StringType,
 				Validators:  []validator.List{listvalidator.SizeAtLeast(1), listvalidator.UniqueValues()},
 				Description: "Several VMs of the same size placed in one decision, in order: each debits capacity and takes its VMID before the next. All or nothing."},
-			"cores": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1)},
-				Description: "vCPU cores per socket. Default 1."},
-			"sockets": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1)},
-				Description: "CPU sockets. Default 1."},
-			"memory": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(16)},
-				Description: "Memory in MiB. Default 512."},
+			"cores": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(1, proxmox.MaxVCPUs)},
+				Description: "vCPU cores per socket (1-4096; cores x sockets at most 4096). Default 1."},
+			"sockets": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(1, proxmox.MaxVCPUs)},
+				Description: "CPU sockets (1-4096). Default 1."},
+			"memory": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(proxmox.MinMemoryMiB, proxmox.MaxMemoryMiB)},
+				Description: "Memory in MiB (16 to 4194304, PVE's 4 TiB). Default 512."},
 			"node": schema.StringAttribute{Optional: true, Computed: true,
 				Description: "Input: pin the node (the NodeName filter; the other filters still apply). Output: the chosen node (of the first name)."},
 			"vmid": schema.Int64Attribute{Optional: true, Computed: true, Validators: []validator.Int64{int64validator.Between(scheduler.MinVMID, scheduler.MaxVMID)},
@@ -124,9 +125,9 @@ func (d *placementDataSource) ConfigValidators(context.Context) []datasource.Con
 // ValidateConfig catches malformed annotations and plugin config at plan time.
 func (d *placementDataSource) ValidateConfig(ctx context.Context, req datasource.ValidateConfigRequest, resp *datasource.ValidateConfigResponse) {
 	var m placementModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if !resp.Diagnostics.HasError() {
+	if configReadable(req.Config.Get(ctx, &m)) {
 		m.validate(ctx, &resp.Diagnostics)
+		checkVCPUs(m.Cores, m.Sockets, &resp.Diagnostics)
 	}
 }
 

@@ -32,9 +32,10 @@ import (
 //	vm_update.go               the in-place update
 //	resource_vm_validators.go  formats of PVE identifiers and values
 
-// maxCreateAttempts bounds how often a create decides again after PVE says the VMID exists
-// (another Terraform run or a human took it between our snapshot and the create).
-const maxCreateAttempts = 5
+// maxCreateAttempts bounds how often a create decides again: after PVE says the VMID exists
+// (another Terraform run or a human took it between our snapshot and the create), or after
+// the node filled up under a concurrent create. Three runs of 20 VMs in one range need a few.
+const maxCreateAttempts = 20
 
 // NewVMResource returns the qemuscheduler_vm resource.
 func NewVMResource() resource.Resource { return &vmResource{} }
@@ -56,11 +57,11 @@ func (r *vmResource) Configure(_ context.Context, req resource.ConfigureRequest,
 
 func (r *vmResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
 	var m vmModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
+	if !configReadable(req.Config.Get(ctx, &m)) {
 		return
 	}
 	m.validate(ctx, &resp.Diagnostics)
+	checkVCPUs(m.Cores, m.Sockets, &resp.Diagnostics)
 	if !m.Balloon.IsNull() && !m.Memory.IsNull() && !m.Balloon.IsUnknown() && !m.Memory.IsUnknown() && m.Balloon.ValueInt64() > m.Memory.ValueInt64() {
 		resp.Diagnostics.AddAttributeError(path.Root("balloon"), "Balloon larger than memory",
 			fmt.Sprintf("balloon (%d MiB) must not exceed memory (%d MiB).", m.Balloon.ValueInt64(), m.Memory.ValueInt64()))
@@ -109,7 +110,7 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 	var state vmModel
 	if !creating {
 		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-		checkDiskShrink(state.Disks, plan.Disks, &resp.Diagnostics)
+		checkDiskShrink(state.Disks, plan.Disks, &resp.Diagnostics, false)
 	}
 	schedReq, src, complete := r.request(ctx, &plan, creating, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() || !complete {
@@ -266,6 +267,7 @@ func (r *vmResource) Update(ctx context.Context, req resource.UpdateRequest, res
 	node := state.Node.ValueString()
 	want := plan.vmConfig(ctx, &resp.Diagnostics)
 	old := state.vmConfig(ctx, &resp.Diagnostics)
+	checkDiskShrink(state.Disks, plan.Disks, &resp.Diagnostics, true)
 	if resp.Diagnostics.HasError() {
 		return
 	}

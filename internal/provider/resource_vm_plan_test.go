@@ -122,9 +122,9 @@ func TestModifyPlan(t *testing.T) {
 			wantError: []string{"Cannot migrate to pve4", "NodeOnline"}},
 		{name: "migration to a node that fits",
 			state: existingVM(), plan: func() *vmModel { m := existingVM(); m.Node = types.StringValue("pve3"); return m }()},
-		{name: "shrinking a disk fails the plan",
+		{name: "shrinking a disk warns at plan (so that destroy is not blocked) and fails the apply",
 			state: existingVM(), plan: func() *vmModel { m := existingVM(); m.Disks[0].Size = types.Int64Value(10); return m }(),
-			wantError: []string{"Disks cannot shrink", "scsi0 is 20 GiB", "cannot shrink disks, so 10 GiB is refused"}},
+			wantWarning: []string{"Disks cannot shrink: the apply will fail", "scsi0 is 20 GiB", "cannot shrink disks, so 10 GiB is refused"}},
 		{name: "growing a disk", state: existingVM(), plan: func() *vmModel { m := existingVM(); m.Disks[0].Size = types.Int64Value(40); return m }()},
 		{name: "destroy", state: existingVM()},
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
@@ -73,16 +74,16 @@ func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 				Validators:  []validator.String{stringvalidator.RegexMatches(poolID, "must be a pool name: letters, digits, '_', '-' and '.'")},
 				Description: "Resource pool to create the VM in. Changing it replaces the VM."},
 			"cores": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: keepInt64(),
-				Validators: []validator.Int64{int64validator.AtLeast(1)}, Description: "Cores per socket. Default: the clone source's, else 1."},
+				Validators: []validator.Int64{int64validator.Between(1, proxmox.MaxVCPUs)}, Description: "Cores per socket (1-4096; cores x sockets at most 4096). Default: the clone source's, else 1."},
 			"sockets": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: keepInt64(),
-				Validators: []validator.Int64{int64validator.AtLeast(1)}, Description: "Sockets. Default: the clone source's, else 1."},
+				Validators: []validator.Int64{int64validator.Between(1, proxmox.MaxVCPUs)}, Description: "Sockets (1-4096). Default: the clone source's, else 1."},
 			"cpu_type": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: keepString(),
 				Validators:  []validator.String{stringvalidator.RegexMatches(cpuType, "must be a PVE CPU type such as host, x86-64-v2-AES or custom-<name>")},
 				Description: "CPU type, e.g. `x86-64-v2-AES` or `host`."},
 			"memory": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: keepInt64(),
-				Validators: []validator.Int64{int64validator.AtLeast(16)}, Description: "Memory in MiB. Default: the clone source's, else 512."},
+				Validators: []validator.Int64{int64validator.Between(proxmox.MinMemoryMiB, proxmox.MaxMemoryMiB)}, Description: "Memory in MiB (16 to 4194304, PVE's 4 TiB). Default: the clone source's, else 512."},
 			"balloon": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: keepInt64(),
-				Validators: []validator.Int64{int64validator.AtLeast(0)}, Description: "Minimum memory in MiB for ballooning; 0 disables the balloon device. Must not exceed `memory`."},
+				Validators: []validator.Int64{int64validator.Between(0, proxmox.MaxMemoryMiB)}, Description: "Minimum memory in MiB for ballooning; 0 disables the balloon device. Must not exceed `memory`."},
 			"agent":   schema.BoolAttribute{Optional: true, Computed: true, PlanModifiers: keepBool(), Description: "Enable the QEMU guest agent."},
 			"on_boot": schema.BoolAttribute{Optional: true, Computed: true, PlanModifiers: keepBool(), Description: "Start the VM when its node boots."},
 			"started": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),

@@ -8,7 +8,12 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 )
 
 // Formats of PVE identifiers, as its API schema defines them, so that a typo fails the plan
@@ -178,4 +183,23 @@ func checkSSHKey(s string) error {
 		return fmt.Errorf("the key part is not base64")
 	}
 	return nil
+}
+
+// configReadable tells whether the config could be read into its model. A value that does not
+// fit its attribute's type (1.5 for an integer) fails the read with a generic "Value
+// Conversion Error ... always an error in the provider"; the framework's schema validation
+// reports the same value on its attribute ("Value 1.5 is not an integer"), so the generic
+// copy is left out rather than shown twice.
+func configReadable(d diag.Diagnostics) bool { return !d.HasError() }
+
+// checkVCPUs bounds cores x sockets by what QEMU accepts, which also keeps the product far
+// from overflow.
+func checkVCPUs(cores, sockets types.Int64, diags *diag.Diagnostics) {
+	if cores.IsNull() || cores.IsUnknown() || sockets.IsNull() || sockets.IsUnknown() {
+		return
+	}
+	if c, s := cores.ValueInt64(), sockets.ValueInt64(); c*s > proxmox.MaxVCPUs && c <= proxmox.MaxVCPUs && s <= proxmox.MaxVCPUs {
+		diags.AddAttributeError(path.Root("sockets"), "Too many vCPUs",
+			fmt.Sprintf("cores x sockets = %d x %d = %d vCPUs; Proxmox VE (QEMU) accepts at most %d. Lower cores or sockets.", c, s, c*s, proxmox.MaxVCPUs))
+	}
 }

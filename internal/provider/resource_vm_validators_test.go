@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -109,5 +110,29 @@ func TestIdentifierFormats(t *testing.T) {
 				t.Errorf("%s %q accepted", tt.name, v)
 			}
 		}
+	}
+}
+
+func TestCheckVCPUs(t *testing.T) {
+	for _, tc := range []struct {
+		cores, sockets int64
+		wantError      bool
+	}{
+		{1, 1, false},
+		{64, 64, false}, // 4096: QEMU's limit
+		{64, 65, true},
+		{4096, 2, true},
+		{5000, 1, false}, // the attribute's own bound reports it
+	} {
+		var diags diag.Diagnostics
+		checkVCPUs(types.Int64Value(tc.cores), types.Int64Value(tc.sockets), &diags)
+		if diags.HasError() != tc.wantError {
+			t.Errorf("checkVCPUs(%d, %d) = %v, want error %v", tc.cores, tc.sockets, diags, tc.wantError)
+		}
+	}
+	var diags diag.Diagnostics
+	checkVCPUs(types.Int64Unknown(), types.Int64Value(8192), &diags)
+	if diags.HasError() {
+		t.Errorf("an unknown count is checked: %v", diags)
 	}
 }

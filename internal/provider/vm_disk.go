@@ -38,7 +38,7 @@ func diskBlock() schema.Block {
 				Description: "Bus and index, e.g. `scsi0`."},
 			"storage": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: []planmodifier.String{fromSameSlot{}}, Validators: storageValidators(),
 				Description: "Storage for a new disk. Default: the scheduler's storage."},
-			"size": schema.Int64Attribute{Required: true, Validators: []validator.Int64{int64validator.AtLeast(1)}, Description: "Size in GiB."},
+			"size": schema.Int64Attribute{Required: true, Validators: []validator.Int64{int64validator.Between(1, proxmox.MaxDiskGiB)}, Description: "Size in GiB (at most 1048576, 1 PiB)."},
 		}},
 	}
 }
@@ -58,16 +58,24 @@ func validateDisks(disks []diskModel, diags *diag.Diagnostics) {
 }
 
 // checkDiskShrink refuses at plan time a disk planned smaller than it is.
-func checkDiskShrink(state, plan []diskModel, diags *diag.Diagnostics) {
+// checkDiskShrink refuses a planned disk smaller than the VM's. The plan only warns (fatal
+// false): terraform destroy plans the configuration as it is before destroying, and an error
+// there would block the destroy. The update, which would really shrink, fails.
+func checkDiskShrink(state, plan []diskModel, diags *diag.Diagnostics, fatal bool) {
 	sizes := map[string]int64{}
 	for _, d := range state {
 		sizes[d.Slot.ValueString()] = d.Size.ValueInt64()
 	}
 	for i, d := range plan {
 		if old, ok := sizes[d.Slot.ValueString()]; ok && !d.Size.IsUnknown() && d.Size.ValueInt64() < old {
-			diags.AddAttributeError(path.Root("disk").AtListIndex(i).AtName("size"), "Disks cannot shrink",
-				fmt.Sprintf("%s is %d GiB; Proxmox VE cannot shrink disks, so %d GiB is refused. Keep the size, or replace the VM (terraform apply -replace=...).",
-					d.Slot.ValueString(), old, d.Size.ValueInt64()))
+			at := path.Root("disk").AtListIndex(i).AtName("size")
+			msg := fmt.Sprintf("%s is %d GiB; Proxmox VE cannot shrink disks, so %d GiB is refused. Keep the size, or replace the VM (terraform apply -replace=...).",
+				d.Slot.ValueString(), old, d.Size.ValueInt64())
+			if fatal {
+				diags.AddAttributeError(at, "Disks cannot shrink", msg)
+			} else {
+				diags.AddAttributeWarning(at, "Disks cannot shrink: the apply will fail", msg)
+			}
 		}
 	}
 }

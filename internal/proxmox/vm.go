@@ -297,6 +297,14 @@ func (c *Client) DeleteVM(ctx context.Context, node string, vmid int) error {
 		node = r.Node
 		vm, err = c.GetVM(ctx, node, vmid)
 	}
+	// A create, clone or migration still running holds the VM's lock: wait for it to end
+	// rather than fail on "VM is locked". A suspended VM's lock does not end by itself.
+	for err == nil && vm.Lock != "" && vm.Lock != "suspended" {
+		if !c.sleep(ctx) {
+			return fmt.Errorf("%s: it is still locked (%s): %w", op, vm.Lock, ctx.Err())
+		}
+		vm, err = c.GetVM(ctx, node, vmid)
+	}
 	if errors.Is(err, ErrNotFound) {
 		return nil
 	}

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -108,5 +109,31 @@ func TestMergeKeepsLowerLayersUnlessOverridden(t *testing.T) {
 	f := merged.Filters["F"]
 	if *f.Enable || f.Args["a"] != "1" || f.Args["b"] != "3" {
 		t.Fatalf("merged = %+v %v", f, *f.Enable)
+	}
+}
+
+// Sizes whose products would wrap (the cores = 2^62, sockets = 4 made 0 vCPUs) are
+// refused before any arithmetic.
+func TestValidateRequestRefusesWrappingSizes(t *testing.T) {
+	p, err := NewProfile(Registry{}, PluginConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		r    Request
+		attr string
+	}{
+		{Request{Name: "a", Cores: 1 << 62, Sockets: 4, MemoryMiB: 512}, "cores"},
+		{Request{Name: "a", Cores: 1 << 10, Sockets: 1<<10 + 1, MemoryMiB: 512}, "cores"},
+		{Request{Name: "a", Cores: 1, Sockets: 1, MemoryMiB: 17592186044416}, "memory"},
+	} {
+		var ie *InputError
+		if err := p.ValidateRequest(&tc.r); !errors.As(err, &ie) || ie.Attribute != tc.attr {
+			t.Errorf("ValidateRequest(%+v) = %v, want an error on %s", tc.r, err, tc.attr)
+		}
+	}
+	ok := Request{Name: "a", Cores: 1 << 10, Sockets: 1 << 10, MemoryMiB: 1 << 32}
+	if err := p.ValidateRequest(&ok); err != nil {
+		t.Errorf("the largest sizes are refused: %v", err)
 	}
 }

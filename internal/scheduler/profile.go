@@ -92,6 +92,13 @@ func (p *Profile) add(kind string, plugin Plugin, setting PluginSetting) error {
 	return nil
 }
 
+// Sizes beyond which a request's arithmetic could wrap: 2^20 vCPUs and 2^32 MiB (4 PiB) keep
+// a node's sums of millions of guests well inside 64 bits. PVE's own limits are lower.
+const (
+	maxVCPUs     = 1 << 20
+	maxMemoryMiB = 1 << 32
+)
+
 // ValidateRequest checks a request without a snapshot: sizes, pins and every enabled plugin's
 // annotation. Errors are InputErrors naming the attribute.
 func (p *Profile) ValidateRequest(r *Request) error {
@@ -102,6 +109,12 @@ func (p *Profile) ValidateRequest(r *Request) error {
 		return &InputError{Attribute: "sockets", Message: fmt.Sprintf("must be at least 1, got %d", r.Sockets)}
 	case r.MemoryMiB < 1:
 		return &InputError{Attribute: "memory", Message: fmt.Sprintf("must be at least 1 MiB, got %d", r.MemoryMiB)}
+	// The capacity arithmetic multiplies these (vCPUs, bytes, sums over a node's guests):
+	// sizes that could wrap are refused, whatever the caller validated.
+	case r.Cores > maxVCPUs/r.Sockets:
+		return &InputError{Attribute: "cores", Message: fmt.Sprintf("cores x sockets = %d x %d exceeds %d vCPUs", r.Cores, r.Sockets, maxVCPUs)}
+	case r.MemoryMiB > maxMemoryMiB:
+		return &InputError{Attribute: "memory", Message: fmt.Sprintf("%d MiB exceeds %d MiB", r.MemoryMiB, maxMemoryMiB)}
 	case r.VMID != 0 && (r.VMID < MinVMID || r.VMID > MaxVMID):
 		return &InputError{Attribute: "vmid", Message: fmt.Sprintf("%d is outside the valid VMID range %d-%d", r.VMID, MinVMID, MaxVMID)}
 	}
