@@ -1,9 +1,11 @@
 package pvesim
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -131,8 +133,8 @@ func (s *Server) handleStatusCurrent(w http.ResponseWriter, r *http.Request) {
 	writeData(w, row)
 }
 
-// storageAlloc is PVE's allocation syntax for a new disk: STORAGE:SIZE_GiB[,options].
-var storageAlloc = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9\-_.]*):(\d+(?:\.\d+)?)(,.*)?$`)
+// storageAlloc is PVE's allocation syntax for a new disk's file: STORAGE:SIZE_GiB.
+var storageAlloc = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9\-_.]*):(\d+(?:\.\d+)?)$`)
 
 // change is a validated config change: values to set (new disks already named, NICs with
 // MACs, tags normalised) and the volumes to allocate for new disks.
@@ -171,36 +173,96 @@ func (s *Server) prepareConfig(w http.ResponseWriter, g *guest, raw map[string]s
 	c := change{set: map[string]string{}}
 	// A scratch copy names several new disks on one storage apart (disk-0, disk-1, ...).
 	scratch := &guest{vmid: g.vmid, config: current}
-	for _, k := range sortedConfigKeys(set) {
+	for _, k := range driveOrder(set) {
 		v := set[k]
-		switch {
+		switch f := driveFormatOf(k); {
 		case k == "tags":
 			v = normalizeTags(v)
 		case strings.HasPrefix(k, "net"):
 			v = withMAC(v, s.rng, false)
-		case volumeKey.MatchString(k) && !strings.HasPrefix(k, "unused"):
-			if m := storageAlloc.FindStringSubmatch(v); m != nil {
-				st, msg := imageStorage(n, m[1])
-				if msg != "" {
-					writeError(w, http.StatusInternalServerError, msg)
-					return change{}, false
-				}
-				size, _ := strconv.ParseFloat(m[2], 64)
-				name := scratch.nextVolume(st)
-				v = fmt.Sprintf("%s:%s,size=%s%s", m[1], name, formatSize(size), m[3])
-				c.alloc = append(c.alloc, allocation{st, name, uint64(size * gib)})
-			} else if name, isCI := strings.CutSuffix(v, ":cloudinit"); isCI {
-				if _, msg := imageStorage(n, name); msg != "" {
-					writeError(w, http.StatusInternalServerError, msg)
-					return change{}, false
-				}
-				v = fmt.Sprintf("%s:vm-%d-cloudinit,media=cdrom", name, g.vmid)
+		case f != nil:
+			d, _ := parsePropertyString(f, v, k) // checked by checkConfig
+			if !checkDrive(k, d) {
+				paramError(w, k, "unable to parse drive options")
+				return change{}, false
 			}
+			a, msg := s.allocate(n, scratch, k, d)
+			if msg != "" {
+				writeError(w, http.StatusInternalServerError, msg)
+				return change{}, false
+			}
+			if a != nil {
+				c.alloc = append(c.alloc, *a)
+			}
+			v = printPropertyString(f, d)
 		}
 		scratch.config[k] = v
 		c.set[k] = v
 	}
 	return c, true
+}
+
+// driveOrder lists the keys of set with the drives in the order PVE allocates them (ide,
+// scsi, virtio, sata, then efidisk0 and tpmstate0; by index within a bus), so new volumes get
+// the same names as in PVE.
+func driveOrder(set map[string]string) []string {
+	buses := []string{"ide", "scsi", "virtio", "sata", "efidisk", "tpmstate", "unused"}
+	rank := func(k string) (int, int) {
+		m := volumeKeyParts.FindStringSubmatch(k)
+		if m == nil {
+			return -1, 0
+		}
+		return slices.Index(buses, m[1]), atoi(m[2])
+	}
+	keys := sortedConfigKeys(set)
+	slices.SortStableFunc(keys, func(a, b string) int {
+		ba, ia := rank(a)
+		bb, ib := rank(b)
+		return cmp.Or(cmp.Compare(ba, bb), cmp.Compare(ia, ib))
+	})
+	return keys
+}
+
+var volumeKeyParts = regexp.MustCompile(`^(ide|scsi|virtio|sata|efidisk|tpmstate|unused)(\d+)$`)
+
+// allocate handles a drive's special file syntax as PVE's create_disks does: STORAGE:SIZE
+// allocates a new volume (an EFI disk gets the size of its vars image and, with pre-enrolled
+// keys, the Microsoft 2023 certificates), STORAGE:cloudinit the cloud-init drive. It
+// rewrites d's file and size, and returns the allocation or PVE's complaint.
+func (s *Server) allocate(n *node, g *guest, key string, d map[string]string) (*allocation, string) {
+	if size := d["size"]; size != "" {
+		d["size"] = formatBytes(uint64(parseSize(size) * gib))
+	}
+	if m := storageAlloc.FindStringSubmatch(d["file"]); m != nil {
+		st, msg := imageStorage(n, m[1])
+		if msg != "" {
+			return nil, msg
+		}
+		size, _ := strconv.ParseFloat(m[2], 64)
+		bytes := uint64(size * gib)
+		switch key {
+		case "efidisk0":
+			bytes = 128 << 10
+			if d["efitype"] == "4m" {
+				bytes = 4 << 20
+			}
+			if d["pre-enrolled-keys"] == "1" {
+				d["ms-cert"] = "2023k"
+			}
+		case "tpmstate0":
+			bytes = 4 << 20
+		}
+		name := g.nextVolume(st)
+		d["file"], d["size"] = m[1]+":"+name, formatBytes(bytes)
+		return &allocation{st, name, bytes}, ""
+	}
+	if name, isCI := strings.CutSuffix(d["file"], ":cloudinit"); isCI {
+		if _, msg := imageStorage(n, name); msg != "" {
+			return nil, msg
+		}
+		d["file"], d["media"] = fmt.Sprintf("%s:vm-%d-cloudinit", name, g.vmid), "cdrom"
+	}
+	return nil, ""
 }
 
 // imageStorage finds a storage on n that can hold disk images, or PVE's complaint.

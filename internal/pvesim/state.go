@@ -245,16 +245,18 @@ func randomMAC(rng *rand.Rand) string {
 	return fmt.Sprintf("BC:24:11:%02X:%02X:%02X", rng.Intn(256), rng.Intn(256), rng.Intn(256))
 }
 
-// withMAC gives a net device string a MAC when it has none ("virtio,bridge=vmbr0" becomes
-// "virtio=BC:24:11:..,bridge=vmbr0"), or a new one when fresh is set (clones).
+// withMAC gives a net device string a MAC when it has none, or a new one when fresh is set
+// (clones), and writes it as PVE's print_net does: "virtio,bridge=vmbr0" becomes
+// "virtio=BC:24:11:..,bridge=vmbr0". A value that cannot be read is kept.
 func withMAC(value string, rng *rand.Rand, fresh bool) string {
-	parts := strings.Split(value, ",")
-	model, mac, hasMAC := strings.Cut(parts[0], "=")
-	if hasMAC && !fresh && mac != "" {
+	n, msg := parsePropertyString(netFormat, value, "")
+	if msg != "" {
 		return value
 	}
-	parts[0] = model + "=" + randomMAC(rng)
-	return strings.Join(parts, ",")
+	if fresh || n["macaddr"] == "" {
+		n["macaddr"] = randomMAC(rng)
+	}
+	return printPropertyString(netFormat, n)
 }
 
 // randomUUID is a random RFC 4122 version 4 uuid, for smbios1 and vmgenid.
@@ -313,6 +315,19 @@ func formatSize(g float64) string {
 		return strconv.FormatInt(int64(g), 10) + "G"
 	}
 	return strconv.FormatInt(int64(g*1024), 10) + "M"
+}
+
+// formatBytes is PVE's format_size: the largest unit that divides the size exactly.
+func formatBytes(b uint64) string {
+	for _, u := range []struct {
+		suffix string
+		size   uint64
+	}{{"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+		if b >= u.size && b%u.size == 0 {
+			return strconv.FormatUint(b/u.size, 10) + u.suffix
+		}
+	}
+	return strconv.FormatUint(b, 10)
 }
 
 func setDiskSize(disk string, g float64) string {

@@ -35,7 +35,7 @@ func TestCreateAllocatesAndRendersPVETypes(t *testing.T) {
 	}
 	g, _ := s.Guest(150)
 	want := map[string]string{
-		"scsi0": "local-lvm:vm-150-disk-0,size=32G,iothread=1", "scsi1": "local-lvm:vm-150-disk-1,size=8G",
+		"scsi0": "local-lvm:vm-150-disk-0,iothread=1,size=32G", "scsi1": "local-lvm:vm-150-disk-1,size=8G",
 		"ide2": "ceph:vm-150-cloudinit,media=cdrom", "tags": "prod;web", "onboot": "1",
 	}
 	for k, v := range want {
@@ -97,11 +97,11 @@ func TestCreateRefusals(t *testing.T) {
 		{url.Values{"cores": {"abc"}}, "400 Parameter verification failed.", map[string]string{"cores": "type check ('integer') failed - got 'abc'"}},
 		{url.Values{"cores": {"0"}}, "400 Parameter verification failed.", map[string]string{"cores": "value must have a minimum value of 1"}},
 		{url.Values{"onboot": {"maybe"}}, "400 Parameter verification failed.", map[string]string{"onboot": "type check ('boolean') failed - got 'maybe'"}},
-		{url.Values{"memory": {"8"}}, "400 Parameter verification failed.", map[string]string{"memory": "invalid format - format error current: value must have a minimum value of 16"}},
+		{url.Values{"memory": {"8"}}, "400 Parameter verification failed.", map[string]string{"memory": "invalid format - format error\nmemory.current: value must have a minimum value of 16"}},
 		{url.Values{"name": {"web_1"}}, "400 Parameter verification failed.", map[string]string{"name": "invalid format - value does not look like a valid DNS name"}},
 		{url.Values{"corez": {"2"}}, "400 Parameter verification failed.", map[string]string{"corez": "property is not defined in schema and the schema does not allow additional properties"}},
 		{url.Values{"scsi31": {"local-lvm:1"}}, "400 Parameter verification failed.", map[string]string{"scsi31": "property is not defined in schema and the schema does not allow additional properties"}},
-		{url.Values{"tags": {"a b$"}}, "400 Parameter verification failed.", map[string]string{"tags": "invalid format - invalid characters in tag 'b$'"}},
+		{url.Values{"tags": {"a b$"}}, "400 Parameter verification failed.", map[string]string{"tags": "invalid format - invalid characters in tag"}},
 		{url.Values{"sshkeys": {"ssh-ed25519 AAAA"}}, "400 Parameter verification failed.", map[string]string{"sshkeys": "invalid format - invalid urlencoded string: ssh-ed25519 AAAA"}},
 		{url.Values{"memory": {"1024"}, "balloon": {"2048"}}, "500 balloon value too large (must be smaller than assigned memory)", nil},
 		{url.Values{"scsi0": {"nope:10"}}, "500 storage 'nope' does not exist", nil},

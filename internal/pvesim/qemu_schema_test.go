@@ -1,0 +1,100 @@
+package pvesim_test
+
+import (
+	"net/http"
+	"net/url"
+	"testing"
+)
+
+// TestConfigRefusedAsPVERefusesIt sends values real PVE refuses, property strings key by
+// key, and expects PVE's 400 with its message for the key.
+func TestConfigRefusedAsPVERefusesIt(t *testing.T) {
+	_, a := lab(t)
+	tests := []struct{ key, value, want string }{
+		{"net0", "virtio,bridge=vmbr0,tag=5000", "invalid format - format error\nnet0.tag: value must have a maximum value of 4094"},
+		{"net0", "virtio,bridge=vmbr0,vlan=10", "invalid format - invalid key in comma-separated list property: vlan"},
+		{"net0", "virtio2,bridge=vmbr0", "invalid format - format error\nnet0.model: value 'virtio2' does not have a value in the enumeration 'e1000, e1000-82540em, e1000-82544gc, e1000-82545em, e1000e, i82551, i82557b, i82559er, ne2k_isa, ne2k_pci, pcnet, rtl8139, virtio, vmxnet3'"},
+		{"net0", "virtio=01:00:00:00:00:01,bridge=vmbr0", "invalid format - format error\nnet0.macaddr: invalid format - value does not look like a valid unicast MAC address"},
+		{"net0", "bridge=vmbr0", "invalid format - format error\nnet0.model: property is missing and it is not optional"},
+		{"net0", "virtio,virtio", "invalid format - duplicate key in comma-separated list property: model"},
+		{"net0", "virtio,firewall=maybe", "invalid format - format error\nnet0.firewall: type check ('boolean') failed - got 'maybe'"},
+		{"ipconfig0", "gw=10.0.0.1", "invalid format - format error\nipconfig0.ip: missing property required by 'ipconfig0.gw'"},
+		{"ipconfig0", "ip=10.0.0.5", "invalid format - format error\nipconfig0.ip: invalid format - value does not look like a valid ipv4 network configuration"},
+		{"ipconfig0", "ip=dhcp,ip6=fe80::1/200", "invalid format - format error\nipconfig0.ip6: invalid format - value does not look like a valid ipv6 network configuration"},
+		{"scsi0", "local-lvm:8,discard=yes", "invalid format - format error\nscsi0.discard: value 'yes' does not have a value in the enumeration 'ignore, on'"},
+		{"scsi0", "local-lvm:8,cache=fast", "invalid format - format error\nscsi0.cache: value 'fast' does not have a value in the enumeration 'none, writethrough, writeback, unsafe, directsync'"},
+		{"virtio0", "local-lvm:8,ssd=1", "invalid format - invalid key in comma-separated list property: ssd"},
+		{"scsi0", "local-lvm:8,queues=1", "invalid format - format error\nscsi0.queues: value must have a minimum value of 2"},
+		{"scsi0", "local lvm:8", "invalid format - format error\nscsi0.file: invalid format - unable to parse volume ID 'local lvm:8'"},
+		{"virtio0", "local-lvm:vm-100-disk-9,media=cdrom", "unable to parse drive options"},
+		{"cpu", "nosuchcpu", "invalid format - Built-in cputype 'nosuchcpu' is not defined (missing 'custom-' prefix?)"},
+		{"cpu", "host,flags=+avx512", "invalid format - VM-specific CPU flags must be a subset of: nested-virt, md-clear, pcid, spec-ctrl, ssbd, ibpb, virt-ssbd, amd-ssbd, amd-no-ssb, pdpe1gb, hv-tlbflush, hv-evmcs, aes"},
+		{"agent", "type=virtio", "invalid format - format error\nagent.enabled: property is missing and it is not optional"},
+		{"agent", "1,type=pci", "invalid format - format error\nagent.type: value 'pci' does not have a value in the enumeration 'virtio, isa'"},
+		{"efidisk0", "local-lvm:1,efitype=8m", "invalid format - format error\nefidisk0.efitype: value '8m' does not have a value in the enumeration '2m, 4m'"},
+		{"serial0", "tcp:1234", "value does not match the regex pattern"},
+		{"serial4", "socket", "property is not defined in schema and the schema does not allow additional properties"},
+		{"vga", "std,memory=1024", "invalid format - format error\nvga.memory: value must have a maximum value of 512"},
+		{"vga", "vga3", "invalid format - format error\nvga.type: value 'vga3' does not have a value in the enumeration 'cirrus, qxl, qxl2, qxl3, qxl4, none, serial0, serial1, serial2, serial3, std, virtio, virtio-gl, vmware'"},
+		{"startup", "order=1,after=2", "invalid format - unable to parse startup options"},
+		{"boot", "order=scsi0;efidisk0", "invalid format - format error\nboot.order: invalid format - invalid boot device 'efidisk0'"},
+		{"boot", "order=scsi31", "invalid format - format error\nboot.order: invalid format - invalid boot device 'scsi31'"},
+		{"machine", "q36", "invalid format - format error\nmachine.type: value does not match the regex pattern"},
+		{"bios", "uefi", "value 'uefi' does not have a value in the enumeration 'seabios, ovmf'"},
+		{"scsihw", "virtio", "value 'virtio' does not have a value in the enumeration 'lsi, lsi53c810, virtio-scsi-pci, virtio-scsi-single, megasas, pvscsi'"},
+		{"cicustom", "user=snippets/user.yaml", "invalid format - format error\ncicustom.user: invalid format - unable to parse volume ID 'snippets/user.yaml'"},
+		{"cicustom", "users=local:snippets/u.yaml", "invalid format - invalid key in comma-separated list property: users"},
+		{"cpulimit", "200", "value must have a maximum value of 128"},
+		{"cpuunits", "0", "value must have a minimum value of 1"},
+		{"ostype", "linux", "value 'linux' does not have a value in the enumeration 'other, wxp, w2k, w2k3, w2k8, wvista, win7, win8, win10, win11, l24, l26, solaris'"},
+		{"hotplug", "network,gpu", "invalid format - invalid hotplug feature 'gpu'"},
+		{"name", "a..b", "invalid format - value does not look like a valid DNS name"},
+		{"meta", "creation-qemu=9.0.2", "property is not defined in schema and the schema does not allow additional properties"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
+			r := a.form(http.MethodPost, "/nodes/pve1/qemu", url.Values{"vmid": {"150"}, tt.key: {tt.value}})
+			if r.status != "400 Parameter verification failed." {
+				t.Fatalf("status %q, want 400 (%s)", r.status, r.body)
+			}
+			if got := r.env.Errors[tt.key]; got != tt.want {
+				t.Errorf("%s:\n got %q\nwant %q", tt.key, got, tt.want)
+			}
+		})
+	}
+	if r := a.get("/cluster/nextid?vmid=150"); r.code != http.StatusOK {
+		t.Fatalf("a refused create left VM 150 behind: %s", r.status)
+	}
+}
+
+// TestConfigStoredAsPVEPrintsIt checks that accepted values are stored the way PVE writes
+// them: drives and NICs re-printed with their keys sorted, booleans 1/0 and sizes in the
+// largest whole unit; an EFI disk sized by its vars image and marked with the 2023
+// certificates when keys are pre-enrolled; other keys verbatim.
+func TestConfigStoredAsPVEPrintsIt(t *testing.T) {
+	s, a := lab(t)
+	exit := a.task(a.form(http.MethodPost, "/nodes/pve2/qemu", url.Values{
+		"vmid": {"150"}, "bios": {"ovmf"}, "machine": {"q35"}, "scsihw": {"virtio-scsi-single"},
+		"scsi0":    {"local-lvm:8,ssd=on,discard=on,iothread=true,cache=writeback,backup=0,replicate=no"},
+		"efidisk0": {"local-lvm:1,efitype=4m,pre-enrolled-keys=1"}, "serial0": {"socket"}, "vga": {"serial0"},
+		"net0": {"virtio=BC:24:11:00:00:01,tag=10,bridge=vmbr0,firewall=yes"}, "agent": {"enabled=1,fstrim_cloned_disks=1"},
+		"startup": {"order=2,up=30"}, "boot": {"order=scsi0;net0"}, "cicustom": {"user=local:snippets/user.yaml"},
+		"ipconfig0": {"ip=10.0.0.5/24,gw=10.0.0.1"}, "protection": {"1"}, "cpu": {"x86-64-v2-AES,flags=+aes"},
+	}))
+	if exit != "OK" {
+		t.Fatalf("create task: %s", exit)
+	}
+	g, _ := s.Guest(150)
+	want := map[string]string{
+		"scsi0":    "local-lvm:vm-150-disk-0,backup=0,cache=writeback,discard=on,iothread=1,replicate=0,size=8G,ssd=1",
+		"efidisk0": "local-lvm:vm-150-disk-1,efitype=4m,ms-cert=2023k,pre-enrolled-keys=1,size=4M",
+		"net0":     "virtio=BC:24:11:00:00:01,bridge=vmbr0,firewall=1,tag=10",
+		"agent":    "enabled=1,fstrim_cloned_disks=1", "startup": "order=2,up=30", "boot": "order=scsi0;net0",
+		"cicustom": "user=local:snippets/user.yaml", "serial0": "socket", "vga": "serial0", "protection": "1",
+	}
+	for k, v := range want {
+		if g.Config[k] != v {
+			t.Errorf("config %s = %q, want %q", k, g.Config[k], v)
+		}
+	}
+}
