@@ -29,6 +29,15 @@ func (s *Server) routes() {
 	h("PUT /nodes/{node}/config", s.handleNodeConfigSet)
 	h("GET /cluster/ha/status/manager_status", s.handleHAManagerStatus)
 	h("GET /cluster/ha/rules", s.handleHARules)
+	h("GET /cluster/ha/resources", s.handleHAResources)
+	h("POST /cluster/ha/resources", s.handleHAResourceCreate)
+	h("GET /cluster/ha/resources/{sid}", s.handleHAResourceGet)
+	h("PUT /cluster/ha/resources/{sid}", s.handleHAResourceUpdate)
+	h("DELETE /cluster/ha/resources/{sid}", s.handleHAResourceDelete)
+	h("POST /cluster/ha/resources/{sid}/migrate", s.handleHAMove(false))
+	h("POST /cluster/ha/resources/{sid}/relocate", s.handleHAMove(true))
+	h("GET /cluster/ha/status/current", s.handleHAStatus)
+	h("GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces", s.handleAgentInterfaces)
 	h("GET /nodes/{node}/lxc", s.guestList("lxc"))
 	h("GET /nodes/{node}/qemu", s.guestList("qemu"))
 	h("POST /nodes/{node}/qemu", s.handleCreate)
@@ -134,6 +143,9 @@ func (s *Server) maxCPU(g *guest) int {
 func (s *Server) guestRow(g *guest) resourceRow {
 	row := resourceRow{ID: g.typ + "/" + strconv.Itoa(g.vmid), Type: g.typ, VMID: g.vmid, Node: g.node, Status: "unknown",
 		Tags: g.config["tags"], Lock: g.lock, Pool: g.pool}
+	if res := s.haResourceOf(g.vmid); res != nil {
+		row.HAState = s.verboseState(res)
+	}
 	n := s.node(g.node)
 	if !g.hasStats || n == nil || !n.online {
 		return row
@@ -157,6 +169,8 @@ type resourceRow struct {
 	Tags   string `json:"tags,omitempty"`
 	Lock   string `json:"lock,omitempty"`
 	Pool   string `json:"pool,omitempty"`
+	// HAState is the HA resource's state, for guests that are one.
+	HAState string `json:"hastate,omitempty"`
 	*guestStats
 }
 

@@ -121,13 +121,16 @@ func (s *Server) handleStatusCurrent(w http.ResponseWriter, r *http.Request) {
 	}
 	row := s.listRow(g)
 	row["ha"] = map[string]any{"managed": 0}
+	if res := s.haManaged(g.vmid); res != nil {
+		row["ha"] = map[string]any{"managed": 1, "state": s.verboseState(res)}
+	}
 	row["qmpstatus"] = g.status
 	if g.status == "running" {
 		// What QMP reports about the running process and its balloon.
 		row["running-machine"], row["running-qemu"] = "pc-i440fx-9.0+pve0", "9.0.2"
 		row["balloon"], row["freemem"] = g.memoryBytes(), g.memoryBytes()/2
 	}
-	if agent := g.view()["agent"]; boolParam(strings.Split(agent, ",")[0]) || strings.Contains(agent, "enabled=1") {
+	if agentEnabled(g.view()["agent"]) {
 		row["agent"] = 1
 	}
 	writeData(w, row)
@@ -362,7 +365,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	s.guests[vmid] = g
 	writeData(w, s.startTask(r, n.name, "qmcreate", vmid, func() outcome {
 		if start {
-			g.status = "running"
+			g.boot()
 		}
 		return taskOK()
 	}, func(ok bool) { s.settleNew(g, ok) }))

@@ -34,6 +34,11 @@ func (s *Server) handlePower(w http.ResponseWriter, r *http.Request) {
 	if _, valid := readParams(w, r); !valid {
 		return
 	}
+	if res := s.haManaged(g.vmid); res != nil && action != "reboot" {
+		// PVE hands power changes of an HA resource to the HA manager.
+		s.haTask(w, r, res, map[string]string{"start": "hastart", "stop": "hastop", "shutdown": "hastop"}[action], "")
+		return
+	}
 	node := g.node
 	// PVE checks the lock and the state inside the worker, so these are task failures.
 	writeData(w, s.startTask(r, node, typ, g.vmid, func() outcome {
@@ -52,12 +57,13 @@ func (s *Server) handlePower(w http.ResponseWriter, r *http.Request) {
 				return taskError("VM %d already running", g.vmid)
 			}
 			g.applyPending()
-			g.status = "running"
+			g.boot()
 		case "reboot":
 			if g.status != "running" {
 				return taskError("VM %d not running", g.vmid)
 			}
 			g.applyPending()
+			g.boot()
 		default:
 			g.status = "stopped"
 		}
@@ -148,6 +154,9 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	case g.view()["protection"] == "1":
 		writeError(w, http.StatusInternalServerError, fmt.Sprintf("can't remove VM %d - protection mode enabled", g.vmid))
 		return
+	case s.haResourceOf(g.vmid) != nil && !boolParam(p["purge"]):
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("unable to remove VM %d - used in HA resources and purge parameter not set.", g.vmid))
+		return
 	}
 	unreferenced := boolParam(p["destroy-unreferenced-disks"])
 	g.lock = "destroyed"
@@ -156,6 +165,9 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 			return missingConfig(g.node, g.vmid)
 		}
 		s.dropGuest(g)
+		if res := s.haResourceOf(g.vmid); res != nil {
+			delete(s.haResources, res.sid) // purge: the HA resource goes with the VM
+		}
 		if n := s.node(g.node); n != nil && unreferenced {
 			for _, st := range n.storages {
 				for name := range st.volumes {
@@ -197,6 +209,10 @@ func (s *Server) handleMigrate(w http.ResponseWriter, r *http.Request) {
 		return
 	case g.status == "running" && !boolParam(p["online"]):
 		writeError(w, http.StatusInternalServerError, "can't migrate running VM without --online")
+		return
+	}
+	if res := s.haManaged(g.vmid); res != nil {
+		s.haTask(w, r, res, "hamigrate", target.name)
 		return
 	}
 	// Disks on local storage move with the VM: they need the storage (or targetstorage) on the

@@ -35,6 +35,11 @@ type Server struct {
 	haActive bool
 	// haRules are PVE 9 HA rules; nil = PVE 8, which has no rules endpoint.
 	haRules []HARuleSpec
+	// haResources are the HA resources by sid (vm:100); see ha_resources.go.
+	haResources map[string]*haResource
+	// agentDelay is how many guest agent calls after a start fail; brokenAgents never answer.
+	agentDelay   int
+	brokenAgents map[int]bool
 
 	firstTaskStart, lastTaskEnd time.Time
 
@@ -87,6 +92,7 @@ func New(c Cluster, opts ...Option) (*Server, error) {
 		counts: map[string]int{}, failing: map[string]string{}, tickets: map[string]string{},
 		rng: mrand.New(mrand.NewSource(1)), nextID: c.NextID, pid: 0x1000, haRules: c.HARules,
 		tokenID: "root@pam!sim", tokenSecret: secretUUID(), username: "root@pam", password: randomHex(8),
+		haResources: map[string]*haResource{}, agentDelay: 1, brokenAgents: map[int]bool{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -237,6 +243,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := s.takeFault(endpoint, r.URL.Path)
+	if r.Method == http.MethodGet {
+		defer s.haRound()
+	}
 	switch {
 	case f == nil:
 		s.mux.ServeHTTP(w, r)
@@ -253,6 +262,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeError(w, f.status, f.message)
 	}
+}
+
+// haRound lets the HA manager run once after a read (see ha_resources.go).
+func (s *Server) haRound() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.crmRound()
 }
 
 // userKey carries the authenticated user (USER@REALM or USER@REALM!TOKEN) in the request

@@ -69,6 +69,8 @@ type guest struct {
 	clones int
 	// pending holds changes waiting for the next start (see pending.go).
 	pending map[string]string
+	// agentCalls counts guest agent calls since the last start (see agent.go).
+	agentCalls int
 }
 
 func (g *guest) template() bool { return g.config["template"] == "1" }

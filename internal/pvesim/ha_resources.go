@@ -1,0 +1,498 @@
+package pvesim
+
+// HA resources (/cluster/ha/resources) and the HA manager acting on them. The manager (CRM
+// and LRMs) runs one round after every GET the simulator answers: a new resource is picked up
+// in the round after its creation (until then status/current shows it "queued" and a migrate
+// request for it is dropped, as the CRM ignores commands for services it does not know), and
+// a request (a state change, hastart, hastop, hamigrate) is seen in one round and carried out
+// in the next. So a client sees its hastart task end while the VM is still stopped, and must
+// poll the guest as it must with PVE.
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+type haResource struct {
+	sid  string // vm:100
+	typ  string // vm or ct
+	vmid int
+	// opts are the keys resources.cfg holds: state, max_restart, max_relocate, comment,
+	// failback, group.
+	opts map[string]string
+	// pickedUp: the CRM knows the service (status/current shows its crm_state).
+	pickedUp bool
+	// seen: the CRM has seen the current request and carries it out next round.
+	seen bool
+	// migrateTo is a queued migrate or relocate command; relocate stops the VM first.
+	migrateTo string
+	relocate  bool
+}
+
+// state is the requested state, with PVE's defaults and aliases (enabled = started).
+func (r *haResource) state() string {
+	switch st := r.opts["state"]; st {
+	case "", "enabled":
+		return "started"
+	case "disabled":
+		return "stopped"
+	default:
+		return st
+	}
+}
+
+// managed is PVE's vm_is_ha_managed: configured and not ignored. The caller holds s.mu.
+func (s *Server) haManaged(vmid int) *haResource {
+	if r := s.haResourceOf(vmid); r != nil && r.state() != "ignored" {
+		return r
+	}
+	return nil
+}
+
+func (s *Server) haResourceOf(vmid int) *haResource {
+	for _, r := range s.haResources {
+		if r.vmid == vmid {
+			return r
+		}
+	}
+	return nil
+}
+
+// haResourceProps are the writable resource options.
+var haResourceProps = map[string]prop{
+	"comment": strProp().maxLen(4096), "failback": boolProp(), "group": checkedProp(checkConfigID),
+	"max_relocate": intProp().atLeast(0), "max_restart": intProp().atLeast(0),
+	"state": enumProp("started", "stopped", "enabled", "disabled", "ignored"), "type": enumProp("ct", "vm"),
+}
+
+// checkHAParams validates resource options as the API schema does; false after answering.
+func checkHAParams(w http.ResponseWriter, p map[string]string, extra ...string) bool {
+	problems := map[string]string{}
+	for k, v := range p {
+		prop, known := haResourceProps[k]
+		switch {
+		case contains(extra, k):
+		case !known:
+			problems[k] = "property is not defined in schema and the schema does not allow additional properties"
+		default:
+			if prop.typ == tBoolean {
+				v = normBool(v)
+				p[k] = v
+			}
+			if msg := checkProp(v, prop, k); msg != "" {
+				problems[k] = msg
+			}
+		}
+	}
+	if len(problems) > 0 {
+		writeParamError(w, problems)
+		return false
+	}
+	return true
+}
+
+// parseSID is PVE::HA::Config::parse_sid: vm:100, ct:100 or a bare VMID of a listed guest.
+func (s *Server) parseSID(sid string) (typ string, vmid int, msg string) {
+	if id, err := strconv.Atoi(sid); err == nil && strconv.Itoa(id) == sid {
+		g, ok := s.guests[id]
+		if !ok {
+			return "", 0, fmt.Sprintf("unable to detect SID from VMID - VM/CT %d does not exist", id)
+		}
+		if g.typ == "lxc" {
+			return "ct", id, ""
+		}
+		return "vm", id, ""
+	}
+	t, name, ok := strings.Cut(sid, ":")
+	id, err := strconv.Atoi(name)
+	if !ok || t == "" || name == "" || strings.ContainsAny(sid, " \t") {
+		return "", 0, fmt.Sprintf("unable to parse service id '%s'", sid)
+	}
+	if err != nil || (t != "vm" && t != "ct") {
+		return "", 0, fmt.Sprintf("unable to parse service id '%s'", sid)
+	}
+	return t, id, ""
+}
+
+// haDigest is the SHA-1 of resources.cfg as the simulator writes it.
+func (s *Server) haDigest() string {
+	var b strings.Builder
+	for _, r := range s.sortedHAResources() {
+		fmt.Fprintf(&b, "%s: %d\n", r.typ, r.vmid)
+		for _, k := range sortedConfigKeys(r.opts) {
+			fmt.Fprintf(&b, "\t%s %s\n", k, r.opts[k])
+		}
+	}
+	sum := sha1.Sum([]byte(b.String()))
+	return hex.EncodeToString(sum[:])
+}
+
+func (s *Server) sortedHAResources() []*haResource {
+	list := make([]*haResource, 0, len(s.haResources))
+	for _, r := range s.haResources {
+		list = append(list, r)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].sid < list[j].sid })
+	return list
+}
+
+// haRow is a resource as GET /cluster/ha/resources shows it: only the options set.
+func (s *Server) haRow(r *haResource, digest string) map[string]any {
+	row := map[string]any{"sid": r.sid, "type": r.typ, "digest": digest}
+	for k, v := range r.opts {
+		if k == "max_restart" || k == "max_relocate" || k == "failback" {
+			row[k] = atoi(v)
+		} else {
+			row[k] = v
+		}
+	}
+	return row
+}
+
+func (s *Server) handleHAResources(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	typ := r.URL.Query().Get("type")
+	if typ != "" && typ != "vm" && typ != "ct" {
+		paramError(w, "type", fmt.Sprintf("value '%s' does not have a value in the enumeration 'ct, vm'", typ))
+		return
+	}
+	digest := s.haDigest()
+	rows := []map[string]any{}
+	for _, res := range s.sortedHAResources() {
+		if typ == "" || res.typ == typ {
+			rows = append(rows, s.haRow(res, digest))
+		}
+	}
+	writeData(w, rows)
+}
+
+// haResourceFor finds the resource {sid} names, answering like PVE when it cannot.
+func (s *Server) haResourceFor(w http.ResponseWriter, r *http.Request) *haResource {
+	typ, vmid, msg := s.parseSID(r.PathValue("sid"))
+	if msg != "" {
+		writeError(w, http.StatusInternalServerError, msg)
+		return nil
+	}
+	sid := fmt.Sprintf("%s:%d", typ, vmid)
+	res := s.haResources[sid]
+	if res == nil {
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("no such resource '%s'", sid))
+	}
+	return res
+}
+
+func (s *Server) handleHAResourceGet(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if res := s.haResourceFor(w, r); res != nil {
+		writeData(w, s.haRow(res, s.haDigest()))
+	}
+}
+
+func (s *Server) handleHAResourceCreate(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := readParams(w, r)
+	if !ok || !checkHAParams(w, p, "sid") {
+		return
+	}
+	if p["sid"] == "" {
+		paramError(w, "sid", "property is missing and it is not optional")
+		return
+	}
+	typ, vmid, msg := s.parseSID(p["sid"])
+	g := s.guests[vmid]
+	switch {
+	case msg != "":
+	case p["type"] != "" && p["type"] != typ:
+		msg = "types does not match"
+	case p["group"] != "" && s.haRules != nil:
+		msg = "invalid parameter 'group': ha groups have been migrated to rules"
+	case p["group"] != "":
+		msg = fmt.Sprintf("HA group '%s' does not exist", p["group"])
+	case g == nil:
+		msg = fmt.Sprintf("resource '%s:%d' does not exist in cluster", typ, vmid)
+	case typ == "vm" && g.typ != "qemu":
+		msg = fmt.Sprintf("resource 'vm:%d' - guest with ID %d is not a VM", vmid, vmid)
+	case typ == "ct" && g.typ != "lxc":
+		msg = fmt.Sprintf("resource 'ct:%d' - guest with ID %d is not a CT", vmid, vmid)
+	case s.haResources[fmt.Sprintf("%s:%d", typ, vmid)] != nil:
+		msg = fmt.Sprintf("create resource failed: resource ID '%s:%d' already defined", typ, vmid)
+	}
+	if msg != "" {
+		writeError(w, http.StatusInternalServerError, msg)
+		return
+	}
+	res := &haResource{sid: fmt.Sprintf("%s:%d", typ, vmid), typ: typ, vmid: vmid, opts: map[string]string{}}
+	for k, v := range p {
+		if k != "sid" && k != "type" {
+			res.opts[k] = v
+		}
+	}
+	s.haResources[res.sid] = res
+	s.haActive = true
+	writeData(w, nil)
+}
+
+func (s *Server) handleHAResourceUpdate(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := readParams(w, r)
+	if !ok || !checkHAParams(w, p, "delete", "digest") {
+		return
+	}
+	res := s.haResourceFor(w, r)
+	switch {
+	case res == nil:
+		return
+	case p["type"] != "" && p["type"] != res.typ:
+		writeError(w, http.StatusInternalServerError, "types does not match")
+		return
+	case p["digest"] != "" && p["digest"] != s.haDigest():
+		writeError(w, http.StatusInternalServerError, "detected modified configuration - file changed by other user? Try again.")
+		return
+	case p["group"] != "":
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("HA group '%s' does not exist", p["group"]))
+		return
+	}
+	for _, k := range splitList(p["delete"]) {
+		if _, known := haResourceProps[k]; !known || k == "type" {
+			paramError(w, "delete", fmt.Sprintf("invalid option '%s'", k))
+			return
+		}
+		delete(res.opts, k)
+	}
+	for k, v := range p {
+		if k != "delete" && k != "digest" && k != "type" {
+			res.opts[k] = v
+		}
+	}
+	res.seen = false // a new request
+	writeData(w, nil)
+}
+
+func (s *Server) handleHAResourceDelete(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := readParams(w, r)
+	if !ok {
+		return
+	}
+	if problems := checkParams(p, "purge"); problems != nil {
+		writeParamError(w, problems)
+		return
+	}
+	typ, vmid, msg := s.parseSID(r.PathValue("sid"))
+	if msg != "" {
+		writeError(w, http.StatusInternalServerError, msg)
+		return
+	}
+	sid := fmt.Sprintf("%s:%d", typ, vmid)
+	if s.haResources[sid] == nil {
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("cannot delete service '%s', not HA managed!", sid))
+		return
+	}
+	delete(s.haResources, sid)
+	writeData(w, nil)
+}
+
+// handleHAMove is POST .../{sid}/migrate or .../relocate: a command queued for the CRM.
+func (s *Server) handleHAMove(relocate bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		p, ok := readParams(w, r)
+		if !ok {
+			return
+		}
+		if problems := checkParams(p, "node"); problems != nil {
+			writeParamError(w, problems)
+			return
+		}
+		if p["node"] == "" {
+			paramError(w, "node", "property is missing and it is not optional")
+			return
+		}
+		typ, vmid, msg := s.parseSID(r.PathValue("sid"))
+		if msg != "" {
+			writeError(w, http.StatusInternalServerError, msg)
+			return
+		}
+		sid := fmt.Sprintf("%s:%d", typ, vmid)
+		res := s.haManaged(vmid)
+		if res == nil || res.sid != sid {
+			writeError(w, http.StatusInternalServerError, fmt.Sprintf("resource '%s' is not HA managed", sid))
+			return
+		}
+		s.queueMove(res, p["node"], relocate)
+		if s.haRules == nil {
+			writeData(w, nil) // PVE 8 answers null
+			return
+		}
+		writeData(w, map[string]any{"sid": sid, "requested-node": p["node"]})
+	}
+}
+
+// queueMove hands the CRM a migrate command, which it drops for a service it has not picked
+// up yet.
+func (s *Server) queueMove(res *haResource, node string, relocate bool) {
+	if !res.pickedUp {
+		return
+	}
+	res.migrateTo, res.relocate, res.seen = node, relocate, false
+}
+
+// verboseState is PVE's get_verbose_service_state for a resource.
+func (s *Server) verboseState(res *haResource) string {
+	g := s.guests[res.vmid]
+	want := res.state()
+	switch {
+	case want == "ignored":
+		return "ignored"
+	case g == nil:
+		return "not found"
+	case !res.pickedUp:
+		return "queued"
+	case res.migrateTo != "":
+		if res.relocate {
+			return "relocate"
+		}
+		return "migrate"
+	case want == "started" && g.status != "running":
+		return "starting"
+	case want == "stopped" && g.status == "running":
+		return "stopping"
+	}
+	return want
+}
+
+// handleHAStatus is GET /cluster/ha/status/current: quorum, master, one lrm row per node
+// once HA runs, and a service row per resource (crm_state once the CRM has picked it up).
+func (s *Server) handleHAStatus(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	local := s.nodes[0].name
+	rows := []map[string]any{{"id": "quorum", "type": "quorum", "node": local, "status": "OK", "quorate": 1}}
+	if s.haActive {
+		master := ""
+		for _, n := range s.nodes {
+			if n.online && master == "" {
+				master = n.name
+			}
+		}
+		rows = append(rows, map[string]any{"id": "master", "type": "master", "node": master, "status": master + " (active)"})
+		for _, n := range s.nodes {
+			state := "active"
+			if !n.online {
+				state = "old timestamp - dead?"
+			}
+			rows = append(rows, map[string]any{"id": "lrm:" + n.name, "type": "lrm", "node": n.name,
+				"status": fmt.Sprintf("%s (%s)", n.name, state)})
+		}
+	}
+	for _, res := range s.sortedHAResources() {
+		node := "---"
+		if g := s.guests[res.vmid]; g != nil {
+			node = g.node
+		}
+		state := s.verboseState(res)
+		row := map[string]any{"id": "service:" + res.sid, "type": "service", "sid": res.sid, "node": node, "state": state,
+			"status": fmt.Sprintf("%s (%s, %s)", res.sid, node, state), "request_state": res.state()}
+		if res.pickedUp && res.state() != "ignored" {
+			row["crm_state"] = state
+		}
+		for _, k := range []string{"max_restart", "max_relocate", "failback"} {
+			if v, set := res.opts[k]; set {
+				row[k] = atoi(v)
+			}
+		}
+		if c := res.opts["comment"]; c != "" {
+			row["comment"] = c
+		}
+		rows = append(rows, row)
+	}
+	writeData(w, rows)
+}
+
+// crmRound is one round of the HA manager: it picks up new resources, and carries out the
+// requests it saw in the previous round. The caller holds s.mu.
+func (s *Server) crmRound() {
+	for _, res := range s.sortedHAResources() {
+		g := s.guests[res.vmid]
+		switch {
+		case g == nil || res.state() == "ignored":
+			continue
+		case !res.pickedUp:
+			res.pickedUp = true
+			continue
+		}
+		node := s.node(g.node)
+		if node == nil || !node.online || g.lock != "" {
+			continue
+		}
+		pending := res.migrateTo != "" || (res.state() == "started") != (g.status == "running")
+		if !pending {
+			continue
+		}
+		if !res.seen {
+			res.seen = true
+			continue
+		}
+		res.seen = false
+		if target := res.migrateTo; target != "" {
+			res.migrateTo = ""
+			s.haMove(g, target, res.relocate)
+			continue
+		}
+		if res.state() == "started" {
+			g.applyPending()
+			g.boot()
+		} else {
+			g.status = "stopped"
+		}
+	}
+}
+
+// haMove moves g to target as the LRM's migration does; the CRM drops a move it cannot do
+// (unknown or offline target, disks on local storage).
+func (s *Server) haMove(g *guest, target string, relocate bool) {
+	t := s.node(target)
+	if t == nil || !t.online || t.name == g.node {
+		return
+	}
+	for _, v := range g.volumes() {
+		if st := s.storageOf(g, v.storage); st == nil || !st.shared {
+			return
+		}
+	}
+	running := g.status == "running"
+	g.node = t.name
+	if relocate && running {
+		g.status = "stopped"
+		g.boot()
+	}
+}
+
+// haTask runs a start, stop or migrate of an HA-managed VM as PVE does: a task (hastart,
+// hastop, hamigrate) that only hands the request to the HA manager. The caller holds s.mu.
+func (s *Server) haTask(w http.ResponseWriter, r *http.Request, res *haResource, typ, target string) {
+	writeData(w, s.startTask(r, s.guests[res.vmid].node, typ, res.vmid, func() outcome {
+		switch typ {
+		case "hastart":
+			res.opts["state"] = "started"
+			res.seen = false
+		case "hastop":
+			res.opts["state"] = "stopped"
+			res.seen = false
+		case "hamigrate":
+			s.queueMove(res, target, false)
+		}
+		return taskOK()
+	}, nil))
+}

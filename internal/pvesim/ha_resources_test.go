@@ -1,0 +1,168 @@
+package pvesim_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// serviceRow is the status/current row of sid, nil when it is not listed.
+func serviceRow(a *api, sid string) map[string]any {
+	for _, row := range a.ok(a.get("/cluster/ha/status/current")).list() {
+		if row["sid"] == sid {
+			return row
+		}
+	}
+	return nil
+}
+
+// TestHAResourceLifecycle registers VM 102 (on shared storage) as an HA resource and checks
+// PVE's behaviour: queued until the CRM picks it up, a migrate before that dropped, power
+// and migrate calls answered with hastart/hastop/hamigrate tasks that end before anything
+// moves, and delete refused without purge.
+func TestHAResourceLifecycle(t *testing.T) {
+	s, a := lab(t)
+	a.ok(a.form(http.MethodPost, "/cluster/ha/resources", url.Values{"sid": {"vm:102"}, "state": {"started"}, "max_restart": {"2"}, "comment": {"web"}}))
+	if r := a.form(http.MethodPost, "/cluster/ha/resources", url.Values{"sid": {"102"}}); r.status != "500 create resource failed: resource ID 'vm:102' already defined" {
+		t.Errorf("second create: %s", r.status)
+	}
+	rows := a.ok(a.get("/cluster/ha/resources")).list()
+	if len(rows) != 1 || rows[0]["sid"] != "vm:102" || rows[0]["state"] != "started" || rows[0]["max_restart"] != 2.0 || rows[0]["comment"] != "web" {
+		t.Fatalf("resources %v", rows)
+	}
+	// That GET was a CRM round: the resource is picked up only now, so a migrate sent right
+	// after creation would have been dropped. Check with a fresh resource.
+	a.ok(a.form(http.MethodPost, "/cluster/ha/resources", url.Values{"sid": {"vm:100"}, "state": {"ignored"}}))
+	if row := serviceRow(a, "vm:102"); row["crm_state"] != "started" || row["node"] != "pve2" {
+		t.Fatalf("vm:102 row %v", row)
+	}
+
+	// Stop through the HA manager: the task ends at once, the VM stops two rounds later.
+	if exit := a.task(a.form(http.MethodPost, "/nodes/pve2/qemu/102/status/stop", nil)); exit != "OK" {
+		t.Fatalf("hastop: %s", exit)
+	}
+	g, _ := s.Guest(102)
+	if g.Status != "running" {
+		t.Fatalf("VM stopped with the task; PVE's hastop only asks the HA manager")
+	}
+	for i := 0; i < 3; i++ {
+		a.get("/cluster/ha/status/current")
+	}
+	if g, _ = s.Guest(102); g.Status != "stopped" {
+		t.Fatalf("VM still %s after the HA manager ran", g.Status)
+	}
+	if res := a.ok(a.get("/cluster/ha/resources/vm:102")).obj(); res["state"] != "stopped" {
+		t.Errorf("hastop left the requested state %v", res["state"])
+	}
+
+	// Migrate through the qemu API: a hamigrate task, the VM moves afterwards.
+	upid := a.ok(a.form(http.MethodPost, "/nodes/pve2/qemu/102/migrate", url.Values{"target": {"pve3"}})).str()
+	if !strings.Contains(upid, ":hamigrate:102:") {
+		t.Fatalf("migrate of an HA VM started %s, want a hamigrate task", upid)
+	}
+	a.wait(upid)
+	for i := 0; i < 3; i++ {
+		a.get("/cluster/ha/status/current")
+	}
+	if g, _ = s.Guest(102); g.Node != "pve3" {
+		t.Fatalf("VM on %s after hamigrate, want pve3", g.Node)
+	}
+
+	// A resource the CRM has not picked up drops a migrate.
+	a.ok(a.form(http.MethodPut, "/cluster/ha/resources/vm:100", url.Values{"state": {"started"}}))
+	a.ok(a.form(http.MethodPost, "/cluster/ha/resources", url.Values{"sid": {"vm:103"}}))
+	a.ok(a.form(http.MethodPost, "/cluster/ha/resources/vm:103/migrate", url.Values{"node": {"pve2"}}))
+	for i := 0; i < 3; i++ {
+		a.get("/cluster/ha/status/current")
+	}
+	if g, _ = s.Guest(103); g.Node != "pve3" {
+		t.Errorf("a migrate sent before the CRM knew vm:103 moved it to %s", g.Node)
+	}
+	if g.Status != "running" {
+		t.Errorf("vm:103 (state started by default) is %s after the CRM ran", g.Status)
+	}
+
+	// Delete: refused without purge, and purge removes the HA resource with the VM.
+	a.get("/cluster/ha/status/current")
+	if r := a.form(http.MethodDelete, "/nodes/pve3/qemu/102", nil); r.status != "500 unable to remove VM 102 - used in HA resources and purge parameter not set." {
+		t.Fatalf("delete without purge: %s", r.status)
+	}
+	if exit := a.task(a.form(http.MethodDelete, "/nodes/pve3/qemu/102", url.Values{"purge": {"1"}})); exit != "OK" {
+		t.Fatalf("delete: %s", exit)
+	}
+	if r := a.get("/cluster/ha/resources/vm:102"); r.status != "500 no such resource 'vm:102'" {
+		t.Errorf("HA resource after purge: %s", r.status)
+	}
+	if r := a.form(http.MethodDelete, "/cluster/ha/resources/vm:102", nil); r.status != "500 cannot delete service 'vm:102', not HA managed!" {
+		t.Errorf("deleting a missing resource: %s", r.status)
+	}
+}
+
+func TestHAResourceRefusals(t *testing.T) {
+	_, a := lab(t)
+	tests := []struct {
+		params url.Values
+		want   string
+	}{
+		{url.Values{"sid": {"vm:999"}}, "500 resource 'vm:999' does not exist in cluster"},
+		{url.Values{"sid": {"vm:200"}}, "500 resource 'vm:200' - guest with ID 200 is not a VM"},
+		{url.Values{"sid": {"999"}}, "500 unable to detect SID from VMID - VM/CT 999 does not exist"},
+		{url.Values{"sid": {"vm100"}}, "500 unable to parse service id 'vm100'"},
+		{url.Values{"sid": {"vm:100"}, "state": {"on"}}, "400 Parameter verification failed."},
+		{url.Values{"sid": {"vm:100"}, "max_restart": {"-1"}}, "400 Parameter verification failed."},
+		{url.Values{"sid": {"vm:100"}, "node": {"pve1"}}, "400 Parameter verification failed."},
+	}
+	for _, tt := range tests {
+		if r := a.form(http.MethodPost, "/cluster/ha/resources", tt.params); r.status != tt.want {
+			t.Errorf("%v: %s, want %s", tt.params, r.status, tt.want)
+		}
+	}
+	if r := a.form(http.MethodPost, "/cluster/ha/resources/vm:100/migrate", url.Values{"node": {"pve2"}}); r.status != "500 resource 'vm:100' is not HA managed" {
+		t.Errorf("migrate of an unmanaged VM: %s", r.status)
+	}
+}
+
+// TestAgentNetworkInterfaces follows the agent from a stopped VM to its answer: one address
+// per NIC, the static one from ipconfig, a generated one for DHCP.
+func TestAgentNetworkInterfaces(t *testing.T) {
+	s, a := lab(t)
+	path := "/nodes/pve3/qemu/103/agent/network-get-interfaces"
+	if r := a.get(path); r.status != "500 VM 103 is not running" {
+		t.Fatalf("stopped VM: %s", r.status)
+	}
+	a.ok(a.form(http.MethodPut, "/nodes/pve3/qemu/103/config", url.Values{
+		"net0": {"virtio=BC:24:11:00:00:01,bridge=vmbr0"}, "net1": {"virtio=BC:24:11:00:00:02,bridge=vmbr0"},
+		"ipconfig0": {"ip=192.0.2.10/24,gw=192.0.2.1"}, "ipconfig1": {"ip=dhcp"},
+	}))
+	if exit := a.task(a.form(http.MethodPost, "/nodes/pve3/qemu/103/status/start", nil)); exit != "OK" {
+		t.Fatalf("start: %s", exit)
+	}
+	if r := a.get(path); r.status != "500 No QEMU guest agent configured" {
+		t.Fatalf("without agent: %s", r.status)
+	}
+	a.ok(a.form(http.MethodPut, "/nodes/pve3/qemu/103/config", url.Values{"agent": {"1"}}))
+	a.task(a.form(http.MethodPost, "/nodes/pve3/qemu/103/status/reboot", nil))
+	if r := a.get(path); r.status != "500 QEMU guest agent is not running" {
+		t.Fatalf("first call after start: %s", r.status)
+	}
+	res := a.ok(a.get(path)).obj()["result"].([]any)
+	want := map[string][]string{"lo": {"127.0.0.1", "::1"}, "eth0": {"192.0.2.10", "fe80::be24:11ff:fe00:1"}, "eth1": {"10.11.0.103", "fe80::be24:11ff:fe00:2"}}
+	if len(res) != 3 {
+		t.Fatalf("interfaces %v", res)
+	}
+	for _, it := range res {
+		iface := it.(map[string]any)
+		var got []string
+		for _, addr := range iface["ip-addresses"].([]any) {
+			got = append(got, addr.(map[string]any)["ip-address"].(string))
+		}
+		if strings.Join(got, " ") != strings.Join(want[iface["name"].(string)], " ") {
+			t.Errorf("%s: addresses %v, want %v", iface["name"], got, want[iface["name"].(string)])
+		}
+	}
+	s.BreakAgent(103)
+	if r := a.get(path); r.status != "500 QEMU guest agent is not running" {
+		t.Errorf("broken agent: %s", r.status)
+	}
+}
