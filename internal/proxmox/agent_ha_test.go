@@ -1,0 +1,82 @@
+package proxmox_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
+)
+
+func TestAgentInterfaces(t *testing.T) {
+	s := pvesim.NewTestServer(t, lab(t), pvesim.WithAgentDelay(2))
+	c := newClient(t, s)
+	ctx := context.Background()
+	if _, err := c.AgentInterfaces(ctx, "pve3", 103); !errors.Is(err, proxmox.ErrAgentUnavailable) {
+		t.Fatalf("stopped VM: %v, want ErrAgentUnavailable", err)
+	}
+	if err := c.UpdateVM(ctx, "pve3", 103, map[string]string{"agent": "1", "net0": "virtio,bridge=vmbr0", "ipconfig0": "ip=192.0.2.7/24"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StartVM(ctx, "pve3", 103); err != nil {
+		t.Fatal(err)
+	}
+	s.ResetRequests()
+	ifaces, err := c.WaitAgentInterfaces(ctx, "pve3", 103, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Requests("GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces"); n != 3 {
+		t.Errorf("%d agent calls, want 3 (two refused while the agent starts)", n)
+	}
+	if len(ifaces) != 2 || ifaces[1].Name != "eth0" || len(ifaces[1].IPv4) != 1 || ifaces[1].IPv4[0] != "192.0.2.7" || len(ifaces[1].IPv6) != 1 {
+		t.Errorf("interfaces %+v", ifaces)
+	}
+	s.BreakAgent(103)
+	if _, err := c.WaitAgentInterfaces(ctx, "pve3", 103, 50*time.Millisecond); !errors.Is(err, proxmox.ErrAgentUnavailable) {
+		t.Errorf("broken agent: %v, want ErrAgentUnavailable", err)
+	}
+}
+
+func TestHAResource(t *testing.T) {
+	s := pvesim.NewTestServer(t, lab(t))
+	c := newClient(t, s)
+	ctx := context.Background()
+	if r, err := c.HAResource(ctx, 102); err != nil || r != nil {
+		t.Fatalf("before: %v %v", r, err)
+	}
+	if err := c.AddHAResource(ctx, 102, proxmox.HASettings{State: "started", MaxRestart: 3, MaxRelocate: -1, Comment: "web"}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.HAResource(ctx, 102)
+	if err != nil || *r != (proxmox.HASettings{State: "started", MaxRestart: 3, MaxRelocate: 1, Comment: "web"}) {
+		t.Fatalf("read back %+v %v", r, err)
+	}
+	s.ResetRequests()
+	if err := c.MigrateHA(ctx, 102, "pve3"); err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := s.Guest(102); g.Node != "pve3" || g.Status != "running" {
+		t.Errorf("after MigrateHA: %s on %s", g.Status, g.Node)
+	}
+	if n := s.Requests("GET /cluster/resources"); n < 2 {
+		t.Errorf("%d polls of /cluster/resources: the HA manager moves the VM after the request returns, so it must be polled", n)
+	}
+	if err := c.UpdateHAResource(ctx, 102, proxmox.HASettings{State: "stopped", MaxRestart: 1, MaxRelocate: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitGuest(ctx, 102, "", "stopped"); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ = c.HAResource(ctx, 102); r.Comment != "" || r.State != "stopped" {
+		t.Errorf("after update %+v", r)
+	}
+	if err := c.RemoveHAResource(ctx, 102); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RemoveHAResource(ctx, 102); err != nil {
+		t.Errorf("removing twice: %v", err)
+	}
+}

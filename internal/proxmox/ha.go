@@ -1,0 +1,163 @@
+package proxmox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// HASettings are the options of a VM's HA resource; a negative count leaves PVE's default.
+type HASettings struct {
+	State                   string // started, stopped or ignored
+	MaxRestart, MaxRelocate int
+	Comment                 string
+}
+
+func haSID(vmid int) string { return "vm:" + strconv.Itoa(vmid) }
+
+// HAResource reads vm:<vmid>'s HA resource; nil when the VM is not one. Counts PVE has no
+// value for are its default, 1.
+func (c *Client) HAResource(ctx context.Context, vmid int) (*HASettings, error) {
+	var rows []struct {
+		SID         string `json:"sid"`
+		State       string `json:"state"`
+		MaxRestart  *int   `json:"max_restart"`
+		MaxRelocate *int   `json:"max_relocate"`
+		Comment     string `json:"comment"`
+	}
+	if err := c.get(ctx, "read the HA resources", "/cluster/ha/resources", map[string]string{"type": "vm"}, &rows); err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		if r.SID != haSID(vmid) {
+			continue
+		}
+		s := &HASettings{State: r.State, MaxRestart: 1, MaxRelocate: 1, Comment: r.Comment}
+		switch s.State {
+		case "", "enabled":
+			s.State = "started"
+		case "disabled":
+			s.State = "stopped"
+		}
+		if r.MaxRestart != nil {
+			s.MaxRestart = *r.MaxRestart
+		}
+		if r.MaxRelocate != nil {
+			s.MaxRelocate = *r.MaxRelocate
+		}
+		return s, nil
+	}
+	return nil, nil
+}
+
+func (s HASettings) body() map[string]any {
+	body := map[string]any{"state": s.State}
+	if s.MaxRestart >= 0 {
+		body["max_restart"] = s.MaxRestart
+	}
+	if s.MaxRelocate >= 0 {
+		body["max_relocate"] = s.MaxRelocate
+	}
+	if s.Comment != "" {
+		body["comment"] = s.Comment
+	}
+	return body
+}
+
+// AddHAResource registers the VM as an HA resource and waits until the HA manager has picked
+// it up: until then PVE drops a migrate request for it.
+func (c *Client) AddHAResource(ctx context.Context, vmid int, s HASettings) error {
+	body := s.body()
+	body["sid"] = haSID(vmid)
+	op := fmt.Sprintf("register VM %d as an HA resource", vmid)
+	if err := c.write(ctx, op, http.MethodPost, "/cluster/ha/resources", body, nil); err != nil {
+		return err
+	}
+	return c.waitHAPickedUp(ctx, vmid)
+}
+
+// UpdateHAResource changes the VM's HA resource; a comment set to "" is deleted.
+func (c *Client) UpdateHAResource(ctx context.Context, vmid int, s HASettings) error {
+	body := s.body()
+	if s.Comment == "" {
+		body["delete"] = "comment"
+	}
+	op := fmt.Sprintf("update the HA resource of VM %d", vmid)
+	return c.retry.do(ctx, func() error {
+		return c.write(ctx, op, http.MethodPut, "/cluster/ha/resources/"+haSID(vmid), body, nil)
+	})
+}
+
+// RemoveHAResource unregisters the VM from HA; a VM that is not an HA resource is fine.
+func (c *Client) RemoveHAResource(ctx context.Context, vmid int) error {
+	op := fmt.Sprintf("remove the HA resource of VM %d", vmid)
+	err := c.retry.do(ctx, func() error {
+		return c.write(ctx, op, http.MethodDelete, "/cluster/ha/resources/"+haSID(vmid), nil, nil)
+	})
+	var apiErr *APIError
+	if errors.As(err, &apiErr) && strings.Contains(apiErr.Message, "not HA managed") {
+		return nil
+	}
+	return err
+}
+
+// waitHAPickedUp polls /cluster/ha/status/current until the HA manager lists the resource
+// with a state of its own (crm_state).
+func (c *Client) waitHAPickedUp(ctx context.Context, vmid int) error {
+	op := fmt.Sprintf("wait for the HA manager to pick up VM %d", vmid)
+	for {
+		var rows []struct {
+			SID      string `json:"sid"`
+			CRMState string `json:"crm_state"`
+		}
+		if err := c.get(ctx, op, "/cluster/ha/status/current", nil, &rows); err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if r.SID == haSID(vmid) && r.CRMState != "" {
+				return nil
+			}
+		}
+		if !c.sleep(ctx) {
+			return fmt.Errorf("%s: %w", op, ctx.Err())
+		}
+	}
+}
+
+// MigrateHA asks the HA manager to move the VM to target and waits until /cluster/resources
+// shows it there, unlocked: the request returns before anything moves.
+func (c *Client) MigrateHA(ctx context.Context, vmid int, target string) error {
+	op := fmt.Sprintf("migrate VM %d to %s through the HA manager", vmid, target)
+	if err := c.write(ctx, op, http.MethodPost, "/cluster/ha/resources/"+haSID(vmid)+"/migrate", map[string]any{"node": target}, nil); err != nil {
+		return err
+	}
+	return c.WaitGuest(ctx, vmid, target, "")
+}
+
+// WaitGuest polls /cluster/resources until the VM is unlocked on node with status ("" for
+// any node or status), as after an HA request, which returns before the HA manager acts.
+func (c *Client) WaitGuest(ctx context.Context, vmid int, node, status string) error {
+	op := fmt.Sprintf("wait for VM %d", vmid)
+	for {
+		r, err := c.findGuest(ctx, op, vmid)
+		if err != nil {
+			return err
+		}
+		if r.Lock == "" && (node == "" || r.Node == node) && (status == "" || r.Status == status) {
+			return nil
+		}
+		if !c.sleep(ctx) {
+			return fmt.Errorf("%s to be %s on %s (it is %s on %s): %w", op, or(status, "ready"), or(node, "any node"), r.Status, r.Node, ctx.Err())
+		}
+	}
+}
+
+func or(s, fallback string) string {
+	if s == "" {
+		return fallback
+	}
+	return s
+}
