@@ -38,7 +38,9 @@ provider "qemuscheduler" {
 
 # Three web servers, cloned from the cloud-init template and created where the scheduler
 # puts them. The node and VMID are decided at apply, one VM after the other under a lock, so
-# each sees the capacity the others took and they get distinct ids from the web range.
+# each sees the capacity and the web VMs the others took, and they get distinct ids from the
+# web range. On capacity alone two would share a node; the anti-affinity keeps one per node,
+# so a node failure takes out one web server, not two.
 resource "qemuscheduler_vm" "web" {
   count  = 3
   name   = "web-${count.index + 1}"
@@ -48,6 +50,9 @@ resource "qemuscheduler_vm" "web" {
   annotations = {
     "node.qemu-scheduler/regex" = "pve[1-4]"
     "vmid.qemu-scheduler/range" = "1000-1099"
+  }
+  vm_anti_affinity {
+    tags = ["web"] # no weight: required; topology_key "node" by default
   }
   clone {
     source_vmid = 9000
@@ -86,12 +91,35 @@ data "qemuscheduler_placement" "ml" {
   }
 }
 
+# The web tier as the scheduler sees it once created: each VM kept where it is (sticky), and
+# every node's verdict for web-1, which says why the others hold no second web server.
+data "qemuscheduler_placement" "web_check" {
+  names      = qemuscheduler_vm.web[*].name
+  cores      = 2
+  memory     = 4096
+  tags       = ["demo", "web"]
+  depends_on = [qemuscheduler_vm.web]
+  annotations = {
+    "node.qemu-scheduler/regex" = "pve[1-4]"
+  }
+  vm_anti_affinity {
+    tags = ["web"]
+  }
+}
+
 # The scheduler's view of the nodes: labels from Notes and blocks, taints, maintenance.
 data "qemuscheduler_nodes" "lab" {}
 
 output "web" {
   description = "Where each web server went, and why."
   value       = { for vm in qemuscheduler_vm.web : vm.name => vm.placement_summary }
+}
+
+output "web_why" {
+  description = "Every node's verdict for web-1 with the web tier in place: one web server per node."
+  value = { for c in data.qemuscheduler_placement.web_check.candidates : c.node =>
+    c.feasible ? "web-1 stays here" : join("; ", c.reasons)
+  }
 }
 
 output "db" {

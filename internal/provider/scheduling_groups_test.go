@@ -313,3 +313,20 @@ func TestAccVMGroupsValidation(t *testing.T) {
 		})
 	}
 }
+
+// The same with clones: until its setup writes the VM's own tags, a clone carries its source's,
+// and the in-flight reservation stands for it with the tags it is being given.
+func TestAccVMGroupsAntiAffinityClones(t *testing.T) {
+	env := newAccEnv(t, labCluster())
+	sim := env.needsSim(t)
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders,
+		Steps: []resource.TestStep{{
+			Config: env.config(webVMs("web", 3, webAntiAffinity+`
+  clone {
+    source_vmid = 9000
+  }`)),
+			Check: wantPerNode(sim, "web-", map[string]int{"pve1": 1, "pve2": 1, "pve3": 1}),
+		}},
+	})
+}

@@ -67,21 +67,12 @@ func (l *Ledger) AddTo(snap *scheduler.Snapshot) {
 	l.addTo(snap)
 }
 
-// addTo adds the reservations to a copy of snap's list. A reservation whose guest the
-// snapshot already counts (running, or pending: being created, or marked) adds only its id,
-// lest the guest count twice. Caller holds l.mu.
+// addTo adds the reservations to a copy of snap's list, whole: a reservation whose guest the
+// snapshot lists already stands for it in the scheduler, which counts the two once and gives
+// the guest the reservation's tags. Caller holds l.mu.
 func (l *Ledger) addTo(snap *scheduler.Snapshot) {
-	counted := map[int]bool{}
-	for i := range snap.Guests {
-		if g := &snap.Guests[i]; g.CountsForCapacity() {
-			counted[g.VMID] = true
-		}
-	}
 	out := append(make([]scheduler.Reservation, 0, len(snap.Reservations)+len(l.inFlight)+len(l.used)), snap.Reservations...)
 	for _, r := range l.inFlight {
-		if counted[r.VMID] {
-			r = scheduler.Reservation{VMID: r.VMID}
-		}
 		out = append(out, r)
 	}
 	for id := range l.used {

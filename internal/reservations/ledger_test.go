@@ -270,27 +270,3 @@ func TestInFlightReservationKeepsNameAndTagsForGroups(t *testing.T) {
 		t.Fatalf("a third web VM on two nodes: err = %v", err)
 	}
 }
-
-// A reservation whose guest PVE already lists and counts (pending or running) keeps only its
-// id: its size is the guest's. One whose guest does not count yet (a clone just made, not
-// marked) keeps its size.
-func TestReservationOfACountedGuestTakesOnlyItsID(t *testing.T) {
-	l := New()
-	ctx := context.Background()
-	for range 3 {
-		if _, err := l.Decide(ctx, snapshotOf(), decideLowest); err != nil {
-			t.Fatal(err)
-		}
-	}
-	snap := scheduler.Snapshot{Guests: []scheduler.Guest{
-		{VMID: 100, Node: "pve1", Status: "stopped", Pending: true},
-		{VMID: 101, Node: "pve1", Status: "running"},
-		{VMID: 102, Node: "pve1", Status: "stopped"},
-	}}
-	l.AddTo(&snap)
-	sort.Slice(snap.Reservations, func(i, j int) bool { return snap.Reservations[i].VMID < snap.Reservations[j].VMID })
-	want := []scheduler.Reservation{{VMID: 100}, {VMID: 101}, {VMID: 102, Node: "pve1", VCPUs: 2, MemoryMiB: 512}}
-	if !reflect.DeepEqual(snap.Reservations, want) {
-		t.Fatalf("reservations %+v, want %+v", snap.Reservations, want)
-	}
-}

@@ -76,13 +76,16 @@ func buildNodeInfos(snap *Snapshot) ([]*NodeInfo, map[string]*NodeInfo) {
 		byName[n.Name] = infos[i]
 		index[n.Name] = i
 	}
-	// A reservation whose guest the snapshot lists already (created, its setup still running)
-	// is that guest: listed once, so that it counts once in its groups.
-	var listed map[int]*Guest
+	// A reservation whose guest the snapshot lists already (created or cloned, its setup still
+	// running) and that guest are one: listed once, with the tags it is being given (a clone
+	// carries its source's until its setup), its size counted once.
+	var reserved map[int]*Reservation
 	if len(snap.Reservations) > 0 {
-		listed = make(map[int]*Guest, len(snap.Reservations))
-		for _, r := range snap.Reservations {
-			listed[r.VMID] = nil
+		reserved = make(map[int]*Reservation, len(snap.Reservations))
+		for i := range snap.Reservations {
+			if r := &snap.Reservations[i]; r.Node != "" {
+				reserved[r.VMID] = r
+			}
 		}
 	}
 	// Two passes over the guests, so that every node's list is a slice of one allocation.
@@ -93,9 +96,6 @@ func buildNodeInfos(snap *Snapshot) ([]*NodeInfo, map[string]*NodeInfo) {
 		at[i] = -1
 		if g.Template {
 			continue
-		}
-		if _, ok := listed[g.VMID]; ok {
-			listed[g.VMID] = g
 		}
 		if n, ok := index[g.Node]; ok {
 			at[i] = int32(n)
@@ -108,23 +108,27 @@ func buildNodeInfos(snap *Snapshot) ([]*NodeInfo, map[string]*NodeInfo) {
 		backing = backing[:len(backing)+c]
 	}
 	for i := range snap.Guests {
-		if at[i] >= 0 {
-			infos[at[i]].add(&snap.Guests[i])
+		if at[i] < 0 {
+			continue
 		}
+		g := &snap.Guests[i]
+		if r := reserved[g.VMID]; r != nil {
+			delete(reserved, g.VMID)
+			if !g.CountsForCapacity() {
+				// Not counted yet (stopped, unsized): the reservation is the guest, assumed.
+				infos[at[i]].add(r.guest())
+				continue
+			}
+			member := *g
+			member.Tags = r.Tags
+			g = &member
+		}
+		infos[at[i]].add(g)
 	}
 	for _, r := range snap.Reservations {
-		ni, ok := byName[r.Node]
-		if !ok {
-			continue
+		if ni, ok := byName[r.Node]; ok && reserved[r.VMID] != nil {
+			ni.add(r.guest())
 		}
-		if g := listed[r.VMID]; g != nil {
-			// Its size still counts while the listed guest's does not (stopped, unsized).
-			if !g.CountsForCapacity() {
-				ni.tally(r.guest())
-			}
-			continue
-		}
-		ni.add(r.guest())
 	}
 	return infos, byName
 }
