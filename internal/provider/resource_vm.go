@@ -30,6 +30,7 @@ import (
 //	vm_network.go, vm_cloudinit.go
 //	vm_create.go               the create path around internal/provision
 //	vm_update.go               the in-place update
+//	locate.go                  finding a VM wherever it runs now
 //	resource_vm_validators.go  formats of PVE identifiers and values
 
 // maxCreateAttempts bounds how often a create decides again: after PVE says the VMID exists

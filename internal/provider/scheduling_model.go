@@ -18,10 +18,11 @@ import (
 )
 
 // schedulingModel is the configuration that steers the scheduler, embedded (by value, as the
-// framework requires) by the qemuscheduler_placement data source and qemuscheduler_vm. A new
-// scheduling attribute is a field here, an entry in dataSourceScheduling and in
-// resourceScheduling, and a line in request (plus one in nullScheduling when the field's zero
-// value is not a valid null, as for maps, lists and strings).
+// framework requires) by the qemuscheduler_placement and qemuscheduler_rebalance data sources
+// and qemuscheduler_vm. A new scheduling attribute is a field here, an entry in
+// dataSourceScheduling and in resourceScheduling (a block: one in policyBlocks, which builds
+// both schema packages), and a line in request (plus one in nullScheduling when the field's
+// zero value is not a valid null, as for maps, lists and strings).
 type schedulingModel struct {
 	Profile          types.String          `tfsdk:"profile"`
 	Annotations      types.Map             `tfsdk:"annotations"`
