@@ -87,7 +87,7 @@ func (c Cluster) validateHARules(nodes map[string]bool, ids map[int]bool) error 
 			}
 			for _, n := range r.Nodes {
 				if !nodes[strings.SplitN(n, ":", 2)[0]] {
-					return fmt.Errorf("cluster file: HA rule %q: cannot use non-existent node(s) %s.", r.Rule, n)
+					return fmt.Errorf("cluster file: HA rule %q: cannot use non-existent node(s) %s", r.Rule, n)
 				}
 			}
 		case "resource-affinity":
