@@ -22,6 +22,11 @@ func rebalanceCluster() pvesim.Cluster {
 	return c
 }
 
+// runningGuest is a small running VM of the cluster file.
+func runningGuest(vmid int, node, name string, tags ...string) pvesim.GuestSpec {
+	return pvesim.GuestSpec{VMID: vmid, Node: node, Name: name, Status: "running", Cores: 1, MemoryMiB: 512, Tags: tags}
+}
+
 // An overloaded node gives opted-in guests to underused ones, largest first (a, then b: their
 // sizes differ, as their VMIDs depend on the order Terraform creates them); pinning the VMs to the moves'
 // targets migrates them, and reading again proposes nothing. The busiest guest, opted out,
@@ -29,8 +34,7 @@ func rebalanceCluster() pvesim.Cluster {
 func TestAccRebalanceLowNodeUtilizationThroughPins(t *testing.T) {
 	c := rebalanceCluster()
 	c.Guests = []pvesim.GuestSpec{{VMID: 500, Node: "pve1", Name: "outsider", Status: "running", Cores: 8, MemoryMiB: 1024}}
-	env := newAccEnv(t, c)
-	sim := env.needsSim(t)
+	env, sim := simEnv(t, c)
 	vms := func(a, b string) string {
 		return fmt.Sprintf(`
 resource "qemuscheduler_vm" "a" {
@@ -64,37 +68,34 @@ data "qemuscheduler_rebalance" "r" {
   }
 }
 `
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: testProviders,
-		Steps: []resource.TestStep{
-			{Config: env.config(vms("pve1", "pve1"))},
-			{Config: env.config(vms("pve1", "pve1"), rebalance), Check: resource.ComposeAggregateTestCheckFunc(
-				resource.TestCheckResourceAttr(rb, "moves.#", "2"),
-				resource.TestCheckResourceAttr(rb, "moves.0.name", "a"),
-				resource.TestCheckResourceAttr(rb, "moves.0.from", "pve1"),
-				resource.TestCheckResourceAttr(rb, "moves.0.to", "pve2"),
-				resource.TestCheckResourceAttr(rb, "moves.0.reason", "LowNodeUtilization: pve1 is above target (cpu 137.5%, memory 3.91%)"),
-				resource.TestCheckResourceAttr(rb, "moves.1.name", "b"),
-				resource.TestCheckResourceAttr(rb, "moves.1.to", "pve3"),
-				resource.TestCheckResourceAttr(rb, "nodes_before.0.cpu_percent", "137.5"),
-				resource.TestCheckResourceAttr(rb, "nodes_after.0.cpu_percent", "62.5"),
-				resource.TestCheckResourceAttr(rb, "nodes_after.0.running_guests", "2"),
-				resource.TestCheckResourceAttr(rb, "kept.#", "0"),
-			)},
-			{Config: env.config(vms("pve2", "pve3"), rebalance)},
-			{Config: env.config(vms("pve2", "pve3"), rebalance), Check: resource.ComposeAggregateTestCheckFunc(
-				resource.TestCheckResourceAttr(rb, "moves.#", "0"),
-				resource.TestCheckResourceAttr(rb, "summary", "0 move(s)"),
-				resource.TestCheckResourceAttr("qemuscheduler_vm.a", "node", "pve2"),
-				func(*terraform.State) error {
-					if g, ok := sim.Guest(500); !ok || g.Node != "pve1" {
-						return fmt.Errorf("the opted-out guest moved or vanished: %+v", g)
-					}
-					return nil
-				},
-			)},
-		},
-	})
+	runSteps(t,
+		resource.TestStep{Config: env.config(vms("pve1", "pve1"))},
+		resource.TestStep{Config: env.config(vms("pve1", "pve1"), rebalance), Check: resource.ComposeAggregateTestCheckFunc(
+			resource.TestCheckResourceAttr(rb, "moves.#", "2"),
+			resource.TestCheckResourceAttr(rb, "moves.0.name", "a"),
+			resource.TestCheckResourceAttr(rb, "moves.0.from", "pve1"),
+			resource.TestCheckResourceAttr(rb, "moves.0.to", "pve2"),
+			resource.TestCheckResourceAttr(rb, "moves.0.reason", "LowNodeUtilization: pve1 is above target (cpu 137.5%, memory 3.91%)"),
+			resource.TestCheckResourceAttr(rb, "moves.1.name", "b"),
+			resource.TestCheckResourceAttr(rb, "moves.1.to", "pve3"),
+			resource.TestCheckResourceAttr(rb, "nodes_before.0.cpu_percent", "137.5"),
+			resource.TestCheckResourceAttr(rb, "nodes_after.0.cpu_percent", "62.5"),
+			resource.TestCheckResourceAttr(rb, "nodes_after.0.running_guests", "2"),
+			resource.TestCheckResourceAttr(rb, "kept.#", "0"),
+		)},
+		resource.TestStep{Config: env.config(vms("pve2", "pve3"), rebalance)},
+		resource.TestStep{Config: env.config(vms("pve2", "pve3"), rebalance), Check: resource.ComposeAggregateTestCheckFunc(
+			resource.TestCheckResourceAttr(rb, "moves.#", "0"),
+			resource.TestCheckResourceAttr(rb, "summary", "0 move(s)"),
+			resource.TestCheckResourceAttr("qemuscheduler_vm.a", "node", "pve2"),
+			func(*terraform.State) error {
+				if g, ok := sim.Guest(500); !ok || g.Node != "pve1" {
+					return fmt.Errorf("the opted-out guest moved or vanished: %+v", g)
+				}
+				return nil
+			},
+		)},
+	)
 }
 
 // A policy violation moves the opted-in guest to a node that passes; a guest an HA rule
@@ -102,29 +103,25 @@ data "qemuscheduler_rebalance" "r" {
 func TestAccRebalancePolicyViolationAndHARules(t *testing.T) {
 	c := rebalanceCluster()
 	c.Guests = []pvesim.GuestSpec{
-		{VMID: 100, Node: "pve3", Name: "free", Status: "running", Cores: 1, MemoryMiB: 512, Tags: []string{"rebal"}},
-		{VMID: 101, Node: "pve3", Name: "held", Status: "running", Cores: 1, MemoryMiB: 512, Tags: []string{"rebal"}},
-		{VMID: 102, Node: "pve3", Name: "not-opted-in", Status: "running", Cores: 1, MemoryMiB: 512},
+		runningGuest(100, "pve3", "free", "rebal"),
+		runningGuest(101, "pve3", "held", "rebal"),
+		runningGuest(102, "pve3", "not-opted-in"),
 	}
 	c.HARules = []pvesim.HARuleSpec{{Rule: "stay", Type: "node-affinity", Resources: []string{"vm:101"}, Nodes: []string{"pve3"}, Strict: true}}
-	env := newAccEnv(t, c)
-	env.needsSim(t)
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: testProviders,
-		Steps: []resource.TestStep{{Config: env.config(`
+	env, _ := simEnv(t, c)
+	runSteps(t, resource.TestStep{Config: env.config(`
 data "qemuscheduler_rebalance" "r" {
   tags        = ["rebal"]
   annotations = { "node.qemu-scheduler/regex" = "pve[12]" }
 }
 `), Check: resource.ComposeAggregateTestCheckFunc(
-			resource.TestCheckResourceAttr(rb, "moves.#", "1"),
-			resource.TestCheckResourceAttr(rb, "moves.0.vmid", "100"),
-			resource.TestCheckResourceAttr(rb, "moves.0.reason", `policy violation on pve3: NodeRegex: "pve3" does not match "pve[12]"`),
-			resource.TestCheckResourceAttr(rb, "kept.#", "1"),
-			resource.TestCheckResourceAttr(rb, "kept.0.vmid", "101"),
-			resource.TestMatchResourceAttr(rb, "kept.0.reason", wrapped(`HA rule stay \(node-affinity\) allows only pve3`)),
-		)}},
-	})
+		resource.TestCheckResourceAttr(rb, "moves.#", "1"),
+		resource.TestCheckResourceAttr(rb, "moves.0.vmid", "100"),
+		resource.TestCheckResourceAttr(rb, "moves.0.reason", `policy violation on pve3: NodeRegex: "pve3" does not match "pve[12]"`),
+		resource.TestCheckResourceAttr(rb, "kept.#", "1"),
+		resource.TestCheckResourceAttr(rb, "kept.0.vmid", "101"),
+		resource.TestMatchResourceAttr(rb, "kept.0.reason", wrapped(`HA rule stay \(node-affinity\) allows only pve3`)),
+	)})
 }
 
 // Plan-time errors name the attribute.
@@ -151,10 +148,7 @@ func TestAccRebalanceValidation(t *testing.T) {
 	}
 	for body, want := range tests {
 		t.Run(want, func(t *testing.T) {
-			resource.Test(t, resource.TestCase{
-				ProtoV6ProviderFactories: testProviders,
-				Steps:                    []resource.TestStep{{Config: env.config(fmt.Sprintf("data \"qemuscheduler_rebalance\" \"r\" {\n%s\n}\n", body)), ExpectError: wrapped(want)}},
-			})
+			runSteps(t, resource.TestStep{Config: env.config(fmt.Sprintf("data \"qemuscheduler_rebalance\" \"r\" {\n%s\n}\n", body)), ExpectError: wrapped(want)})
 		})
 	}
 }
@@ -165,14 +159,11 @@ func TestAccRebalanceMaintenanceDrains(t *testing.T) {
 	c := rebalanceCluster()
 	c.Nodes[1].HAState = "maintenance"
 	c.Guests = []pvesim.GuestSpec{
-		{VMID: 100, Node: "pve2", Name: "web-1", Status: "running", Cores: 1, MemoryMiB: 512, Tags: []string{"rebal"}},
-		{VMID: 101, Node: "pve2", Name: "pet", Status: "running", Cores: 1, MemoryMiB: 512},
+		runningGuest(100, "pve2", "web-1", "rebal"),
+		runningGuest(101, "pve2", "pet"),
 	}
-	env := newAccEnv(t, c)
-	env.needsSim(t)
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: testProviders,
-		Steps: []resource.TestStep{{Config: env.providerBlock(`
+	env, _ := simEnv(t, c)
+	runSteps(t, resource.TestStep{Config: env.providerBlock(`
 profile {
   name               = "drain"
   plugin_config_yaml = "scores: {LeastAllocated: {enable: true}}"
@@ -182,12 +173,11 @@ data "qemuscheduler_rebalance" "r" {
   profile = "drain"
 }
 `, Check: resource.ComposeAggregateTestCheckFunc(
-			resource.TestCheckResourceAttr(rb, "moves.#", "1"),
-			resource.TestMatchResourceAttr(rb, "summary", regexp.MustCompile(`, profile drain$`)),
-			resource.TestCheckResourceAttr(rb, "moves.0.vmid", "100"),
-			resource.TestCheckResourceAttr(rb, "moves.0.from", "pve2"),
-			resource.TestMatchResourceAttr(rb, "moves.0.reason", wrapped(`policy violation on pve2: TaintToleration: .*node.qemu-scheduler/maintenance`)),
-			resource.TestCheckResourceAttr(rb, "kept.#", "0"),
-		)}},
-	})
+		resource.TestCheckResourceAttr(rb, "moves.#", "1"),
+		resource.TestMatchResourceAttr(rb, "summary", regexp.MustCompile(`, profile drain$`)),
+		resource.TestCheckResourceAttr(rb, "moves.0.vmid", "100"),
+		resource.TestCheckResourceAttr(rb, "moves.0.from", "pve2"),
+		resource.TestMatchResourceAttr(rb, "moves.0.reason", wrapped(`policy violation on pve2: TaintToleration: .*node.qemu-scheduler/maintenance`)),
+		resource.TestCheckResourceAttr(rb, "kept.#", "0"),
+	)})
 }
