@@ -181,3 +181,29 @@ data "qemuscheduler_rebalance" "r" {
 		resource.TestCheckResourceAttr(rb, "kept.#", "0"),
 	)})
 }
+
+// Two web VMs on one node break required anti-affinity: one of them moves, the other stays.
+func TestAccRebalanceAntiAffinityViolation(t *testing.T) {
+	c := rebalanceCluster()
+	c.Guests = []pvesim.GuestSpec{
+		runningGuest(100, "pve1", "web-1", "rebal", "web"),
+		runningGuest(101, "pve1", "web-2", "rebal", "web"),
+		runningGuest(102, "pve2", "web-3", "rebal", "web"),
+	}
+	env, _ := simEnv(t, c)
+	runSteps(t, resource.TestStep{Config: env.config(`
+data "qemuscheduler_rebalance" "r" {
+  tags = ["rebal"]
+  vm_anti_affinity {
+    tags         = ["web"]
+    topology_key = "node"
+  }
+}
+`), Check: resource.ComposeAggregateTestCheckFunc(
+		resource.TestCheckResourceAttr(rb, "moves.#", "1"),
+		resource.TestCheckResourceAttr(rb, "moves.0.vmid", "100"),
+		resource.TestCheckResourceAttr(rb, "moves.0.to", "pve3"),
+		resource.TestMatchResourceAttr(rb, "moves.0.reason", wrapped(`policy violation on pve1: VMAntiAffinity: .*101`)),
+		resource.TestCheckResourceAttr(rb, "kept.#", "0"),
+	)})
+}
