@@ -179,7 +179,7 @@ func TestAccPlacementErrors(t *testing.T) {
 			names = ["b"]`, `Exactly one of these attributes must be configured: \[name,names\]`},
 		{"neither name nor names", "", `cores = 2`, `Exactly one of these attributes must be configured: \[name,names\]`},
 		{"cores below 1", "", `name = "a"
-			cores = 0`, `Attribute cores value must be at least 1`},
+			cores = 0`, `Attribute cores value must be between 1 and 4096, got: 0`},
 		{"pinned vmid in use", "", `name = "a"
 			vmid = 100`, `VMID 100 is already in use`},
 		{"pinned node unknown", "", `name = "a"
