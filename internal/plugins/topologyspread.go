@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/nodelabels"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
@@ -40,8 +41,9 @@ type spread struct {
 	min int
 	// self is 1 when the request carries the group's tags (it joins the domain), else 0.
 	self int
-	// group is the phrase of the unschedulable summary, built once.
-	group string
+	// group is the phrase of the unschedulable summary and tags the group as reasons show it,
+	// both built once: a spread rejects most nodes, for every request.
+	group, tags string
 }
 
 const topologySpreadFilterKey = TopologySpreadName + "/filter"
@@ -73,7 +75,8 @@ func prepareSpreads(state *scheduler.CycleState, r *scheduler.Request, nodes []*
 			}
 		}
 		s := spread{c: c, counts: countGroup(state, nodes, c.Tags, c.TopologyKey),
-			group: fmt.Sprintf("would exceed max_skew %d of topology_spread %v by %s", c.MaxSkew, c.Tags, c.TopologyKey)}
+			group: fmt.Sprintf("would exceed max_skew %d of topology_spread %v by %s", c.MaxSkew, c.Tags, c.TopologyKey),
+			tags:  fmt.Sprint(c.Tags)}
 		if carriesAll(r.Tags, c.Tags) {
 			s.self = 1
 		}
@@ -137,8 +140,9 @@ func (topologySpreadFilter) Filter(state *scheduler.CycleState, _ *scheduler.Req
 		would := s.counts.in(n.Node) + s.self
 		if skew := would - s.min; skew > s.c.MaxSkew {
 			return &scheduler.Rejection{
-				Reason: fmt.Sprintf("TopologySpread: %s would hold %d of %v, min %d, skew %d > %d", domainName(key, d), would, tags, s.min, skew, s.c.MaxSkew),
-				Group:  s.group,
+				Reason: "TopologySpread: " + domainName(key, d) + " would hold " + strconv.Itoa(would) + " of " + s.tags +
+					", min " + strconv.Itoa(s.min) + ", skew " + strconv.Itoa(skew) + " > " + strconv.Itoa(s.c.MaxSkew),
+				Group: s.group,
 			}
 		}
 	}
