@@ -72,6 +72,7 @@ func (r *vmResource) ValidateConfig(ctx context.Context, req resource.ValidateCo
 	}
 	validateDisks(m.Disks, &resp.Diagnostics)
 	validateNetworks(m.Networks, &resp.Diagnostics)
+	m.firmwareModel.validateFirmware(ctx, m.Clone != nil, &resp.Diagnostics)
 }
 
 // request is the scheduling request for the model and, for a VM still to be created, the
@@ -306,6 +307,12 @@ func (r *vmResource) Delete(ctx context.Context, req resource.DeleteRequest, res
 	if errors.Is(err, proxmox.ErrNotFound) {
 		return
 	}
+	if err == nil && vm.Config["protection"] == "1" {
+		// PVE refuses to destroy a protected VM: fail before shutting it down.
+		resp.Diagnostics.AddError(fmt.Sprintf("VM %d is protected", vmid),
+			"Proxmox VE refuses to destroy a VM with protection set. Set protection = false and apply first, then destroy; nothing was changed.")
+		return
+	}
 	if err == nil && vm.Status == "running" {
 		err = c.ShutdownVM(ctx, vm.Node, vmid, timeout/2)
 	}
@@ -336,9 +343,9 @@ func (r *vmResource) ImportState(ctx context.Context, req resource.ImportStateRe
 		resp.Diagnostics.AddError(fmt.Sprintf("Cannot import VM %d", vmid), err.Error())
 		return
 	}
-	m := vmModel{Storage: types.StringNull(), PlacementSummary: types.StringValue("imported"), schedulingModel: nullScheduling(), Pool: types.StringNull()}
+	m := vmModel{Storage: types.StringNull(), PlacementSummary: types.StringValue("imported"), schedulingModel: nullScheduling(), firmwareModel: nullFirmware(), Pool: types.StringNull()}
 	m.Timeouts.Object = types.ObjectNull(timeoutTypes)
-	m.importDevices(vm.Config)
+	m.importDevices(ctx, vm.Config, &resp.Diagnostics)
 	if len(m.Disks) > 0 {
 		m.Storage = m.Disks[0].Storage
 	}

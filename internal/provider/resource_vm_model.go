@@ -17,6 +17,7 @@ import (
 
 type vmModel struct {
 	schedulingModel
+	firmwareModel
 	ID               types.String    `tfsdk:"id"`
 	Node             types.String    `tfsdk:"node"`
 	VMID             types.Int64     `tfsdk:"vmid"`
@@ -60,6 +61,7 @@ func (m *vmModel) vmConfig(ctx context.Context, diags *diag.Diagnostics) map[str
 		cfg["tags"] = normalizeTags(tags)
 	}
 	networkConfig(m.Networks, cfg)
+	m.firmwareModel.firmwareConfig(ctx, cfg, diags)
 	if m.CloudInit != nil {
 		m.CloudInit.config(ctx, cfg, diags)
 	}
@@ -150,6 +152,7 @@ func (m *vmModel) readInto(ctx context.Context, vm *proxmox.VM, diags *diag.Diag
 	m.Tags = tags
 	m.Disks = readDisks(m.Disks, cfg)
 	m.Networks = readNetworks(m.Networks, cfg)
+	m.firmwareModel.readFirmware(ctx, cfg, false, diags)
 	if m.CloudInit != nil {
 		m.CloudInit.read(ctx, cfg, diags)
 	}
@@ -157,7 +160,8 @@ func (m *vmModel) readInto(ctx context.Context, vm *proxmox.VM, diags *diag.Diag
 
 // importDevices lists the disks and NICs of an imported VM, which Read then keeps refreshed.
 // Devices are managed only when listed, so a normal Read never adds them.
-func (m *vmModel) importDevices(cfg map[string]string) {
+func (m *vmModel) importDevices(ctx context.Context, cfg map[string]string, diags *diag.Diagnostics) {
+	m.firmwareModel.readFirmware(ctx, cfg, true, diags)
 	slots := slices.Sorted(maps.Keys(cfg))
 	m.Disks = importDisks(cfg, slots)
 	m.Networks = importNetworks(cfg, slots)
@@ -216,5 +220,6 @@ func (m *vmModel) nullUnknowns() {
 		m.Tags = types.SetNull(types.StringType)
 	}
 	nullNetworkUnknowns(m.Networks)
+	m.firmwareModel.nullFirmwareUnknowns()
 	nullDiskUnknowns(m.Disks)
 }

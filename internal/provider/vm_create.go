@@ -105,6 +105,8 @@ func (r *vmResource) createGuest(ctx context.Context, g *newGuest, p scheduler.P
 	}
 	params := maps.Clone(g.config)
 	addDisks(m.Disks, nil, params, p.Storage)
+	m.addEFIDisk(nil, params, p.Storage)
+	m.defaultFirmware(params, true)
 	if err := m.addCloudInitDrive(nil, params, p.Storage); err != nil {
 		return err
 	}
@@ -128,6 +130,8 @@ func (r *vmResource) configureNew(ctx context.Context, g *newGuest, p scheduler.
 		if tags, ok := set["tags"]; ok {
 			set["tags"] = markTags(tags, proxmox.PendingTag)
 		}
+		m.addEFIDisk(vm.Config, set, p.Storage)
+		m.defaultFirmware(set, false)
 		if err := m.addCloudInitDrive(vm.Config, set, p.Storage); err != nil {
 			return err
 		}

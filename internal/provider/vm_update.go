@@ -27,6 +27,7 @@ func (r *vmResource) update(ctx context.Context, plan, state *vmModel, want, old
 	if tags, ok := want["tags"]; ok && pending {
 		want["tags"] = markTags(tags, proxmox.PendingTag)
 	}
+	plan.addEFIDisk(vm.Config, want, state.Storage.ValueString())
 	if err := plan.addCloudInitDrive(vm.Config, want, state.Storage.ValueString()); err != nil {
 		return err
 	}
@@ -42,6 +43,9 @@ func (r *vmResource) update(ctx context.Context, plan, state *vmModel, want, old
 		}
 	}
 	del = append(del, removedDisks(state.Disks, plan.Disks)...)
+	if _, has := vm.Config["efidisk0"]; has && state.EFIDisk != nil && plan.EFIDisk == nil {
+		del = append(del, "efidisk0")
+	}
 	// Only what the plan changes is written: unchanged attributes keep whatever PVE has (an absent
 	// balloon must not become an explicit 0).
 	if err := c.UpdateVM(ctx, node, vmid, changed(old, want), del); err != nil {

@@ -43,3 +43,38 @@ resource "qemuscheduler_vm" "worker" {
     create = "20m"
   }
 }
+
+# A UEFI VM from scratch on a q35 machine, with Secure Boot keys, a serial console for the
+# cloud image and protection against deletion.
+resource "qemuscheduler_vm" "uefi" {
+  name       = "uefi-1"
+  cores      = 2
+  memory     = 4096
+  bios       = "ovmf"
+  machine    = "q35"
+  serial     = ["socket"]
+  boot_order = ["scsi0", "net0"]
+  protection = true
+
+  efi_disk {
+    pre_enrolled_keys = true
+  }
+
+  vga {
+    type = "serial0"
+  }
+
+  startup {
+    order = 2
+    up    = 30
+  }
+
+  disk {
+    slot = "scsi0"
+    size = 32
+  }
+
+  network {
+    slot = "net0"
+  }
+}
