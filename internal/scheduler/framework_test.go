@@ -145,3 +145,18 @@ func TestKeptGuestIsLeftOutOfItsOwnView(t *testing.T) {
 		t.Fatalf("CheckNode = %v, view %v; want passing without guest 100", got, p.guests["n1"])
 	}
 }
+
+// A guest about to run (pending: being created, or not started yet) weighs on the live
+// figures as a running one would; a running guest is in them already, a stopped one is not.
+func TestPendingGuestRaisesLiveFigures(t *testing.T) {
+	nodes := testNodes("n1")
+	nodes[0].Mem = 1 << 30
+	g := func(vmid int, status string, pending bool) Guest {
+		return Guest{VMID: vmid, Node: "n1", Status: status, Pending: pending, CPUs: 2, MaxMem: 1 << 30}
+	}
+	infos := NodeInfos(&Snapshot{Nodes: nodes, Guests: []Guest{g(100, "running", false), g(101, "stopped", false), g(102, "stopped", true), g(103, "running", true)}})
+	ni := infos[0]
+	if ni.AllocCPU != 6 || ni.Mem != 2<<30 || ni.CPU != 2.0/8 {
+		t.Fatalf("alloc cpu %v (want 6: running, pending, pending running), live mem %d GiB (want 2: host + the pending stopped one), cpu %v (want 0.25)", ni.AllocCPU, ni.Mem>>30, ni.CPU)
+	}
+}

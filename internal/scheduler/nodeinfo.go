@@ -22,9 +22,9 @@ type NodeInfo struct {
 	storageDebits map[storageKey]uint64
 }
 
-// add lists a guest on the node and debits its size when it counts for capacity. An assumed
-// guest also raises the live figures, which cannot include it yet, and takes its disks'
-// space.
+// add lists a guest on the node and debits its size when it counts for capacity. A guest
+// about to run also raises the live figures, which cannot include it yet; an assumed one
+// takes its disks' space too.
 func (n *NodeInfo) add(g *Guest) {
 	n.Guests = append(n.Guests, g)
 	n.tally(g)
@@ -51,7 +51,10 @@ func (n *NodeInfo) tally(g *Guest) {
 	}
 	n.AllocCPU += g.CPUs
 	n.AllocMem += g.MaxMem
-	if !g.Assumed {
+	// The live figures include running guests only; a guest about to run (assumed, or
+	// pending: being created, or created and not started yet) is added as if it ran, so
+	// that live-load scores see it before PVE does.
+	if g.Status == "running" && !g.Assumed {
 		return
 	}
 	n.Mem += g.MaxMem

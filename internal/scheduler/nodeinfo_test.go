@@ -31,8 +31,8 @@ func TestReservationAndItsListedGuestCountOnce(t *testing.T) {
 		t.Errorf("guests %v\nwant   %s", got, want)
 	}
 	// 100 and 101 by their own size, 102 and 103 by the reservation's; live figures rise by
-	// the assumed ones only.
-	if n.AllocCPU != 2+2+4+4 || n.AllocMem != 2*GiB+2*GiB+2*GiB || n.Mem != 2*GiB {
+	// the guests about to run: the assumed ones and the pending 100, not the running 101.
+	if n.AllocCPU != 2+2+4+4 || n.AllocMem != 2*GiB+2*GiB+2*GiB || n.Mem != 2*GiB+2*GiB {
 		t.Errorf("AllocCPU %v, AllocMem %v, Mem %v", n.AllocCPU, n.AllocMem, n.Mem)
 	}
 	if snap.Guests[0].Tags[0] != "qemuscheduler-pending" {
