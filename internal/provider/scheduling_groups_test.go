@@ -162,34 +162,36 @@ func TestAccVMGroupsSpreadTwoTwoTwo(t *testing.T) {
 	})
 }
 
-// A preference that cannot be met still places the VMs; the candidates show the score that
-// steered them. pve1 is best on capacity, so without the preference all four would go there.
+// A preference that cannot be met still places the VM, and the scores say why it went where
+// it did: every node runs a web VM already, pve1 (best on capacity) two of them, so pve1
+// scores 0 on VMAffinity and the others 100.
 func TestAccVMGroupsPreferredAntiAffinity(t *testing.T) {
-	env := newAccEnv(t, bigNodeCluster(3))
+	cluster := bigNodeCluster(3)
+	for i, node := range []string{"pve1", "pve1", "pve2", "pve3"} {
+		cluster.Guests = append(cluster.Guests, pvesim.GuestSpec{VMID: 100 + i, Node: node, Name: fmt.Sprintf("old-web-%d", i),
+			Status: "stopped", Cores: 1, MemoryMiB: 512, Tags: []string{"web"}})
+	}
+	env := newAccEnv(t, cluster)
 	env.needsSim(t)
 	resource.ParallelTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testProviders,
 		Steps: []resource.TestStep{{
-			Config: env.config(placement(`names = ["w1", "w2", "w3", "w4"]
-  tags  = ["web"]
+			Config: env.config(placement(`name = "web-9"
+  tags = ["web"]
   vm_anti_affinity {
     tags   = ["web"]
     weight = 100
   }`)),
 			Check: resource.ComposeTestCheckFunc(
 				func(s *terraform.State) error {
-					attrs := s.RootModule().Resources[ds].Primary.Attributes
-					perNode := map[string]int{}
-					for i := 0; i < 4; i++ {
-						perNode[attrs[fmt.Sprintf("placements.%d.node", i)]]++
-					}
-					if len(perNode) != 3 {
-						return fmt.Errorf("placements per node %v, want every node used", perNode)
+					if n := s.RootModule().Resources[ds].Primary.Attributes["node"]; n == "pve1" {
+						return fmt.Errorf("placed on %s, which runs two web VMs", n)
 					}
 					return nil
 				},
-				// The first VM sees no web guest: every node scores the same on the group.
-				resource.TestCheckResourceAttr(ds, "candidates.1.scores.VMAffinity", "0"),
+				resource.TestCheckResourceAttr(ds, "candidates.0.scores.VMAffinity", "0"),
+				resource.TestCheckResourceAttr(ds, "candidates.1.scores.VMAffinity", "100"),
+				resource.TestCheckResourceAttr(ds, "candidates.2.scores.VMAffinity", "100"),
 			),
 		}},
 	})
