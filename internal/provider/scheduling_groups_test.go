@@ -70,13 +70,19 @@ const webAntiAffinity = `
 // count = 3 with required anti-affinity: three nodes, in one apply, although each instance is
 // decided on its own (the in-flight reservations carry the tags).
 func TestAccVMGroupsAntiAffinityCountThree(t *testing.T) {
-	env := newAccEnv(t, bigNodeCluster(3))
+	applyWebVMs(t, bigNodeCluster(3), 3, webAntiAffinity, map[string]int{"pve1": 1, "pve2": 1, "pve3": 1})
+}
+
+// applyWebVMs applies count web VMs with body on a fresh cluster and checks how many land on
+// each node.
+func applyWebVMs(t *testing.T, cluster pvesim.Cluster, count int, body string, want map[string]int) {
+	env := newAccEnv(t, cluster)
 	sim := env.needsSim(t)
 	resource.ParallelTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testProviders,
 		Steps: []resource.TestStep{{
-			Config: env.config(webVMs("web", 3, webAntiAffinity)),
-			Check:  wantPerNode(sim, "web-", map[string]int{"pve1": 1, "pve2": 1, "pve3": 1}),
+			Config: env.config(webVMs("web", count, body)),
+			Check:  wantPerNode(sim, "web-", want),
 		}},
 	})
 }
@@ -129,15 +135,7 @@ func TestAccVMGroupsSpreadTwoTwoTwo(t *testing.T) {
     max_skew = 1
   }`
 	t.Run("resource", func(t *testing.T) {
-		env := newAccEnv(t, bigNodeCluster(3))
-		sim := env.needsSim(t)
-		resource.ParallelTest(t, resource.TestCase{
-			ProtoV6ProviderFactories: testProviders,
-			Steps: []resource.TestStep{{
-				Config: env.config(webVMs("web", 6, spread)),
-				Check:  wantPerNode(sim, "web-", map[string]int{"pve1": 2, "pve2": 2, "pve3": 2}),
-			}},
-		})
+		applyWebVMs(t, bigNodeCluster(3), 6, spread, map[string]int{"pve1": 2, "pve2": 2, "pve3": 2})
 	})
 	t.Run("data source", func(t *testing.T) {
 		env := newAccEnv(t, bigNodeCluster(3))
@@ -319,63 +317,8 @@ func TestAccVMGroupsValidation(t *testing.T) {
 // The same with clones: until its setup writes the VM's own tags, a clone carries its source's,
 // and the in-flight reservation stands for it with the tags it is being given.
 func TestAccVMGroupsAntiAffinityClones(t *testing.T) {
-	env := newAccEnv(t, labCluster())
-	sim := env.needsSim(t)
-	resource.ParallelTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testProviders,
-		Steps: []resource.TestStep{{
-			Config: env.config(webVMs("web", 3, webAntiAffinity+`
+	applyWebVMs(t, labCluster(), 3, webAntiAffinity+`
   clone {
     source_vmid = 9000
-  }`)),
-			Check: wantPerNode(sim, "web-", map[string]int{"pve1": 1, "pve2": 1, "pve3": 1}),
-		}},
-	})
-}
-
-// Zones from the provider's node blocks: count = 6 spread by zone lands 2-2-2 per zone (pve1,
-// the big node, alone would take them all), and a VM with affinity to the db guest's zone goes
-// to either node of zone b, not only to the db guest's own node.
-func TestAccVMGroupsZones(t *testing.T) {
-	cluster := bigNodeCluster(5)
-	cluster.Guests = []pvesim.GuestSpec{{VMID: 100, Node: "pve4", Name: "db-1", Status: "running", Cores: 2, MemoryMiB: 2048, Tags: []string{"db"}}}
-	env := newAccEnv(t, cluster)
-	sim := env.needsSim(t)
-	var blocks []string
-	for node, zone := range map[string]string{"pve1": "a", "pve2": "a", "pve3": "b", "pve4": "b", "pve5": "c"} {
-		blocks = append(blocks, fmt.Sprintf("node {\n  name = %q\n  labels = { zone = %q }\n}", node, zone))
-	}
-	sort.Strings(blocks)
-	provider := env.providerBlock(strings.Join(blocks, "\n"))
-	resource.ParallelTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testProviders,
-		Steps: []resource.TestStep{{
-			Config: provider + webVMs("web", 6, `
-  tags   = ["web"]
-  topology_spread {
-    tags         = ["web"]
-    topology_key = "zone"
-  }`) + `
-data "qemuscheduler_placement" "app" {
-  name = "app-1"
-  vm_affinity {
-    tags         = ["db"]
-    topology_key = "zone"
-  }
-}`,
-			Check: resource.ComposeTestCheckFunc(
-				func(*terraform.State) error {
-					perNode, _ := guestsPerNode(sim, "web-")
-					perZone := map[string]int{"a": perNode["pve1"] + perNode["pve2"], "b": perNode["pve3"] + perNode["pve4"], "c": perNode["pve5"]}
-					if fmt.Sprint(perZone) != "map[a:2 b:2 c:2]" {
-						return fmt.Errorf("web-* per zone %v (per node %v), want 2-2-2", perZone, perNode)
-					}
-					return nil
-				},
-				resource.TestCheckResourceAttr("data.qemuscheduler_placement.app", "node", "pve3"),
-				resource.TestCheckResourceAttr("data.qemuscheduler_placement.app", "candidates.0.reasons.0",
-					"VMAffinity: zone=a runs no guest tagged [db] (1 guest elsewhere)"),
-			),
-		}},
-	})
+  }`, map[string]int{"pve1": 1, "pve2": 1, "pve3": 1})
 }
