@@ -322,3 +322,50 @@ func TestAccVMGroupsAntiAffinityClones(t *testing.T) {
     source_vmid = 9000
   }`, map[string]int{"pve1": 1, "pve2": 1, "pve3": 1})
 }
+
+// Zones from the provider's node blocks: count = 6 spread by zone lands 2-2-2 per zone (pve1,
+// the big node, alone would take them all), and a VM with affinity to the db guest's zone goes
+// to either node of zone b, not only to the db guest's own node.
+func TestAccVMGroupsZones(t *testing.T) {
+	cluster := bigNodeCluster(5)
+	cluster.Guests = []pvesim.GuestSpec{{VMID: 100, Node: "pve4", Name: "db-1", Status: "running", Cores: 2, MemoryMiB: 2048, Tags: []string{"db"}}}
+	env := newAccEnv(t, cluster)
+	sim := env.needsSim(t)
+	var blocks []string
+	for node, zone := range map[string]string{"pve1": "a", "pve2": "a", "pve3": "b", "pve4": "b", "pve5": "c"} {
+		blocks = append(blocks, fmt.Sprintf("node {\n  name = %q\n  labels = { zone = %q }\n}", node, zone))
+	}
+	sort.Strings(blocks)
+	provider := env.providerBlock(strings.Join(blocks, "\n"))
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders,
+		Steps: []resource.TestStep{{
+			Config: provider + webVMs("web", 6, `
+  tags   = ["web"]
+  topology_spread {
+    tags         = ["web"]
+    topology_key = "zone"
+  }`) + `
+data "qemuscheduler_placement" "app" {
+  name = "app-1"
+  vm_affinity {
+    tags         = ["db"]
+    topology_key = "zone"
+  }
+}`,
+			Check: resource.ComposeTestCheckFunc(
+				func(*terraform.State) error {
+					perNode, _ := guestsPerNode(sim, "web-")
+					perZone := map[string]int{"a": perNode["pve1"] + perNode["pve2"], "b": perNode["pve3"] + perNode["pve4"], "c": perNode["pve5"]}
+					if fmt.Sprint(perZone) != "map[a:2 b:2 c:2]" {
+						return fmt.Errorf("web-* per zone %v (per node %v), want 2-2-2", perZone, perNode)
+					}
+					return nil
+				},
+				resource.TestCheckResourceAttr("data.qemuscheduler_placement.app", "node", "pve3"),
+				resource.TestCheckResourceAttr("data.qemuscheduler_placement.app", "candidates.0.reasons.0",
+					"VMAffinity: zone=a runs no guest tagged [db] (1 guest elsewhere)"),
+			),
+		}},
+	})
+}
