@@ -127,7 +127,7 @@ func (d *nodesDataSource) Read(ctx context.Context, req datasource.ReadRequest, 
 			return
 		}
 	}
-	snap, err := d.data.snapshot(ctx)
+	snap, err := d.data.readView(ctx)
 	resp.Diagnostics.Append(d.data.nodes.warnings()...)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read the Proxmox VE cluster", err.Error())

@@ -146,7 +146,7 @@ func (d *placementDataSource) Read(ctx context.Context, req datasource.ReadReque
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	snap, err := d.data.snapshot(ctx)
+	snap, err := d.data.readView(ctx)
 	resp.Diagnostics.Append(d.data.nodes.warnings()...)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read the Proxmox VE cluster", err.Error())

@@ -439,3 +439,27 @@ func TestAccPlacementAnnotationKnownAfterApply(t *testing.T) {
 		Check: resource.TestCheckResourceAttr(ds, "node", "pve3"),
 	})
 }
+
+// A placement read after the apply that created its VM (depends_on) sees the VM: it is kept
+// where it is, even when the process read the cluster a moment before creating it.
+func TestAccPlacementAfterApplySeesTheNewVM(t *testing.T) {
+	env, _ := simEnv(t, equalCluster())
+	runSteps(t, resource.TestStep{
+		Config: env.config(`
+data "qemuscheduler_placement" "before" {
+  name = "probe"
+}
+resource "qemuscheduler_vm" "web" {
+  name = "web-1"
+}
+data "qemuscheduler_placement" "p" {
+  name       = qemuscheduler_vm.web.name
+  depends_on = [qemuscheduler_vm.web]
+}`),
+		Check: resource.ComposeAggregateTestCheckFunc(
+			resource.TestCheckResourceAttr(ds, "placements.0.existing", "true"),
+			resource.TestCheckResourceAttrPair(ds, "vmid", vmAddr, "vmid"),
+			resource.TestCheckResourceAttrPair(ds, "node", vmAddr, "node"),
+		),
+	})
+}

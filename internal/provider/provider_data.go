@@ -38,11 +38,34 @@ type providerData struct {
 
 	mu     sync.Mutex
 	cached *scheduler.Snapshot
+	// written is when a write of this process last completed (create, update, delete).
+	written time.Time
 }
 
 // snapshot returns a recent view of the cluster, shared by reads and decisions within maxAge.
 func (p *providerData) snapshot(ctx context.Context) (scheduler.Snapshot, error) {
 	return p.snapshotSince(ctx, time.Now().Add(-p.maxAge))
+}
+
+// readView is the view a data source answers from: shared like snapshot's, but never read
+// before this process's last completed write. Decisions may use an older view because the
+// ledger carries this process's placements; a data source read after an apply (a sticky
+// placement, the nodes, the moves) must see the VMs the apply made.
+func (p *providerData) readView(ctx context.Context) (scheduler.Snapshot, error) {
+	since := time.Now().Add(-p.maxAge)
+	p.mu.Lock()
+	if p.written.After(since) {
+		since = p.written
+	}
+	p.mu.Unlock()
+	return p.snapshotSince(ctx, since)
+}
+
+// wrote records that a write of this process completed: later data source reads read anew.
+func (p *providerData) wrote() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.written = time.Now()
 }
 
 // snapshotSince returns a view of the cluster read after since, its nodes labelled and

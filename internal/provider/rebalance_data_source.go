@@ -208,7 +208,7 @@ func (d *rebalanceDataSource) Read(ctx context.Context, req datasource.ReadReque
 		return
 	}
 	var err error
-	if in.Snapshot, err = d.data.snapshot(ctx); err != nil {
+	if in.Snapshot, err = d.data.readView(ctx); err != nil {
 		resp.Diagnostics.AddError("Cannot read the Proxmox VE cluster", err.Error())
 		return
 	}

@@ -160,6 +160,7 @@ func (r *vmResource) Create(ctx context.Context, req resource.CreateRequest, res
 	resp.Diagnostics.Append(d...)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	defer r.data.wrote()
 	profile := r.data.pipeline(ctx, &plan.schedulingModel, &resp.Diagnostics)
 	schedReq, src, _ := r.request(ctx, &plan, true, &resp.Diagnostics) // a create runs on a known plan
 	guest := &newGuest{m: &plan, config: plan.vmConfig(ctx, &resp.Diagnostics), src: src}
@@ -301,6 +302,7 @@ func (r *vmResource) Delete(ctx context.Context, req resource.DeleteRequest, res
 	resp.Diagnostics.Append(d...)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	defer r.data.wrote()
 	vmid := int(state.VMID.ValueInt64())
 	c := r.data.client
 	vm, err := r.data.readVM(ctx, vmid, state.Node.ValueString())
