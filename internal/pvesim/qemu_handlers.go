@@ -18,11 +18,16 @@ func (s *Server) guestList(typ string) http.HandlerFunc {
 		if !s.requireOnline(w, r) {
 			return
 		}
-		rows := []map[string]any{}
-		for _, g := range s.sortedGuests() {
-			if g.node != r.PathValue("node") || g.typ != typ {
-				continue
+		var guests []*guest
+		for _, g := range s.guests {
+			if g.node == r.PathValue("node") && g.typ == typ {
+				guests = append(guests, g)
 			}
+		}
+		// Sorted after filtering: a node's list costs its own guests, not the cluster's.
+		slices.SortFunc(guests, func(a, b *guest) int { return a.vmid - b.vmid })
+		rows := []map[string]any{}
+		for _, g := range guests {
 			row := s.listRow(g)
 			if typ == "lxc" {
 				// pve-container's rows also name their type and report swap.
