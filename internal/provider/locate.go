@@ -11,9 +11,9 @@ import (
 // readVM reads VM vmid where it is now. It asks node first when one is known (where the
 // state last saw the VM): refreshing VMs that stayed put reads no cluster view at all. Else,
 // or when the VM is not there, it looks the VM up in the shared cluster view, and in a view
-// read from now on when that one cannot tell: the VM is not where the view says, or no node
-// was known, so the VM may be younger than the view. A VM known to exist (node given) that a
-// recent view does not list is gone: ErrNotFound.
+// read from now on when that one cannot tell: the VM is not where it says, or it does not
+// list the VM and no node was known (the VM may be younger than the view). A VM known to
+// exist (node given) that a recent view does not list is gone: ErrNotFound.
 func (p *providerData) readVM(ctx context.Context, vmid int, node string) (*proxmox.VM, error) {
 	start := time.Now()
 	var err error
@@ -23,23 +23,25 @@ func (p *providerData) readVM(ctx context.Context, vmid int, node string) (*prox
 			return vm, err
 		}
 	}
-	views := []time.Time{start.Add(-p.maxAge), start}
-	if node == "" {
-		views = views[1:]
-	}
-	tried := node
-	for i, since := range views {
+	tried, current := node, false
+	for _, since := range []time.Time{start.Add(-p.maxAge), start} {
+		if current {
+			break // the shared view was read after start already: nothing newer to ask
+		}
 		snap, serr := p.snapshotSince(ctx, since)
 		if serr != nil {
 			return nil, serr
 		}
+		current = snap.ReadAt.After(start)
 		at, lerr := proxmox.LocateIn(snap, vmid)
 		switch {
-		case lerr != nil:
+		case errors.Is(lerr, proxmox.ErrNotFound) && (node != "" || current), lerr != nil && !errors.Is(lerr, proxmox.ErrNotFound):
 			return nil, lerr
+		case lerr != nil:
+			continue // the view may predate the VM
 		case at == tried && errors.Is(err, proxmox.ErrNodeOffline):
 			return nil, err
-		case at == tried && i < len(views)-1 && !snap.ReadAt.After(start):
+		case at == tried && !current:
 			continue // the view predates the move that took the VM away from there
 		}
 		var vm *proxmox.VM
