@@ -16,7 +16,8 @@ import (
 
 type nextIDBounds struct{ lower, upper int }
 
-// Snapshot reads the cluster for one scheduling decision.
+// Snapshot reads the cluster for one scheduling decision. Its ReadAt is when the read began:
+// everything PVE had done by then shows in it.
 //
 // Request budget: one GET /cluster/resources, plus GET /cluster/options on a client's first
 // snapshot (the datacenter next-id bounds change rarely and a provider run is short); the two
