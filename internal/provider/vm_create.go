@@ -70,10 +70,7 @@ func (r *vmResource) setMark(ctx context.Context, node string, vmid int, mark st
 	if tags == vm.Config["tags"] {
 		return nil
 	}
-	if tags == "" {
-		return r.data.client.UpdateVM(ctx, node, vmid, nil, []string{"tags"})
-	}
-	return r.data.client.UpdateVM(ctx, node, vmid, map[string]string{"tags": tags}, nil)
+	return r.data.client.SetTags(ctx, node, vmid, tags)
 }
 
 func (c *vmClient) Find(ctx context.Context, vmid int) (provision.Guest, error) {

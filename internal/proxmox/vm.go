@@ -193,6 +193,19 @@ func (c *Client) UpdateVM(ctx context.Context, node string, vmid int, set map[st
 	return c.idempotentTask(ctx, fmt.Sprintf("update VM %d", vmid), http.MethodPost, vmPath(node, vmid)+"/config", body)
 }
 
+// SetTags replaces a VM's tags (empty deletes them) with PVE's synchronous config write: no
+// task, one request, where the asynchronous write costs a worker task on every node. Setting
+// tags is idempotent, so transient failures are retried.
+func (c *Client) SetTags(ctx context.Context, node string, vmid int, tags string) error {
+	body := map[string]any{"tags": tags}
+	if tags == "" {
+		body = map[string]any{"delete": "tags"}
+	}
+	return c.retry.do(ctx, func() error {
+		return c.write(ctx, fmt.Sprintf("set the tags of VM %d", vmid), http.MethodPut, vmPath(node, vmid)+"/config", body, nil)
+	})
+}
+
 // ResizeDisk sets a disk's size (e.g. "40G"; PVE refuses to shrink). An absolute size is
 // retried on transient failures; a relative one ("+10G") is not, as it would grow twice.
 func (c *Client) ResizeDisk(ctx context.Context, node string, vmid int, disk, size string) error {
