@@ -73,6 +73,7 @@ func (r *vmResource) ValidateConfig(ctx context.Context, req resource.ValidateCo
 	validateDisks(m.Disks, &resp.Diagnostics)
 	validateNetworks(m.Networks, &resp.Diagnostics)
 	m.firmwareModel.validateFirmware(ctx, m.Clone != nil, &resp.Diagnostics)
+	validateHA(m.Started, m.HA, &resp.Diagnostics)
 }
 
 // request is the scheduling request for the model and, for a VM still to be created, the
@@ -217,6 +218,7 @@ func (r *vmResource) Create(ctx context.Context, req resource.CreateRequest, res
 	cleanupCtx, cancelCleanup := provision.CleanupContext(ctx)
 	defer cancelCleanup()
 	r.readBack(cleanupCtx, &plan, p.Node, p.VMID, &resp.Diagnostics)
+	r.readAgent(cleanupCtx, &plan, err == nil, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, plan)...)
 }
 
@@ -238,6 +240,8 @@ func (r *vmResource) Read(ctx context.Context, req resource.ReadRequest, resp *r
 		return
 	}
 	state.readInto(ctx, vm, &resp.Diagnostics)
+	r.readHA(ctx, &state, false, &resp.Diagnostics)
+	r.readAgent(ctx, &state, false, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
@@ -289,6 +293,9 @@ func (r *vmResource) Update(ctx context.Context, req resource.UpdateRequest, res
 		node = vm.Node
 	}
 	r.readBack(cleanupCtx, &plan, node, vmid, &resp.Diagnostics)
+	// A VM this update started has a guest agent to wait for; one that ran on is asked once.
+	plan.keepAddresses(state.agentModel)
+	r.readAgent(cleanupCtx, &plan, err == nil && !state.Started.ValueBool(), &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
@@ -314,6 +321,11 @@ func (r *vmResource) Delete(ctx context.Context, req resource.DeleteRequest, res
 		resp.Diagnostics.AddError(fmt.Sprintf("VM %d is protected", vmid),
 			"Proxmox VE refuses to destroy a VM with protection set. Set protection = false and apply first, then destroy; nothing was changed.")
 		return
+	}
+	if err == nil && state.HA != nil {
+		// Out of HA first: the HA manager would answer the shutdown below with an hastop that
+		// returns before the VM stops.
+		err = c.RemoveHAResource(ctx, vmid)
 	}
 	if err == nil && vm.Status == "running" {
 		err = c.ShutdownVM(ctx, vm.Node, vmid, timeout/2)
@@ -345,12 +357,14 @@ func (r *vmResource) ImportState(ctx context.Context, req resource.ImportStateRe
 		resp.Diagnostics.AddError(fmt.Sprintf("Cannot import VM %d", vmid), err.Error())
 		return
 	}
-	m := vmModel{Storage: types.StringNull(), PlacementSummary: types.StringValue("imported"), schedulingModel: nullScheduling(), firmwareModel: nullFirmware(), Pool: types.StringNull()}
+	m := vmModel{Storage: types.StringNull(), PlacementSummary: types.StringValue("imported"), schedulingModel: nullScheduling(), firmwareModel: nullFirmware(), agentModel: emptyAgent(), Pool: types.StringNull()}
 	m.Timeouts.Object = types.ObjectNull(timeoutTypes)
 	m.importDevices(ctx, vm.Config, &resp.Diagnostics)
 	if len(m.Disks) > 0 {
 		m.Storage = m.Disks[0].Storage
 	}
 	m.readInto(ctx, vm, &resp.Diagnostics)
+	r.readHA(ctx, &m, true, &resp.Diagnostics)
+	r.readAgent(ctx, &m, false, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }

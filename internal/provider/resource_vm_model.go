@@ -18,6 +18,7 @@ import (
 type vmModel struct {
 	schedulingModel
 	firmwareModel
+	agentModel
 	ID               types.String    `tfsdk:"id"`
 	Node             types.String    `tfsdk:"node"`
 	VMID             types.Int64     `tfsdk:"vmid"`
@@ -39,6 +40,7 @@ type vmModel struct {
 	Disks            []diskModel     `tfsdk:"disk"`
 	Networks         []networkModel  `tfsdk:"network"`
 	CloudInit        *cloudInitModel `tfsdk:"cloud_init"`
+	HA               *haModel        `tfsdk:"ha"`
 	Timeouts         timeouts.Value  `tfsdk:"timeouts"`
 }
 
@@ -221,5 +223,6 @@ func (m *vmModel) nullUnknowns() {
 	}
 	nullNetworkUnknowns(m.Networks)
 	m.firmwareModel.nullFirmwareUnknowns()
+	m.agentModel.emptyUnknownAddresses()
 	nullDiskUnknowns(m.Disks)
 }

@@ -22,7 +22,7 @@ func existingVM() *vmModel {
 	m := &vmModel{
 		ID: types.StringValue("101"), Node: types.StringValue("pve2"), VMID: types.Int64Value(101),
 		Storage: types.StringValue("ceph"), PlacementSummary: types.StringValue("web-1: pve2"),
-		schedulingModel: nullScheduling(), firmwareModel: nullFirmware(),
+		schedulingModel: nullScheduling(), firmwareModel: nullFirmware(), agentModel: emptyAgent(),
 		Name: types.StringValue("web-1"), Description: types.StringValue(""), Tags: types.SetValueMust(types.StringType, nil),
 		Pool: types.StringNull(), Cores: types.Int64Value(1), Sockets: types.Int64Value(1), CPUType: types.StringValue(""),
 		Memory: types.Int64Value(512), Balloon: types.Int64Value(0), Agent: types.BoolValue(false), OnBoot: types.BoolValue(false),

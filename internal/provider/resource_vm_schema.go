@@ -95,11 +95,13 @@ func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 			"disk":       diskBlock(),
 			"network":    networkBlock(),
 			"cloud_init": cloudInitBlock(),
+			"ha":         haBlock(),
 			"timeouts":   timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 		},
 	}
 	maps.Copy(resp.Schema.Attributes, firmwareAttributes())
 	maps.Copy(resp.Schema.Blocks, firmwareBlocks())
+	maps.Copy(resp.Schema.Attributes, agentAttributes())
 	resourceScheduling(&resp.Schema)
 }
 

@@ -139,11 +139,13 @@ func (r *vmResource) configureNew(ctx context.Context, g *newGuest, p scheduler.
 			return err
 		}
 	}
-	if !m.Started.ValueBool() {
-		return nil
+	if m.Started.ValueBool() {
+		if err := c.StartVM(ctx, p.Node, p.VMID); err != nil {
+			return err
+		}
+		if err := r.setMark(ctx, p.Node, p.VMID, ""); err != nil {
+			return err
+		}
 	}
-	if err := c.StartVM(ctx, p.Node, p.VMID); err != nil {
-		return err
-	}
-	return r.setMark(ctx, p.Node, p.VMID, "")
+	return r.addHA(ctx, m, p.VMID)
 }

@@ -4,7 +4,6 @@ package provider
 
 import (
 	"context"
-	"time"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 )
@@ -16,8 +15,11 @@ func (r *vmResource) update(ctx context.Context, plan, state *vmModel, want, old
 	if err != nil {
 		return err
 	}
+	if err := r.haBefore(ctx, plan, state, vmid); err != nil {
+		return err
+	}
 	if target := plan.Node.ValueString(); known(plan.Node) && target != node {
-		if err := c.MigrateVM(ctx, node, vmid, target, vm.Status == "running"); err != nil {
+		if err := r.migrate(ctx, plan, state, vm, target); err != nil {
 			return err
 		}
 		node = target
@@ -51,15 +53,18 @@ func (r *vmResource) update(ctx context.Context, plan, state *vmModel, want, old
 	if err := c.UpdateVM(ctx, node, vmid, changed(old, want), del); err != nil {
 		return err
 	}
+	if err := r.haAfter(ctx, plan, state, vmid); err != nil {
+		return err
+	}
 	running := vm.Status == "running"
 	switch wantRun := plan.Started.ValueBool(); {
 	case wantRun && !running:
-		if err := c.StartVM(ctx, node, vmid); err != nil || !pending {
+		if err := r.setPower(ctx, plan.HA, node, vmid, true); err != nil || !pending {
 			return err
 		}
 		return r.setMark(ctx, node, vmid, "")
 	case !wantRun && running:
-		return c.ShutdownVM(ctx, node, vmid, time.Minute)
+		return r.setPower(ctx, plan.HA, node, vmid, false)
 	}
 	return nil
 }

@@ -78,3 +78,38 @@ resource "qemuscheduler_vm" "uefi" {
     slot = "net0"
   }
 }
+
+# A highly available database VM: registered as a PVE HA resource, so the HA manager restarts
+# it (up to 3 times) or moves it when its node fails. Changing node then migrates it through
+# the HA manager. The guest agent reports its addresses once it runs.
+resource "qemuscheduler_vm" "db" {
+  name          = "db-1"
+  node          = "pve2"
+  cores         = 4
+  memory        = 8192
+  agent         = true
+  agent_timeout = "3m" # a VM whose agent does not answer in time is kept, addresses empty
+
+  clone {
+    source_vmid = 9000 # disks on shared storage: HA can move the VM
+  }
+
+  cloud_init {
+    user      = "debian"
+    ip_config = ["ip=dhcp"]
+  }
+
+  ha {
+    state       = "started" # must agree with started (default true)
+    max_restart = 3
+    comment     = "primary database"
+  }
+}
+
+output "db_ip" {
+  value = qemuscheduler_vm.db.primary_ipv4 # e.g. for an Ansible inventory
+}
+
+output "db_addresses" {
+  value = qemuscheduler_vm.db.ipv4_addresses # { eth0 = ["10.0.20.15"] }
+}

@@ -1,0 +1,173 @@
+package provider
+
+// The ha block of qemuscheduler_vm: the VM as a PVE HA resource (/cluster/ha/resources,
+// sid vm:<vmid>), registered after create, updated in place and removed before destroy.
+// While the VM is HA-managed (a resource not "ignored"), PVE hands its start, stop and
+// migrate to the HA manager (hastart, hastop, hamigrate tasks that end before anything
+// happens), so those are followed by polling the guest until it is where and as wanted.
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
+)
+
+type haModel struct {
+	State       types.String `tfsdk:"state"`
+	MaxRestart  types.Int64  `tfsdk:"max_restart"`
+	MaxRelocate types.Int64  `tfsdk:"max_relocate"`
+	Comment     types.String `tfsdk:"comment"`
+}
+
+// PVE's defaults for a resource's requested state and its restart and relocate counts.
+const (
+	defaultHAState = "started"
+	defaultHACount = 1
+)
+
+func haBlock() schema.Block {
+	return schema.SingleNestedBlock{
+		Description: "Make the VM highly available: a PVE HA resource (`vm:<vmid>`) registered after create, updated in place and " +
+			"removed before destroy. While HA manages the VM (`state` other than `ignored`), its start, stop and migrations go " +
+			"through the HA manager, and a move by the HA manager is not drift.",
+		Attributes: map[string]schema.Attribute{
+			"state": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(defaultHAState),
+				Validators: []validator.String{stringvalidator.OneOf("started", "stopped", "ignored")},
+				Description: "The state the HA manager keeps the VM in: `started`, `stopped` (each must agree with `started`), " +
+					"or `ignored` (HA leaves the VM alone, as if it were not a resource). Default `started`."},
+			"max_restart": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(defaultHACount),
+				Validators:  []validator.Int64{int64validator.AtLeast(0)},
+				Description: "How often the HA manager restarts the VM on its node after a failed start. Default 1."},
+			"max_relocate": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(defaultHACount),
+				Validators:  []validator.Int64{int64validator.AtLeast(0)},
+				Description: "How often the HA manager moves the VM to another node after failed starts. Default 1."},
+			"comment": schema.StringAttribute{Optional: true, Validators: []validator.String{stringvalidator.LengthBetween(1, 4096)},
+				Description: "Comment of the HA resource."},
+		},
+	}
+}
+
+// haManaged tells whether PVE's HA manager acts on the VM: a resource not ignored.
+func haManaged(h *haModel) bool { return h != nil && h.State.ValueString() != "ignored" }
+
+// validateHA checks that started and ha.state ask for the same: the HA manager would undo
+// the other.
+func validateHA(started types.Bool, h *haModel, diags *diag.Diagnostics) {
+	if h == nil || h.State.IsUnknown() || started.IsUnknown() {
+		return
+	}
+	state := cmpOr(h.State.ValueString(), defaultHAState)
+	run := started.IsNull() || started.ValueBool() // started defaults to true
+	if state == "ignored" || (state == "started") == run {
+		return
+	}
+	want := map[bool]string{true: "started", false: "stopped"}
+	diags.AddAttributeError(path.Root("ha").AtName("state"), "started and ha.state disagree",
+		fmt.Sprintf("started = %t but ha.state = %q: the HA manager keeps the VM %s whatever Terraform does. "+
+			"Set ha.state = %q, or started = %t.", run, state, state, want[run], !run))
+}
+
+// settings is the block as PVE's resource options.
+func (h *haModel) settings() proxmox.HASettings {
+	return proxmox.HASettings{State: h.State.ValueString(), MaxRestart: int(h.MaxRestart.ValueInt64()),
+		MaxRelocate: int(h.MaxRelocate.ValueInt64()), Comment: h.Comment.ValueString()}
+}
+
+// haFromSettings is the block for PVE's resource s (nil: none); an empty comment is null
+// unless prior, the block known before, has one set.
+func haFromSettings(s *proxmox.HASettings, prior *haModel) *haModel {
+	if s == nil {
+		return nil
+	}
+	h := &haModel{State: types.StringValue(s.State), MaxRestart: types.Int64Value(int64(s.MaxRestart)),
+		MaxRelocate: types.Int64Value(int64(s.MaxRelocate)), Comment: types.StringValue(s.Comment)}
+	if s.Comment == "" && (prior == nil || prior.Comment.IsNull()) {
+		h.Comment = types.StringNull()
+	}
+	return h
+}
+
+// readHA refreshes m.HA from PVE: when managed, or with all (an import) whatever it is. A
+// VM without the block costs no request.
+func (r *vmResource) readHA(ctx context.Context, m *vmModel, all bool, diags *diag.Diagnostics) {
+	if m.HA == nil && !all {
+		return
+	}
+	vmid := int(m.VMID.ValueInt64())
+	s, err := r.data.client.HAResource(ctx, vmid)
+	if err != nil {
+		diags.AddError(fmt.Sprintf("Cannot read the HA resource of VM %d", vmid), err.Error())
+		return
+	}
+	m.HA = haFromSettings(s, m.HA)
+}
+
+// addHA registers a new VM as an HA resource, waiting until the HA manager knows it.
+func (r *vmResource) addHA(ctx context.Context, m *vmModel, vmid int) error {
+	if m.HA == nil {
+		return nil
+	}
+	return r.data.client.AddHAResource(ctx, vmid, m.HA.settings())
+}
+
+// haBefore, before anything else in an update, ends HA management that the plan ends, so
+// that the migration and power changes that follow are the VM's own.
+func (r *vmResource) haBefore(ctx context.Context, plan, state *vmModel, vmid int) error {
+	switch {
+	case state.HA != nil && plan.HA == nil:
+		return r.data.client.RemoveHAResource(ctx, vmid)
+	case haManaged(state.HA) && plan.HA != nil && !haManaged(plan.HA):
+		return r.data.client.UpdateHAResource(ctx, vmid, plan.HA.settings())
+	}
+	return nil
+}
+
+// haAfter, once the VM is configured, registers it or brings its resource to the plan.
+func (r *vmResource) haAfter(ctx context.Context, plan, state *vmModel, vmid int) error {
+	switch {
+	case plan.HA == nil:
+		return nil
+	case state.HA == nil:
+		return r.addHA(ctx, plan, vmid)
+	case plan.HA.settings() != state.HA.settings():
+		return r.data.client.UpdateHAResource(ctx, vmid, plan.HA.settings())
+	}
+	return nil
+}
+
+// migrate moves the VM to target: through the HA manager while it manages the VM (before and
+// after this update), as PVE requires, else directly.
+func (r *vmResource) migrate(ctx context.Context, plan, state *vmModel, vm *proxmox.VM, target string) error {
+	if haManaged(state.HA) && haManaged(plan.HA) {
+		return r.data.client.MigrateHA(ctx, vm.VMID, target)
+	}
+	return r.data.client.MigrateVM(ctx, vm.Node, vm.VMID, target, vm.Status == "running")
+}
+
+// setPower starts or shuts down the VM. For an HA-managed VM PVE only hands the request to
+// the HA manager, so the guest is polled until it is in the wanted state.
+func (r *vmResource) setPower(ctx context.Context, ha *haModel, node string, vmid int, run bool) error {
+	c := r.data.client
+	var err error
+	if run {
+		err = c.StartVM(ctx, node, vmid)
+	} else {
+		err = c.ShutdownVM(ctx, node, vmid, time.Minute)
+	}
+	if err != nil || !haManaged(ha) {
+		return err
+	}
+	return c.WaitGuest(ctx, vmid, node, map[bool]string{true: "running", false: "stopped"}[run])
+}

@@ -1,0 +1,268 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
+)
+
+func haBlockOf(state string, restart, relocate int64, comment types.String) *haModel {
+	return &haModel{State: types.StringValue(state), MaxRestart: types.Int64Value(restart), MaxRelocate: types.Int64Value(relocate), Comment: comment}
+}
+
+// The block to PVE's options and back.
+func TestHAMapping(t *testing.T) {
+	tests := []struct {
+		name  string
+		block *haModel
+		pve   proxmox.HASettings
+	}{
+		{"defaults", haBlockOf("started", 1, 1, types.StringNull()), proxmox.HASettings{State: "started", MaxRestart: 1, MaxRelocate: 1}},
+		{"all set", haBlockOf("stopped", 3, 0, types.StringValue("web tier")), proxmox.HASettings{State: "stopped", MaxRestart: 3, MaxRelocate: 0, Comment: "web tier"}},
+		{"ignored", haBlockOf("ignored", 1, 2, types.StringNull()), proxmox.HASettings{State: "ignored", MaxRestart: 1, MaxRelocate: 2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.block.settings(); got != tt.pve {
+				t.Errorf("settings = %+v, want %+v", got, tt.pve)
+			}
+			back := haFromSettings(&tt.pve, tt.block)
+			if *back != *tt.block {
+				t.Errorf("read back %+v, want %+v", back, tt.block)
+			}
+			if imported := haFromSettings(&tt.pve, nil); *imported != *tt.block {
+				t.Errorf("imported %+v, want %+v", imported, tt.block)
+			}
+		})
+	}
+	if haFromSettings(nil, haBlockOf("started", 1, 1, types.StringNull())) != nil {
+		t.Error("a VM that is no HA resource (any more) must read back without the block")
+	}
+	// A comment removed outside Terraform reads back as "", which plans setting it again.
+	if h := haFromSettings(&proxmox.HASettings{State: "started"}, haBlockOf("started", 1, 1, types.StringValue("web"))); !h.Comment.Equal(types.StringValue("")) {
+		t.Errorf("comment removed outside: %v", h.Comment)
+	}
+	for _, c := range []struct {
+		h    *haModel
+		want bool
+	}{{nil, false}, {haBlockOf("ignored", 1, 1, types.StringNull()), false}, {haBlockOf("stopped", 1, 1, types.StringNull()), true}} {
+		if haManaged(c.h) != c.want {
+			t.Errorf("haManaged(%v) = %t", c.h, !c.want)
+		}
+	}
+}
+
+func TestValidateHA(t *testing.T) {
+	tests := []struct {
+		started types.Bool
+		state   types.String
+		wantErr string
+	}{
+		{types.BoolNull(), types.StringNull(), ""}, // both defaults: started
+		{types.BoolValue(true), types.StringValue("started"), ""},
+		{types.BoolValue(false), types.StringValue("stopped"), ""},
+		{types.BoolValue(false), types.StringValue("ignored"), ""},
+		{types.BoolValue(true), types.StringValue("ignored"), ""},
+		{types.BoolUnknown(), types.StringValue("stopped"), ""},
+		{types.BoolValue(false), types.StringNull(), `started = false but ha.state = "started"`},
+		{types.BoolNull(), types.StringValue("stopped"), `started = true but ha.state = "stopped"`},
+	}
+	for _, tt := range tests {
+		var diags diag.Diagnostics
+		validateHA(tt.started, &haModel{State: tt.state}, &diags)
+		got := ""
+		if diags.HasError() {
+			got = diags[0].Detail()
+		}
+		if tt.wantErr == "" && got != "" || !strings.Contains(got, tt.wantErr) {
+			t.Errorf("started %v, ha.state %v: %q, want %q", tt.started, tt.state, got, tt.wantErr)
+		}
+	}
+	var diags diag.Diagnostics
+	validateHA(types.BoolValue(false), nil, &diags)
+	if diags.HasError() {
+		t.Error("no ha block, no check")
+	}
+}
+
+// simClient is a client of the simulator, for a test playing a human or checking PVE's view.
+func simClient(t *testing.T, sim *pvesim.Server) *proxmox.Client {
+	t.Helper()
+	c, err := proxmox.New(proxmox.Config{Endpoint: sim.URL(), APIToken: sim.APIToken(), CACertPEM: sim.CACertPEM(), PollInterval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// haResource reads vm:<vmid>'s HA resource from the simulator, as PVE reports it.
+func haResource(t *testing.T, sim *pvesim.Server, vmid int) *proxmox.HASettings {
+	t.Helper()
+	s, err := simClient(t, sim).HAResource(context.Background(), vmid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// haIs checks vm:<vmid>'s HA resource (nil: none) and where and how the VM runs.
+func haIs(t *testing.T, sim *pvesim.Server, vmid int, want *proxmox.HASettings, node, status string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		got := haResource(t, sim, vmid)
+		switch {
+		case want == nil && got != nil:
+			return fmt.Errorf("VM %d is still an HA resource: %+v", vmid, *got)
+		case want != nil && (got == nil || *got != *want):
+			return fmt.Errorf("HA resource of VM %d: %v, want %+v", vmid, got, *want)
+		}
+		return guestExists(sim, vmid, func(g pvesim.GuestState) error {
+			if g.Node != node || g.Status != status {
+				return fmt.Errorf("VM %d %s on %s, want %s on %s", vmid, g.Status, g.Node, status, node)
+			}
+			return nil
+		})(nil)
+	}
+}
+
+// requests checks how often the simulator answered each endpoint since the last reset.
+func requests(sim *pvesim.Server, want map[string]int) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		for endpoint, n := range want {
+			if got := sim.Requests(endpoint); got != n {
+				return fmt.Errorf("%s: %d requests, want %d", endpoint, got, n)
+			}
+		}
+		return nil
+	}
+}
+
+// An HA VM through its life: registered after create, stopped and started through the HA
+// manager, migrated through it (not by a direct migrate, which PVE would hand over anyway),
+// out of HA and back in, and destroyed with its resource.
+func TestAccVMHA(t *testing.T) {
+	env, sim := simEnv(t, labCluster())
+	vm := func(node string, started bool, ha string) string {
+		return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
+  name    = "ha-1"
+  vmid    = 150
+  node    = %q
+  started = %t
+  clone {
+    source_vmid = 9000
+  }
+%s
+}`, node, started, ha))
+	}
+	const haMigrate, migrate = "POST /cluster/ha/resources/{sid}/migrate", "POST /nodes/{node}/qemu/{vmid}/migrate"
+	runCase(t, resource.TestCase{
+		Steps: []resource.TestStep{
+			{Config: vm("pve2", true, `  ha {
+    comment = "web"
+  }`), Check: resource.ComposeTestCheckFunc(
+				resource.TestCheckResourceAttr(vmAddr, "ha.state", "started"),
+				resource.TestCheckResourceAttr(vmAddr, "ha.max_restart", "1"),
+				haIs(t, sim, 150, &proxmox.HASettings{State: "started", MaxRestart: 1, MaxRelocate: 1, Comment: "web"}, "pve2", "running"),
+			)},
+			{Config: vm("pve2", false, `  ha {
+    state        = "stopped"
+    max_relocate = 2
+  }`), Check: haIs(t, sim, 150, &proxmox.HASettings{State: "stopped", MaxRestart: 1, MaxRelocate: 2}, "pve2", "stopped")},
+			{PreConfig: sim.ResetRequests, Config: vm("pve3", true, `  ha {
+    max_relocate = 2
+  }`), Check: resource.ComposeTestCheckFunc(
+				resource.TestCheckResourceAttr(vmAddr, "node", "pve3"),
+				haIs(t, sim, 150, &proxmox.HASettings{State: "started", MaxRestart: 1, MaxRelocate: 2}, "pve3", "running"),
+				requests(sim, map[string]int{haMigrate: 1, migrate: 0}),
+			)},
+			{Config: vm("pve3", true, ""), Check: haIs(t, sim, 150, nil, "pve3", "running")},
+			{PreConfig: sim.ResetRequests, Config: vm("pve1", true, `  ha {
+    state       = "started"
+    max_restart = 3
+  }`), Check: resource.ComposeTestCheckFunc(
+				haIs(t, sim, 150, &proxmox.HASettings{State: "started", MaxRestart: 3, MaxRelocate: 1}, "pve1", "running"),
+				// Not HA-managed yet when it moves: a direct migration, then the registration.
+				requests(sim, map[string]int{haMigrate: 0, migrate: 1, "POST /cluster/ha/resources": 1}),
+			)},
+		},
+		CheckDestroy: resource.ComposeTestCheckFunc(guestGone(sim, 150), func(*terraform.State) error {
+			if s := haResource(t, sim, 150); s != nil {
+				return fmt.Errorf("the HA resource outlived its VM: %+v", *s)
+			}
+			return nil
+		}),
+	})
+}
+
+// A VM made HA by hand imports with its ha block, the plan is empty, and a move by the HA
+// manager (the VM's node is not pinned) is no drift.
+func TestAccVMHAImport(t *testing.T) {
+	env, sim := simEnv(t, labCluster())
+	cfg := env.config(`resource "qemuscheduler_vm" "web" {
+  name = "ha-legacy"
+  disk {
+    slot    = "scsi0"
+    size    = 8
+    storage = "ceph"
+  }
+  ha {
+    max_restart = 2
+    comment     = "legacy"
+  }
+}`)
+	create := func() {
+		env.createVM(t, "pve3", 150, map[string]string{"name": "ha-legacy", "scsi0": "ceph:8", "start": "1"})
+		err := simClient(t, sim).AddHAResource(context.Background(), 150, proxmox.HASettings{State: "started", MaxRestart: 2, MaxRelocate: -1, Comment: "legacy"})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	runSteps(t,
+		resource.TestStep{PreConfig: create, Config: cfg, ResourceName: vmAddr, ImportState: true, ImportStateId: "150", ImportStatePersist: true,
+			ImportStateCheck: func(states []*terraform.InstanceState) error {
+				if a := states[0].Attributes; a["ha.state"] != "started" || a["ha.max_restart"] != "2" || a["ha.max_relocate"] != "1" || a["ha.comment"] != "legacy" {
+					return fmt.Errorf("imported ha: %v", a)
+				}
+				return nil
+			}},
+		resource.TestStep{Config: cfg, PlanOnly: true},
+		resource.TestStep{
+			PreConfig: func() {
+				if err := sim.SetGuestNode(150, "pve1"); err != nil {
+					t.Fatal(err)
+				}
+			},
+			Config:           cfg,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			Check:            resource.TestCheckResourceAttr(vmAddr, "node", "pve1"),
+		},
+	)
+}
+
+func TestAccVMHAValidation(t *testing.T) {
+	env := newAccEnv(t, labCluster())
+	runParallel(t,
+		resource.TestStep{Config: env.config(`resource "qemuscheduler_vm" "web" {
+  name    = "web-1"
+  started = false
+  ha {}
+}`), PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)started and ha.state disagree.*started = false but ha.state = "started".*Set\s+ha.state = "stopped", or started = true`)},
+		resource.TestStep{Config: env.config(`resource "qemuscheduler_vm" "web" {
+  name = "web-1"
+  ha {
+    state = "on"
+  }
+}`), PlanOnly: true, ExpectError: regexp.MustCompile(`ha.state value must be one of`)},
+	)
+}
