@@ -3,7 +3,7 @@
 BINARY  := terraform-provider-qemuscheduler
 VERSION ?= dev
 
-.PHONY: build demo test bench docs lint
+.PHONY: build demo test bench docs docs-check lint install
 
 build:
 	go build -ldflags "-X main.version=$(VERSION)" -o bin/$(BINARY) .
@@ -12,8 +12,9 @@ build:
 demo:
 	scripts/demo.sh
 
-## test: unit tests, then acceptance tests against the simulator with Terraform and OpenTofu
-test:
+## test: lint and docs-check (fast), unit tests, then acceptance tests against the simulator
+## with Terraform and OpenTofu
+test: lint docs-check
 	scripts/test.sh
 
 bench:
@@ -24,6 +25,14 @@ bench:
 docs:
 	scripts/docs.sh
 
+## docs-check: fail with the diff when docs/ differs from what make docs would generate
+docs-check:
+	scripts/docs.sh --check
+
+## lint: gofmt, go vet, staticcheck, terraform fmt of examples/, goreleaser check
 lint:
-	gofmt -l . | (! grep .)
-	go vet ./...
+	scripts/lint.sh
+
+## install: build and install into ~/.terraform.d/plugins for use against a real cluster
+install:
+	scripts/install.sh

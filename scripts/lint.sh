@@ -25,3 +25,7 @@ if ! TF_CLI_CONFIG_FILE=/dev/null "$terraform_bin" fmt -check -recursive -diff e
   echo "examples/ needs terraform fmt -recursive examples" >&2
   exit 1
 fi
+
+echo "== goreleaser check"
+# The first run builds goreleaser (a few minutes); Go's build cache makes later runs quick.
+go run github.com/goreleaser/goreleaser/v2@v2.12.0 check

@@ -1,15 +1,8 @@
 #!/usr/bin/env bash
-# make test: format and vet checks, unit tests, then the acceptance tests against the
-# simulator with Terraform and again with OpenTofu.
+# make test (after make lint and make docs-check): unit tests, then the acceptance tests
+# against the simulator with Terraform and again with OpenTofu.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-
-unformatted=$(gofmt -l $(git ls-files '*.go'))
-if [ -n "$unformatted" ]; then
-  echo "gofmt needed: $unformatted" >&2
-  exit 1
-fi
-go vet ./...
 
 # Terraform and OpenTofu read this file; an empty one keeps the user's CLI config out of the
 # tests and OpenTofu quiet (it warns on stdout when the file is missing, which breaks

@@ -36,7 +36,7 @@ provider "qemuscheduler" {
     labels = { zone = "a", disk = "nvme" }
   }
   node {
-    name   = "pve3"
+    name   = "pve5"
     labels = { zone = "b", gpu = "a100" }
     taints = ["dedicated=gpu:NoSchedule"] # only VMs with a matching toleration
   }

@@ -44,8 +44,9 @@ resource "qemuscheduler_vm" "worker" {
   }
 }
 
-# A UEFI VM from scratch on a q35 machine, with Secure Boot keys, a serial console for the
-# cloud image and protection against deletion.
+# A UEFI VM from scratch on a q35 machine, with Secure Boot keys and a serial console for the
+# cloud image. protection = true makes PVE refuse to destroy it: set it back to false and
+# apply before terraform destroy.
 resource "qemuscheduler_vm" "uefi" {
   name       = "uefi-1"
   cores      = 2
@@ -54,7 +55,7 @@ resource "qemuscheduler_vm" "uefi" {
   machine    = "q35"
   serial     = ["socket"]
   boot_order = ["scsi0", "net0"]
-  protection = true
+  protection = false
 
   efi_disk {
     pre_enrolled_keys = true

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# make install: build the provider and install it into the user's implied local plugin
+# directory, where `terraform init` finds it without a registry, then print the
+# required_providers block to use. The version is VERSION, else the newest in CHANGELOG.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+version=${VERSION:-$(sed -n 's/^## \([0-9][0-9.]*[0-9A-Za-z.-]*\) .*/\1/p' CHANGELOG.md | head -1)}
+if ! [[ $version =~ ^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]]; then
+  echo "VERSION must be a semantic version such as 0.1.0, not \"$version\"" >&2
+  exit 1
+fi
+platform=$(go env GOOS)_$(go env GOARCH)
+dir="$HOME/.terraform.d/plugins/registry.terraform.io/qemuscheduler/qemuscheduler/$version/$platform"
+mkdir -p "$dir"
+go build -trimpath -ldflags "-X main.version=$version" -o "$dir/terraform-provider-qemuscheduler_v$version" .
+echo "installed $dir/terraform-provider-qemuscheduler_v$version"
+cat <<EOF2
+
+Use it with this block, then terraform init:
+
+terraform {
+  required_providers {
+    qemuscheduler = {
+      source  = "registry.terraform.io/qemuscheduler/qemuscheduler"
+      version = "$version"
+    }
+  }
+}
+
+Terraform and OpenTofu both look in ~/.terraform.d/plugins when the CLI configuration has no
+provider_installation block (OpenTofu needs the full source address above).
+EOF2
