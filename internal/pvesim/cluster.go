@@ -66,6 +66,9 @@ type StorageSpec struct {
 	SizeGiB  float64  `yaml:"size_gib" json:"size_gib"`
 	UsedGiB  float64  `yaml:"used_gib" json:"used_gib"`
 	Inactive bool     `yaml:"inactive" json:"inactive"`
+	// Snippets are files in the storage's snippets directory (on each node it is enabled on,
+	// unless shared), as an admin copies them there; it needs the snippets content type.
+	Snippets []string `yaml:"snippets" json:"snippets"`
 }
 
 // GuestSpec describes an existing qemu VM or lxc container.
@@ -137,6 +140,9 @@ func (c Cluster) validate() error {
 			return fmt.Errorf("cluster file: storage %q is listed twice; use its nodes list to enable it on several nodes", st.Name)
 		}
 		storages[st.Name] = true
+		if err := st.validateContent(); err != nil {
+			return err
+		}
 		for _, n := range st.Nodes {
 			if !nodes[n] {
 				return fmt.Errorf("cluster file: storage %q is enabled on unknown node %q", st.Name, n)
@@ -169,4 +175,27 @@ func (c Cluster) validate() error {
 		return fmt.Errorf("cluster file: next_id needs 100 <= lower < upper, got lower %d, upper %d", id.Lower, id.Upper)
 	}
 	return c.validateHARules(nodes, ids)
+}
+
+// validateContent checks the content types against the storage type's (pve-storage's
+// plugindata) and the snippets against the content.
+func (st StorageSpec) validateContent() error {
+	valid, known := storageContents[st.Type]
+	if !known {
+		valid = allContents
+	}
+	for _, c := range st.Content {
+		if !contains(valid, c) {
+			return fmt.Errorf("cluster file: storage %q of type %q cannot hold content %q (it takes %s)", st.Name, st.Type, c, strings.Join(valid, ", "))
+		}
+	}
+	if len(st.Snippets) > 0 && !contains(st.Content, "snippets") {
+		return fmt.Errorf("cluster file: storage %q has snippets but not the snippets content type", st.Name)
+	}
+	for _, f := range st.Snippets {
+		if !snippetName.MatchString(f) {
+			return fmt.Errorf("cluster file: storage %q: snippet %q is not a file name", st.Name, f)
+		}
+	}
+	return nil
 }

@@ -25,6 +25,7 @@ func (s *Server) routes() {
 	h("GET /nodes", s.handleNodes)
 	h("GET /nodes/{node}/status", s.handleNodeStatus)
 	h("GET /nodes/{node}/storage", s.handleNodeStorage)
+	h("GET /nodes/{node}/storage/{storage}/content", s.handleStorageContent)
 	h("GET /nodes/{node}/config", s.handleNodeConfigGet)
 	h("PUT /nodes/{node}/config", s.handleNodeConfigSet)
 	h("GET /cluster/ha/status/manager_status", s.handleHAManagerStatus)

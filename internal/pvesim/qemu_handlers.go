@@ -369,9 +369,14 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	c.commit(g)
 	s.guests[vmid] = g
 	writeData(w, s.startTask(r, n.name, "qmcreate", vmid, func() outcome {
-		if start {
-			g.boot()
+		if !start {
+			return taskOK()
 		}
+		// The create starts the VM as a separate worker, whose failure is only a warning.
+		if msg := s.cloudInitProblem(g); msg != "" {
+			return outcome{warnings: []string{msg}}
+		}
+		g.boot()
 		return taskOK()
 	}, func(ok bool) { s.settleNew(g, ok) }))
 }
@@ -418,14 +423,25 @@ func (s *Server) handleConfigSet(async bool) http.HandlerFunc {
 			if s.guests[g.vmid] != g {
 				return taskError("Configuration file 'nodes/%s/qemu-server/%d.conf' does not exist", g.node, g.vmid)
 			}
-			if g.status != "running" {
+			stopped := g.status != "running"
+			if stopped {
 				g.applyPending()
 			}
+			generate := stopped && addsCloudInitDrive(g, c.set)
 			c.commit(g)
-			return outcome{warnings: s.deleteKeys(g, del, force)}
+			warnings := s.deleteKeys(g, del, force)
+			// qemu-server generates a new cloud-init drive of a stopped VM after writing the
+			// config, which stays written when that fails.
+			if msg := s.cloudInitProblem(g); generate && msg != "" {
+				return taskError("%s", msg)
+			}
+			return outcome{warnings: warnings}
 		}
 		if !async {
-			apply()
+			if o := apply(); o.err != "" {
+				writeError(w, http.StatusInternalServerError, o.err)
+				return
+			}
 			writeData(w, nil)
 			return
 		}

@@ -57,12 +57,20 @@ func (s *Server) handlePower(w http.ResponseWriter, r *http.Request) {
 				return taskError("VM %d already running", g.vmid)
 			}
 			g.applyPending()
+			if msg := s.cloudInitProblem(g); msg != "" {
+				return taskError("%s", msg)
+			}
 			g.boot()
 		case "reboot":
 			if g.status != "running" {
 				return taskError("VM %d not running", g.vmid)
 			}
 			g.applyPending()
+			// The reboot task ends with the shutdown; the start that follows fails on its own.
+			if s.cloudInitProblem(g) != "" {
+				g.status = "stopped"
+				return taskOK()
+			}
 			g.boot()
 		default:
 			g.status = "stopped"

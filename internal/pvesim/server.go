@@ -115,6 +115,9 @@ func New(c Cluster, opts ...Option) (*Server, error) {
 				st = &storage{name: spec.Name, typ: spec.Type, content: spec.Content, shared: spec.Shared,
 					total: uint64(spec.SizeGiB * gib), used: uint64(spec.UsedGiB * gib), inactive: spec.Inactive,
 					volumes: map[string]uint64{}}
+				for _, f := range spec.Snippets {
+					st.putSnippet(f, snippetSpecSize)
+				}
 				if spec.Shared {
 					shared[spec.Name] = st
 				}

@@ -38,6 +38,7 @@ type storage struct {
 	used     uint64
 	inactive bool
 	volumes  map[string]uint64 // volume name (vm-100-disk-0) -> size in bytes
+	snippets map[string]int    // snippets directory: file name -> size in bytes
 }
 
 // alloc creates or resizes a volume, counting the space it takes.
