@@ -40,6 +40,8 @@ type providerData struct {
 	cached *scheduler.Snapshot
 	// written is when a write of this process last completed (create, update, delete).
 	written time.Time
+	// snippets caches the snippet listings plans check cloud_init files against.
+	snippets snippetLists
 }
 
 // snapshot returns a recent view of the cluster, shared by reads and decisions within maxAge.

@@ -74,6 +74,9 @@ func (r *vmResource) ValidateConfig(ctx context.Context, req resource.ValidateCo
 	validateNetworks(m.Networks, &resp.Diagnostics)
 	m.firmwareModel.validateFirmware(ctx, m.Clone != nil, &resp.Diagnostics)
 	validateHA(m.Started, m.HA, &resp.Diagnostics)
+	if m.CloudInit != nil {
+		m.CloudInit.validate(&resp.Diagnostics)
+	}
 }
 
 // request is the scheduling request for the model and, for a VM still to be created, the
@@ -125,6 +128,7 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 		resp.Diagnostics.AddError("Cannot read the Proxmox VE cluster", err.Error())
 		return
 	}
+	r.checkSnippets(ctx, &plan, &state, snap, &resp.Diagnostics)
 	if creating {
 		if schedReq, err = cloneNode(snap, src, schedReq); err == nil {
 			_, err = profile.Schedule(snap, []scheduler.Request{schedReq}, scheduler.Options{})

@@ -164,6 +164,7 @@ func (m *vmModel) readInto(ctx context.Context, vm *proxmox.VM, diags *diag.Diag
 // Devices are managed only when listed, so a normal Read never adds them.
 func (m *vmModel) importDevices(ctx context.Context, cfg map[string]string, diags *diag.Diagnostics) {
 	m.firmwareModel.readFirmware(ctx, cfg, true, diags)
+	m.CloudInit = importCloudInit(ctx, cfg, diags)
 	slots := slices.Sorted(maps.Keys(cfg))
 	m.Disks = importDisks(cfg, slots)
 	m.Networks = importNetworks(cfg, slots)

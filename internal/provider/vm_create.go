@@ -104,7 +104,7 @@ func (r *vmResource) createGuest(ctx context.Context, g *newGuest, p scheduler.P
 	addDisks(m.Disks, nil, params, p.Storage)
 	m.addEFIDisk(nil, params, p.Storage)
 	m.defaultFirmware(params, true)
-	if err := m.addCloudInitDrive(nil, params, p.Storage); err != nil {
+	if err := m.completeCloudInit(nil, params, p.Storage); err != nil {
 		return err
 	}
 	if known(m.Pool) {
@@ -129,7 +129,7 @@ func (r *vmResource) configureNew(ctx context.Context, g *newGuest, p scheduler.
 		}
 		m.addEFIDisk(vm.Config, set, p.Storage)
 		m.defaultFirmware(set, false)
-		if err := m.addCloudInitDrive(vm.Config, set, p.Storage); err != nil {
+		if err := m.completeCloudInit(vm.Config, set, p.Storage); err != nil {
 			return err
 		}
 		if err := applyDisks(ctx, c, m.Disks, vm.Config, set, p.Node, p.VMID, p.Storage); err != nil {

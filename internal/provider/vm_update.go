@@ -30,7 +30,7 @@ func (r *vmResource) update(ctx context.Context, plan, state *vmModel, want, old
 		want["tags"] = markTags(tags, proxmox.PendingTag)
 	}
 	plan.addEFIDisk(vm.Config, want, state.Storage.ValueString())
-	if err := plan.addCloudInitDrive(vm.Config, want, state.Storage.ValueString()); err != nil {
+	if err := plan.completeCloudInit(vm.Config, want, state.Storage.ValueString()); err != nil {
 		return err
 	}
 	if err := applyDisks(ctx, c, plan.Disks, vm.Config, want, node, vmid, state.Storage.ValueString()); err != nil {

@@ -37,6 +37,10 @@ resource "qemuscheduler_vm" "worker" {
     user      = "debian"
     ssh_keys  = ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl admin@example.com"]
     ip_config = ["ip=dhcp"]
+    # A snippet copied into /var/lib/vz/snippets/ on every node (storage local with the
+    # snippets content type), e.g. packages to install; user-data stays generated.
+    vendor_data = "local:snippets/k8s-worker-vendor.yaml"
+    upgrade     = false
   }
 
   timeouts {
