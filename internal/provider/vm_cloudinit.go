@@ -61,8 +61,9 @@ var cicustomAttrs = []struct {
 	{"vendor_data", "vendor", nil},
 }
 
-func (ci *cloudInitModel) snippet(attr string) *types.String {
-	return map[string]*types.String{"user_data": &ci.UserData, "network_data": &ci.NetworkData, "vendor_data": &ci.VendorData}[attr]
+// snippet is the snippet attribute of that name.
+func (ci *cloudInitModel) snippet(name string) *types.String {
+	return map[string]*types.String{"user_data": &ci.UserData, "network_data": &ci.NetworkData, "vendor_data": &ci.VendorData}[name]
 }
 
 // setting is the attribute value of a cloud_init setting, by name.

@@ -10,8 +10,10 @@
 //     an "errors" map (config keys are checked against qemu-server's schema), 403 for missing
 //     pools, 595 with an empty body for anything under an offline node;
 //   - state: nodes with capacity and live load (host load plus running guests), storages with
-//     their volumes, snippets and used space (a shared storage is one object on every node), qemu and lxc
-//     guests, templates, pools, tags normalised as PVE does, datacenter next-id bounds;
+//     their content types, volumes, snippets and used space (a shared storage is one object on
+//     every node; content listed by GET .../storage/{storage}/content), qemu and lxc guests,
+//     templates, pools, tags normalised as PVE does, datacenter next-id bounds; cicustom
+//     snippets checked when the cloud-init drive is generated (start), as qemu-server does;
 //   - nodes: host-arch, node config with Notes (description, stored and digested as PVE does),
 //     HA node states (hastate on /cluster/resources node rows once HA has run, and
 //     /cluster/ha/status/manager_status), switched at run time like node-maintenance;
