@@ -208,7 +208,9 @@ func (d *rebalanceDataSource) Read(ctx context.Context, req datasource.ReadReque
 		return
 	}
 	var err error
-	if in.Snapshot, err = d.data.readView(ctx); err != nil {
+	in.Snapshot, err = d.data.readView(ctx)
+	resp.Diagnostics.Append(d.data.nodes.warnings()...)
+	if err != nil {
 		resp.Diagnostics.AddError("Cannot read the Proxmox VE cluster", err.Error())
 		return
 	}

@@ -196,6 +196,8 @@ func (r *vmResource) Create(ctx context.Context, req resource.CreateRequest, res
 		},
 	}
 	res, err := prov.Run(ctx)
+	// A plan with unknown values skipped the cluster read, so node warnings may wait here.
+	resp.Diagnostics.Append(r.data.nodes.warnings()...)
 	switch {
 	case res.Created:
 	case res.Placement.VMID == 0:

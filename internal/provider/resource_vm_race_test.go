@@ -46,7 +46,10 @@ func TestAccVMThreeProcessesShareCapacityAndIDs(t *testing.T) {
 			}
 			ids[id] = g.Config["name"]
 			if g.Status == "running" {
-				cores, _ := strconv.Atoi(g.Config["cores"])
+				cores, err := strconv.Atoi(g.Config["cores"])
+				if err != nil {
+					return fmt.Errorf("VM %d: cores %q: %v", id, g.Config["cores"], err)
+				}
 				vcpus[g.Node] += cores
 			}
 		}

@@ -48,7 +48,8 @@ const (
 		"flight in this provider process that will carry them."
 	topologyKeyDescription = "The domain: `node` (default) makes every node its own domain; a node label key (e.g. `zone`, from the " +
 		"provider's `node` blocks or node Notes) makes the nodes sharing its value one domain. A node without the label is in " +
-		"no domain."
+		"no domain: `vm_affinity` fails it, `vm_anti_affinity` passes it, and `topology_spread` neither counts it nor " +
+		"chooses it (as in Kubernetes, a VM there would escape the count)."
 	vmAffinityDescription = "Keep the VM in the same domain as a group of guests (kube's pod affinity). Repeatable. Without " +
 		"`weight` it is required: a node whose domain holds no guest of the group fails (`VMAffinity` filter), except that the " +
 		"first VM of a group it carries itself may go anywhere. With `weight` it is a preference (`VMAffinity` score)."

@@ -58,7 +58,7 @@ func TestHAResource(t *testing.T) {
 	if err := c.MigrateHA(ctx, 102, "pve3"); err != nil {
 		t.Fatal(err)
 	}
-	if g, _ := s.Guest(102); g.Node != "pve3" || g.Status != "running" {
+	if g := s.MustGuest(t, 102); g.Node != "pve3" || g.Status != "running" {
 		t.Errorf("after MigrateHA: %s on %s", g.Status, g.Node)
 	}
 	if n := s.Requests("GET /cluster/resources"); n < 2 {
@@ -70,8 +70,8 @@ func TestHAResource(t *testing.T) {
 	if err := c.WaitGuest(ctx, 102, "", "stopped"); err != nil {
 		t.Fatal(err)
 	}
-	if r, _ = c.HAResource(ctx, 102); r.Comment != "" || r.State != "stopped" {
-		t.Errorf("after update %+v", r)
+	if r, err = c.HAResource(ctx, 102); err != nil || r.Comment != "" || r.State != "stopped" {
+		t.Errorf("after update %+v %v", r, err)
 	}
 	if err := c.RemoveHAResource(ctx, 102); err != nil {
 		t.Fatal(err)

@@ -21,13 +21,13 @@ func TestWritesWithoutParametersSendNoBody(t *testing.T) {
 	if err := c.StartVM(ctx, "pve3", 103); err != nil {
 		t.Fatal(err)
 	}
-	if g, _ := s.Guest(103); g.Status != "running" {
+	if g := s.MustGuest(t, 103); g.Status != "running" {
 		t.Fatalf("status %q after start", g.Status)
 	}
 	if err := c.StopVM(ctx, "pve3", 103); err != nil {
 		t.Fatal(err)
 	}
-	if g, _ := s.Guest(103); g.Status != "stopped" {
+	if g := s.MustGuest(t, 103); g.Status != "stopped" {
 		t.Fatalf("status %q after stop", g.Status)
 	}
 }

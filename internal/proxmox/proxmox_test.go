@@ -378,7 +378,7 @@ func TestOutsideActorTakesVMID(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("create: %v", err)
 	}
-	if g, _ := s.Guest(151); g.Config["name"] != "mine" || g.Lock != "" {
+	if g := s.MustGuest(t, 151); g.Config["name"] != "mine" || g.Lock != "" {
 		t.Fatalf("guest 151 = %+v", g)
 	}
 
@@ -450,7 +450,7 @@ func TestShutdownFallsBackToStop(t *testing.T) {
 	if err := c.ShutdownVM(ctx, "pve2", 102, time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if g, _ := s.Guest(102); g.Status != "stopped" {
+	if g := s.MustGuest(t, 102); g.Status != "stopped" {
 		t.Fatalf("VM 102 is %s after shutdown fell back to stop", g.Status)
 	}
 	if n := s.Requests("POST /nodes/{node}/qemu/{vmid}/status/{action}"); n != 2 {
@@ -464,7 +464,7 @@ func TestShutdownFallsBackToStop(t *testing.T) {
 	if err := c.ShutdownVM(ctx, "pve2", 102, time.Second); !errors.Is(err, proxmox.ErrForbidden) {
 		t.Fatalf("forbidden shutdown: %v", err)
 	}
-	if g, _ := s.Guest(102); g.Status != "running" {
+	if g := s.MustGuest(t, 102); g.Status != "running" {
 		t.Fatalf("VM 102 is %s after a refused shutdown", g.Status)
 	}
 }
@@ -479,7 +479,7 @@ func TestIdempotentWritesAreRetried(t *testing.T) {
 	if err := c.UpdateVM(ctx, "pve3", 103, map[string]string{"cores": "4"}, nil); err != nil {
 		t.Fatalf("update after a 503: %v", err)
 	}
-	if g, _ := s.Guest(103); g.Config["cores"] != "4" || s.Requests("POST /nodes/{node}/qemu/{vmid}/config") != 2 {
+	if g := s.MustGuest(t, 103); g.Config["cores"] != "4" || s.Requests("POST /nodes/{node}/qemu/{vmid}/config") != 2 {
 		t.Fatalf("cores = %s after %d requests", g.Config["cores"], s.Requests("POST /nodes/{node}/qemu/{vmid}/config"))
 	}
 
@@ -491,7 +491,7 @@ func TestIdempotentWritesAreRetried(t *testing.T) {
 	if err := c.ResizeDisk(ctx, "pve3", 103, "scsi0", "+10G"); !errors.Is(err, proxmox.ErrTransient) {
 		t.Fatalf("a relative resize was retried: %v", err)
 	}
-	if g, _ := s.Guest(103); g.Config["scsi0"] != "local-lvm:vm-103-disk-0,size=90G" {
+	if g := s.MustGuest(t, 103); g.Config["scsi0"] != "local-lvm:vm-103-disk-0,size=90G" {
 		t.Fatalf("scsi0 = %s", g.Config["scsi0"])
 	}
 
@@ -500,7 +500,7 @@ func TestIdempotentWritesAreRetried(t *testing.T) {
 	if err := c.StartVM(ctx, "pve3", 103); err != nil {
 		t.Fatalf("start with a lost answer: %v", err)
 	}
-	if g, _ := s.Guest(103); g.Status != "running" {
+	if g := s.MustGuest(t, 103); g.Status != "running" {
 		t.Fatalf("VM 103 is %s", g.Status)
 	}
 }

@@ -61,14 +61,14 @@ func TestLabCluster(t *testing.T) {
 	if len(nodes) != 5 || offline != 1 {
 		t.Errorf("%d nodes, %d offline; want 5 and 1", len(nodes), offline)
 	}
-	tmpl, _ := s.Guest(9000)
+	tmpl := s.MustGuest(t, 9000)
 	if tmpl.Config["template"] != "1" || !strings.HasPrefix(tmpl.Config["scsi0"], "ceph:") {
 		t.Errorf("template 9000: %v", tmpl.Config)
 	}
-	if ct, _ := s.Guest(200); ct.Type != "lxc" {
+	if ct := s.MustGuest(t, 200); ct.Type != "lxc" {
 		t.Errorf("guest 200 is %q, want lxc", ct.Type)
 	}
-	if g, _ := s.Guest(100); g.Config["tags"] != "db;prod" || g.Pool != "prod" {
+	if g := s.MustGuest(t, 100); g.Config["tags"] != "db;prod" || g.Pool != "prod" {
 		t.Errorf("guest 100: tags %q pool %q", g.Config["tags"], g.Pool)
 	}
 	if opts := a.ok(a.get("/cluster/options")).obj(); opts["next-id"] != nil {

@@ -43,7 +43,7 @@ func TestConcurrentCreates(t *testing.T) {
 	}
 	names := map[string]int{}
 	for _, id := range s.Guests() {
-		g, _ := s.Guest(id)
+		g := s.MustGuest(t, id)
 		names[g.Config["name"]]++
 	}
 	for w := range workers {

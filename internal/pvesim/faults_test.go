@@ -78,7 +78,7 @@ func TestFailNextTask(t *testing.T) {
 	if exit := a.task(a.form(http.MethodPost, "/nodes/pve3/qemu/103/status/start", nil)); exit != "start failed: QEMU exited with code 1" {
 		t.Fatalf("exit %q", exit)
 	}
-	if g, _ := s.Guest(103); g.Status != "stopped" {
+	if g := s.MustGuest(t, 103); g.Status != "stopped" {
 		t.Fatalf("a failed start changed the VM: %s", g.Status)
 	}
 	if exit := a.task(a.form(http.MethodPost, "/nodes/pve3/qemu/103/status/start", nil)); exit != "OK" {
@@ -89,7 +89,7 @@ func TestFailNextTask(t *testing.T) {
 	if exit := a.task(a.form(http.MethodPost, "/nodes/pve2/qemu/102/migrate", url.Values{"target": {"pve3"}, "online": {"1"}})); exit != "migration aborted" {
 		t.Fatalf("exit %q", exit)
 	}
-	if g, _ := s.Guest(102); g.Node != "pve2" || g.Lock != "" {
+	if g := s.MustGuest(t, 102); g.Node != "pve2" || g.Lock != "" {
 		t.Fatalf("after a failed migration: node %s lock %q", g.Node, g.Lock)
 	}
 }
@@ -133,7 +133,7 @@ func TestOutsideActors(t *testing.T) {
 		t.Fatalf("held task status %v", st)
 	}
 	s.TakeVMID(150)
-	if g, _ := s.Guest(150); g.Lock != "create" || g.Config["name"] != "mine" {
+	if g := s.MustGuest(t, 150); g.Lock != "create" || g.Config["name"] != "mine" {
 		t.Fatalf("guest 150 during its create: %+v", g)
 	}
 	if r := a.get("/cluster/nextid?vmid=150"); r.code != http.StatusBadRequest {
@@ -146,7 +146,7 @@ func TestOutsideActors(t *testing.T) {
 	if exit := a.wait(upid)["exitstatus"]; exit != "OK" {
 		t.Fatalf("exit %q", exit)
 	}
-	if g, _ := s.Guest(150); g.Lock != "" || g.Config["name"] != "mine" {
+	if g := s.MustGuest(t, 150); g.Lock != "" || g.Config["name"] != "mine" {
 		t.Fatalf("guest 150 after its create: %+v", g)
 	}
 	// A failed create leaves nothing behind.

@@ -112,7 +112,7 @@ func TestGoProxmoxLifecycle(t *testing.T) {
 			t.Fatalf("%s task: %v, %+v", step.name, err, task)
 		}
 	}
-	g, _ := s.Guest(150)
+	g := s.MustGuest(t, 150)
 	if g.Node != "pve3" || g.Status != "running" || g.Config["cores"] != "4" || g.Config["scsi0"] != "local-lvm:vm-150-disk-0,size=40G" {
 		t.Fatalf("after the lifecycle: %+v", g)
 	}

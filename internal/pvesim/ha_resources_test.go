@@ -42,14 +42,14 @@ func TestHAResourceLifecycle(t *testing.T) {
 	if exit := a.task(a.form(http.MethodPost, "/nodes/pve2/qemu/102/status/stop", nil)); exit != "OK" {
 		t.Fatalf("hastop: %s", exit)
 	}
-	g, _ := s.Guest(102)
+	g := s.MustGuest(t, 102)
 	if g.Status != "running" {
 		t.Fatalf("VM stopped with the task; PVE's hastop only asks the HA manager")
 	}
 	for i := 0; i < 3; i++ {
 		a.get("/cluster/ha/status/current")
 	}
-	if g, _ = s.Guest(102); g.Status != "stopped" {
+	if g = s.MustGuest(t, 102); g.Status != "stopped" {
 		t.Fatalf("VM still %s after the HA manager ran", g.Status)
 	}
 	if res := a.ok(a.get("/cluster/ha/resources/vm:102")).obj(); res["state"] != "stopped" {
@@ -65,7 +65,7 @@ func TestHAResourceLifecycle(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		a.get("/cluster/ha/status/current")
 	}
-	if g, _ = s.Guest(102); g.Node != "pve3" {
+	if g = s.MustGuest(t, 102); g.Node != "pve3" {
 		t.Fatalf("VM on %s after hamigrate, want pve3", g.Node)
 	}
 
@@ -76,7 +76,7 @@ func TestHAResourceLifecycle(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		a.get("/cluster/ha/status/current")
 	}
-	if g, _ = s.Guest(103); g.Node != "pve3" {
+	if g = s.MustGuest(t, 103); g.Node != "pve3" {
 		t.Errorf("a migrate sent before the CRM knew vm:103 moved it to %s", g.Node)
 	}
 	if g.Status != "running" {

@@ -84,7 +84,7 @@ func TestConfigStoredAsPVEPrintsIt(t *testing.T) {
 	if exit != "OK" {
 		t.Fatalf("create task: %s", exit)
 	}
-	g, _ := s.Guest(150)
+	g := s.MustGuest(t, 150)
 	want := map[string]string{
 		"scsi0":    "local-lvm:vm-150-disk-0,backup=0,cache=writeback,discard=on,iothread=1,replicate=0,size=8G,ssd=1",
 		"efidisk0": "local-lvm:vm-150-disk-1,efitype=4m,ms-cert=2023k,pre-enrolled-keys=1,size=4M",

@@ -99,7 +99,7 @@ func TestCicustomCheckedAtStart(t *testing.T) {
 			if exit := a.task(a.form(http.MethodPost, "/nodes/pve1/qemu/150/status/start", nil)); exit != tt.want {
 				t.Fatalf("start: %q, want %q", exit, tt.want)
 			}
-			g, _ := s.Guest(150)
+			g := s.MustGuest(t, 150)
 			if want := map[bool]string{true: "running", false: "stopped"}[tt.want == "OK"]; g.Status != want {
 				t.Errorf("VM is %s after the start, want %s", g.Status, want)
 			}
@@ -121,7 +121,7 @@ func TestCicustomCheckedWhenTheDriveIsGenerated(t *testing.T) {
 	if exit := a.task(a.form(http.MethodPost, "/nodes/pve1/qemu/151/config", url.Values{"ide2": {"local-lvm:cloudinit"}})); exit != "can't find file 'cephfs:snippets/missing.yaml'" {
 		t.Fatalf("adding the drive: %q", exit)
 	}
-	if g, _ := s.Guest(151); !strings.Contains(g.Config["ide2"], "vm-151-cloudinit") {
+	if g := s.MustGuest(t, 151); !strings.Contains(g.Config["ide2"], "vm-151-cloudinit") {
 		t.Errorf("ide2 = %q: the config is written before the drive is generated", g.Config["ide2"])
 	}
 	r := a.form(http.MethodPut, "/nodes/pve1/qemu/151/config", url.Values{"cicustom": {"user=cephfs:snippets/user.yaml"}})
@@ -130,7 +130,7 @@ func TestCicustomCheckedWhenTheDriveIsGenerated(t *testing.T) {
 	}
 	// start=1 on create: the start is a separate worker, its failure a warning of the create.
 	exit := a.task(a.form(http.MethodPost, "/nodes/pve1/qemu", url.Values{"vmid": {"152"}, "ide2": {"local-lvm:cloudinit"}, "cicustom": {bad}, "start": {"1"}}))
-	if g, _ := s.Guest(152); exit != "WARNINGS: 1" || g.Status != "stopped" {
+	if g := s.MustGuest(t, 152); exit != "WARNINGS: 1" || g.Status != "stopped" {
 		t.Errorf("create with start=1: exit %q, VM %s; want WARNINGS: 1 and stopped", exit, g.Status)
 	}
 }

@@ -18,3 +18,14 @@ func NewTestServer(t testing.TB, c Cluster, opts ...Option) *Server {
 	s.SetListener(ts.URL, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw})))
 	return s
 }
+
+// MustGuest returns guest vmid's state and fails the test when the simulator has no such
+// guest, so that a check on a missing guest cannot pass on a zero value.
+func (s *Server) MustGuest(t testing.TB, vmid int) GuestState {
+	t.Helper()
+	g, ok := s.Guest(vmid)
+	if !ok {
+		t.Fatalf("the simulator has no guest %d", vmid)
+	}
+	return g
+}

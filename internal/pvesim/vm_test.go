@@ -33,7 +33,7 @@ func TestCreateAllocatesAndRendersPVETypes(t *testing.T) {
 	if exit != "OK" {
 		t.Fatalf("create task: %s", exit)
 	}
-	g, _ := s.Guest(150)
+	g := s.MustGuest(t, 150)
 	want := map[string]string{
 		"scsi0": "local-lvm:vm-150-disk-0,iothread=1,size=32G", "scsi1": "local-lvm:vm-150-disk-1,size=8G",
 		"ide2": "ceph:vm-150-cloudinit,media=cdrom", "tags": "prod;web", "onboot": "1",
@@ -176,7 +176,7 @@ func TestConfigWrites(t *testing.T) {
 			if tt.check == nil {
 				return
 			}
-			g, _ := s.Guest(103)
+			g := s.MustGuest(t, 103)
 			if msg := tt.check(g.Config); msg != "" {
 				t.Error(msg)
 			}
@@ -227,7 +227,7 @@ func TestResize(t *testing.T) {
 		if upid := a.ok(r).str(); !strings.Contains(upid, ":resize:103:") {
 			t.Errorf("resize UPID %q: want task type resize", upid)
 		}
-		if g, _ := s.Guest(103); g.Config[tt.disk] != tt.wantSize {
+		if g := s.MustGuest(t, 103); g.Config[tt.disk] != tt.wantSize {
 			t.Errorf("resize %s %s: disk %q, want %q", tt.disk, tt.size, g.Config[tt.disk], tt.wantSize)
 		}
 	}
@@ -261,7 +261,7 @@ func TestPowerAndDestroy(t *testing.T) {
 		if strings.Contains(tt.path, "9000") {
 			vmid = 9000
 		}
-		if g, _ := s.Guest(vmid); g.Status != tt.wantStatus {
+		if g := s.MustGuest(t, vmid); g.Status != tt.wantStatus {
 			t.Errorf("%s: status %s, want %s", tt.path, g.Status, tt.wantStatus)
 		}
 	}
@@ -318,7 +318,7 @@ func TestMigrate(t *testing.T) {
 				t.Fatalf("migrate task %s: %s (the task runs on the source node)", upid, exit)
 			}
 			vmid := atoiT(strings.Split(tt.path, "/")[4])
-			g, _ := s.Guest(vmid)
+			g := s.MustGuest(t, vmid)
 			if g.Node != tt.wantNode || g.Lock != "" {
 				t.Fatalf("after migration: node %s lock %q, want %s and no lock", g.Node, g.Lock, tt.wantNode)
 			}
@@ -401,12 +401,12 @@ func TestClone(t *testing.T) {
 				t.Fatalf("exit %q, want %q", exit, tt.wantExit)
 			}
 			if tt.check != nil {
-				g, _ := s.Guest(atoiT(tt.params.Get("newid")))
+				g := s.MustGuest(t, atoiT(tt.params.Get("newid")))
 				tt.check(t, g.Config)
 			}
 		})
 	}
-	if g, _ := s.Guest(300); g.Node != "pve3" || g.Pool != "lab" {
+	if g := s.MustGuest(t, 300); g.Node != "pve3" || g.Pool != "lab" {
 		t.Errorf("clone 300 on %s in pool %q, want pve3 and lab", g.Node, g.Pool)
 	}
 }
@@ -475,7 +475,7 @@ func TestPendingChangesOnARunningVM(t *testing.T) {
 	if r := rows["memory"]; r["delete"] != 1.0 || r["value"] != "8192" {
 		t.Errorf("pending memory deletion row %v", r)
 	}
-	if g, _ := s.Guest(102); g.Pending["cores"] != "8" || g.Config["cores"] != "8" {
+	if g := s.MustGuest(t, 102); g.Pending["cores"] != "8" || g.Config["cores"] != "8" {
 		t.Errorf("GuestState %+v", g)
 	}
 	if r := a.row("qemu/102"); r["maxcpu"] != 4.0 {
@@ -487,7 +487,7 @@ func TestPendingChangesOnARunningVM(t *testing.T) {
 	if r := a.row("qemu/102"); r["maxcpu"] != 8.0 {
 		t.Errorf("after a restart the VM has %v vCPUs, want 8", r["maxcpu"])
 	}
-	if g, _ := s.Guest(102); len(g.Pending) != 0 || g.Config["memory"] != "" {
+	if g := s.MustGuest(t, 102); len(g.Pending) != 0 || g.Config["memory"] != "" {
 		t.Errorf("after a restart: pending %v, memory %q", g.Pending, g.Config["memory"])
 	}
 }

@@ -182,10 +182,13 @@ func TestUsedIDTakesNoCapacityAndIsForgottenOnceSeen(t *testing.T) {
 	ctx := context.Background()
 	l.MarkUsed(300)
 	var shown []scheduler.Reservation
-	_, _ = l.Decide(ctx, snapshotOf(), func(s scheduler.Snapshot) (scheduler.Reservation, error) {
+	looking := errors.New("only looking")
+	if _, err := l.Decide(ctx, snapshotOf(), func(s scheduler.Snapshot) (scheduler.Reservation, error) {
 		shown = s.Reservations
-		return scheduler.Reservation{}, errors.New("only looking")
-	})
+		return scheduler.Reservation{}, looking
+	}); !errors.Is(err, looking) {
+		t.Fatalf("Decide returned %v, want the decision's own error", err)
+	}
 	if want := []scheduler.Reservation{{VMID: 300}}; !reflect.DeepEqual(shown, want) {
 		t.Fatalf("used id shown as %+v, want %+v (an id only, no node or size)", shown, want)
 	}
