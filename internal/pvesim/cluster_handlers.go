@@ -350,9 +350,11 @@ func (s *Server) handleClusterStatus(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) handlePools(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// PVE (pve-manager API2/Pool.pm) lists the pools the token has Pool.Audit on, each with
+	// its comment only when the pool has one; the simulator's pools have none.
 	rows := []map[string]any{}
 	for _, p := range sortedKeys(s.pools) {
-		rows = append(rows, map[string]any{"poolid": p, "comment": ""})
+		rows = append(rows, map[string]any{"poolid": p})
 	}
 	writeData(w, rows)
 }

@@ -210,6 +210,8 @@ var omitted = map[string]string{
 	"/nodes/pve1/tasks/{upid}/status endtime": "hand-written recording; PVE's task status has no endtime (the task list has)",
 
 	"/nodes/pve2/lxc template": "sent only for templates (like qemu rows); the lab has no container template",
+
+	"/pools comment": "sent only for a pool with a comment (pve-manager API2/Pool.pm); the simulator's pools have none",
 }
 
 // simOnly lists fields the simulator sends that no recorded response has, and why they are

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -85,6 +86,36 @@ func typeName(v any) string {
 		return "absent"
 	}
 	return "other"
+}
+
+// Names follow PVE's dns-name format (pve-common pve_verify_dns_name) on create and clone:
+// dot-separated labels of letters, digits and '-', neither starting nor ending with '-'. PVE
+// limits neither a label's length nor the name's.
+func TestDNSNames(t *testing.T) {
+	_, a := lab(t)
+	const refused = "invalid format - value does not look like a valid DNS name"
+	id := 150
+	for name, ok := range map[string]bool{
+		"web-1": true, "a": true, "1.2": true, "web-1.lab.example.com": true, strings.Repeat("a", 64) + ".lab": true,
+		"a..b": false, ".web": false, "web.": false, "-web": false, "web-": false, "web.-lab": false, "web-.lab": false, "web_1": false,
+	} {
+		for _, call := range []struct {
+			path   string
+			params url.Values
+		}{
+			{"/nodes/pve1/qemu", url.Values{"vmid": {strconv.Itoa(id)}, "name": {name}}},
+			{"/nodes/pve1/qemu/9000/clone", url.Values{"newid": {strconv.Itoa(id + 1)}, "name": {name}}},
+		} {
+			r := a.form(http.MethodPost, call.path, call.params)
+			switch {
+			case ok && r.code != http.StatusOK:
+				t.Errorf("%s %q: %s %s", call.path, name, r.status, r.body)
+			case !ok && (r.status != "400 Parameter verification failed." || r.env.Errors["name"] != refused):
+				t.Errorf("%s %q: %s %v, want 400 and name: %q", call.path, name, r.status, r.env.Errors, refused)
+			}
+		}
+		id += 2
+	}
 }
 
 func TestCreateRefusals(t *testing.T) {
