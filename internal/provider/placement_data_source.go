@@ -71,11 +71,11 @@ func (d *placementDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 			"name keeps its node and VMID (`existing = true`) while it still passes the hard filters, so the answer does " +
 			"not flap after the VM is created.",
 		Attributes: map[string]schema.Attribute{
-			"name": schema.StringAttribute{Optional: true,
-				Description: "The VM's name: seed of the tie-break and key of the sticky lookup. Exactly one of `name` and `names`."},
+			"name": schema.StringAttribute{Optional: true, Validators: []validator.String{dnsNameCheck},
+				Description: "The VM's name, a DNS name as `qemuscheduler_vm` requires: seed of the tie-break and key of the sticky lookup. Exactly one of `name` and `names`."},
 			"names": schema.ListAttribute{Optional: true, ElementType: types.StringType,
-				Validators:  []validator.List{listvalidator.SizeAtLeast(1), listvalidator.UniqueValues()},
-				Description: "Several VMs of the same size placed in one decision, in order: each debits capacity and takes its VMID before the next. All or nothing."},
+				Validators:  []validator.List{listvalidator.SizeAtLeast(1), listvalidator.UniqueValues(), listvalidator.ValueStringsAre(dnsNameCheck)},
+				Description: "Several VMs of the same size placed in one decision, in order: each debits capacity and takes its VMID before the next. All or nothing. Each a DNS name, as `name`."},
 			"cores": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(1, proxmox.MaxVCPUs)},
 				Description: "vCPU cores per socket (1-4096; cores x sockets at most 4096). Default 1."},
 			"sockets": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(1, proxmox.MaxVCPUs)},
@@ -114,6 +114,7 @@ func (d *placementDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 		},
 	}
 	dataSourceScheduling(&resp.Schema)
+	markWholeNumbers(resp.Schema.Attributes, resp.Schema.Blocks)
 }
 
 func (d *placementDataSource) ConfigValidators(context.Context) []datasource.ConfigValidator {

@@ -91,6 +91,7 @@ func (p *qemuProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp 
 		},
 		Blocks: map[string]schema.Block{"plugin_config": providerPluginConfigBlock(), "profile": providerProfileBlock(), "node": providerNodeBlock()},
 	}
+	markWholeNumbers(resp.Schema.Attributes, resp.Schema.Blocks)
 }
 
 // ValidateConfig checks what is known at plan time, each error on its attribute.

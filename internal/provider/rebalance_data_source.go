@@ -146,6 +146,7 @@ func (d *rebalanceDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 		},
 	}
 	dataSourceScheduling(&resp.Schema)
+	markWholeNumbers(resp.Schema.Attributes, resp.Schema.Blocks)
 }
 
 // ValidateConfig checks the policies and the utilization thresholds at plan time.

@@ -129,6 +129,7 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 		return
 	}
 	r.checkSnippets(ctx, &plan, &state, snap, &resp.Diagnostics)
+	checkReferences(&plan, &state, creating, snap, &resp.Diagnostics)
 	if creating {
 		if schedReq, err = cloneNode(snap, src, schedReq); err == nil {
 			_, err = profile.Schedule(snap, []scheduler.Request{schedReq}, scheduler.Options{})

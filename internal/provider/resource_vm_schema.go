@@ -62,8 +62,8 @@ func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 			"placement_summary": schema.StringAttribute{Computed: true, PlanModifiers: keepString(),
 				Description: "Why the VM went where it did, as decided at create."},
 			"name": schema.StringAttribute{Required: true,
-				Validators:  []validator.String{stringvalidator.RegexMatches(dnsName, "must be a DNS name: letters, digits, '-' and '.'")},
-				Description: "VM name (a DNS name); also the scheduler's tie-break seed."},
+				Validators:  []validator.String{dnsNameCheck},
+				Description: "VM name: a DNS name (letters, digits and '-', dot-separated labels that neither start nor end with '-'), as PVE requires; also the scheduler's tie-break seed."},
 			"description": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: keepString(),
 				Validators: []validator.String{stringvalidator.LengthAtMost(maxDescription)}, Description: "VM notes (at most 8 KiB)."},
 			"tags": schema.SetAttribute{Optional: true, Computed: true, ElementType: types.StringType,
@@ -103,6 +103,7 @@ func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 	maps.Copy(resp.Schema.Blocks, firmwareBlocks())
 	maps.Copy(resp.Schema.Attributes, agentAttributes())
 	resourceScheduling(&resp.Schema)
+	markWholeNumbers(resp.Schema.Attributes, resp.Schema.Blocks)
 }
 
 // fromSameSlot plans a computed device attribute (a NIC's MAC, a disk's storage) as the prior

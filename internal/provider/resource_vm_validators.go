@@ -19,7 +19,6 @@ import (
 // Formats of PVE identifiers, as its API schema defines them, so that a typo fails the plan
 // rather than an apply halfway through.
 var (
-	dnsName    = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
 	nodeName   = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?$`)
 	tagFormat  = regexp.MustCompile(`^[a-z0-9_][a-z0-9_\-+.]*$`)
 	diskFormat = regexp.MustCompile(`^(scsi([0-9]|[1-2][0-9]|30)|virtio([0-9]|1[0-5])|sata[0-5]|ide[0-3])$`)
@@ -58,7 +57,31 @@ var (
 	nameserverCheck   = stringCheck{"list of DNS server addresses", checkNameservers}
 	searchdomainCheck = stringCheck{"list of DNS domains", checkSearchdomains}
 	sshKeyCheck       = stringCheck{"SSH public key", checkSSHKey}
+	dnsNameCheck      = stringCheck{"DNS name", checkDNSName}
 )
+
+// checkDNSName accepts what PVE's dns-name format (pve-common's pve_verify_dns_name) does, the
+// format of a VM's name: labels of letters, digits and '-', neither starting nor ending with
+// '-', joined by single dots. PVE sets no length limit, so neither does this.
+func checkDNSName(s string) error {
+	if s == "" {
+		return fmt.Errorf("empty; give a name such as web-1")
+	}
+	for i, label := range strings.Split(s, ".") {
+		bad := strings.IndexFunc(label, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-')
+		})
+		switch {
+		case label == "":
+			return fmt.Errorf("label %d is empty: a DNS name has no leading, trailing or doubled dots", i+1)
+		case bad >= 0:
+			return fmt.Errorf("%q is not allowed: a DNS name has letters, digits, '-' and '.'", []rune(label[bad:])[0])
+		case label[0] == '-' || label[len(label)-1] == '-':
+			return fmt.Errorf("label %q starts or ends with '-'", label)
+		}
+	}
+	return nil
+}
 
 // checkIPConfig accepts PVE's ipconfigN: ip=<IPv4/CIDR|dhcp>, gw=<IPv4>, ip6=<IPv6/CIDR|dhcp|auto>,
 // gw6=<IPv6>, comma-separated, each at most once.
@@ -157,8 +180,8 @@ func checkSearchdomains(s string) error {
 		return fmt.Errorf("no domain given")
 	}
 	for _, d := range items {
-		if !dnsName.MatchString(d) {
-			return fmt.Errorf("%q is not a DNS name", d)
+		if err := checkDNSName(d); err != nil {
+			return fmt.Errorf("%q is not a DNS name: %w", d, err)
 		}
 	}
 	return nil

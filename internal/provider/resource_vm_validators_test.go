@@ -35,7 +35,24 @@ func TestFormatChecks(t *testing.T) {
 		{"server by name", checkNameservers, "dns.example.com", `"dns.example.com" is not an IP address`},
 		{"no server", checkNameservers, " ", "no address given"},
 		{"domains", checkSearchdomains, "example.com lab.example.com", ""},
-		{"bad domain", checkSearchdomains, "exa_mple.com", `"exa_mple.com" is not a DNS name`},
+		{"bad domain", checkSearchdomains, "exa_mple.com", `"exa_mple.com" is not a DNS name: '_' is not allowed`},
+		{"domain with an empty label", checkSearchdomains, "lab..example.com", `label 2 is empty`},
+		// VM names: PVE's dns-name format (pve-common pve_verify_dns_name), no length limit.
+		{"name", checkDNSName, "web-1", ""},
+		{"fully qualified name", checkDNSName, "web-1.lab.example.com", ""},
+		{"one letter", checkDNSName, "a", ""},
+		{"digits only", checkDNSName, "1.2", ""},
+		{"64-letter label", checkDNSName, strings.Repeat("a", 64) + ".example.com", ""},
+		{"empty", checkDNSName, "", "empty"},
+		{"doubled dot", checkDNSName, "a..b", "label 2 is empty: a DNS name has no leading, trailing or doubled dots"},
+		{"leading dot", checkDNSName, ".web", "label 1 is empty"},
+		{"trailing dot", checkDNSName, "web.", "label 2 is empty"},
+		{"underscore", checkDNSName, "web_1", `'_' is not allowed: a DNS name has letters, digits, '-' and '.'`},
+		{"space", checkDNSName, "web 1", `' ' is not allowed`},
+		{"non-ASCII letter", checkDNSName, "wéb", `'é' is not allowed`},
+		{"leading hyphen", checkDNSName, "-web", `label "-web" starts or ends with '-'`},
+		{"trailing hyphen in a label", checkDNSName, "web-.lab", `label "web-" starts or ends with '-'`},
+		{"leading hyphen in a label", checkDNSName, "web.-lab", `label "-lab" starts or ends with '-'`},
 		{"ed25519 key", checkSSHKey, edKey, ""},
 		{"key without comment", checkSSHKey, "ssh-rsa AAAAB3NzaC1yc2E=", ""},
 		{"certificate", checkSSHKey, "ssh-ed25519-cert-v01@openssh.com AAAA", ""},
@@ -97,7 +114,6 @@ func TestIdentifierFormats(t *testing.T) {
 		{"bridge", bridgeName, []string{"vmbr0", "vnet10", "bond0.20"}, []string{"", "vmbr0 ", "averyveryverylongbridge"}},
 		{"node", nodeName, []string{"pve1", "node-a"}, []string{"pve1.example.com", "-pve", "pve_1"}},
 		{"tag", tagFormat, []string{"web", "k8s-worker", "team+ops"}, []string{"Web", "-web", "a b"}},
-		{"vm name", dnsName, []string{"web-1", "web.example.com"}, []string{"web_1", "-web", "web-"}},
 	}
 	for _, tt := range tests {
 		for _, v := range tt.good {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +71,10 @@ func TestSnapshotInTwoRequests(t *testing.T) {
 			}
 			c.Guests = append(c.Guests, pvesim.GuestSpec{VMID: 5000, Node: "pve1", Type: "lxc", Status: "running", Cores: 1, MemoryMiB: 512})
 			c.NextID = &pvesim.NextIDSpec{Lower: 5000, Upper: 6000}
+			wantPools := []string{} // a view read from the cluster knows there are none
+			if nodes == 3 {
+				c.Pools, wantPools = []string{"prod", "lab"}, []string{"lab", "prod"}
+			}
 			s := pvesim.NewTestServer(t, c)
 			client := newClient(t, s)
 			snap, err := client.Snapshot(context.Background())
@@ -87,6 +92,9 @@ func TestSnapshotInTwoRequests(t *testing.T) {
 			}
 			if st := snap.Nodes[0].Storages; len(st) != 1 || st[0].Name != "local-lvm" || !st[0].Active {
 				t.Fatalf("storages = %+v", st)
+			}
+			if snap.Pools == nil || !slices.Equal(snap.Pools, wantPools) {
+				t.Fatalf("pools = %#v, want %q", snap.Pools, wantPools)
 			}
 			s.ResetRequests()
 			if _, err := client.Snapshot(context.Background()); err != nil || s.TotalRequests() != 1 {

@@ -19,9 +19,9 @@ type nextIDBounds struct{ lower, upper int }
 // Snapshot reads the cluster for one scheduling decision. Its ReadAt is when the read began:
 // everything PVE had done by then shows in it.
 //
-// Request budget: one GET /cluster/resources, plus GET /cluster/options on a client's first
-// snapshot (the datacenter next-id bounds change rarely and a provider run is short); the two
-// run concurrently. So a decision costs at most 2 requests, whatever the cluster size.
+// Request budget: one GET /cluster/resources (unfiltered: it lists the pools too), plus GET
+// /cluster/options on a client's first snapshot (the datacenter next-id bounds change rarely
+// and a provider run is short); the two run concurrently. So a decision costs at most 2 requests, whatever the cluster size.
 // Exception: PVE publishes a guest's sizes in /cluster/resources only with its next stats
 // broadcast (about 10 s after a create or clone); until then the row says status "unknown"
 // and nothing else. Such guests are sized from their node's guest list, one extra request
@@ -79,6 +79,7 @@ type snapshotBuilder struct {
 	nodes    []scheduler.Node
 	guests   []scheduler.Guest
 	storages []nodeStorage
+	pools    []string
 	// tagLists shares one split list among the guests with the same tags text; nothing
 	// modifies a guest's tags in place.
 	tagLists map[string][]string
@@ -86,7 +87,7 @@ type snapshotBuilder struct {
 
 // newSnapshotBuilder sizes the guest list for an answer of size bytes.
 func newSnapshotBuilder(size int) snapshotBuilder {
-	return snapshotBuilder{guests: make([]scheduler.Guest, 0, size/rowSizeHint), tagLists: map[string][]string{}}
+	return snapshotBuilder{guests: make([]scheduler.Guest, 0, size/rowSizeHint), pools: []string{}, tagLists: map[string][]string{}}
 }
 
 type nodeStorage struct {
@@ -106,6 +107,8 @@ func (b *snapshotBuilder) add(r *resource) {
 			Name: r.Storage, Content: splitList(r.Content), Active: r.Status == "available", Shared: r.Shared,
 			Total: r.MaxDisk, Used: r.Disk,
 		}})
+	case "pool":
+		b.pools = append(b.pools, r.Pool)
 	case "qemu", "lxc":
 		tags := b.tags(r.Tags)
 		b.guests = append(b.guests, scheduler.Guest{
@@ -131,7 +134,7 @@ func (b *snapshotBuilder) tags(text string) []string {
 // build returns the snapshot, and the indices of guests on online nodes that PVE has
 // published no sizes for yet.
 func (b *snapshotBuilder) build(bounds *nextIDBounds) (scheduler.Snapshot, []int) {
-	snap := scheduler.Snapshot{Nodes: b.nodes, Guests: b.guests}
+	snap := scheduler.Snapshot{Nodes: b.nodes, Guests: b.guests, Pools: b.pools}
 	if bounds != nil {
 		snap.NextIDBounds = &scheduler.IDBounds{Lower: bounds.lower, Upper: bounds.upper}
 	}

@@ -42,6 +42,10 @@ type Snapshot struct {
 	Reservations []Reservation
 	// ReadAt is when the cluster read began (zero: unknown): what PVE did before it shows.
 	ReadAt time.Time
+	// Pools are the resource pools the reader may see (Pool.Audit); nil when the view was
+	// not read from the cluster's resource list. The scheduler does not use them: plans
+	// check a VM's pool against them.
+	Pools []string
 }
 
 // IDBounds bound the default VMID: Lower inclusive, Upper exclusive.
