@@ -73,7 +73,7 @@ func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 				Description: "Tags. PVE stores them lowercased and sorted; a set of lowercase tags reads back unchanged."},
 			"pool": schema.StringAttribute{Optional: true, PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
 				Validators:  []validator.String{stringvalidator.RegexMatches(poolID, "must be a pool name: letters, digits, '_', '-' and '.'")},
-				Description: "Resource pool to create the VM in. Changing it replaces the VM."},
+				Description: "Resource pool to create the VM in; the plan fails on a pool the cluster does not list (create it first, e.g. in an earlier apply). Changing it replaces the VM."},
 			"cores": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: keepInt64(),
 				Validators: []validator.Int64{int64validator.Between(1, proxmox.MaxVCPUs)}, Description: "Cores per socket (1-4096; cores x sockets at most 4096). Default: the clone source's, else 1."},
 			"sockets": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: keepInt64(),

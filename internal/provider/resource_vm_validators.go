@@ -208,11 +208,10 @@ func checkSSHKey(s string) error {
 	return nil
 }
 
-// configReadable tells whether the config could be read into its model. A value that does not
-// fit its attribute's type (1.5 for an integer) fails the read with a generic "Value
-// Conversion Error ... always an error in the provider"; the framework's schema validation
-// reports the same value on its attribute ("Value 1.5 is not an integer"), so the generic
-// copy is left out rather than shown twice.
+// configReadable tells whether the config could be read into its model. A number that is not
+// whole (1.5 for an integer, see wholeNumberType) fails the read with the error that the
+// framework's schema validation reports on its attribute anyway, so the copy is left out
+// rather than shown twice.
 func configReadable(d diag.Diagnostics) bool { return !d.HasError() }
 
 // checkVCPUs bounds cores x sockets by what QEMU accepts, which also keeps the product far

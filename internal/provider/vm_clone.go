@@ -40,7 +40,7 @@ func cloneBlock() schema.Block {
 				Validators: []validator.String{stringvalidator.RegexMatches(nodeName, "must be a node name: letters, digits and '-'")}},
 			"full": schema.BoolAttribute{Optional: true, Description: "Full clone (default true); false makes a linked clone of a template."},
 			"storage": schema.StringAttribute{Optional: true, Validators: storageValidators(),
-				Description: "Target storage of a full clone. Default: the scheduler's storage. To clone onto another node the source's disks must be on shared storage."},
+				Description: "Target storage of a full clone; checked at plan like a disk's. Default: the scheduler's storage. To clone onto another node the source's disks must be on shared storage."},
 		},
 	}
 }

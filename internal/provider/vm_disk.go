@@ -37,7 +37,7 @@ func diskBlock() schema.Block {
 				Validators:  []validator.String{stringvalidator.RegexMatches(diskFormat, "must be scsi0-30, virtio0-15, sata0-5 or ide0-3")},
 				Description: "Bus and index, e.g. `scsi0`."},
 			"storage": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: []planmodifier.String{fromSameSlot{}}, Validators: storageValidators(),
-				Description: "Storage for a new disk. Default: the scheduler's storage."},
+				Description: "Storage for a new disk; the plan fails on a storage the cluster does not have or that holds no `images`. Default: the scheduler's storage."},
 			"size": schema.Int64Attribute{Required: true, Validators: []validator.Int64{int64validator.Between(1, proxmox.MaxDiskGiB)}, Description: "Size in GiB (at most 1048576, 1 PiB)."},
 		}},
 	}

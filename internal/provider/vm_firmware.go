@@ -99,7 +99,7 @@ func firmwareBlocks() map[string]schema.Block {
 			Attributes: map[string]schema.Attribute{
 				"storage": schema.StringAttribute{Optional: true, Computed: true, Validators: storageValidators(),
 					PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()},
-					Description:   "Storage of the EFI disk. Default: the scheduler's storage."},
+					Description:   "Storage of the EFI disk; checked at plan like a disk's. Default: the scheduler's storage."},
 				"pre_enrolled_keys": schema.BoolAttribute{Optional: true, Computed: true,
 					PlanModifiers: []planmodifier.Bool{boolplanmodifier.UseStateForUnknown(), boolplanmodifier.RequiresReplace()},
 					Description:   "Enroll the distribution and Microsoft secure boot keys (Secure Boot on). Default false."},
