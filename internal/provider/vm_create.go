@@ -101,7 +101,7 @@ func (r *vmResource) createGuest(ctx context.Context, g *newGuest, p scheduler.P
 		return c.CloneVM(ctx, g.cloneRequest(p))
 	}
 	params := maps.Clone(g.config)
-	addDisks(m.Disks, nil, params, p.Storage)
+	addDisks(m.Disks, nil, nil, params, p.Storage)
 	m.addEFIDisk(nil, params, p.Storage)
 	m.defaultFirmware(params, true)
 	if err := m.completeCloudInit(nil, params, p.Storage); err != nil {
@@ -132,7 +132,7 @@ func (r *vmResource) configureNew(ctx context.Context, g *newGuest, p scheduler.
 		if err := m.completeCloudInit(vm.Config, set, p.Storage); err != nil {
 			return err
 		}
-		if err := applyDisks(ctx, c, m.Disks, vm.Config, set, p.Node, p.VMID, p.Storage); err != nil {
+		if err := applyDisks(ctx, c, m.Disks, nil, vm.Config, set, p.Node, p.VMID, p.Storage); err != nil {
 			return err
 		}
 		if err := c.UpdateVM(ctx, p.Node, p.VMID, changed(vm.Config, set), nil); err != nil {

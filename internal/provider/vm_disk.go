@@ -6,12 +6,15 @@ package provider
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -24,14 +27,57 @@ import (
 )
 
 type diskModel struct {
-	Slot    types.String `tfsdk:"slot"`
-	Storage types.String `tfsdk:"storage"`
-	Size    types.Int64  `tfsdk:"size"`
+	Slot      types.String `tfsdk:"slot"`
+	Storage   types.String `tfsdk:"storage"`
+	Size      types.Int64  `tfsdk:"size"`
+	Discard   types.Bool   `tfsdk:"discard"`
+	SSD       types.Bool   `tfsdk:"ssd"`
+	IOThread  types.Bool   `tfsdk:"iothread"`
+	Cache     types.String `tfsdk:"cache"`
+	Backup    types.Bool   `tfsdk:"backup"`
+	Replicate types.Bool   `tfsdk:"replicate"`
 }
+
+// diskFlag is a boolean option of a disk's property string: the value written for true and
+// for false, "" where that is PVE's default, which is written by leaving the key out.
+type diskFlag struct {
+	attr, key, on, off string
+	field              func(*diskModel) *types.Bool
+}
+
+var diskFlags = []diskFlag{
+	{"discard", "discard", "on", "", func(d *diskModel) *types.Bool { return &d.Discard }},
+	{"ssd", "ssd", "1", "", func(d *diskModel) *types.Bool { return &d.SSD }},
+	{"iothread", "iothread", "1", "", func(d *diskModel) *types.Bool { return &d.IOThread }},
+	{"backup", "backup", "", "0", func(d *diskModel) *types.Bool { return &d.Backup }},
+	{"replicate", "replicate", "", "0", func(d *diskModel) *types.Bool { return &d.Replicate }},
+}
+
+// value is the flag's PVE value for b ("" removes the key).
+func (f diskFlag) value(b bool) string {
+	if b {
+		return f.on
+	}
+	return f.off
+}
+
+// read is the flag as PVE has it in props: an absent key is PVE's default, a present one is
+// true when it is the true value (discard=ignore is false).
+func (f diskFlag) read(props map[string]string) bool {
+	v, ok := props[f.key]
+	if !ok {
+		return f.on == ""
+	}
+	return v == cmpOr(f.on, "1")
+}
+
+// diskCaches are the cache modes PVE accepts.
+var diskCaches = []string{"none", "writethrough", "writeback", "unsafe", "directsync"}
 
 func diskBlock() schema.Block {
 	return schema.ListNestedBlock{
-		Description: "A disk. New disks are allocated; a cloned disk named here is grown to `size`. Disks cannot shrink.",
+		Description: "A disk. New disks are allocated; a cloned disk named here is grown to `size`. Disks cannot shrink. " +
+			"The options (`discard`, `ssd`, `iothread`, `cache`, `backup`, `replicate`) change in place on the disk's volume; one left unset keeps what the disk has (a clone's, its template's), one removed from the configuration goes back to PVE's default.",
 		NestedObject: schema.NestedBlockObject{Attributes: map[string]schema.Attribute{
 			"slot": schema.StringAttribute{Required: true,
 				Validators:  []validator.String{stringvalidator.RegexMatches(diskFormat, "must be scsi0-30, virtio0-15, sata0-5 or ide0-3")},
@@ -39,20 +85,111 @@ func diskBlock() schema.Block {
 			"storage": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: []planmodifier.String{fromSameSlot{}}, Validators: storageValidators(),
 				Description: "Storage for a new disk; the plan fails on a storage the cluster does not have or that holds no `images`. Default: the scheduler's storage."},
 			"size": schema.Int64Attribute{Required: true, Validators: []validator.Int64{int64validator.Between(1, proxmox.MaxDiskGiB)}, Description: "Size in GiB (at most 1048576, 1 PiB)."},
+			"discard": schema.BoolAttribute{Optional: true,
+				Description: "Pass the guest's discard/TRIM requests to the storage (PVE's `discard=on`), so that thin volumes shrink when the guest frees blocks. PVE's default is `ignore`." + runningNote},
+			"ssd": schema.BoolAttribute{Optional: true,
+				Description: "Show the disk to the guest as a solid-state drive. Not available on `virtio` slots (PVE refuses it there)." + runningNote},
+			"iothread": schema.BoolAttribute{Optional: true,
+				Description: "Give the disk its own I/O thread. `scsi` and `virtio` slots only; on `scsi` it takes effect only with `scsi_hardware = \"virtio-scsi-single\"` (PVE ignores it otherwise, and the plan warns)." + runningNote},
+			"cache": schema.StringAttribute{Optional: true, Validators: []validator.String{stringvalidator.OneOf(diskCaches...)},
+				Description: "Cache mode: " + strings.Join(diskCaches, ", ") + ". PVE's default is no cache." + runningNote},
+			"backup": schema.BoolAttribute{Optional: true,
+				Description: "Include the disk in backups (PVE's default is true)."},
+			"replicate": schema.BoolAttribute{Optional: true,
+				Description: "Include the disk in storage replication jobs (PVE's default is true)."},
 		}},
 	}
 }
 
+// runningNote tells which disk options PVE cannot change on a running VM.
+const runningNote = " Changed on a running VM, it takes effect at the next start (PVE keeps it pending)."
+
 // diskSlot matches the config keys of disks (and of CD-ROM and cloud-init drives).
 var diskSlot = regexp.MustCompile(`^(scsi|virtio|sata|ide)\d+$`)
 
+// validateDisks refuses duplicate slots and the options PVE's schema lacks on a bus: ssd on
+// virtio, iothread on sata and ide (PVE answers 400 "invalid key").
 func validateDisks(disks []diskModel, diags *diag.Diagnostics) {
 	seen := map[string]bool{}
 	for i, d := range disks {
-		if s := d.Slot.ValueString(); seen[s] {
-			diags.AddAttributeError(path.Root("disk").AtListIndex(i).AtName("slot"), "Duplicate disk slot", s+" is used twice.")
-		} else {
-			seen[s] = true
+		at := path.Root("disk").AtListIndex(i)
+		s := d.Slot.ValueString()
+		if seen[s] {
+			diags.AddAttributeError(at.AtName("slot"), "Duplicate disk slot", s+" is used twice.")
+		}
+		seen[s] = true
+		if !known(d.Slot) {
+			continue
+		}
+		bus := strings.TrimRight(s, "0123456789")
+		if !d.SSD.IsNull() && bus == "virtio" {
+			diags.AddAttributeError(at.AtName("ssd"), "ssd is not available on virtio disks",
+				fmt.Sprintf("Proxmox VE has no ssd option for virtio disks and refuses it on %s. Use a scsi or sata slot to show the disk as an SSD, or remove ssd.", s))
+		}
+		if !d.IOThread.IsNull() && (bus == "sata" || bus == "ide") {
+			diags.AddAttributeError(at.AtName("iothread"), "iothread is only available on scsi and virtio disks",
+				fmt.Sprintf("Proxmox VE has no iothread option for %s disks and refuses it on %s. Use a virtio slot, or a scsi slot with scsi_hardware = \"virtio-scsi-single\", or remove iothread.", bus, s))
+		}
+	}
+}
+
+// checkIOThread warns about iothread on scsi disks behind a controller other than
+// virtio-scsi-single: PVE accepts it but ignores it at start ("iothread is only valid with
+// virtio disk or virtio-scsi-single controller, ignoring"). scsihw is the controller the VM
+// will have, "" when it is not known at plan.
+func checkIOThread(disks []diskModel, scsihw string, diags *diag.Diagnostics) {
+	if scsihw == "" || scsihw == defaultSCSIHardware {
+		return
+	}
+	for i, d := range disks {
+		if d.IOThread.ValueBool() && strings.HasPrefix(d.Slot.ValueString(), "scsi") {
+			diags.AddAttributeWarning(path.Root("disk").AtListIndex(i).AtName("iothread"), "iothread has no effect with this SCSI controller",
+				fmt.Sprintf("%s is on the %s controller; Proxmox VE uses iothread on scsi disks only with virtio-scsi-single and ignores it otherwise. Set scsi_hardware = \"virtio-scsi-single\", or use a virtio slot.",
+					d.Slot.ValueString(), scsihw))
+		}
+	}
+}
+
+// plannedController is the SCSI controller the VM will have: the plan's, else the one it has,
+// else for a new VM its clone source's (PVE's default lsi when that has none) or the default
+// of a VM from scratch; "" while the clone source is not known.
+func plannedController(plan, state *vmModel, creating bool, src *proxmox.VM) string {
+	switch {
+	case known(plan.SCSIHardware):
+		return plan.SCSIHardware.ValueString()
+	case !creating:
+		return state.SCSIHardware.ValueString()
+	case plan.Clone == nil:
+		return defaultSCSIHardware
+	case src != nil:
+		return cmpOr(src.Config["scsihw"], "lsi")
+	}
+	return ""
+}
+
+// warnPendingDiskOptions warns that options PVE cannot change on a running VM (discard, ssd,
+// iothread, cache) wait until the next start; backup and replicate apply at once.
+func warnPendingDiskOptions(state, plan []diskModel, running bool, diags *diag.Diagnostics) {
+	if !running {
+		return
+	}
+	old := map[string]diskModel{}
+	for _, d := range state {
+		old[d.Slot.ValueString()] = d
+	}
+	for i, d := range plan {
+		o, ok := old[d.Slot.ValueString()]
+		if !ok {
+			continue // a new disk is plugged in with its options
+		}
+		for _, c := range []struct {
+			name      string
+			was, will attr.Value
+		}{{"discard", o.Discard, d.Discard}, {"ssd", o.SSD, d.SSD}, {"iothread", o.IOThread, d.IOThread}, {"cache", o.Cache, d.Cache}} {
+			if !c.will.IsUnknown() && !c.was.Equal(c.will) {
+				diags.AddAttributeWarning(path.Root("disk").AtListIndex(i).AtName(c.name), "Takes effect at the next start",
+					fmt.Sprintf("The VM is running: Proxmox VE keeps the new %s of %s pending until the VM is next started (stop and start it, or reboot it from Proxmox VE; a reboot inside the guest is not enough).", c.name, d.Slot.ValueString()))
+			}
 		}
 	}
 }
@@ -90,28 +227,120 @@ func storageOr(v types.String, fallback string) string {
 }
 
 // addDisks adds to set the disks that current (the VM's config, nil before it exists) lacks,
-// each on its own storage or defaultStorage, records in disks the storage every disk is on,
-// and returns the existing disks planned larger than they are.
-func addDisks(disks []diskModel, current, set map[string]string, defaultStorage string) (grow []diskModel) {
+// each on its own storage or defaultStorage, with their options, and the existing disks whose
+// options change, on the volume they have. It records in disks the storage every disk is on
+// and returns the existing disks planned larger than they are. state is the disks as last
+// applied (nil for a new VM): an option it set that the plan drops goes back to PVE's default.
+func addDisks(disks, state []diskModel, current, set map[string]string, defaultStorage string) (grow []diskModel) {
 	for i, d := range disks {
 		slot := d.Slot.ValueString()
 		if v, ok := current[slot]; ok {
 			disks[i].Storage = types.StringValue(diskStorage(v))
+			props := propertyString(v, "file")
+			d.applyOptions(props, diskAt(state, slot))
 			if d.Size.ValueInt64() > diskSizeGiB(v) {
 				grow = append(grow, d)
+				// The options are written after the resize: keep the size it gives, not the old one.
+				props["size"] = fmt.Sprintf("%dG", d.Size.ValueInt64())
+			}
+			if before := propertyString(v, "file"); !maps.Equal(props, before) && !onlySizeDiffers(props, before) {
+				set[slot] = printDisk(props)
 			}
 			continue
 		}
 		storage := storageOr(d.Storage, defaultStorage)
 		disks[i].Storage = types.StringValue(storage)
-		set[slot] = fmt.Sprintf("%s:%d", storage, d.Size.ValueInt64())
+		props := map[string]string{"file": fmt.Sprintf("%s:%d", storage, d.Size.ValueInt64())}
+		d.applyOptions(props, nil)
+		set[slot] = printDisk(props)
 	}
 	return grow
 }
 
-// applyDisks grows existing disks to their planned size and adds new ones to set.
-func applyDisks(ctx context.Context, c *proxmox.Client, disks []diskModel, current, set map[string]string, node string, vmid int, defaultStorage string) error {
-	for _, d := range addDisks(disks, current, set, defaultStorage) {
+// onlySizeDiffers tells whether two parsed disks differ in size alone, which the resize
+// writes by itself.
+func onlySizeDiffers(a, b map[string]string) bool {
+	a, b = maps.Clone(a), maps.Clone(b)
+	delete(a, "size")
+	delete(b, "size")
+	return maps.Equal(a, b)
+}
+
+// applyOptions writes into props (a disk's parsed property string) the options the plan sets,
+// and resets to PVE's default those that was (the disk as last applied, nil if none) set and
+// the plan drops. A key is touched only when its meaning changes (discard=ignore already is
+// false), since PVE keeps some changes pending on a running VM. Options set in neither keep
+// what the disk has, such as a template's.
+func (d diskModel) applyOptions(props map[string]string, was *diskModel) {
+	for _, f := range diskFlags {
+		b := *f.field(&d)
+		want := f.read(nil) // PVE's default
+		switch {
+		case !b.IsNull() && !b.IsUnknown():
+			want = b.ValueBool()
+		case b.IsNull() && was != nil && !f.field(was).IsNull():
+			// dropped from the configuration: back to PVE's default
+		default:
+			continue
+		}
+		if f.read(props) == want {
+			continue
+		}
+		if v := f.value(want); v == "" {
+			delete(props, f.key)
+		} else {
+			props[f.key] = v
+		}
+	}
+	switch {
+	case known(d.Cache):
+		props["cache"] = d.Cache.ValueString()
+	case d.Cache.IsNull() && was != nil && !was.Cache.IsNull():
+		delete(props, "cache")
+	}
+}
+
+// readOptions refreshes the options d manages from props; with all set (an import), every
+// option the disk has becomes managed.
+func (d *diskModel) readOptions(props map[string]string, all bool) {
+	for _, f := range diskFlags {
+		b := f.field(d)
+		if _, has := props[f.key]; all && has || !all && !b.IsNull() {
+			*b = types.BoolValue(f.read(props))
+		}
+	}
+	if c, has := props["cache"]; has && (all || !d.Cache.IsNull()) {
+		d.Cache = types.StringValue(c)
+	} else if !has {
+		d.Cache = types.StringNull()
+	}
+}
+
+// printDisk is a parsed disk's property string: the volume first, then the options sorted.
+func printDisk(props map[string]string) string {
+	parts := []string{props["file"]}
+	for _, k := range slices.Sorted(maps.Keys(props)) {
+		if k != "file" {
+			parts = append(parts, k+"="+props[k])
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// diskAt is the disk in slot among disks, nil if there is none.
+func diskAt(disks []diskModel, slot string) *diskModel {
+	for i := range disks {
+		if disks[i].Slot.ValueString() == slot {
+			return &disks[i]
+		}
+	}
+	return nil
+}
+
+// applyDisks grows existing disks to their planned size and adds to set the new disks and the
+// existing ones whose options change.
+func applyDisks(ctx context.Context, c *proxmox.Client, disks, state []diskModel, current, set map[string]string, node string, vmid int, defaultStorage string) error {
+	for _, d := range addDisks(disks, state, current, set, defaultStorage) {
 		if err := c.ResizeDisk(ctx, node, vmid, d.Slot.ValueString(), fmt.Sprintf("%dG", d.Size.ValueInt64())); err != nil {
 			return err
 		}
@@ -131,14 +360,7 @@ func removedDisks(state, plan []diskModel) []string {
 	return slots
 }
 
-func hasSlot(disks []diskModel, slot string) bool {
-	for _, d := range disks {
-		if d.Slot.ValueString() == slot {
-			return true
-		}
-	}
-	return false
-}
+func hasSlot(disks []diskModel, slot string) bool { return diskAt(disks, slot) != nil }
 
 // readDisks refreshes the managed disks from cfg; a disk removed outside Terraform drops out,
 // so that the plan adds it back.
@@ -148,6 +370,7 @@ func readDisks(disks []diskModel, cfg map[string]string) []diskModel {
 		if v, ok := cfg[d.Slot.ValueString()]; ok {
 			d.Size = types.Int64Value(diskSizeGiB(v))
 			d.Storage = types.StringValue(diskStorage(v))
+			d.readOptions(propertyString(v, "file"), false)
 			out = append(out, d)
 		}
 	}
@@ -159,7 +382,9 @@ func importDisks(cfg map[string]string, slots []string) []diskModel {
 	var out []diskModel
 	for _, k := range slots {
 		if v := cfg[k]; diskSlot.MatchString(k) && !strings.Contains(v, "media=cdrom") {
-			out = append(out, diskModel{Slot: types.StringValue(k), Storage: types.StringValue(diskStorage(v)), Size: types.Int64Value(diskSizeGiB(v))})
+			d := diskModel{Slot: types.StringValue(k), Storage: types.StringValue(diskStorage(v)), Size: types.Int64Value(diskSizeGiB(v))}
+			d.readOptions(propertyString(v, "file"), true)
+			out = append(out, d)
 		}
 	}
 	return out

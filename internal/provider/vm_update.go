@@ -33,7 +33,7 @@ func (r *vmResource) update(ctx context.Context, plan, state *vmModel, want, old
 	if err := plan.completeCloudInit(vm.Config, want, state.Storage.ValueString()); err != nil {
 		return err
 	}
-	if err := applyDisks(ctx, c, plan.Disks, vm.Config, want, node, vmid, state.Storage.ValueString()); err != nil {
+	if err := applyDisks(ctx, c, plan.Disks, state.Disks, vm.Config, want, node, vmid, state.Storage.ValueString()); err != nil {
 		return err
 	}
 	var del []string

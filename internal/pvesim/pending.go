@@ -34,14 +34,44 @@ func (g *guest) hotpluggable(key, value string) bool {
 		return can("usb")
 	case strings.HasPrefix(key, "ide") && (isCDROM(value) || isCDROM(g.config[key])):
 		return true // a cd-rom's medium changes live
-	case diskKey.MatchString(key) && !strings.HasPrefix(key, "ide"):
-		return can("disk")
+	case diskKey.MatchString(key):
+		// An existing disk's options change without hotplug, except those QEMU sets at start
+		// (vmconfig_update_disk); a new disk needs disk hotplug and a bus that has it.
+		if same, cold := diskOptionChange(key, g.config[key], value); same {
+			return !cold
+		}
+		return can("disk") && !strings.HasPrefix(key, "ide") && !strings.HasPrefix(key, "sata")
 	case key == "vcpus":
 		return can("cpu")
 	case key == "memory":
 		return can("memory")
 	}
 	return false
+}
+
+// coldDriveOptions are the drive options vmconfig_update_disk leaves pending on a running VM.
+var coldDriveOptions = []string{"aio", "discard", "iothread", "queues", "product", "cache", "ssd", "vendor", "ro"}
+
+// diskOptionChange compares the new value of disk key with its old one: whether it keeps the
+// volume (of a disk, not a cd-rom), and whether it changes an option that waits for a start.
+func diskOptionChange(key, old, value string) (sameVolume, cold bool) {
+	if old == "" || isCDROM(old) {
+		return false, false
+	}
+	f := driveFormatOf(key)
+	a, _ := parsePropertyString(f, old, key)
+	b, _ := parsePropertyString(f, value, key)
+	if a == nil || b == nil || a["file"] != b["file"] {
+		return false, false
+	}
+	for _, o := range coldDriveOptions {
+		va, seta := a[o]
+		vb, setb := b[o]
+		if seta != setb || va != vb {
+			return true, true
+		}
+	}
+	return true, false
 }
 
 // set changes a config key, or queues it while the VM runs and cannot take it live.

@@ -24,6 +24,8 @@ func TestConfigRefusedAsPVERefusesIt(t *testing.T) {
 		{"scsi0", "local-lvm:8,discard=yes", "invalid format - format error\nscsi0.discard: value 'yes' does not have a value in the enumeration 'ignore, on'"},
 		{"scsi0", "local-lvm:8,cache=fast", "invalid format - format error\nscsi0.cache: value 'fast' does not have a value in the enumeration 'none, writethrough, writeback, unsafe, directsync'"},
 		{"virtio0", "local-lvm:8,ssd=1", "invalid format - invalid key in comma-separated list property: ssd"},
+		{"sata0", "local-lvm:8,iothread=1", "invalid format - invalid key in comma-separated list property: iothread"},
+		{"scsi0", "local-lvm:8,replicate=maybe", "invalid format - format error\nscsi0.replicate: type check ('boolean') failed - got 'maybe'"},
 		{"scsi0", "local-lvm:8,queues=1", "invalid format - format error\nscsi0.queues: value must have a minimum value of 2"},
 		{"scsi0", "local lvm:8", "invalid format - format error\nscsi0.file: invalid format - unable to parse volume ID 'local lvm:8'"},
 		{"virtio0", "local-lvm:vm-100-disk-9,media=cdrom", "unable to parse drive options"},

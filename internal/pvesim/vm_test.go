@@ -522,3 +522,39 @@ func TestPendingChangesOnARunningVM(t *testing.T) {
 		t.Errorf("after a restart: pending %v, memory %q", g.Pending, g.Config["memory"])
 	}
 }
+
+// On a running VM, an existing disk's backup and replicate change at once while discard,
+// ssd, iothread and cache wait for the next start, as vmconfig_update_disk decides; a new
+// sata disk waits too (PVE hot-plugs only scsi and virtio disks).
+func TestDiskOptionsOnARunningVM(t *testing.T) {
+	s, a := lab(t)
+	path := "/nodes/pve2/qemu/102"
+	set := func(key, value string) {
+		t.Helper()
+		if exit := a.task(a.form(http.MethodPost, path+"/config", url.Values{key: {value}})); exit != "OK" {
+			t.Fatal(exit)
+		}
+	}
+	set("scsi0", "ceph:vm-102-disk-0,size=50G,backup=0,replicate=0")
+	if g := s.MustGuest(t, 102); len(g.Pending) != 0 || g.Config["scsi0"] != "ceph:vm-102-disk-0,backup=0,replicate=0,size=50G" {
+		t.Fatalf("backup/replicate: config %q, pending %v; want them live", g.Config["scsi0"], g.Pending)
+	}
+	for _, c := range [][2]string{{"discard=on", "discard=on,size=50G"}, {"ssd=1", "size=50G,ssd=1"},
+		{"iothread=1", "iothread=1,size=50G"}, {"cache=writeback", "cache=writeback,size=50G"}} {
+		opt, want := c[0], c[1]
+		set("scsi0", "ceph:vm-102-disk-0,size=50G,"+opt)
+		live := a.ok(a.get(path + "/config?current=1")).obj()
+		if g := s.MustGuest(t, 102); g.Pending["scsi0"] != "ceph:vm-102-disk-0,"+want || live["scsi0"] != "ceph:vm-102-disk-0,backup=0,replicate=0,size=50G" {
+			t.Errorf("%s: pending %q, running %q; want it pending", opt, g.Pending["scsi0"], live["scsi0"])
+		}
+	}
+	set("sata1", "ceph:4")
+	if g := s.MustGuest(t, 102); g.Pending["sata1"] == "" {
+		t.Errorf("a new sata disk was hot-plugged: pending %v", g.Pending)
+	}
+	a.task(a.form(http.MethodPost, path+"/status/stop", nil))
+	a.task(a.form(http.MethodPost, path+"/status/start", nil))
+	if g := s.MustGuest(t, 102); len(g.Pending) != 0 || g.Config["scsi0"] != "ceph:vm-102-disk-0,cache=writeback,size=50G" {
+		t.Errorf("after a restart: pending %v, scsi0 %q", g.Pending, g.Config["scsi0"])
+	}
+}
