@@ -38,19 +38,20 @@ type diskModel struct {
 	Replicate types.Bool   `tfsdk:"replicate"`
 }
 
-// diskFlag is a boolean option of a disk's property string: the value written for true and
-// for false, "" where that is PVE's default, which is written by leaving the key out.
+// diskFlag is a boolean option of a disk's property string, its key also the attribute's
+// name: the value written for true and for false, "" where that is PVE's default, which is
+// written by leaving the key out.
 type diskFlag struct {
-	attr, key, on, off string
-	field              func(*diskModel) *types.Bool
+	key, on, off string
+	field        func(*diskModel) *types.Bool
 }
 
 var diskFlags = []diskFlag{
-	{"discard", "discard", "on", "", func(d *diskModel) *types.Bool { return &d.Discard }},
-	{"ssd", "ssd", "1", "", func(d *diskModel) *types.Bool { return &d.SSD }},
-	{"iothread", "iothread", "1", "", func(d *diskModel) *types.Bool { return &d.IOThread }},
-	{"backup", "backup", "", "0", func(d *diskModel) *types.Bool { return &d.Backup }},
-	{"replicate", "replicate", "", "0", func(d *diskModel) *types.Bool { return &d.Replicate }},
+	{"discard", "on", "", func(d *diskModel) *types.Bool { return &d.Discard }},
+	{"ssd", "1", "", func(d *diskModel) *types.Bool { return &d.SSD }},
+	{"iothread", "1", "", func(d *diskModel) *types.Bool { return &d.IOThread }},
+	{"backup", "", "0", func(d *diskModel) *types.Bool { return &d.Backup }},
+	{"replicate", "", "0", func(d *diskModel) *types.Bool { return &d.Replicate }},
 }
 
 // value is the flag's PVE value for b ("" removes the key).

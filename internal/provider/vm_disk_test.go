@@ -79,7 +79,7 @@ func optDisk(slot string, size int64, opts ...string) diskModel {
 		}
 		name, off := strings.CutPrefix(o, "!")
 		for _, f := range diskFlags {
-			if f.attr == name {
+			if f.key == name {
 				*f.field(&d) = types.BoolValue(!off)
 			}
 		}
@@ -314,6 +314,38 @@ func TestAccVMDiskOptions(t *testing.T) {
 			),
 		},
 	)
+}
+
+// A VM from scratch is created with its disks' options in the create call; the second plan
+// is empty.
+func TestAccVMDiskOptionsFromScratch(t *testing.T) {
+	env, sim := simEnv(t, labCluster())
+	runSteps(t, resource.TestStep{
+		Config: env.config(`resource "qemuscheduler_vm" "web" {
+  name    = "disk-scratch"
+  started = false
+  disk {
+    slot     = "virtio0"
+    size     = 4
+    storage  = "local-lvm"
+    discard  = true
+    iothread = true
+    cache    = "directsync"
+    backup   = true
+  }
+  disk {
+    slot      = "sata0"
+    size      = 2
+    storage   = "local-lvm"
+    ssd       = true
+    replicate = false
+  }
+}`),
+		Check: diskConfigIs(sim, map[string]string{
+			"virtio0": `local-lvm:vm-<vmid>-disk-0,cache=directsync,discard=on,iothread=1,size=4G`,
+			"sata0":   `local-lvm:vm-<vmid>-disk-1,replicate=0,size=2G,ssd=1`,
+		}),
+	})
 }
 
 // A VM made by hand with disk options imports with all of them (discard=ignore as false),
