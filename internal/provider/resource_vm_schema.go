@@ -63,7 +63,7 @@ func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 				Description: "Why the VM went where it did, as decided at create."},
 			"name": schema.StringAttribute{Required: true,
 				Validators:  []validator.String{dnsNameCheck},
-				Description: "VM name: a DNS name (letters, digits and '-', dot-separated labels that neither start nor end with '-'), as PVE requires; also the scheduler's tie-break seed."},
+				Description: "VM name: a DNS name (letters, digits and '-', dot-separated labels of at most 63 characters that neither start nor end with '-'), as PVE and DNS require; also the scheduler's tie-break seed."},
 			"description": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: keepString(),
 				Validators: []validator.String{stringvalidator.LengthAtMost(maxDescription)}, Description: "VM notes (at most 8 KiB)."},
 			"tags": schema.SetAttribute{Optional: true, Computed: true, ElementType: types.StringType,

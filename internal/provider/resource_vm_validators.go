@@ -78,6 +78,10 @@ func checkDNSName(s string) error {
 			return fmt.Errorf("%q is not allowed: a DNS name has letters, digits, '-' and '.'", []rune(label[bad:])[0])
 		case label[0] == '-' || label[len(label)-1] == '-':
 			return fmt.Errorf("label %q starts or ends with '-'", label)
+		case len(label) > 63:
+			// PVE stores longer labels, but DNS (RFC 1035) and the guest's host name, which
+			// cloud-init sets from the name, cannot carry them.
+			return fmt.Errorf("label %d has %d characters: a DNS label has at most 63", i+1, len(label))
 		}
 	}
 	return nil

@@ -75,8 +75,9 @@ func TestAccPlacementInputs(t *testing.T) {
 	})
 }
 
-// The resource refuses at plan the names PVE's dns-name format refuses, and creates one with
-// a 64-character label, which PVE accepts.
+// The resource refuses at plan the names PVE's dns-name format refuses and labels over DNS's
+// 63 characters (which PVE stores, but no host name can carry), and creates one with a
+// 63-character label.
 func TestAccVMInputNames(t *testing.T) {
 	env := newAccEnv(t, labCluster())
 	named := func(name string) string {
@@ -90,11 +91,12 @@ func TestAccVMInputNames(t *testing.T) {
 		"-web.lab": `name: "-web.lab": label "-web" starts or ends with '-'.`,
 		"web_1":    `name: "web_1": '_' is not allowed`,
 		"":         `name: "": empty`,
+		strings.Repeat("a", 64) + ".lab": `label 1 has 64 characters: a DNS label has at most 63`,
 	} {
 		steps = append(steps, resource.TestStep{Config: named(name), PlanOnly: true,
 			ExpectError: planError("Invalid DNS name", fmt.Sprintf("name = %q", name), detail)})
 	}
-	long := strings.Repeat("a", 64) + ".lab"
+	long := strings.Repeat("a", 63) + ".lab"
 	steps = append(steps, resource.TestStep{Config: named(long), Check: resource.TestCheckResourceAttr(vmAddr, "name", long)})
 	runSteps(t, steps...)
 }
