@@ -103,6 +103,9 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 	if req.Plan.Raw.IsNull() || r.data == nil {
 		return
 	}
+	if !req.State.Raw.IsNull() {
+		unpinPlan(ctx, req, resp)
+	}
 	var plan vmModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() || plan.Node.IsUnknown() && !plan.ID.IsUnknown() || plan.Name.IsUnknown() {
@@ -228,6 +231,7 @@ func (r *vmResource) Create(ctx context.Context, req resource.CreateRequest, res
 	defer cancelCleanup()
 	r.readBack(cleanupCtx, &plan, p.Node, p.VMID, &resp.Diagnostics)
 	r.readAgent(cleanupCtx, &plan, err == nil, &resp.Diagnostics)
+	recordPin(ctx, &plan, req.Config, err == nil, resp.Private, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, plan)...)
 }
 
@@ -251,6 +255,7 @@ func (r *vmResource) Read(ctx context.Context, req resource.ReadRequest, resp *r
 	state.readInto(ctx, vm, &resp.Diagnostics)
 	r.readHA(ctx, &state, false, &resp.Diagnostics)
 	r.readAgent(ctx, &state, false, &resp.Diagnostics)
+	keepPin(ctx, &state, req.Private, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
@@ -305,6 +310,7 @@ func (r *vmResource) Update(ctx context.Context, req resource.UpdateRequest, res
 	// A VM this update started has a guest agent to wait for; one that ran on is asked once.
 	plan.keepAddresses(state.agentModel)
 	r.readAgent(cleanupCtx, &plan, err == nil && !state.Started.ValueBool(), &resp.Diagnostics)
+	recordPin(ctx, &plan, req.Config, err == nil, resp.Private, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 

@@ -52,7 +52,9 @@ func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 			"node": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: keepString(),
 				Validators: []validator.String{stringvalidator.RegexMatches(nodeName, "must be a node name: letters, digits and '-'")},
 				Description: "Pin the node (the NodeName filter; the other filters still apply), or read where the VM runs. " +
-					"Unpinned, a move by HA or by hand is not drift; pinned, changing it migrates the VM (online when running)."},
+					"Unpinned, a move by HA or by hand is not drift; pinned, changing it migrates the VM (online when running). " +
+					"A pinned VM that the HA manager moves (see `ha`) keeps the pin here, so its failover is not drift either; " +
+					"changing the pin migrates it through the HA manager, and removing it makes this the node where the VM runs."},
 			"vmid": schema.Int64Attribute{Optional: true, Computed: true,
 				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown(), int64planmodifier.RequiresReplace()},
 				Validators:    []validator.Int64{int64validator.Between(scheduler.MinVMID, scheduler.MaxVMID)},

@@ -8,6 +8,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -15,11 +16,14 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 )
@@ -170,4 +174,74 @@ func (r *vmResource) setPower(ctx context.Context, ha *haModel, node string, vmi
 		return err
 	}
 	return c.WaitGuest(ctx, vmid, node, map[bool]string{true: "running", false: "stopped"}[run])
+}
+
+// While the HA manager manages a VM whose node is pinned, the state keeps the pin as the
+// VM's node: the HA manager moving it (a failover) is no drift, and only a changed pin
+// migrates it, through the HA manager. The pin is kept in the resource's private state, as
+// Read cannot see the configuration.
+const haPinKey = "ha_pin"
+
+type privateState interface {
+	GetKey(ctx context.Context, key string) ([]byte, diag.Diagnostics)
+	SetKey(ctx context.Context, key string, value []byte) diag.Diagnostics
+}
+
+// haPin is the pin recorded for an HA-managed VM; "" for none.
+func haPin(ctx context.Context, priv privateState, diags *diag.Diagnostics) string {
+	raw, d := priv.GetKey(ctx, haPinKey)
+	diags.Append(d...)
+	var pin string
+	if len(raw) > 0 && json.Unmarshal(raw, &pin) != nil {
+		return ""
+	}
+	return pin
+}
+
+// recordPin, after a create or update, records the configured node of an HA-managed VM (ok:
+// the apply reached it) and keeps it as m's node; else it forgets any pin.
+func recordPin(ctx context.Context, m *vmModel, config tfsdk.Config, ok bool, priv privateState, diags *diag.Diagnostics) {
+	var node types.String
+	diags.Append(config.GetAttribute(ctx, path.Root("node"), &node)...)
+	if !ok || !known(node) || !haManaged(m.HA) {
+		diags.Append(priv.SetKey(ctx, haPinKey, nil)...)
+		return
+	}
+	raw, err := json.Marshal(node.ValueString())
+	if err != nil {
+		diags.AddError("Cannot record the pinned node", err.Error())
+		return
+	}
+	diags.Append(priv.SetKey(ctx, haPinKey, raw)...)
+	m.Node = node
+}
+
+// keepPin, on a refresh, keeps the recorded pin as the node of a VM that the HA manager
+// manages and has moved.
+func keepPin(ctx context.Context, m *vmModel, priv privateState, diags *diag.Diagnostics) {
+	pin := haPin(ctx, priv, diags)
+	if pin == "" || !haManaged(m.HA) || m.Node.ValueString() == pin {
+		return
+	}
+	tflog.Info(ctx, "the HA manager runs the VM away from its pinned node; not drift", map[string]any{"vmid": m.VMID.ValueInt64(), "node": m.Node.ValueString(), "pin": pin})
+	m.Node = types.StringValue(pin)
+}
+
+// pinKept tells an update that leaves the pin of a VM the HA manager manages alone: where the
+// HA manager runs it is then not the update's business.
+func pinKept(plan, state *vmModel) bool {
+	return haManaged(state.HA) && haManaged(plan.HA) && plan.Node.Equal(state.Node)
+}
+
+// unpinPlan plans the node of a VM whose pin the configuration drops unknown: the state's
+// node is the pin, and the VM may run elsewhere.
+func unpinPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if haPin(ctx, req.Private, &resp.Diagnostics) == "" {
+		return
+	}
+	var node types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("node"), &node)...)
+	if node.IsNull() {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("node"), types.StringUnknown())...)
+	}
 }

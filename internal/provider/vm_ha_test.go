@@ -205,6 +205,121 @@ func TestAccVMHA(t *testing.T) {
 	})
 }
 
+// memPrivate is a resource's private state in memory.
+type memPrivate map[string][]byte
+
+func (m memPrivate) GetKey(_ context.Context, key string) ([]byte, diag.Diagnostics) {
+	return m[key], nil
+}
+
+func (m memPrivate) SetKey(_ context.Context, key string, value []byte) diag.Diagnostics {
+	if value == nil {
+		delete(m, key)
+	} else {
+		m[key] = value
+	}
+	return nil
+}
+
+// A refresh reports the pin as the node of an HA-managed VM the HA manager moved, and where
+// it runs otherwise.
+func TestKeepPin(t *testing.T) {
+	ctx := context.Background()
+	pinned := memPrivate{haPinKey: []byte(`"pve2"`)}
+	tests := []struct {
+		name string
+		priv memPrivate
+		ha   *haModel
+		want string
+	}{
+		{"HA moved a pinned VM", pinned, haBlockOf("started", 1, 1, types.StringNull()), "pve2"},
+		{"stopped by HA, still managed", pinned, haBlockOf("stopped", 1, 1, types.StringNull()), "pve2"},
+		{"ignored by HA: a move is drift", pinned, haBlockOf("ignored", 1, 1, types.StringNull()), "pve3"},
+		{"no longer an HA resource", pinned, nil, "pve3"},
+		{"not pinned", memPrivate{}, haBlockOf("started", 1, 1, types.StringNull()), "pve3"},
+	}
+	for _, tt := range tests {
+		var diags diag.Diagnostics
+		m := &vmModel{Node: types.StringValue("pve3"), HA: tt.ha}
+		keepPin(ctx, m, tt.priv, &diags)
+		if diags.HasError() || m.Node.ValueString() != tt.want {
+			t.Errorf("%s: node %s %v, want %s", tt.name, m.Node, diags, tt.want)
+		}
+	}
+	var diags diag.Diagnostics
+	if pin := haPin(ctx, memPrivate{haPinKey: []byte("not json")}, &diags); pin != "" {
+		t.Errorf("a garbled pin reads as %q, want none", pin)
+	}
+	managed := haBlockOf("started", 1, 1, types.StringNull())
+	for _, c := range []struct {
+		planNode string
+		planHA   *haModel
+		want     bool
+	}{{"pve2", managed, true}, {"pve1", managed, false}, {"pve2", nil, false}} {
+		plan := &vmModel{Node: types.StringValue(c.planNode), HA: c.planHA}
+		if got := pinKept(plan, &vmModel{Node: types.StringValue("pve2"), HA: managed}); got != c.want {
+			t.Errorf("pinKept(node %s, ha %v) = %t", c.planNode, c.planHA != nil, got)
+		}
+	}
+}
+
+// A pinned HA VM that the HA manager recovers on another node: the pin stays the VM's node
+// (an empty plan, no move back), a changed pin migrates it through the HA manager, dropping
+// the pin makes the node where it runs, and without HA a pin moves it by a plain migration.
+func TestAccVMHAPinnedFailover(t *testing.T) {
+	env, sim := simEnv(t, labCluster())
+	vm := func(node, ha string) string {
+		if node != "" {
+			node = fmt.Sprintf("node = %q", node)
+		}
+		return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
+  name = "ha-pin"
+  vmid = 150
+  %s
+  clone {
+    source_vmid = 9000
+  }
+%s
+}`, node, ha))
+	}
+	const ha = "  ha {}"
+	const haMigrate, migrate = "POST /cluster/ha/resources/{sid}/migrate", "POST /nodes/{node}/qemu/{vmid}/migrate"
+	failOver := func(node string) func() {
+		return func() {
+			if err := sim.SetGuestNode(150, node); err != nil {
+				t.Fatal(err)
+			}
+			sim.ResetRequests()
+		}
+	}
+	managed := &proxmox.HASettings{State: "started", MaxRestart: 1, MaxRelocate: 1}
+	runSteps(t,
+		resource.TestStep{Config: vm("pve2", ha), Check: haIs(t, sim, 150, managed, "pve2", "running")},
+		resource.TestStep{PreConfig: failOver("pve3"), Config: vm("pve2", ha),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			Check: resource.ComposeTestCheckFunc(
+				resource.TestCheckResourceAttr(vmAddr, "node", "pve2"),
+				haIs(t, sim, 150, managed, "pve3", "running"),
+				requests(sim, map[string]int{haMigrate: 0, migrate: 0}),
+			)},
+		resource.TestStep{PreConfig: sim.ResetRequests, Config: vm("pve1", ha), Check: resource.ComposeTestCheckFunc(
+			resource.TestCheckResourceAttr(vmAddr, "node", "pve1"),
+			haIs(t, sim, 150, managed, "pve1", "running"),
+			requests(sim, map[string]int{haMigrate: 1, migrate: 0}),
+		)},
+		resource.TestStep{PreConfig: failOver("pve3"), Config: vm("", ha), Check: resource.ComposeTestCheckFunc(
+			resource.TestCheckResourceAttr(vmAddr, "node", "pve3"),
+			haIs(t, sim, 150, managed, "pve3", "running"),
+			requests(sim, map[string]int{haMigrate: 0, migrate: 0}),
+		)},
+		resource.TestStep{PreConfig: sim.ResetRequests, Config: vm("pve1", ""), Check: resource.ComposeTestCheckFunc(
+			resource.TestCheckResourceAttr(vmAddr, "node", "pve1"),
+			haIs(t, sim, 150, nil, "pve1", "running"),
+			requests(sim, map[string]int{haMigrate: 0, migrate: 1}),
+		)},
+	)
+}
+
 // A VM made HA by hand imports with its ha block, the plan is empty, and a move by the HA
 // manager (the VM's node is not pinned) is no drift.
 func TestAccVMHAImport(t *testing.T) {

@@ -85,12 +85,12 @@ func TestAccVMInputNames(t *testing.T) {
 	}
 	var steps []resource.TestStep
 	for name, detail := range map[string]string{
-		"a..b":     `name: "a..b": label 2 is empty: a DNS name has no leading, trailing or doubled dots.`,
-		"web.":     `name: "web.": label 2 is empty`,
-		"web-":     `name: "web-": label "web-" starts or ends with '-'.`,
-		"-web.lab": `name: "-web.lab": label "-web" starts or ends with '-'.`,
-		"web_1":    `name: "web_1": '_' is not allowed`,
-		"":         `name: "": empty`,
+		"a..b":                           `name: "a..b": label 2 is empty: a DNS name has no leading, trailing or doubled dots.`,
+		"web.":                           `name: "web.": label 2 is empty`,
+		"web-":                           `name: "web-": label "web-" starts or ends with '-'.`,
+		"-web.lab":                       `name: "-web.lab": label "-web" starts or ends with '-'.`,
+		"web_1":                          `name: "web_1": '_' is not allowed`,
+		"":                               `name: "": empty`,
 		strings.Repeat("a", 64) + ".lab": `label 1 has 64 characters: a DNS label has at most 63`,
 	} {
 		steps = append(steps, resource.TestStep{Config: named(name), PlanOnly: true,

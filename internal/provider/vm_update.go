@@ -11,14 +11,16 @@ import (
 // update brings the VM from the state's configuration old to the plan's want.
 func (r *vmResource) update(ctx context.Context, plan, state *vmModel, want, old map[string]string, node string, vmid int) error {
 	c := r.data.client
-	vm, err := c.GetVM(ctx, node, vmid)
+	// The state's node may be the pin of a VM the HA manager runs elsewhere.
+	vm, err := r.data.readVM(ctx, vmid, node)
 	if err != nil {
 		return err
 	}
+	node = vm.Node
 	if err := r.haBefore(ctx, plan, state, vmid); err != nil {
 		return err
 	}
-	if target := plan.Node.ValueString(); known(plan.Node) && target != node {
+	if target := plan.Node.ValueString(); known(plan.Node) && target != node && !pinKept(plan, state) {
 		if err := r.migrate(ctx, plan, state, vm, target); err != nil {
 			return err
 		}
