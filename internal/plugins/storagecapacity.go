@@ -25,7 +25,7 @@ func (storageCapacity) Filter(_ *scheduler.CycleState, r *scheduler.Request, n *
 	if r.DiskBytes == 0 {
 		return nil
 	}
-	name, free, reason := scheduler.ChooseStorage(n, r.Storage)
+	name, free, reason := scheduler.ChooseStorage(n, r)
 	// A node without a usable storage is the pipeline's storage check to report.
 	if reason != "" || free >= r.DiskBytes {
 		return nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -338,4 +339,43 @@ func TestNewDiskBytes(t *testing.T) {
 			t.Errorf("%s: %d GiB, want %d", tt.name, got/scheduler.GiB, tt.want)
 		}
 	}
+}
+
+// A full clone onto another node than its template's goes to a shared storage, even where a
+// local one has more room (PVE refuses to clone onto another node's local storage), and
+// StorageCapacity counts it there.
+func TestAccVMCloneToAnotherNodeUsesSharedStorage(t *testing.T) {
+	c := storageCluster()
+	c.Guests = []pvesim.GuestSpec{{VMID: 9000, Node: "pve1", Name: "tmpl", Template: true, Cores: 1, MemoryMiB: 512,
+		Config: map[string]string{"scsi0": "nfs:base-9000-disk-0,size=8G"}}}
+	env, sim := simEnv(t, c)
+	vm := func(name, node string, size int) string {
+		return fmt.Sprintf(`resource "qemuscheduler_vm" %q {
+  name = %q
+  node = %q
+  clone {
+    source_vmid = 9000
+  }
+  disk {
+    slot = "scsi0"
+    size = %d
+  }
+}
+`, name, name, node, size)
+	}
+	runSteps(t,
+		resource.TestStep{Config: env.config(vm("away", "pve2", 8)), Check: resource.ComposeTestCheckFunc(
+			resource.TestCheckResourceAttr("qemuscheduler_vm.away", "storage", "nfs"),
+			guestExists(sim, 100, func(g pvesim.GuestState) error {
+				if g.Node != "pve2" || !strings.HasPrefix(g.Config["scsi0"], "nfs:") {
+					return fmt.Errorf("clone on %s with scsi0 %q, want nfs on pve2", g.Node, g.Config["scsi0"])
+				}
+				return nil
+			}),
+		)},
+		// 380 GiB fits pve2's local-zfs (400 free) but not nfs (350 free): from pve1's template
+		// pve2 cannot take it, and the plan says why.
+		resource.TestStep{Config: env.config(vm("away", "pve2", 8) + vm("big", "pve2", 380)),
+			ExpectError: regexp.MustCompile(`StorageCapacity: nfs has 342 GiB free, needs 380`)},
+	)
 }

@@ -91,6 +91,12 @@ func (r *vmResource) request(ctx context.Context, m *vmModel, creating bool, dia
 	if creating {
 		if src = r.cloneSource(ctx, m.Clone, diags); src != nil {
 			req.Cores, req.Sockets, req.MemoryMiB = configSize(src.Config)
+			if m.Clone.full() {
+				req.CloneFrom = src.Node
+				if known(m.Clone.Storage) {
+					req.Storage = m.Clone.Storage.ValueString()
+				}
+			}
 		}
 		req.DiskBytes = newDiskBytes(m.Disks, m.Clone, src)
 	}

@@ -98,11 +98,15 @@ func cloneNode(snap scheduler.Snapshot, src *proxmox.VM, req scheduler.Request) 
 	return req, nil
 }
 
+// full reports a full clone (this provider's default), which copies the
+// disks onto a storage of the target node.
+func (c *cloneModel) full() bool { return c.Full.IsNull() || c.Full.ValueBool() }
+
 // cloneRequest clones src to the placement: a full clone onto clone.storage, else the
 // scheduler's storage; a linked clone stays on the template's storage.
 func (g *newGuest) cloneRequest(p scheduler.Placement) proxmox.CloneRequest {
 	m := g.m
-	full := m.Clone.Full.IsNull() || m.Clone.Full.ValueBool()
+	full := m.Clone.full()
 	storage := ""
 	if full {
 		storage = storageOr(m.Clone.Storage, p.Storage)

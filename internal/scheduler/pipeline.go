@@ -111,7 +111,7 @@ func (run *run) keep(r *Request) (Placement, bool) {
 		return Placement{}, false
 	}
 	run.kept[g.VMID] = true
-	storage, _, _ := ChooseStorage(infos[at], r.Storage)
+	storage, _, _ := ChooseStorage(infos[at], r)
 	return Placement{
 		Name: r.Name, Node: g.Node, VMID: g.VMID, Storage: storage, Existing: true, Candidates: ev.cands,
 		Summary: fmt.Sprintf("%s: existing guest %d kept on %s (still passes every filter), storage %s", r.Name, g.VMID, g.Node, storage),
@@ -134,7 +134,7 @@ func (run *run) place(r *Request) (Placement, error) {
 	if err != nil {
 		return Placement{}, err
 	}
-	storage, _, _ := ChooseStorage(chosen, r.Storage)
+	storage, _, _ := ChooseStorage(chosen, r)
 	run.used.add(vmid)
 	run.given[vmid] = r.Name
 	g := &Guest{VMID: vmid, Node: chosen.Node.Name, Name: r.Name, Type: GuestQEMU, Status: "running",
@@ -176,7 +176,7 @@ func (p *Profile) evaluate(r *Request, infos []*NodeInfo) (evaluation, error) {
 		var group string
 		c.Reasons, group = p.filter(state, r, ni)
 		if len(c.Reasons) == 0 {
-			if _, _, reason := ChooseStorage(ni, r.Storage); reason != "" {
+			if _, _, reason := ChooseStorage(ni, r); reason != "" {
 				c.Reasons, group = []string{"Storage: " + reason}, storageGroup(r.Storage)
 			}
 		}

@@ -2,14 +2,16 @@ package scheduler
 
 import "fmt"
 
-// ChooseStorage picks the storage for a VM's disks on a node: the pinned one, which must exist
-// there, be active and hold images, or else the active images storage with the most free space
-// after the decision's earlier placements (ties by name), so a storage the disks do not fit is
-// never preferred over one they fit. It returns the storage and its free bytes, or a reason
-// when the node cannot serve.
-func ChooseStorage(n *NodeInfo, pinned string) (name string, freeBytes uint64, reason string) {
+// ChooseStorage picks the storage for r's disks on a node: the pinned r.Storage, which must
+// exist there, be active and hold VM images, or else the active one with images and the most
+// free space after the decision's earlier placements (ties by name), so a storage the disks do
+// not fit is never preferred over one they fit. A full clone from another node (r.CloneFrom)
+// may only use a shared storage: PVE refuses to clone onto another node's local storage. It
+// returns the storage and its free bytes, or a reason when the node cannot serve.
+func ChooseStorage(n *NodeInfo, r *Request) (name string, freeBytes uint64, reason string) {
 	node := n.Node
-	if pinned != "" {
+	sharedOnly := r.CloneFrom != "" && r.CloneFrom != node.Name
+	if pinned := r.Storage; pinned != "" {
 		for _, s := range node.Storages {
 			if s.Name != pinned {
 				continue
@@ -19,6 +21,8 @@ func ChooseStorage(n *NodeInfo, pinned string) (name string, freeBytes uint64, r
 				return "", 0, fmt.Sprintf("storage %q is not active on %s", pinned, node.Name)
 			case !holdsImages(s):
 				return "", 0, fmt.Sprintf("storage %q on %s does not hold VM images (content %v)", pinned, node.Name, s.Content)
+			case sharedOnly && !s.Shared:
+				return "", 0, fmt.Sprintf("storage %q is local to %s, and a clone from %s onto another node needs a shared storage", pinned, node.Name, r.CloneFrom)
 			}
 			return pinned, n.StorageFree(s), ""
 		}
@@ -26,7 +30,7 @@ func ChooseStorage(n *NodeInfo, pinned string) (name string, freeBytes uint64, r
 	}
 	best, bestFree := -1, uint64(0)
 	for i, s := range node.Storages {
-		if !s.Active || !holdsImages(s) {
+		if !s.Active || !holdsImages(s) || sharedOnly && !s.Shared {
 			continue
 		}
 		f := n.StorageFree(s)
@@ -34,7 +38,10 @@ func ChooseStorage(n *NodeInfo, pinned string) (name string, freeBytes uint64, r
 			best, bestFree = i, f
 		}
 	}
-	if best < 0 {
+	switch {
+	case best < 0 && sharedOnly:
+		return "", 0, fmt.Sprintf("no active shared storage on %s holds VM images, and a clone from %s onto another node needs one", node.Name, r.CloneFrom)
+	case best < 0:
 		return "", 0, fmt.Sprintf("no active storage on %s holds VM images", node.Name)
 	}
 	return node.Storages[best].Name, bestFree, ""

@@ -127,3 +127,33 @@ func TestDefaultOffPlugins(t *testing.T) {
 		}
 	}
 }
+
+// A full clone from another node may only use a shared storage (PVE refuses to clone onto a
+// local one of another node); on the source's own node every storage serves.
+func TestCloneFromAnotherNodeNeedsSharedStorage(t *testing.T) {
+	nodes := storageNodes()
+	nodes[0].Storages[0].Total = 400 * gib // n1's local storage has the most free space
+	nodes[1].Storages[1].Active = false    // n2 has no active shared storage
+	infos := NodeInfos(&Snapshot{Nodes: nodes})
+	tests := []struct {
+		name       string
+		node       int
+		r          Request
+		want, fail string
+	}{
+		{"no clone: most free", 0, Request{}, "local", ""},
+		{"clone on the source's node: most free", 0, Request{CloneFrom: "n1"}, "local", ""},
+		{"clone from another node: shared only", 0, Request{CloneFrom: "n2"}, "ceph", ""},
+		{"clone from another node, local pinned", 0, Request{CloneFrom: "n2", Storage: "local"}, "",
+			`storage "local" is local to n1, and a clone from n2 onto another node needs a shared storage`},
+		{"clone from another node, no shared storage", 1, Request{CloneFrom: "n1"}, "",
+			"no active shared storage on n2 holds VM images, and a clone from n1 onto another node needs one"},
+		{"clone on the source's node, local pinned", 1, Request{CloneFrom: "n2", Storage: "local"}, "local", ""},
+	}
+	for _, tt := range tests {
+		got, _, reason := ChooseStorage(infos[tt.node], &tt.r)
+		if got != tt.want || reason != tt.fail {
+			t.Errorf("%s: %q (%q), want %q (%q)", tt.name, got, reason, tt.want, tt.fail)
+		}
+	}
+}

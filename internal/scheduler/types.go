@@ -173,6 +173,9 @@ type Request struct {
 	TopologySpread []SpreadConstraint
 	// DiskBytes is the total size of the disks the request puts on its storage (0 = unknown).
 	DiskBytes uint64
+	// CloneFrom is the node of a full clone's source: on any other node the clone's disks can
+	// only go to a shared storage.
+	CloneFrom string
 }
 
 // NodeAffinityTerm matches a node label: operator In, NotIn, Exists, DoesNotExist, Gt or Lt.
