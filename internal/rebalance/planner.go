@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
@@ -151,9 +152,6 @@ func (p *planner) full() bool { return len(p.plan.Moves) >= p.in.MaxMoves }
 
 func (p *planner) removeViolations() error {
 	for _, g := range p.candidates() {
-		if p.full() {
-			return nil
-		}
 		if p.moved[g.VMID] {
 			continue
 		}
@@ -163,7 +161,12 @@ func (p *planner) removeViolations() error {
 			continue
 		}
 		why := "policy violation on " + g.Node + ": " + strings.Join(reasons, "; ")
-		if p.movesBy[g.Node] >= p.in.MaxMovesPerNode {
+		// Past a cap the violation is still reported, so that none goes unseen.
+		switch {
+		case p.full():
+			p.keep(g, why+"; max_moves ("+strconv.Itoa(p.in.MaxMoves)+") reached")
+			continue
+		case p.movesBy[g.Node] >= p.in.MaxMovesPerNode:
 			p.keep(g, why+"; max_moves_per_node reached for "+g.Node)
 			continue
 		}
@@ -209,6 +212,7 @@ func (p *planner) balance(u Utilization) error {
 		return over[i] < over[j]
 	})
 	for _, src := range over {
+		var refused []Kept // guests no node takes, reported if src stays above target
 		guests := p.runningOn(src)
 		for _, g := range guests {
 			if p.full() || p.movesBy[src] >= p.in.MaxMovesPerNode {
@@ -232,16 +236,23 @@ func (p *planner) balance(u Utilization) error {
 				}
 				return ""
 			}
-			to, _, err := p.target(g, req, accept)
+			to, refusal, err := p.target(g, req, accept)
 			if err != nil {
 				return err
 			}
 			if to == "" {
+				refused = append(refused, Kept{VMID: g.VMID, Name: g.Name, Node: g.Node, Reason: "no node takes it: " + refusal})
 				continue
 			}
 			s := usage(src)
 			p.move(g, to, fmt.Sprintf("LowNodeUtilization: %s is above target (cpu %s%%, memory %s%%)", src, pct(s.CPUPercent), pct(s.MemoryPercent)))
 			p.utilization++
+		}
+		if s := usage(src); s.CPUPercent > u.CPUTarget || s.MemoryPercent > u.MemoryTarget {
+			for _, k := range refused {
+				k.Reason = fmt.Sprintf("LowNodeUtilization: %s stays above target (cpu %s%%, memory %s%%); %s", src, pct(s.CPUPercent), pct(s.MemoryPercent), k.Reason)
+				p.plan.Kept = append(p.plan.Kept, k)
+			}
 		}
 	}
 	return nil

@@ -127,8 +127,13 @@ func TestMoveLimits(t *testing.T) {
 		t.Fatalf("kept %+v, want the six over the cap with the reason", plan.Kept)
 	}
 	in.MaxMoves = 3
-	if got := moves(mustPlan(t, in)); len(got) != 3 {
+	plan = mustPlan(t, in)
+	if got := moves(plan); len(got) != 3 {
 		t.Fatalf("max_moves 3: moves %v", got)
+	}
+	// Every violation past the caps is still reported.
+	if len(plan.Kept) != 7 || !strings.Contains(plan.Kept[len(plan.Kept)-1].Reason, "max_moves (3) reached") {
+		t.Fatalf("max_moves 3: kept %+v, want the seven violations left with the reason", plan.Kept)
 	}
 }
 
@@ -162,10 +167,16 @@ func TestLowNodeUtilization(t *testing.T) {
 	if again := mustPlan(t, applyMoves(in, plan)); len(again.Moves) != 0 {
 		t.Fatalf("second plan moves %v, want none (no ping-pong)", moves(again))
 	}
-	// A gain below min_gain is not worth a migration.
+	// A gain below min_gain is not worth a migration: the node stays above target, and its
+	// guests are reported with why no node takes them.
 	in.MinGain = 90
-	if got := moves(mustPlan(t, in)); len(got) != 0 {
+	plan = mustPlan(t, in)
+	if got := moves(plan); len(got) != 0 {
 		t.Fatalf("min_gain 90: moves %v, want none", got)
+	}
+	if len(plan.Kept) != 3 || !strings.Contains(plan.Kept[0].Reason, "LowNodeUtilization: pve1 stays above target (cpu 80%") ||
+		!strings.Contains(plan.Kept[0].Reason, "< min_gain 90") {
+		t.Fatalf("min_gain 90: kept %+v, want pve1's three guests with the reason", plan.Kept)
 	}
 }
 
@@ -230,6 +241,11 @@ func TestViolationKinds(t *testing.T) {
 		{"node selector", []scheduler.Guest{vm(100, "pve3", 1, 1, "web")}, func(r *scheduler.Request) {
 			r.NodeSelector = map[string]string{"zone": "a"}
 		}, []string{"vm100:pve3>pve2"}},
+		// pve1 (NoSchedule) is no eligible domain: 3-0 over pve2 and pve3 becomes 2-1.
+		{"spread moves the surplus", []scheduler.Guest{vm(100, "pve2", 1, 1, "web"), vm(101, "pve2", 1, 1, "web"), vm(102, "pve2", 1, 1, "web")},
+			func(r *scheduler.Request) {
+				r.TopologySpread = []scheduler.SpreadConstraint{{Tags: []string{"web"}, TopologyKey: "node", MaxSkew: 1, WhenUnsatisfiable: "DoNotSchedule"}}
+			}, []string{"vm100:pve2>pve3"}},
 		{"anti-affinity moves one of a pair", []scheduler.Guest{vm(100, "pve2", 1, 1, "web"), vm(101, "pve2", 1, 1, "web")}, func(r *scheduler.Request) {
 			r.VMAntiAffinity = []scheduler.VMGroupTerm{{Tags: []string{"web"}, TopologyKey: "node"}}
 		}, []string{"vm100:pve2>pve3"}},
