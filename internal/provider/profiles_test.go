@@ -304,7 +304,7 @@ func TestAccVMCountBinPacks(t *testing.T) {
 }
 
 // What a VM to create puts on the scheduler's storage: disks without their own storage, and a
-// full clone's source disks (grown to the planned size) when it clones onto that storage.
+// full clone's source disks (grown to the planned size).
 func TestNewDiskBytes(t *testing.T) {
 	disk := func(slot string, size int64, storage string) diskModel {
 		d := diskModel{Slot: types.StringValue(slot), Size: types.Int64Value(size), Storage: types.StringNull()}
@@ -332,7 +332,8 @@ func TestNewDiskBytes(t *testing.T) {
 	}{
 		{"from scratch", vmModel{Disks: []diskModel{disk("scsi0", 10, ""), disk("scsi1", 20, ""), disk("scsi2", 5, "nfs")}}, nil, 30},
 		{"full clone: source disks, the first grown to 32", vmModel{Clone: clone(true, ""), Disks: []diskModel{disk("scsi0", 32, ""), disk("scsi2", 4, "")}}, src, 32 + 1 + 4},
-		{"full clone elsewhere: only new disks", vmModel{Clone: clone(true, "nfs"), Disks: []diskModel{disk("scsi0", 32, ""), disk("scsi2", 4, "")}}, src, 4},
+		// clone.storage is then the scheduler's storage, where the new disk goes too.
+		{"full clone onto clone.storage: the same", vmModel{Clone: clone(true, "nfs"), Disks: []diskModel{disk("scsi0", 32, ""), disk("scsi2", 4, "")}}, src, 32 + 1 + 4},
 		{"linked clone: only new disks", vmModel{Clone: clone(false, ""), Disks: []diskModel{disk("scsi0", 32, ""), disk("scsi2", 4, "")}}, src, 4},
 	} {
 		if got := newDiskBytes(tt.m.Disks, tt.m.Clone, tt.src); got != uint64(tt.want)*scheduler.GiB {

@@ -88,7 +88,8 @@ func createErrorDetail(err error, pinnedVMID, attempt int) string {
 		return fmt.Sprintf("%s\n\nThe pinned vmid %d was taken after the plan. Choose a free vmid, or remove the vmid "+
 			"argument and let the scheduler choose one.", err, pinnedVMID)
 	case attempt > 1:
-		return fmt.Sprintf("%s\n\n(after %d attempts: the chosen VMIDs kept being taken, or nodes going offline, meanwhile)", err, attempt)
+		return fmt.Sprintf("%s\n\n(the last of %d attempts; each decided again after the one before left no VM: a VMID taken "+
+			"meanwhile, a node going offline, or the error above)", err, attempt)
 	}
 	return err.Error()
 }

@@ -434,9 +434,9 @@ func diskStorage(value string) string {
 }
 
 // newDiskBytes is what a VM to create puts on the scheduler's storage, for the StorageCapacity
-// filter: its planned disks without a storage of their own and, for a full clone onto that
-// storage, the source's disks (grown to their planned size). Disks a clone keeps elsewhere do
-// not count.
+// filter: its planned disks without a storage of their own and, for a full clone (whose
+// clone.storage, when set, is the scheduler's storage), the source's disks grown to their
+// planned size. Disks a linked clone keeps on the template's storage do not count.
 func newDiskBytes(disks []diskModel, clone *cloneModel, src *proxmox.VM) uint64 {
 	planned := make(map[string]int64, len(disks))
 	for _, d := range disks {
@@ -445,7 +445,7 @@ func newDiskBytes(disks []diskModel, clone *cloneModel, src *proxmox.VM) uint64 
 		}
 	}
 	var gib int64
-	fullHere := clone != nil && (clone.Full.IsNull() || clone.Full.ValueBool()) && !known(clone.Storage)
+	fullHere := clone != nil && clone.full()
 	if src != nil {
 		for k, v := range src.Config {
 			if !diskSlot.MatchString(k) || strings.Contains(v, "media=cdrom") || strings.Contains(v, "cloudinit") {
