@@ -151,6 +151,9 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 		return
 	}
 	vmid, current := int(state.VMID.ValueInt64()), state.Node.ValueString()
+	if at := leaveHAFrom(snap, &plan, &state, &resp.Diagnostics); at != "" {
+		current = at
+	}
 	schedReq.Node, schedReq.VMID = "", 0
 	// A changed pin is a migration: the target must pass the hard filters.
 	if target := plan.Node.ValueString(); known(plan.Node) && target != current {
@@ -386,6 +389,7 @@ func (r *vmResource) ImportState(ctx context.Context, req resource.ImportStateRe
 	}
 	m.readInto(ctx, vm, &resp.Diagnostics)
 	r.readHA(ctx, &m, true, &resp.Diagnostics)
+	importPin(ctx, &m, node, resp.Private, &resp.Diagnostics)
 	r.readAgent(ctx, &m, false, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
@@ -26,6 +27,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
 type haModel struct {
@@ -45,7 +47,9 @@ func haBlock() schema.Block {
 	return schema.SingleNestedBlock{
 		Description: "Make the VM highly available: a PVE HA resource (`vm:<vmid>`) registered after create, updated in place and " +
 			"removed before destroy. While HA manages the VM (`state` other than `ignored`), its start, stop and migrations go " +
-			"through the HA manager, and a move by the HA manager is not drift.",
+			"through the HA manager, and a move by the HA manager is not drift: a pinned `node` stays the VM's node in the state " +
+			"while the HA manager runs it elsewhere. Ending HA management (removing the block or `state = \"ignored\"`) of a VM " +
+			"running away from its pinned node migrates it back there, which the plan warns of.",
 		Attributes: map[string]schema.Attribute{
 			"state": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(defaultHAState),
 				Validators: []validator.String{stringvalidator.OneOf("started", "stopped", "ignored")},
@@ -179,7 +183,7 @@ func (r *vmResource) setPower(ctx context.Context, ha *haModel, node string, vmi
 // While the HA manager manages a VM whose node is pinned, the state keeps the pin as the
 // VM's node: the HA manager moving it (a failover) is no drift, and only a changed pin
 // migrates it, through the HA manager. The pin is kept in the resource's private state, as
-// Read cannot see the configuration.
+// Read cannot see the configuration; it lives as long as HA manages the VM.
 const haPinKey = "ha_pin"
 
 type privateState interface {
@@ -198,33 +202,75 @@ func haPin(ctx context.Context, priv privateState, diags *diag.Diagnostics) stri
 	return pin
 }
 
-// recordPin, after a create or update, records the configured node of an HA-managed VM (ok:
-// the apply reached it) and keeps it as m's node; else it forgets any pin.
-func recordPin(ctx context.Context, m *vmModel, config tfsdk.Config, ok bool, priv privateState, diags *diag.Diagnostics) {
-	var node types.String
-	diags.Append(config.GetAttribute(ctx, path.Root("node"), &node)...)
-	if !ok || !known(node) || !haManaged(m.HA) {
+// setPin records node as the pin and keeps it as m's node; "" forgets any pin.
+func setPin(ctx context.Context, m *vmModel, node string, priv privateState, diags *diag.Diagnostics) {
+	if node == "" {
 		diags.Append(priv.SetKey(ctx, haPinKey, nil)...)
 		return
 	}
-	raw, err := json.Marshal(node.ValueString())
+	raw, err := json.Marshal(node)
 	if err != nil {
 		diags.AddError("Cannot record the pinned node", err.Error())
 		return
 	}
 	diags.Append(priv.SetKey(ctx, haPinKey, raw)...)
-	m.Node = node
+	m.Node = types.StringValue(node)
+}
+
+// recordPin, after a create or update that reached its end (ok), records the configured node
+// of an HA-managed VM, or forgets the pin of one that is not pinned or not HA-managed. A
+// failed apply keeps the pin it had: the failure must not turn a failover into drift.
+func recordPin(ctx context.Context, m *vmModel, config tfsdk.Config, ok bool, priv privateState, diags *diag.Diagnostics) {
+	if !ok {
+		keepPin(ctx, m, priv, diags)
+		return
+	}
+	var node types.String
+	diags.Append(config.GetAttribute(ctx, path.Root("node"), &node)...)
+	if !known(node) || !haManaged(m.HA) {
+		setPin(ctx, m, "", priv, diags)
+		return
+	}
+	setPin(ctx, m, node.ValueString(), priv, diags)
+}
+
+// importPin pins an imported HA-managed VM to the node its import ID names (node/VMID): the
+// configuration's node, which the HA manager may have moved it away from.
+func importPin(ctx context.Context, m *vmModel, node string, priv privateState, diags *diag.Diagnostics) {
+	if node != "" && haManaged(m.HA) {
+		setPin(ctx, m, node, priv, diags)
+	}
 }
 
 // keepPin, on a refresh, keeps the recorded pin as the node of a VM that the HA manager
-// manages and has moved.
+// manages and has moved; a VM that HA no longer manages forgets its pin.
 func keepPin(ctx context.Context, m *vmModel, priv privateState, diags *diag.Diagnostics) {
 	pin := haPin(ctx, priv, diags)
-	if pin == "" || !haManaged(m.HA) || m.Node.ValueString() == pin {
-		return
+	switch {
+	case pin == "":
+	case !haManaged(m.HA):
+		setPin(ctx, m, "", priv, diags)
+	case m.Node.ValueString() != pin:
+		tflog.Info(ctx, "the HA manager runs the VM away from its pinned node; not drift", map[string]any{"vmid": m.VMID.ValueInt64(), "node": m.Node.ValueString(), "pin": pin})
+		m.Node = types.StringValue(pin)
 	}
-	tflog.Info(ctx, "the HA manager runs the VM away from its pinned node; not drift", map[string]any{"vmid": m.VMID.ValueInt64(), "node": m.Node.ValueString(), "pin": pin})
-	m.Node = types.StringValue(pin)
+}
+
+// leaveHAFrom is where a VM runs whose HA management the plan ends away from the node the
+// plan keeps, "" otherwise: the apply then migrates it to that node, which the plan warns of.
+func leaveHAFrom(snap scheduler.Snapshot, plan, state *vmModel, diags *diag.Diagnostics) string {
+	if !haManaged(state.HA) || haManaged(plan.HA) || !known(plan.Node) {
+		return ""
+	}
+	vmid, pin := int(state.VMID.ValueInt64()), plan.Node.ValueString()
+	at, err := proxmox.LocateIn(snap, vmid)
+	if err != nil || at == pin {
+		return ""
+	}
+	diags.AddAttributeWarning(path.Root("node"), "VM "+strconv.Itoa(vmid)+" goes back to its node "+pin,
+		fmt.Sprintf("VM %d runs on %s, where the HA manager moved it. Without HA management it belongs on its node %s, "+
+			"so this apply migrates it there. To keep it on %s, set node = %q.", vmid, at, pin, at, at))
+	return at
 }
 
 // pinKept tells an update that leaves the pin of a VM the HA manager manages alone: where the

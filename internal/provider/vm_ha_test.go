@@ -4,18 +4,23 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
 func haBlockOf(state string, restart, relocate int64, comment types.String) *haModel {
@@ -221,33 +226,47 @@ func (m memPrivate) SetKey(_ context.Context, key string, value []byte) diag.Dia
 	return nil
 }
 
+// pinOf is the pin priv records, "" for none.
+func pinOf(t *testing.T, priv memPrivate) string {
+	t.Helper()
+	var diags diag.Diagnostics
+	pin := haPin(context.Background(), priv, &diags)
+	if diags.HasError() {
+		t.Fatal(diags)
+	}
+	return pin
+}
+
 // A refresh reports the pin as the node of an HA-managed VM the HA manager moved, and where
-// it runs otherwise.
+// it runs otherwise; a VM HA no longer manages forgets its pin.
 func TestKeepPin(t *testing.T) {
 	ctx := context.Background()
-	pinned := memPrivate{haPinKey: []byte(`"pve2"`)}
 	tests := []struct {
-		name string
-		priv memPrivate
-		ha   *haModel
-		want string
+		name    string
+		pin     string
+		ha      *haModel
+		want    string
+		wantPin string
 	}{
-		{"HA moved a pinned VM", pinned, haBlockOf("started", 1, 1, types.StringNull()), "pve2"},
-		{"stopped by HA, still managed", pinned, haBlockOf("stopped", 1, 1, types.StringNull()), "pve2"},
-		{"ignored by HA: a move is drift", pinned, haBlockOf("ignored", 1, 1, types.StringNull()), "pve3"},
-		{"no longer an HA resource", pinned, nil, "pve3"},
-		{"not pinned", memPrivate{}, haBlockOf("started", 1, 1, types.StringNull()), "pve3"},
+		{"HA moved a pinned VM", "pve2", haBlockOf("started", 1, 1, types.StringNull()), "pve2", "pve2"},
+		{"stopped by HA, still managed", "pve2", haBlockOf("stopped", 1, 1, types.StringNull()), "pve2", "pve2"},
+		{"ignored by HA: a move is drift", "pve2", haBlockOf("ignored", 1, 1, types.StringNull()), "pve3", ""},
+		{"no longer an HA resource", "pve2", nil, "pve3", ""},
+		{"not pinned", "", haBlockOf("started", 1, 1, types.StringNull()), "pve3", ""},
 	}
 	for _, tt := range tests {
 		var diags diag.Diagnostics
+		priv := memPrivate{}
+		if tt.pin != "" {
+			priv[haPinKey] = []byte(strconv.Quote(tt.pin))
+		}
 		m := &vmModel{Node: types.StringValue("pve3"), HA: tt.ha}
-		keepPin(ctx, m, tt.priv, &diags)
-		if diags.HasError() || m.Node.ValueString() != tt.want {
-			t.Errorf("%s: node %s %v, want %s", tt.name, m.Node, diags, tt.want)
+		keepPin(ctx, m, priv, &diags)
+		if diags.HasError() || m.Node.ValueString() != tt.want || pinOf(t, priv) != tt.wantPin {
+			t.Errorf("%s: node %s, pin %q %v; want %s, pin %q", tt.name, m.Node, pinOf(t, priv), diags, tt.want, tt.wantPin)
 		}
 	}
-	var diags diag.Diagnostics
-	if pin := haPin(ctx, memPrivate{haPinKey: []byte("not json")}, &diags); pin != "" {
+	if pin := pinOf(t, memPrivate{haPinKey: []byte("not json")}); pin != "" {
 		t.Errorf("a garbled pin reads as %q, want none", pin)
 	}
 	managed := haBlockOf("started", 1, 1, types.StringNull())
@@ -263,59 +282,215 @@ func TestKeepPin(t *testing.T) {
 	}
 }
 
-// A pinned HA VM that the HA manager recovers on another node: the pin stays the VM's node
-// (an empty plan, no move back), a changed pin migrates it through the HA manager, dropping
-// the pin makes the node where it runs, and without HA a pin moves it by a plain migration.
+// nodeConfig is a configuration that sets node (null: unset).
+func nodeConfig(node types.String) tfsdk.Config {
+	return tfsdk.Config{
+		Schema: schema.Schema{Attributes: map[string]schema.Attribute{"node": schema.StringAttribute{Optional: true}}},
+		Raw: tftypes.NewValue(tftypes.Object{AttributeTypes: map[string]tftypes.Type{"node": tftypes.String}},
+			map[string]tftypes.Value{"node": tftypes.NewValue(tftypes.String, node.ValueStringPointer())}),
+	}
+}
+
+// A create or update records the configured node of an HA-managed VM as its pin; a failed one
+// keeps the pin it had; an import pins the node its ID names.
+func TestRecordPin(t *testing.T) {
+	ctx := context.Background()
+	managed, ignored := haBlockOf("started", 1, 1, types.StringNull()), haBlockOf("ignored", 1, 1, types.StringNull())
+	tests := []struct {
+		name      string
+		config    types.String
+		ha        *haModel
+		ok        bool
+		want, pin string
+	}{
+		{"pinned and HA-managed", types.StringValue("pve2"), managed, true, "pve2", "pve2"},
+		{"unpinned", types.StringNull(), managed, true, "pve3", ""},
+		{"pinned, HA ignores it", types.StringValue("pve2"), ignored, true, "pve3", ""},
+		{"pinned, no HA", types.StringValue("pve2"), nil, true, "pve3", ""},
+		{"failed: the old pin stays", types.StringValue("pve1"), managed, false, "pve2", "pve2"},
+		{"failed, out of HA", types.StringValue("pve1"), nil, false, "pve3", ""},
+	}
+	for _, tt := range tests {
+		var diags diag.Diagnostics
+		priv := memPrivate{haPinKey: []byte(`"pve2"`)}
+		m := &vmModel{Node: types.StringValue("pve3"), HA: tt.ha}
+		recordPin(ctx, m, nodeConfig(tt.config), tt.ok, priv, &diags)
+		if diags.HasError() || m.Node.ValueString() != tt.want || pinOf(t, priv) != tt.pin {
+			t.Errorf("%s: node %s, pin %q %v; want %s, pin %q", tt.name, m.Node, pinOf(t, priv), diags, tt.want, tt.pin)
+		}
+	}
+	for _, c := range []struct {
+		idNode string
+		ha     *haModel
+		want   string
+	}{{"pve2", managed, "pve2"}, {"", managed, ""}, {"pve2", ignored, ""}, {"pve2", nil, ""}} {
+		var diags diag.Diagnostics
+		priv := memPrivate{}
+		m := &vmModel{Node: types.StringValue("pve3"), HA: c.ha}
+		importPin(ctx, m, c.idNode, priv, &diags)
+		if want := cmpOr(c.want, "pve3"); diags.HasError() || pinOf(t, priv) != c.want || m.Node.ValueString() != want {
+			t.Errorf("import by %q/150, ha %v: node %s, pin %q; want %s, pin %q", c.idNode, c.ha, m.Node, pinOf(t, priv), want, c.want)
+		}
+	}
+}
+
+// Ending HA management of a VM the HA manager moved away from its node migrates it back, with
+// a warning naming both nodes.
+func TestLeaveHAFrom(t *testing.T) {
+	managed := haBlockOf("started", 1, 1, types.StringNull())
+	snap := scheduler.Snapshot{Guests: []scheduler.Guest{{VMID: 150, Node: "pve3", Type: scheduler.GuestQEMU}}}
+	vm := func(node types.String, ha *haModel) *vmModel {
+		return &vmModel{VMID: types.Int64Value(150), Node: node, HA: ha}
+	}
+	tests := []struct {
+		name        string
+		plan, state *vmModel
+		want        string
+	}{
+		{"HA removed", vm(types.StringValue("pve2"), nil), vm(types.StringValue("pve2"), managed), "pve3"},
+		{"HA ignores it", vm(types.StringValue("pve2"), haBlockOf("ignored", 1, 1, types.StringNull())), vm(types.StringValue("pve2"), managed), "pve3"},
+		{"still HA-managed", vm(types.StringValue("pve2"), managed), vm(types.StringValue("pve2"), managed), ""},
+		{"not HA-managed before", vm(types.StringValue("pve2"), nil), vm(types.StringValue("pve2"), nil), ""},
+		{"on its node", vm(types.StringValue("pve3"), nil), vm(types.StringValue("pve3"), managed), ""},
+		{"unpinned", vm(types.StringUnknown(), nil), vm(types.StringValue("pve2"), managed), ""},
+	}
+	for _, tt := range tests {
+		var diags diag.Diagnostics
+		got := leaveHAFrom(snap, tt.plan, tt.state, &diags)
+		warned := diags.WarningsCount() == 1 && strings.Contains(diags[0].Detail(), `runs on pve3, where the HA manager moved it`) &&
+			strings.Contains(diags[0].Detail(), `set node = "pve3"`)
+		if got != tt.want || warned != (tt.want != "") || diags.HasError() {
+			t.Errorf("%s: %q %v, want %q", tt.name, got, diags, tt.want)
+		}
+	}
+	var diags diag.Diagnostics
+	if got := leaveHAFrom(scheduler.Snapshot{}, vm(types.StringValue("pve2"), nil), vm(types.StringValue("pve2"), managed), &diags); got != "" || len(diags) > 0 {
+		t.Errorf("a VM the view does not list: %q %v", got, diags)
+	}
+}
+
+// A pinned HA VM that the HA manager recovers on another node after its node failed: the
+// pin stays the VM's node (an empty plan, no move back, not even after a failed update), a
+// changed pin migrates it through the HA manager, dropping the pin makes the node where it
+// runs, and leaving HA away from the pin migrates it back by a plain migration, which the
+// plan checks and warns of.
 func TestAccVMHAPinnedFailover(t *testing.T) {
 	env, sim := simEnv(t, labCluster())
-	vm := func(node, ha string) string {
+	vm := func(node string, memory int, ha string) string {
 		if node != "" {
 			node = fmt.Sprintf("node = %q", node)
 		}
 		return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
-  name = "ha-pin"
-  vmid = 150
+  name   = "ha-pin"
+  vmid   = 150
+  memory = %d
   %s
   clone {
     source_vmid = 9000
   }
 %s
-}`, node, ha))
+}`, memory, node, ha))
 	}
 	const ha = "  ha {}"
 	const haMigrate, migrate = "POST /cluster/ha/resources/{sid}/migrate", "POST /nodes/{node}/qemu/{vmid}/migrate"
-	failOver := func(node string) func() {
+	// failOver fails the VM's node and has the HA manager recover the VM on node; back names
+	// a failed node that comes back online.
+	failOver := func(node, back string) func() {
 		return func() {
-			if err := sim.SetGuestNode(150, node); err != nil {
-				t.Fatal(err)
+			must(t, sim.FailOver(150, node))
+			if back != "" {
+				must(t, sim.SetNodeOnline(back, true))
 			}
 			sim.ResetRequests()
 		}
 	}
+	online := func(node string) func() {
+		return func() {
+			must(t, sim.SetNodeOnline(node, true))
+			sim.ResetRequests()
+		}
+	}
 	managed := &proxmox.HASettings{State: "started", MaxRestart: 1, MaxRelocate: 1}
+	noMigration := map[string]int{haMigrate: 0, migrate: 0}
 	runSteps(t,
-		resource.TestStep{Config: vm("pve2", ha), Check: haIs(t, sim, 150, managed, "pve2", "running")},
-		resource.TestStep{PreConfig: failOver("pve3"), Config: vm("pve2", ha),
+		resource.TestStep{Config: vm("pve2", 1024, ha), Check: haIs(t, sim, 150, managed, "pve2", "running")},
+		resource.TestStep{PreConfig: failOver("pve3", ""), Config: vm("pve2", 1024, ha),
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			Check: resource.ComposeTestCheckFunc(
 				resource.TestCheckResourceAttr(vmAddr, "node", "pve2"),
 				haIs(t, sim, 150, managed, "pve3", "running"),
-				requests(sim, map[string]int{haMigrate: 0, migrate: 0}),
+				requests(sim, noMigration),
 			)},
-		resource.TestStep{PreConfig: sim.ResetRequests, Config: vm("pve1", ha), Check: resource.ComposeTestCheckFunc(
+		// An update that fails keeps the pin: the next one changes the VM where it runs.
+		resource.TestStep{PreConfig: func() { online("pve2")(); sim.FailNextTask("qmconfig", "hotplug problem - memory: not enough memory") },
+			Config: vm("pve2", 2048, ha), ExpectError: regexp.MustCompile(`hotplug problem`)},
+		resource.TestStep{PreConfig: sim.ResetRequests, Config: vm("pve2", 2048, ha), Check: resource.ComposeTestCheckFunc(
+			resource.TestCheckResourceAttr(vmAddr, "node", "pve2"),
+			resource.TestCheckResourceAttr(vmAddr, "memory", "2048"),
+			haIs(t, sim, 150, managed, "pve3", "running"),
+			requests(sim, noMigration),
+		)},
+		resource.TestStep{PreConfig: sim.ResetRequests, Config: vm("pve1", 2048, ha), Check: resource.ComposeTestCheckFunc(
 			resource.TestCheckResourceAttr(vmAddr, "node", "pve1"),
 			haIs(t, sim, 150, managed, "pve1", "running"),
 			requests(sim, map[string]int{haMigrate: 1, migrate: 0}),
 		)},
-		resource.TestStep{PreConfig: failOver("pve3"), Config: vm("", ha), Check: resource.ComposeTestCheckFunc(
+		resource.TestStep{PreConfig: failOver("pve3", "pve1"), Config: vm("", 2048, ha), Check: resource.ComposeTestCheckFunc(
 			resource.TestCheckResourceAttr(vmAddr, "node", "pve3"),
 			haIs(t, sim, 150, managed, "pve3", "running"),
-			requests(sim, map[string]int{haMigrate: 0, migrate: 0}),
+			requests(sim, noMigration),
 		)},
-		resource.TestStep{PreConfig: sim.ResetRequests, Config: vm("pve1", ""), Check: resource.ComposeTestCheckFunc(
-			resource.TestCheckResourceAttr(vmAddr, "node", "pve1"),
-			haIs(t, sim, 150, nil, "pve1", "running"),
+		resource.TestStep{PreConfig: sim.ResetRequests, Config: vm("pve3", 2048, ha), Check: requests(sim, noMigration)},
+		// Out of HA on a node that is down, the VM cannot go back to its node: a plan error.
+		resource.TestStep{PreConfig: failOver("pve2", ""), Config: vm("pve3", 2048, ""),
+			ExpectError: regexp.MustCompile(`Cannot migrate to pve3`)},
+		resource.TestStep{PreConfig: online("pve3"), Config: vm("pve3", 2048, ""), Check: resource.ComposeTestCheckFunc(
+			resource.TestCheckResourceAttr(vmAddr, "node", "pve3"),
+			haIs(t, sim, 150, nil, "pve3", "running"),
 			requests(sim, map[string]int{haMigrate: 0, migrate: 1}),
+		)},
+	)
+}
+
+// An HA VM that the HA manager moved away from its node, imported by node/VMID with the
+// configuration that pins it there: the node is its pin, the plan is empty, and a changed pin
+// migrates it through the HA manager.
+func TestAccVMHAImportRelocated(t *testing.T) {
+	env, sim := simEnv(t, labCluster())
+	cfg := func(node string) string {
+		return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
+  name = "ha-legacy"
+  node = %q
+  disk {
+    slot    = "scsi0"
+    size    = 8
+    storage = "ceph"
+  }
+  ha {}
+}`, node))
+	}
+	const haMigrate, migrate = "POST /cluster/ha/resources/{sid}/migrate", "POST /nodes/{node}/qemu/{vmid}/migrate"
+	managed := &proxmox.HASettings{State: "started", MaxRestart: 1, MaxRelocate: 1}
+	create := func() {
+		env.createVM(t, "pve3", 150, map[string]string{"name": "ha-legacy", "scsi0": "ceph:8", "start": "1"})
+		c := simClient(t, sim)
+		must(t, c.AddHAResource(context.Background(), 150, *managed))
+		must(t, sim.FailOver(150, "pve1"))
+		must(t, sim.SetNodeOnline("pve3", true))
+	}
+	runSteps(t,
+		resource.TestStep{PreConfig: create, Config: cfg("pve3"), ResourceName: vmAddr, ImportState: true, ImportStateId: "pve3/150", ImportStatePersist: true,
+			ImportStateCheck: func(states []*terraform.InstanceState) error {
+				if a := states[0].Attributes; a["node"] != "pve3" || a["ha.state"] != "started" {
+					return fmt.Errorf("imported node %s, ha.state %s; want pve3, started", a["node"], a["ha.state"])
+				}
+				return nil
+			}},
+		resource.TestStep{Config: cfg("pve3"), PlanOnly: true},
+		resource.TestStep{PreConfig: sim.ResetRequests, Config: cfg("pve2"), Check: resource.ComposeTestCheckFunc(
+			resource.TestCheckResourceAttr(vmAddr, "node", "pve2"),
+			haIs(t, sim, 150, managed, "pve2", "running"),
+			requests(sim, map[string]int{haMigrate: 1, migrate: 0}),
 		)},
 	)
 }

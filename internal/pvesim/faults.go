@@ -145,7 +145,8 @@ func (s *Server) TakeVMID(vmid int) {
 		config: map[string]string{"name": fmt.Sprintf("outsider-%d", vmid), "memory": "512", "cores": "1"}}
 }
 
-// SetGuestNode moves a guest to another node at once, as HA or an admin would.
+// SetGuestNode moves a guest to another node at once, as an admin would (FailOver plays the
+// HA manager's recovery).
 func (s *Server) SetGuestNode(vmid int, nodeName string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -479,6 +479,42 @@ func (s *Server) haMove(g *guest, target string, relocate bool) {
 	}
 }
 
+// FailOver plays a node failure and the HA manager's recovery of an HA-managed guest on it:
+// the guest's node goes offline (fenced), and the CRM recovers the guest on target, where it
+// boots afresh when its requested state is started and stays stopped otherwise. It refuses
+// what PVE would not recover: a guest that is no HA-managed resource the CRM knows, a target
+// that is unknown, offline or the guest's own node, and (as the guest could not run there)
+// disks on storage target does not share. SetNodeOnline brings the failed node back; the
+// guest stays where it was recovered, as PVE does without failback.
+func (s *Server) FailOver(vmid int, target string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, res, t := s.guests[vmid], s.haManaged(vmid), s.node(target)
+	switch {
+	case g == nil:
+		return fmt.Errorf("pvesim: no guest %d to fail over", vmid)
+	case res == nil || !res.pickedUp:
+		return fmt.Errorf("pvesim: guest %d is no HA-managed resource the CRM knows", vmid)
+	case t == nil || !t.online || t.name == g.node:
+		return fmt.Errorf("pvesim: guest %d cannot be recovered on %q: not an online node other than %s", vmid, target, g.node)
+	}
+	for _, v := range g.volumes() {
+		if st := s.storageOf(g, v.storage); st == nil || !st.shared {
+			return fmt.Errorf("pvesim: guest %d has %s on storage %s, which %s does not share", vmid, v.key, v.storage, target)
+		}
+	}
+	if n := s.node(g.node); n != nil {
+		n.online = false
+	}
+	g.node, g.lock, g.status = t.name, "", "stopped"
+	res.migrateTo, res.seen = "", false
+	if res.state() == "started" {
+		g.applyPending()
+		g.boot()
+	}
+	return nil
+}
+
 // haTask runs a start, stop or migrate of an HA-managed VM as PVE does: a task (hastart,
 // hastop, hamigrate) that only hands the request to the HA manager. The caller holds s.mu.
 func (s *Server) haTask(w http.ResponseWriter, r *http.Request, res *haResource, typ, target string) {

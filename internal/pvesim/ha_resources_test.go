@@ -99,6 +99,64 @@ func TestHAResourceLifecycle(t *testing.T) {
 	}
 }
 
+// TestHAFailOver recovers HA-managed VMs as the HA manager does after a node failure, and
+// refuses the recoveries PVE could not make.
+func TestHAFailOver(t *testing.T) {
+	s, a := lab(t)
+	a.ok(a.form(http.MethodPost, "/cluster/ha/resources", url.Values{"sid": {"vm:102"}}))
+	if err := s.FailOver(102, "pve3"); err == nil {
+		t.Error("a resource the CRM has not picked up was recovered")
+	}
+	a.ok(a.form(http.MethodPost, "/cluster/ha/resources", url.Values{"sid": {"vm:103"}, "state": {"stopped"}}))
+	a.ok(a.form(http.MethodPost, "/cluster/ha/resources", url.Values{"sid": {"vm:101"}, "state": {"ignored"}}))
+	a.get("/cluster/ha/status/current") // a CRM round: both picked up
+	for _, c := range []struct {
+		vmid   int
+		target string
+	}{{100, "pve2"}, {101, "pve2"}, {102, "pve2"}, {102, "pve4"}, {102, "pve9"}, {103, "pve2"}, {999, "pve2"}} {
+		if err := s.FailOver(c.vmid, c.target); err == nil {
+			t.Errorf("VM %d recovered on %s", c.vmid, c.target)
+		}
+	}
+	if g := s.MustGuest(t, 102); g.Node != "pve2" || g.Status != "running" {
+		t.Fatalf("a refused recovery changed VM 102: %s on %s", g.Status, g.Node)
+	}
+	if err := s.FailOver(102, "pve3"); err != nil {
+		t.Fatal(err)
+	}
+	if g := s.MustGuest(t, 102); g.Node != "pve3" || g.Status != "running" {
+		t.Errorf("VM 102 %s on %s after its recovery, want running on pve3", g.Status, g.Node)
+	}
+	if r := a.get("/nodes/pve2/qemu/102/config"); r.code != 595 {
+		t.Errorf("the failed node still answers: %s", r.status)
+	}
+	a.ok(a.get("/nodes/pve3/qemu/102/config"))
+	if row := serviceRow(a, "vm:102"); row["node"] != "pve3" || row["crm_state"] != "started" {
+		t.Errorf("vm:102 after its recovery: %v", row)
+	}
+	// Back online, the node does not get the VM back: no failback.
+	if err := s.SetNodeOnline("pve2", true); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		a.get("/cluster/ha/status/current")
+	}
+	if g := s.MustGuest(t, 102); g.Node != "pve3" {
+		t.Errorf("VM 102 went back to %s", g.Node)
+	}
+	// A resource requested stopped is recovered stopped.
+	a.ok(a.form(http.MethodPut, "/cluster/ha/resources/vm:102", url.Values{"state": {"stopped"}}))
+	for i := 0; i < 3; i++ {
+		a.get("/cluster/ha/status/current")
+	}
+	if err := s.FailOver(102, "pve2"); err != nil {
+		t.Fatal(err)
+	}
+	if g := s.MustGuest(t, 102); g.Node != "pve2" || g.Status != "stopped" {
+		t.Errorf("stopped VM 102 %s on %s after its recovery, want stopped on pve2", g.Status, g.Node)
+	}
+}
+
 func TestHAResourceRefusals(t *testing.T) {
 	_, a := lab(t)
 	tests := []struct {
