@@ -529,9 +529,8 @@ func TestAccVMHAImport(t *testing.T) {
 		resource.TestStep{Config: cfg, PlanOnly: true},
 		resource.TestStep{
 			PreConfig: func() {
-				if err := sim.SetGuestNode(150, "pve1"); err != nil {
-					t.Fatal(err)
-				}
+				must(t, sim.FailOver(150, "pve1"))
+				must(t, sim.SetNodeOnline("pve3", true))
 			},
 			Config:           cfg,
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
