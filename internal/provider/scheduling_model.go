@@ -50,28 +50,22 @@ func nullScheduling() schedulingModel {
 
 // dataSourceScheduling adds the scheduling attributes and blocks to a data source schema.
 func dataSourceScheduling(s *dsschema.Schema) {
+	attrs, blocks := schedulingSchema(dataSourceKit, dataSourcePluginConfigBlock())
 	if s.Blocks == nil {
 		s.Blocks = map[string]dsschema.Block{}
 	}
-	s.Attributes["profile"] = dsschema.StringAttribute{Optional: true, Validators: profileValidators(), Description: profileAttrDescription}
-	s.Attributes["annotations"] = dsschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: annotationsDescription()}
-	s.Attributes["plugin_config_yaml"] = dsschema.StringAttribute{Optional: true, Description: pluginConfigYAMLDescription}
-	s.Blocks["plugin_config"] = dataSourcePluginConfigBlock()
-	s.Attributes["node_selector"] = dsschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: nodeSelectorDescription}
-	maps.Copy(s.Blocks, policyBlocks(dataSourceKit))
+	maps.Copy(s.Attributes, attrs)
+	maps.Copy(s.Blocks, blocks)
 }
 
 // resourceScheduling adds the scheduling attributes and blocks to a resource schema.
 func resourceScheduling(s *rschema.Schema) {
+	attrs, blocks := schedulingSchema(resourceKit, resourcePluginConfigBlock())
 	if s.Blocks == nil {
 		s.Blocks = map[string]rschema.Block{}
 	}
-	s.Attributes["profile"] = rschema.StringAttribute{Optional: true, Validators: profileValidators(), Description: profileAttrDescription}
-	s.Attributes["annotations"] = rschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: annotationsDescription()}
-	s.Attributes["plugin_config_yaml"] = rschema.StringAttribute{Optional: true, Description: pluginConfigYAMLDescription}
-	s.Blocks["plugin_config"] = resourcePluginConfigBlock()
-	s.Attributes["node_selector"] = rschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: nodeSelectorDescription}
-	maps.Copy(s.Blocks, policyBlocks(resourceKit))
+	maps.Copy(s.Attributes, attrs)
+	maps.Copy(s.Blocks, blocks)
 }
 
 // request converts the scheduling configuration into a request of the default size, which the

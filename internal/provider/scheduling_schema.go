@@ -29,10 +29,11 @@ type int64Spec struct {
 // schemaKit builds the attributes and blocks of one schema package: the data source's and the
 // resource's attribute types differ, their settings do not.
 type schemaKit[A, B any] struct {
-	list  func(listSpec) A
-	str   func(stringSpec) A
-	i64   func(int64Spec) A
-	block func(description string, attrs map[string]A) B
+	list   func(listSpec) A
+	str    func(stringSpec) A
+	i64    func(int64Spec) A
+	strMap func(description string) A
+	block  func(description string, attrs map[string]A) B
 }
 
 var dataSourceKit = schemaKit[dsschema.Attribute, dsschema.Block]{
@@ -44,6 +45,9 @@ var dataSourceKit = schemaKit[dsschema.Attribute, dsschema.Block]{
 	},
 	i64: func(s int64Spec) dsschema.Attribute {
 		return dsschema.Int64Attribute{Optional: true, Description: s.description, Validators: s.validators}
+	},
+	strMap: func(description string) dsschema.Attribute {
+		return dsschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: description}
 	},
 	block: func(description string, attrs map[string]dsschema.Attribute) dsschema.Block {
 		return dsschema.ListNestedBlock{Description: description, NestedObject: dsschema.NestedBlockObject{Attributes: attrs}}
@@ -60,12 +64,29 @@ var resourceKit = schemaKit[rschema.Attribute, rschema.Block]{
 	i64: func(s int64Spec) rschema.Attribute {
 		return rschema.Int64Attribute{Optional: true, Description: s.description, Validators: s.validators}
 	},
+	strMap: func(description string) rschema.Attribute {
+		return rschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: description}
+	},
 	block: func(description string, attrs map[string]rschema.Attribute) rschema.Block {
 		return rschema.ListNestedBlock{Description: description, NestedObject: rschema.NestedBlockObject{Attributes: attrs}}
 	},
 }
 
 // policyBlocks are the repeatable policy blocks of the data source and the resource.
+// schedulingSchema is what the data sources and the resource share: profile, annotations,
+// plugin configuration, node selector and the policy blocks.
+func schedulingSchema[A, B any](k schemaKit[A, B], pluginConfig B) (map[string]A, map[string]B) {
+	attrs := map[string]A{
+		"profile":            k.str(stringSpec{description: profileAttrDescription, validators: profileValidators()}),
+		"annotations":        k.strMap(annotationsDescription()),
+		"plugin_config_yaml": k.str(stringSpec{description: pluginConfigYAMLDescription}),
+		"node_selector":      k.strMap(nodeSelectorDescription),
+	}
+	blocks := policyBlocks(k)
+	blocks["plugin_config"] = pluginConfig
+	return attrs, blocks
+}
+
 func policyBlocks[A, B any](k schemaKit[A, B]) map[string]B {
 	return map[string]B{
 		"node_affinity":    k.block(nodeAffinityDescription, nodeAffinityAttributes(k)),
