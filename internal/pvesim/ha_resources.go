@@ -280,12 +280,7 @@ func (s *Server) handleHAResourceUpdate(w http.ResponseWriter, r *http.Request) 
 func (s *Server) handleHAResourceDelete(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p, ok := readParams(w, r)
-	if !ok {
-		return
-	}
-	if problems := checkParams(p, "purge"); problems != nil {
-		writeParamError(w, problems)
+	if _, ok := readAllowedParams(w, r, "purge"); !ok {
 		return
 	}
 	typ, vmid, msg := s.parseSID(r.PathValue("sid"))
@@ -307,12 +302,8 @@ func (s *Server) handleHAMove(relocate bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		p, ok := readParams(w, r)
+		p, ok := readAllowedParams(w, r, "node")
 		if !ok {
-			return
-		}
-		if problems := checkParams(p, "node"); problems != nil {
-			writeParamError(w, problems)
 			return
 		}
 		if p["node"] == "" {

@@ -163,12 +163,8 @@ func (s *Server) handleNodeConfigGet(w http.ResponseWriter, r *http.Request) {
 	if !s.requireOnline(w, r) {
 		return
 	}
-	p, ok := readParams(w, r)
+	p, ok := readAllowedParams(w, r, "property")
 	if !ok {
-		return
-	}
-	if problems := checkParams(p, "property"); problems != nil {
-		writeParamError(w, problems)
 		return
 	}
 	n := s.node(r.PathValue("node"))

@@ -15,7 +15,11 @@ import (
 // result. On a bad request it answers 400 and returns false.
 func readParams(w http.ResponseWriter, r *http.Request) (map[string]string, bool) {
 	out := map[string]string{}
-	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "cannot read the request body: "+err.Error())
+		return nil, false
+	}
 	isJSON := strings.HasPrefix(r.Header.Get("Content-Type"), "application/json")
 	if isJSON && len(body) == 0 {
 		// pve-http-server runs decode_json on whatever body a JSON request has.
@@ -57,6 +61,20 @@ func readParams(w http.ResponseWriter, r *http.Request) (map[string]string, bool
 		}
 	}
 	return out, true
+}
+
+// readAllowedParams reads a request's parameters and refuses, as PVE's schema check does,
+// any not in allowed.
+func readAllowedParams(w http.ResponseWriter, r *http.Request, allowed ...string) (map[string]string, bool) {
+	p, ok := readParams(w, r)
+	if !ok {
+		return nil, false
+	}
+	if problems := checkParams(p, allowed...); problems != nil {
+		writeParamError(w, problems)
+		return nil, false
+	}
+	return p, true
 }
 
 func scalar(v any) string {

@@ -282,12 +282,8 @@ func (s *Server) handleClone(w http.ResponseWriter, r *http.Request) {
 	if src == nil {
 		return
 	}
-	p, valid := readParams(w, r)
-	if !valid {
-		return
-	}
-	if problems := checkParams(p, cloneParams...); problems != nil {
-		writeParamError(w, problems)
+	p, ok := readAllowedParams(w, r, cloneParams...)
+	if !ok {
 		return
 	}
 	if src.lock != "" {

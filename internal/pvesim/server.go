@@ -362,7 +362,11 @@ func objectBody(w http.ResponseWriter, r *http.Request) bool {
 	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
 		return true
 	}
-	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "cannot read the request body: "+err.Error())
+		return false
+	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	if trimmed := bytes.TrimSpace(body); len(trimmed) > 0 && trimmed[0] != '{' && trimmed[0] != '[' {
 		writeError(w, http.StatusInternalServerError, "JSON text must be an object or array (but found number, string, true, false or null, use allow_nonref to allow this)")
