@@ -172,14 +172,23 @@ func (s *Server) handleHAResources(w http.ResponseWriter, r *http.Request) {
 	writeData(w, rows)
 }
 
-// haResourceFor finds the resource {sid} names, answering like PVE when it cannot.
-func (s *Server) haResourceFor(w http.ResponseWriter, r *http.Request) *haResource {
+// pathSID parses the request's {sid} into its canonical form, answering like PVE when it
+// cannot.
+func (s *Server) pathSID(w http.ResponseWriter, r *http.Request) (sid string, vmid int, ok bool) {
 	typ, vmid, msg := s.parseSID(r.PathValue("sid"))
 	if msg != "" {
 		writeError(w, http.StatusInternalServerError, msg)
+		return "", 0, false
+	}
+	return fmt.Sprintf("%s:%d", typ, vmid), vmid, true
+}
+
+// haResourceFor finds the resource {sid} names, answering like PVE when it cannot.
+func (s *Server) haResourceFor(w http.ResponseWriter, r *http.Request) *haResource {
+	sid, _, ok := s.pathSID(w, r)
+	if !ok {
 		return nil
 	}
-	sid := fmt.Sprintf("%s:%d", typ, vmid)
 	res := s.haResources[sid]
 	if res == nil {
 		writeError(w, http.StatusInternalServerError, fmt.Sprintf("no such resource '%s'", sid))
@@ -283,12 +292,10 @@ func (s *Server) handleHAResourceDelete(w http.ResponseWriter, r *http.Request) 
 	if _, ok := readAllowedParams(w, r, "purge"); !ok {
 		return
 	}
-	typ, vmid, msg := s.parseSID(r.PathValue("sid"))
-	if msg != "" {
-		writeError(w, http.StatusInternalServerError, msg)
+	sid, _, ok := s.pathSID(w, r)
+	if !ok {
 		return
 	}
-	sid := fmt.Sprintf("%s:%d", typ, vmid)
 	if s.haResources[sid] == nil {
 		writeError(w, http.StatusInternalServerError, fmt.Sprintf("cannot delete service '%s', not HA managed!", sid))
 		return
@@ -310,12 +317,10 @@ func (s *Server) handleHAMove(relocate bool) http.HandlerFunc {
 			paramError(w, "node", "property is missing and it is not optional")
 			return
 		}
-		typ, vmid, msg := s.parseSID(r.PathValue("sid"))
-		if msg != "" {
-			writeError(w, http.StatusInternalServerError, msg)
+		sid, vmid, ok := s.pathSID(w, r)
+		if !ok {
 			return
 		}
-		sid := fmt.Sprintf("%s:%d", typ, vmid)
 		res := s.haManaged(vmid)
 		if res == nil || res.sid != sid {
 			writeError(w, http.StatusInternalServerError, fmt.Sprintf("resource '%s' is not HA managed", sid))
