@@ -156,7 +156,7 @@ func TestTaintTolerationScore(t *testing.T) {
 			map[string]float64{"none": 100, "one": 100, "two": 0}},
 		{"a NoSchedule toleration does not count", []scheduler.Toleration{{Key: "old-hw", Operator: "Exists", Effect: "NoSchedule"}},
 			map[string]float64{"none": 100, "one": 50, "two": 0}},
-		{"nothing untolerated: every node the same", []scheduler.Toleration{{Operator: "Exists"}}, map[string]float64{"none": 0, "one": 0, "two": 0}},
+		{"nothing untolerated: every node scores 100, as in kube", []scheduler.Toleration{{Operator: "Exists"}}, map[string]float64{"none": 100, "one": 100, "two": 100}},
 	} {
 		req := request("vm")
 		req.Tolerations = tt.tols

@@ -103,7 +103,8 @@ func TestNodeResourcePrefersFreeNode(t *testing.T) {
 	if got := p.Candidates[1].Scores["NodeResource"]; got != 88.75 {
 		t.Fatalf("pve2 NodeResource = %v, want 50*0.9 + 50*(1-4/32) = 88.75", got)
 	}
-	want := "a: pve2 (score 88.75; 3/3 nodes feasible), vmid 100 (next free id), storage local-lvm"
+	// 88.75 plus TaintToleration's 100 (no taint to count).
+	want := "a: pve2 (score 188.75; 3/3 nodes feasible), vmid 100 (next free id), storage local-lvm"
 	if p.Summary != want {
 		t.Fatalf("summary = %q\nwant      %q", p.Summary, want)
 	}
@@ -116,8 +117,8 @@ func TestScoreWeight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := d.Placements[0].Candidates[0].Score; got != 300 {
-		t.Fatalf("weighted score = %v, want 3*100", got)
+	if got := d.Placements[0].Candidates[0].Score; got != 400 {
+		t.Fatalf("weighted score = %v, want 3*100 + TaintToleration's 100", got)
 	}
 }
 
@@ -432,7 +433,7 @@ func TestProfileIsSafeForConcurrentDecisions(t *testing.T) {
 			results <- d.Placements[0].Summary
 		}()
 	}
-	want := "web: pve2 (score 100; 2/3 nodes feasible), vmid 700 (regex 7\\d\\d), storage local-lvm"
+	want := "web: pve2 (score 200; 2/3 nodes feasible), vmid 700 (regex 7\\d\\d), storage local-lvm"
 	for i := 0; i < cap(results); i++ {
 		if got := <-results; got != want {
 			t.Fatalf("decision = %s\nwant       %s", got, want)

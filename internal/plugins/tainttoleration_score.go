@@ -7,8 +7,8 @@ import (
 
 // taintScore prefers nodes with fewer PreferNoSchedule taints the request does not tolerate
 // (only tolerations with an empty or PreferNoSchedule effect count), normalised as
-// kube-scheduler does: 100 - 100*count/max over the feasible nodes. When no feasible node has
-// such a taint every node scores 0, so the totals stay those of the other plugins.
+// kube-scheduler does: 100 - 100*count/max over the feasible nodes, and 100 for every node
+// when no feasible node has such a taint, so that totals compare with kube's.
 type taintScore struct{}
 
 var (
@@ -34,7 +34,7 @@ func (taintScore) NormalizeScores(_ *scheduler.CycleState, _ *scheduler.Request,
 	highest := highestScore(scores)
 	for i := range scores {
 		if highest == 0 {
-			scores[i].Score = 0
+			scores[i].Score = 100
 			continue
 		}
 		scores[i].Score = 100 - 100*scores[i].Score/highest

@@ -60,7 +60,11 @@ func filterVerdicts(f scheduler.FilterPlugin, req *scheduler.Request, nodes []*s
 // scoreNodes runs one score plugin as the pipeline does over nodes taken as the feasible
 // ones: PreScore, Score per node, then NormalizeScores. It returns the final score per node.
 func scoreNodes(s scheduler.ScorePlugin, req *scheduler.Request, nodes []*scheduler.NodeInfo) map[string]float64 {
-	state := scheduler.NewCycleState()
+	return scoreFeasible(s, req, scheduler.NewCycleState(), nodes)
+}
+
+// scoreFeasible is scoreNodes in a state that may hold more nodes than the feasible ones.
+func scoreFeasible(s scheduler.ScorePlugin, req *scheduler.Request, state *scheduler.CycleState, nodes []*scheduler.NodeInfo) map[string]float64 {
 	if ps, ok := s.(scheduler.PreScorePlugin); ok {
 		ps.PreScore(state, req, nodes)
 	}

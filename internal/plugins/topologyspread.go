@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/nodelabels"
@@ -33,17 +34,41 @@ func newTopologySpreadFilter(map[string]string) (scheduler.Plugin, error) {
 
 func (topologySpreadFilter) Name() string { return TopologySpreadName }
 
+// Values of a spread's node_affinity_policy and node_taints_policy; empty means Honor.
+const (
+	PolicyHonor  = "Honor"
+	PolicyIgnore = "Ignore"
+)
+
 // spread is one constraint with its group counted and its minimum found, once per request.
 type spread struct {
-	c      scheduler.SpreadConstraint
-	counts *groupCounts
-	// min is the fewest members in an eligible domain.
+	c scheduler.SpreadConstraint
+	// counts holds the members per eligible domain, 0 included: a domain is eligible when
+	// one of its nodes is (see countSpread). Members on other nodes are not counted at all,
+	// as in kube.
+	counts map[string]int
+	// min is the fewest members in an eligible domain, math.MaxInt when there is none (then
+	// no node can exceed the skew, as in kube).
 	min int
 	// self is 1 when the request carries the group's tags (it joins the domain), else 0.
 	self int
 	// group is the phrase of the unschedulable summary and tags the group as reasons show it,
 	// both built once: a spread rejects most nodes, for every request.
 	group, tags string
+}
+
+// in returns the members counted in the node's domain.
+func (s *spread) in(n *scheduler.Node) int {
+	d, _ := domainOf(n, s.c.TopologyKey)
+	return s.counts[d]
+}
+
+// minimum is kube's global minimum: 0 while fewer eligible domains than min_domains exist.
+func (s *spread) minimum() int {
+	if len(s.counts) < s.c.MinDomains {
+		return 0
+	}
+	return s.min
 }
 
 const topologySpreadFilterKey = TopologySpreadName + "/filter"
@@ -56,66 +81,83 @@ func (topologySpreadFilter) PreFilter(state *scheduler.CycleState, r *scheduler.
 	return nil
 }
 
-// prepareSpreads counts the request's spreads of one kind over all nodes. The minimum is
-// taken over eligible domains only: those with a node that is online, matches the request's
-// node selector and required node affinity, and has no NoSchedule taint it does not
-// tolerate, so that a drained or tainted node cannot pin the minimum at 0 (kube's
-// nodeAffinityPolicy and nodeTaintsPolicy both Honor).
+// nodeFit is what a node offers the request's spreads of one kind: whether it is online,
+// carries all their topology keys, passes the node selector and required node affinity, and
+// has no NoSchedule or NoExecute taint left untolerated.
+type nodeFit struct{ online, keys, affinity, taints bool }
+
+func fitOf(r *scheduler.Request, n *scheduler.Node, cs []scheduler.SpreadConstraint) nodeFit {
+	f := nodeFit{online: n.Online, keys: hasKeys(n, cs), affinity: true, taints: true}
+	for k, v := range r.NodeSelector {
+		if got, ok := n.Labels[k]; !ok || got != v {
+			f.affinity = false
+		}
+	}
+	for _, t := range r.NodeAffinity {
+		if t.Weight == 0 && !nodelabels.MatchTerm(n.Labels, t) {
+			f.affinity = false
+		}
+	}
+	for _, t := range n.Taints {
+		if t.Effect != nodelabels.PreferNoSchedule && !nodelabels.Tolerated(r.Tolerations, t) {
+			f.taints = false
+		}
+	}
+	return f
+}
+
+// eligible applies a spread's node inclusion policies, kube's matchNodeInclusionPolicies; a
+// node lacking a key, or offline (kube has no such node), is never eligible.
+func (f nodeFit) eligible(c scheduler.SpreadConstraint) bool {
+	return f.online && f.keys && (f.affinity || c.NodeAffinityPolicy == PolicyIgnore) && (f.taints || c.NodeTaintsPolicy == PolicyIgnore)
+}
+
+// prepareSpreads counts the request's spreads of one kind over all nodes, as kube's
+// PodTopologySpread does: only nodes carrying the keys of all these spreads and eligible
+// under each spread's policies count, so that a drained, tainted or unselected node neither
+// pins the minimum at 0 nor adds its members to a domain.
 func prepareSpreads(state *scheduler.CycleState, r *scheduler.Request, nodes []*scheduler.NodeInfo, kind string) []spread {
-	var out []spread
-	var eligible []bool
+	var cs []scheduler.SpreadConstraint
 	for _, c := range r.TopologySpread {
-		if c.WhenUnsatisfiable != kind {
-			continue
+		if c.WhenUnsatisfiable == kind {
+			cs = append(cs, c)
 		}
-		if eligible == nil {
-			eligible = make([]bool, len(nodes))
-			for i, ni := range nodes {
-				eligible[i] = eligibleNode(r, ni.Node)
-			}
-		}
-		s := spread{c: c, counts: countGroup(state, nodes, c.Tags, c.TopologyKey),
+	}
+	if len(cs) == 0 {
+		return nil
+	}
+	fits := make([]nodeFit, len(nodes))
+	for i, ni := range nodes {
+		fits[i] = fitOf(r, ni.Node, cs)
+	}
+	out := make([]spread, 0, len(cs))
+	for _, c := range cs {
+		s := spread{c: c, counts: map[string]int{}, min: math.MaxInt,
 			group: fmt.Sprintf("would exceed max_skew %d of topology_spread %v by %s", c.MaxSkew, c.Tags, c.TopologyKey),
 			tags:  fmt.Sprint(c.Tags)}
 		if carriesAll(r.Tags, c.Tags) {
 			s.self = 1
 		}
-		first := true
+		gm := membersOf(state, nodes, c.Tags)
 		for i, ni := range nodes {
-			if !eligible[i] {
+			if !fits[i].eligible(c) {
 				continue
 			}
-			if _, ok := domainOf(ni.Node, c.TopologyKey); !ok {
-				continue
-			}
-			if n := s.counts.in(ni.Node); first || n < s.min {
-				s.min, first = n, false
-			}
+			d, _ := domainOf(ni.Node, c.TopologyKey)
+			s.counts[d] += gm.perNode[i].count
+		}
+		for _, n := range s.counts {
+			s.min = min(s.min, n)
 		}
 		out = append(out, s)
 	}
 	return out
 }
 
-// eligibleNode is a node that could take the request as far as the node policies go: online,
-// matching the node selector and every required node_affinity term, and with no NoSchedule
-// or NoExecute taint left untolerated.
-func eligibleNode(r *scheduler.Request, n *scheduler.Node) bool {
-	if !n.Online {
-		return false
-	}
-	for k, v := range r.NodeSelector {
-		if got, ok := n.Labels[k]; !ok || got != v {
-			return false
-		}
-	}
-	for _, t := range r.NodeAffinity {
-		if t.Weight == 0 && !nodelabels.MatchTerm(n.Labels, t) {
-			return false
-		}
-	}
-	for _, t := range n.Taints {
-		if t.Effect != nodelabels.PreferNoSchedule && !nodelabels.Tolerated(r.Tolerations, t) {
+// hasKeys reports whether the node carries the topology key of every spread.
+func hasKeys(n *scheduler.Node, cs []scheduler.SpreadConstraint) bool {
+	for _, c := range cs {
+		if _, ok := domainOf(n, c.TopologyKey); !ok {
 			return false
 		}
 	}
@@ -137,11 +179,11 @@ func (topologySpreadFilter) Filter(state *scheduler.CycleState, _ *scheduler.Req
 				Group:  fmt.Sprintf("have no label %s (topology_spread)", key),
 			}
 		}
-		would := s.counts.in(n.Node) + s.self
-		if skew := would - s.min; skew > s.c.MaxSkew {
+		would, least := s.counts[d]+s.self, s.minimum()
+		if skew := would - least; skew > s.c.MaxSkew {
 			return &scheduler.Rejection{
 				Reason: "TopologySpread: " + domainName(key, d) + " would hold " + strconv.Itoa(would) + " of " + s.tags +
-					", min " + strconv.Itoa(s.min) + ", skew " + strconv.Itoa(skew) + " > " + strconv.Itoa(s.c.MaxSkew),
+					", min " + strconv.Itoa(least) + ", skew " + strconv.Itoa(skew) + " > " + strconv.Itoa(s.c.MaxSkew),
 				Group: s.group,
 			}
 		}

@@ -8,8 +8,9 @@ import (
 
 // topologySpreadScore prefers the domains holding fewer members of the ScheduleAnyway spreads,
 // with kube's PodTopologySpread formula: per spread, members in the node's domain times
-// ln(domains + 2) plus max_skew - 1, summed, then reversed and scaled over the feasible nodes
-// so that the emptiest domain scores 100. A node lacking a spread's key scores 0.
+// ln(domains + 2) plus max_skew - 1, summed and rounded to an integer, then reversed over the
+// feasible nodes as 100*(max + min - score)/max in integers, so that the emptiest domain
+// scores 100. A node lacking a key of any ScheduleAnyway spread scores 0.
 type topologySpreadScore struct{}
 
 var (
@@ -27,11 +28,11 @@ func (topologySpreadScore) Name() string { return TopologySpreadName }
 // spreadScoreState is what PreScore computes once per request.
 type spreadScoreState struct {
 	spreads []spread
-	// weights[i] is ln(domains of spread i among the feasible nodes + 2): a key with more
-	// domains weighs more, as in kube.
+	// weights[i] is ln(domains of spread i among the scored feasible nodes + 2): a key with
+	// more domains weighs more, as in kube.
 	weights []float64
-	// outside are the feasible nodes lacking some spread's key.
-	outside map[string]bool
+	// ignored are the feasible nodes lacking some spread's key: kube scores them 0.
+	ignored map[string]bool
 }
 
 const topologySpreadScoreKey = TopologySpreadName + "/score"
@@ -41,14 +42,22 @@ func (topologySpreadScore) PreScore(state *scheduler.CycleState, r *scheduler.Re
 	if len(spreads) == 0 {
 		return
 	}
-	s := &spreadScoreState{spreads: spreads, weights: make([]float64, len(spreads)), outside: map[string]bool{}}
+	cs := make([]scheduler.SpreadConstraint, len(spreads))
+	for i, sp := range spreads {
+		cs[i] = sp.c
+	}
+	s := &spreadScoreState{spreads: spreads, weights: make([]float64, len(spreads)), ignored: map[string]bool{}}
+	for _, ni := range feasible {
+		if !hasKeys(ni.Node, cs) {
+			s.ignored[ni.Node.Name] = true
+		}
+	}
 	for i, sp := range spreads {
 		domains := map[string]bool{}
 		for _, ni := range feasible {
-			if d, ok := domainOf(ni.Node, sp.c.TopologyKey); ok {
+			if !s.ignored[ni.Node.Name] {
+				d, _ := domainOf(ni.Node, sp.c.TopologyKey)
 				domains[d] = true
-			} else {
-				s.outside[ni.Node.Name] = true
 			}
 		}
 		s.weights[i] = math.Log(float64(len(domains) + 2))
@@ -62,45 +71,39 @@ func (topologySpreadScore) Score(state *scheduler.CycleState, _ *scheduler.Reque
 		return 0
 	}
 	s := v.(*spreadScoreState)
-	if s.outside[n.Node.Name] {
+	if s.ignored[n.Node.Name] {
 		return 0
 	}
 	var sum float64
 	for i, sp := range s.spreads {
-		sum += float64(sp.counts.in(n.Node))*s.weights[i] + float64(sp.c.MaxSkew-1)
+		sum += float64(sp.in(n.Node))*s.weights[i] + float64(sp.c.MaxSkew-1)
 	}
-	return sum
+	return math.Round(sum)
 }
 
-// NormalizeScores maps the fewest members to 100 and the most to min/max*100, as kube does;
-// nodes outside a domain get 0. Without ScheduleAnyway spreads every node keeps 0.
+// NormalizeScores maps the fewest members to 100 and the rest to 100*(max+min-score)/max,
+// truncated as kube's integer division does; ignored nodes get 0. Without ScheduleAnyway
+// spreads every node keeps 0.
 func (topologySpreadScore) NormalizeScores(state *scheduler.CycleState, _ *scheduler.Request, scores []scheduler.NodeScore) {
 	v, ok := state.Read(topologySpreadScoreKey)
 	if !ok {
 		return
 	}
 	s := v.(*spreadScoreState)
-	lo, hi, seen := 0.0, 0.0, false
+	lo, hi := int64(math.MaxInt64), int64(0)
 	for _, ns := range scores {
-		if s.outside[ns.Node] {
-			continue
+		if !s.ignored[ns.Node] {
+			lo, hi = min(lo, int64(ns.Score)), max(hi, int64(ns.Score))
 		}
-		if !seen || ns.Score < lo {
-			lo = ns.Score
-		}
-		if !seen || ns.Score > hi {
-			hi = ns.Score
-		}
-		seen = true
 	}
 	for i := range scores {
 		switch {
-		case s.outside[scores[i].Node]:
+		case s.ignored[scores[i].Node]:
 			scores[i].Score = 0
 		case hi == 0:
 			scores[i].Score = 100
 		default:
-			scores[i].Score = 100 * (hi + lo - scores[i].Score) / hi
+			scores[i].Score = float64(100 * (hi + lo - int64(scores[i].Score)) / hi)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package plugins
 
 import (
-	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -179,7 +178,8 @@ func TestTopologySpreadScore(t *testing.T) {
 	}
 	r.TopologySpread = spreadOf(TopologyNode, 1, ScheduleAnyway, "web")
 	got := scoreNodes(topologySpreadScore{}, &r, ns)
-	if got["pve1"] != 0 || math.Abs(got["pve2"]-50) > 1e-9 || got["pve3"] != 100 {
+	// Raw pve1 = round(2*ln5) = 3, pve2 = round(ln5) = 2, pve3 = 0: 100*(3+0-2)/3 = 33.
+	if got["pve1"] != 0 || got["pve2"] != 33 || got["pve3"] != 100 {
 		t.Errorf("by node: %v", got)
 	}
 	// DoNotSchedule spreads are the filter's, not scored.
@@ -191,8 +191,9 @@ func TestTopologySpreadScore(t *testing.T) {
 	zones := []scheduler.Node{zoned("pve1", "a"), zoned("pve2", "b"), zoned("pve3", "")}
 	r.TopologySpread = spreadOf("zone", 2, ScheduleAnyway, "web")
 	got = scoreNodes(topologySpreadScore{}, &r, infos(zones, guestsIn(100, map[string]int{"pve1": 1})...))
-	// Raw a = 1*ln(4) + 1, b = 0 + 1: b scores 100, a 100*(1)/(ln4+1).
-	if wantA := 100 / (math.Log(4) + 1); math.Abs(got["pve1"]-wantA) > 1e-9 || got["pve2"] != 100 || got["pve3"] != 0 {
+	// pve3 lacks the key: ignored, so the weight is ln(2 zones + 2). Raw a = round(ln4 + 1) = 2,
+	// b = 0 + 1: b scores 100, a 100*(2+1-2)/2 = 50.
+	if got["pve1"] != 50 || got["pve2"] != 100 || got["pve3"] != 0 {
 		t.Errorf("by zone: %v", got)
 	}
 }

@@ -33,8 +33,8 @@ func TestAccPlacementPlugins(t *testing.T) {
 		attrs map[string]string
 	}{
 		{"NodeResource picks the freest node", `name = "web"`,
-			map[string]string{"node": "pve2", "vmid": "101", "storage": "ceph", "candidates.1.score": "86.56", "candidates.3.reasons.0": "NodeOnline: node is offline",
-				"summary": "web: pve2 (score 86.56; 3/4 nodes feasible), vmid 101 (next free id), storage ceph", "placements.0.existing": "false"}},
+			map[string]string{"node": "pve2", "vmid": "101", "storage": "ceph", "candidates.1.score": "186.56", "candidates.3.reasons.0": "NodeOnline: node is offline",
+				"summary": "web: pve2 (score 186.56; 3/4 nodes feasible), vmid 101 (next free id), storage ceph", "placements.0.existing": "false"}},
 		{"node regex matches whole names", `name = "web"
 			annotations = { "node.qemu-scheduler/regex" = "pve[13]" }`, map[string]string{"node": "pve3", "candidates.1.reasons.0": `NodeRegex: "pve2" does not match "pve[13]"`}},
 		{"cpu overcommit exactly at the ratio passes", `name = "web"
@@ -88,7 +88,7 @@ func TestAccPlacementPlugins(t *testing.T) {
 			  vmids:
 			    Regex:
 			      enable: false
-			EOT`, map[string]string{"vmid": "101", "candidates.#": "4", "candidates.1.feasible": "true", "candidates.1.score": "0", "candidates.1.scores.%": "4", "candidates.1.scores.NodeAffinity": "0"}},
+			EOT`, map[string]string{"vmid": "101", "candidates.#": "4", "candidates.1.feasible": "true", "candidates.1.score": "100", "candidates.1.scores.%": "4", "candidates.1.scores.NodeAffinity": "0"}},
 		{"block re-enables what YAML disabled", `name = "web"
 			memory = 16384
 			plugin_config_yaml = "filters: {MemoryOvercommit: {enable: false}}"
@@ -101,7 +101,7 @@ func TestAccPlacementPlugins(t *testing.T) {
 			    name   = "NodeResource"
 			    weight = 2
 			  }
-			}`, map[string]string{"candidates.1.score": "173.13", "candidates.1.scores.NodeResource": "86.56"}},
+			}`, map[string]string{"candidates.1.score": "273.13", "candidates.1.scores.NodeResource": "86.56"}},
 	}
 	env := newAccEnv(t, labCluster()) // read-only cases share one cluster
 	env.needsSim(t)

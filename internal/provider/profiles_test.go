@@ -92,8 +92,8 @@ func TestAccProfileFromReferenceYAML(t *testing.T) {
 			Check: resource.ComposeAggregateTestCheckFunc(
 				resource.TestCheckResourceAttr(ds, "node", "pve2"),
 				resource.TestCheckResourceAttr(ds, "candidates.0.feasible", "true"),
-				resource.TestCheckResourceAttr(ds, "summary", "web: pve2 (score 86.56; 3/4 nodes feasible), vmid 101 (next free id), storage ceph, profile cappx"),
-				resource.TestCheckResourceAttr("data.qemuscheduler_placement.plain", "summary", "small: pve2 (score 86.56; 3/4 nodes feasible), vmid 101 (next free id), storage ceph"),
+				resource.TestCheckResourceAttr(ds, "summary", "web: pve2 (score 186.56; 3/4 nodes feasible), vmid 101 (next free id), storage ceph, profile cappx"),
+				resource.TestCheckResourceAttr("data.qemuscheduler_placement.plain", "summary", "small: pve2 (score 186.56; 3/4 nodes feasible), vmid 101 (next free id), storage ceph"),
 			),
 		}},
 	})
@@ -170,11 +170,11 @@ func TestAccProfilesPackVersusSpread(t *testing.T) {
 				resource.TestCheckResourceAttr(ds, "node", "pve1"),
 				resource.TestCheckResourceAttr(ds, "candidates.0.scores.MostAllocated", "45.31"),
 				resource.TestCheckNoResourceAttr(ds, "candidates.0.scores.NodeResource"),
-				resource.TestCheckResourceAttr(ds, "summary", "web: pve1 (score 45.31; 3/4 nodes feasible), vmid 101 (next free id), storage ceph, profile packing"),
+				resource.TestCheckResourceAttr(ds, "summary", "web: pve1 (score 145.31; 3/4 nodes feasible), vmid 101 (next free id), storage ceph, profile packing"),
 				// LeastAllocated on pve3: cpu (8-1)*100/8 = 87.5, memory (16384-512)*100/16384 = 96.875, mean 92.19
 				resource.TestCheckResourceAttr(spread, "node", "pve3"),
 				resource.TestCheckResourceAttr(spread, "candidates.2.scores.LeastAllocated", "92.19"),
-				resource.TestCheckResourceAttr(spread, "summary", "web: pve3 (score 92.19; 3/4 nodes feasible), vmid 101 (next free id), storage ceph, profile spreading"),
+				resource.TestCheckResourceAttr(spread, "summary", "web: pve3 (score 192.19; 3/4 nodes feasible), vmid 101 (next free id), storage ceph, profile spreading"),
 			),
 		}, {
 			Config:   config,

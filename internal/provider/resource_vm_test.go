@@ -85,7 +85,7 @@ func TestAccVMLifecycleFromScratch(t *testing.T) {
 			resource.TestCheckResourceAttr(vmAddr, "storage", "ceph"),
 			resource.TestCheckResourceAttr(vmAddr, "disk.0.storage", "ceph"),
 			resource.TestMatchResourceAttr(vmAddr, "network.0.mac", regexp.MustCompile(`^BC:24:11:`)),
-			resource.TestMatchResourceAttr(vmAddr, "placement_summary", regexp.MustCompile(`^web-1: pve2 \(score 86.56; 3/4 nodes feasible\), vmid 500 \(range 500-599\)`)),
+			resource.TestMatchResourceAttr(vmAddr, "placement_summary", regexp.MustCompile(`^web-1: pve2 \(score 186.56; 3/4 nodes feasible\), vmid 500 \(range 500-599\)`)),
 			guestCheck(sim, func(g pvesim.GuestState) error {
 				if g.Status != "running" {
 					return fmt.Errorf("status %s, want running", g.Status)

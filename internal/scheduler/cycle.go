@@ -14,6 +14,14 @@ func NewCycleState() *CycleState {
 	return &CycleState{data: map[string]any{}}
 }
 
+// NewCycleStateOver returns an empty state for a request evaluated over nodes, which Nodes
+// returns.
+func NewCycleStateOver(nodes []*NodeInfo) *CycleState {
+	s := NewCycleState()
+	s.nodes = nodes
+	return s
+}
+
 // Read returns what a plugin wrote under key.
 func (s *CycleState) Read(key string) (any, bool) {
 	v, ok := s.data[key]

@@ -163,8 +163,7 @@ type evaluation struct {
 // on every node (all of them, to report every reason), the storage check, then the scores of
 // the feasible nodes and the choice. An error is a pre-filter rejecting the request outright.
 func (p *Profile) evaluate(r *Request, infos []*NodeInfo) (evaluation, error) {
-	state := NewCycleState()
-	state.nodes = infos
+	state := NewCycleStateOver(infos)
 	if err := p.preFilter(state, r, infos); err != nil {
 		return evaluation{}, err
 	}

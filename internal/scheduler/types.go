@@ -214,6 +214,15 @@ type SpreadConstraint struct {
 	TopologyKey       string
 	MaxSkew           int
 	WhenUnsatisfiable string
+	// MinDomains (DoNotSchedule only, 0 = unset) takes the minimum as 0 while fewer eligible
+	// domains exist, as kube's minDomains.
+	MinDomains int
+	// NodeAffinityPolicy and NodeTaintsPolicy say whether members on nodes failing the
+	// request's node selector and required node affinity, or carrying a NoSchedule taint it
+	// does not tolerate, are counted: "Honor" (the default when empty) skips them, "Ignore"
+	// counts them.
+	NodeAffinityPolicy string
+	NodeTaintsPolicy   string
 }
 
 // VCPUs is the number of vCPUs the request adds to a node. ValidateRequest bounds cores and
