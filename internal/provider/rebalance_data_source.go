@@ -215,7 +215,7 @@ func (d *rebalanceDataSource) Read(ctx context.Context, req datasource.ReadReque
 		resp.Diagnostics.AddError("Cannot read the Proxmox VE cluster", err.Error())
 		return
 	}
-	switch in.HARules, err = d.data.client.HARules(ctx); {
+	switch in.Snapshot.HARules, err = d.data.client.HARules(ctx); {
 	case errors.Is(err, proxmox.ErrForbidden):
 		resp.Diagnostics.AddWarning("HA rules not read",
 			"The credentials may not read /cluster/ha/rules (PVE needs Sys.Audit on /): the moves do not take HA node-affinity "+

@@ -5,13 +5,13 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/rebalance"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
 // HARules reads the PVE 9 HA rules (GET /cluster/ha/rules). PVE 8 has no rules: its 501
 // (no such method) reads as none. A 403 (no Sys.Audit on /) is returned as ErrForbidden for
 // the caller to warn about.
-func (c *Client) HARules(ctx context.Context) ([]rebalance.HARule, error) {
+func (c *Client) HARules(ctx context.Context) ([]scheduler.HARule, error) {
 	var rows []struct {
 		Rule      string `json:"rule"`
 		Type      string `json:"type"`
@@ -27,9 +27,9 @@ func (c *Client) HARules(ctx context.Context) ([]rebalance.HARule, error) {
 		}
 		return nil, err
 	}
-	rules := make([]rebalance.HARule, 0, len(rows))
+	rules := make([]scheduler.HARule, 0, len(rows))
 	for _, r := range rows {
-		rule := rebalance.HARule{Name: r.Rule, Type: r.Type, Strict: r.Strict == 1, Affinity: r.Affinity, Disabled: r.Disable == 1}
+		rule := scheduler.HARule{Name: r.Rule, Type: r.Type, Strict: r.Strict == 1, Affinity: r.Affinity, Disabled: r.Disable == 1}
 		for _, sid := range splitList(r.Resources) {
 			if _, id, ok := strings.Cut(sid, ":"); ok {
 				if vmid, err := strconv.Atoi(id); err == nil {

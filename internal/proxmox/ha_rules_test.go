@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
-	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/rebalance"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
 func TestHARules(t *testing.T) {
@@ -19,7 +19,7 @@ func TestHARules(t *testing.T) {
 		},
 	}
 	rules, err := newClient(t, pvesim.NewTestServer(t, c)).HARules(context.Background())
-	want := []rebalance.HARule{
+	want := []scheduler.HARule{
 		{Name: "pin", Type: "node-affinity", VMIDs: []int{100}, Nodes: []string{"pve1", "pve2"}, Strict: true},
 		{Name: "apart", Type: "resource-affinity", VMIDs: []int{101, 100}, Affinity: "negative", Disabled: true},
 	}

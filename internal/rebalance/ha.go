@@ -1,57 +1,16 @@
 package rebalance
 
-import (
-	"fmt"
-	"slices"
-	"strings"
-)
+import "github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 
-// HARule is one PVE 9 HA rule (GET /cluster/ha/rules), the fields a move must respect.
-type HARule struct {
-	Name string
-	// Type is "node-affinity" or "resource-affinity".
-	Type string
-	// VMIDs are the rule's resources (vm:N and ct:N alike).
-	VMIDs []int
-	// Nodes are a node-affinity rule's nodes (priorities aside).
-	Nodes []string
-	// Strict node-affinity keeps the resources on Nodes only; a non-strict rule prefers
-	// them, and the HA manager moves a resource back to them (failback), so a move elsewhere
-	// would be undone: both are kept.
-	Strict bool
-	// Affinity is "positive" or "negative" for resource-affinity rules.
-	Affinity string
-	Disabled bool
-}
-
-// haRefusal says why moving g to node would break an enabled HA rule, or "" when it would
-// not. A member of a positive resource-affinity rule never moves alone: the HA manager keeps
-// the group on one node.
+// haRefusal says why moving g to node would break an enabled HA rule of the cluster view
+// (Snapshot.HARules), as PVE's HA manager would refuse or undo it, or "" when it would not;
+// peers are where the moves planned so far put them.
 func (p *planner) haRefusal(gVMID int, node string) string {
-	for _, r := range p.in.HARules {
-		if r.Disabled || !slices.Contains(r.VMIDs, gVMID) {
-			continue
+	return scheduler.HARefusal(p.snap.HARules, gVMID, node, func(vmid int) (string, bool) {
+		i, ok := p.byVMID[vmid]
+		if !ok {
+			return "", false
 		}
-		switch r.Type {
-		case "node-affinity":
-			if !slices.Contains(r.Nodes, node) {
-				return fmt.Sprintf("HA rule %s (node-affinity) allows only %s", r.Name, strings.Join(r.Nodes, ", "))
-			}
-		case "resource-affinity":
-			for _, peer := range r.VMIDs {
-				i, ok := p.byVMID[peer]
-				if peer == gVMID || !ok {
-					continue
-				}
-				on := p.snap.Guests[i].Node
-				if r.Affinity == "negative" && on == node {
-					return fmt.Sprintf("HA rule %s (negative resource-affinity): vm %d runs there", r.Name, peer)
-				}
-				if r.Affinity == "positive" && on != node {
-					return fmt.Sprintf("HA rule %s (positive resource-affinity): vm %d runs on %s", r.Name, peer, on)
-				}
-			}
-		}
-	}
-	return ""
+		return p.snap.Guests[i].Node, true
+	})
 }

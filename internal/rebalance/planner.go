@@ -15,6 +15,7 @@ import (
 
 // Input is one planning run.
 type Input struct {
+	// Snapshot is the cluster view; moves never break its HARules.
 	Snapshot scheduler.Snapshot
 	Profile  *scheduler.Profile
 	// Policy is the request every opted-in guest must satisfy: node selector, affinities,
@@ -30,8 +31,6 @@ type Input struct {
 	MaxMovesPerNode    int
 	// MinGain is the least improvement, in percentage points, a utilization move must bring.
 	MinGain float64
-	// HARules are the cluster's PVE 9 HA rules; moves never break them.
-	HARules []HARule
 	// DiskStorages names the storages a guest's disks are on; asked only for running guests
 	// about to move (nil = unknown, every target accepted).
 	DiskStorages func(g *scheduler.Guest) ([]string, error)

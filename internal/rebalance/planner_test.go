@@ -206,14 +206,14 @@ func TestHARules(t *testing.T) {
 	ns := nodes("pve1", "pve2", "pve3")
 	in := input(t, ns, vm(100, "pve3", 1, 1, "web"), vm(101, "pve1", 1, 1))
 	in.Policy.Annotations[scheduler.AnnotationNodeRegex] = "pve[12]"
-	in.HARules = []HARule{
+	in.Snapshot.HARules = []scheduler.HARule{
 		{Name: "apart", Type: "resource-affinity", Affinity: "negative", VMIDs: []int{100, 101}},
 		{Name: "off", Type: "node-affinity", VMIDs: []int{100}, Nodes: []string{"pve1"}, Disabled: true},
 	}
 	if got := moves(mustPlan(t, in)); !reflect.DeepEqual(got, []string{"vm100:pve3>pve2"}) {
 		t.Fatalf("negative affinity with vm101 on pve1: moves %v, want pve2", got)
 	}
-	in.HARules = append(in.HARules, HARule{Name: "pin", Type: "node-affinity", VMIDs: []int{100}, Nodes: []string{"pve1", "pve3"}, Strict: true})
+	in.Snapshot.HARules = append(in.Snapshot.HARules, scheduler.HARule{Name: "pin", Type: "node-affinity", VMIDs: []int{100}, Nodes: []string{"pve1", "pve3"}, Strict: true})
 	plan := mustPlan(t, in)
 	if len(plan.Moves) != 0 || !strings.Contains(plan.Kept[0].Reason, "HA rule pin (node-affinity) allows only pve1, pve3") ||
 		!strings.Contains(plan.Kept[0].Reason, "HA rule apart (negative resource-affinity): vm 101 runs there") {

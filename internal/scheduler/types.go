@@ -46,6 +46,9 @@ type Snapshot struct {
 	// not read from the cluster's resource list. The scheduler does not use them: plans
 	// check a VM's pool against them.
 	Pools []string
+	// HARules are the cluster's PVE 9 HA rules when the caller read them (nil otherwise, and
+	// on PVE 8): moves and the rules the provider keeps must agree with them.
+	HARules []HARule
 }
 
 // IDBounds bound the default VMID: Lower inclusive, Upper exclusive.
