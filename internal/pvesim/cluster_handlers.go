@@ -14,6 +14,9 @@ func (s *Server) routes() {
 		m.HandleFunc(strings.Replace(pattern, " ", " "+apiPrefix, 1), fn)
 	}
 	h("POST /access/ticket", s.handleTicket)
+	h("GET /access/users", s.handleUsers)
+	h("GET /access/users/{userid}", s.handleUser)
+	h("GET /access/permissions", s.handlePermissions)
 	h("GET /version", func(w http.ResponseWriter, _ *http.Request) {
 		writeData(w, map[string]any{"version": "8.2.4", "release": "8.2", "repoid": "faa83925c9641325"})
 	})
@@ -26,6 +29,8 @@ func (s *Server) routes() {
 	h("GET /nodes/{node}/status", s.handleNodeStatus)
 	h("GET /nodes/{node}/storage", s.handleNodeStorage)
 	h("GET /nodes/{node}/storage/{storage}/content", s.handleStorageContent)
+	h("GET /nodes/{node}/storage/{storage}/content/{volume...}", s.handleVolumeInfo)
+	h("GET /nodes/{node}/storage/{storage}/status", s.handleStorageStatus)
 	h("GET /nodes/{node}/config", s.handleNodeConfigGet)
 	h("PUT /nodes/{node}/config", s.handleNodeConfigSet)
 	h("GET /cluster/ha/status/manager_status", s.handleHAManagerStatus)

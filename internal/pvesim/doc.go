@@ -5,13 +5,19 @@
 //
 // What it models:
 //   - auth: API tokens (no CSRF) and tickets from POST /access/ticket (CSRF header on writes);
-//     401 "No ticket" or "authentication failure" with an empty body;
+//     401 "No ticket" or "authentication failure" with an empty body; one user, root@pam, and
+//     its token without privilege separation, which GET /access/users and /access/permissions
+//     report as they are: all-powerful (the Administrator role's privileges on every path);
+//   - routing: empty path segments are skipped (a trailing slash reaches the same handler), as
+//     pve-common's RESTHandler does;
 //   - errors: 500 and 501 with the message as the HTTP reason phrase and in the body, 400 with
 //     an "errors" map (config keys are checked against qemu-server's schema), 403 for missing
 //     pools, 595 with an empty body for anything under an offline node;
 //   - state: nodes with capacity and live load (host load plus running guests), storages with
 //     their content types, volumes, snippets and used space (a shared storage is one object on
-//     every node; content listed by GET .../storage/{storage}/content), qemu and lxc guests,
+//     every node; content listed by GET .../storage/{storage}/content, a volume's attributes
+//     by GET .../content/{volume}, a storage's figures by GET .../storage/{storage}/status;
+//     a drive naming an existing volume records the volume's size), qemu and lxc guests,
 //     templates, pools, tags normalised as PVE does, datacenter next-id bounds; cicustom
 //     snippets checked when the cloud-init drive is generated (start), as qemu-server does;
 //   - nodes: host-arch, node config with Notes (description, stored and digested as PVE does),
@@ -27,7 +33,7 @@
 //     and /cluster/resources without stats for new guests until Tick, 403 for a missing
 //     privilege on an endpoint (Forbid).
 //
-// What it does not: containers beyond listing, snapshots, backups, HA resources and rules, firewall, SDN,
-// permissions (every credential is root), and any endpoint not routed (those answer 501 with
-// their path, so gaps show).
+// What it does not: containers beyond listing, snapshots, backups, firewall, SDN, ACLs, users
+// and tokens beyond the one of each, and any endpoint not routed (those answer 501 with their
+// path, so gaps show).
 package pvesim

@@ -152,9 +152,9 @@ type change struct {
 }
 
 type allocation struct {
-	st    *storage
-	name  string
-	bytes uint64
+	st   *storage
+	name string
+	size volumeSize
 }
 
 // prepareConfig validates config keys for guest g as a create or a config write does. It
@@ -262,13 +262,30 @@ func (s *Server) allocate(n *node, g *guest, key string, d map[string]string) (*
 		}
 		name := g.nextVolume(st)
 		d["file"], d["size"] = m[1]+":"+name, formatBytes(bytes)
-		return &allocation{st, name, bytes}, ""
+		return &allocation{st, name, volumeSize{bytes, bytes}}, ""
 	}
 	if name, isCI := strings.CutSuffix(d["file"], ":cloudinit"); isCI {
 		if _, msg := imageStorage(n, name); msg != "" {
 			return nil, msg
 		}
 		d["file"], d["media"] = fmt.Sprintf("%s:vm-%d-cloudinit", name, g.vmid), "cdrom"
+		return nil, ""
+	}
+	// An existing volume: PVE records the size volume_size_info reads, whatever the request
+	// said. Cd-roms (isos, none) and paths outside a storage are left as given.
+	if vol, ok := parseVolume(d["file"]); ok && d["media"] != "cdrom" {
+		st, msg := s.activeStorage(n.name, vol.storage)
+		if msg != "" {
+			return nil, msg
+		}
+		v, msg := st.volumeSize(vol.name)
+		if v.size == 0 && msg == "" || strings.HasPrefix(msg, "volume_size_info") {
+			msg = fmt.Sprintf("volume %s:%s does not exist", vol.storage, vol.name)
+		}
+		if msg != "" {
+			return nil, msg
+		}
+		d["size"] = formatBytes(v.size)
 	}
 	return nil, ""
 }
@@ -308,7 +325,7 @@ func (c change) commit(g *guest) {
 		g.set(k, c.set[k])
 	}
 	for _, a := range c.alloc {
-		a.st.alloc(a.name, a.bytes)
+		a.st.put(a.name, a.size)
 	}
 }
 

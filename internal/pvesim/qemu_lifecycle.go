@@ -137,7 +137,10 @@ func (s *Server) handleResize(w http.ResponseWriter, r *http.Request) {
 		g.config[key] = setDiskSize(value, target)
 		if vol, ok := parseVolume(value); ok {
 			if st := s.storageOf(g, vol.storage); st != nil {
-				st.alloc(vol.name, uint64(target*gib))
+				// A linked clone's volume takes only the space it grew by.
+				old := st.volumes[vol.name]
+				size := uint64(target * gib)
+				st.put(vol.name, volumeSize{size, old.used + size - min(size, old.size)})
 			}
 		}
 		return taskOK()
@@ -253,9 +256,10 @@ func (s *Server) handleMigrate(w http.ResponseWriter, r *http.Request) {
 	g.lock = "migrate"
 	writeData(w, s.startTask(r, g.node, "qmigrate", g.vmid, func() outcome {
 		for _, m := range moves {
-			bytes := m.from.volumes[m.vol]
+			// The copy on the target is a full volume, even of a linked clone's disk.
+			size := m.from.volumes[m.vol].size
 			m.from.free(m.vol)
-			m.to.alloc(m.vol, bytes)
+			m.to.alloc(m.vol, size)
 			if m.to != m.from {
 				g.config[m.key] = m.to.name + strings.TrimPrefix(g.config[m.key], m.from.name)
 			}
@@ -361,11 +365,11 @@ func (s *Server) handleClone(w http.ResponseWriter, r *http.Request) {
 				v += "," + rest
 			}
 			if st := target.storage(stName); st != nil && !isCDROM(v) {
-				var bytes uint64
+				size := volumeSize{size: uint64(sizeGiB(v) * gib)}
 				if full {
-					bytes = uint64(sizeGiB(v) * gib)
+					size.used = size.size
 				}
-				allocs = append(allocs, allocation{st, name, bytes})
+				allocs = append(allocs, allocation{st, name, size})
 			}
 		}
 		clone.config[k] = v

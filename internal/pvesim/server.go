@@ -114,7 +114,7 @@ func New(c Cluster, opts ...Option) (*Server, error) {
 			if st == nil {
 				st = &storage{name: spec.Name, typ: spec.Type, content: spec.Content, shared: spec.Shared,
 					total: uint64(spec.SizeGiB * gib), used: uint64(spec.UsedGiB * gib), inactive: spec.Inactive,
-					volumes: map[string]uint64{}}
+					volumes: map[string]volumeSize{}}
 				for _, f := range spec.Snippets {
 					st.putSnippet(f, snippetSpecSize)
 				}
@@ -135,7 +135,8 @@ func New(c Cluster, opts ...Option) (*Server, error) {
 		// The file's used_gib already counts the guests' disks: record them without adding.
 		for _, v := range g.volumes() {
 			if st := s.storageOf(g, v.storage); st != nil {
-				st.volumes[v.name] = uint64(sizeGiB(g.config[v.key]) * gib)
+				bytes := uint64(sizeGiB(g.config[v.key]) * gib)
+				st.volumes[v.name] = volumeSize{bytes, bytes}
 			}
 		}
 	}
@@ -225,6 +226,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotImplemented, "no such uri")
 		return
 	}
+	r.URL.Path, r.URL.RawPath = skipEmptySegments(r.URL.Path), skipEmptySegments(r.URL.RawPath)
 	_, pattern := s.mux.Handler(r)
 	endpoint := strings.Replace(pattern, apiPrefix, "", 1)
 	s.mu.Lock()
@@ -265,6 +267,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeError(w, f.status, f.message)
 	}
+}
+
+// skipEmptySegments drops the empty segments of a path ("/nodes/pve1/qemu/100/" is
+// "/nodes/pve1/qemu/100"), as pve-common's RESTHandler find_handler does before it looks the
+// path up.
+func skipEmptySegments(path string) string {
+	if path == "" {
+		return ""
+	}
+	var parts []string
+	for _, p := range strings.Split(path, "/") {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return "/" + strings.Join(parts, "/")
 }
 
 // haRound lets the HA manager run once after a read (see ha_resources.go).

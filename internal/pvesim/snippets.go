@@ -116,11 +116,11 @@ func (s *Server) handleStorageContent(w http.ResponseWriter, r *http.Request) {
 	}
 	rows := []map[string]any{}
 	if (content == "" || content == "images") && contains(st.content, "images") {
-		for vol, size := range st.volumes {
+		for vol, v := range st.volumes {
 			m := volumeOwner.FindStringSubmatch(vol)
 			if m != nil && (vmid < 0 || atoi(m[1]) == vmid) {
 				rows = append(rows, map[string]any{"volid": st.name + ":" + vol, "content": "images", "format": "raw",
-					"size": size, "vmid": atoi(m[1]), "ctime": volumeCTime})
+					"size": v.size, "vmid": atoi(m[1]), "ctime": volumeCTime})
 			}
 		}
 	}

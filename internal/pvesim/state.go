@@ -37,21 +37,28 @@ type storage struct {
 	total    uint64
 	used     uint64
 	inactive bool
-	volumes  map[string]uint64 // volume name (vm-100-disk-0) -> size in bytes
-	snippets map[string]int    // snippets directory: file name -> size in bytes
+	volumes  map[string]volumeSize // volume name (vm-100-disk-0) -> its size
+	snippets map[string]int        // snippets directory: file name -> size in bytes
 }
 
-// alloc creates or resizes a volume, counting the space it takes.
-func (st *storage) alloc(vol string, bytes uint64) {
+// volumeSize is a volume's virtual size and the space it takes on its storage: both the same
+// for a full volume, used 0 for a linked clone's (its blocks are the base volume's).
+type volumeSize struct{ size, used uint64 }
+
+// alloc creates or resizes a full volume, counting the space it takes.
+func (st *storage) alloc(vol string, bytes uint64) { st.put(vol, volumeSize{bytes, bytes}) }
+
+// put records a volume, counting the space it takes.
+func (st *storage) put(vol string, v volumeSize) {
 	st.free(vol)
-	st.volumes[vol] = bytes
-	st.used += bytes
+	st.volumes[vol] = v
+	st.used += v.used
 }
 
 // free destroys a volume, if it exists.
 func (st *storage) free(vol string) {
-	if bytes, ok := st.volumes[vol]; ok {
-		st.used -= min(st.used, bytes)
+	if v, ok := st.volumes[vol]; ok {
+		st.used -= min(st.used, v.used)
 		delete(st.volumes, vol)
 	}
 }

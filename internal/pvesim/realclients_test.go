@@ -1,0 +1,193 @@
+package pvesim_test
+
+// What real clients (the bpg and Telmate Terraform providers) call beyond our own client, each
+// answered as PVE answers it; the PVE source of each behaviour is named in its test.
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
+)
+
+// pve-storage API2/Storage/Status.pm read_status returns storage_info's entry for the
+// storage: every storage of storage.cfg has one on every node (enabled 0 where it is not
+// enabled, and 0 bytes unless active), an unknown storage is a 400 "No such storage.". bpg
+// reads it for every datastore of a template cloned to another node, to decide whether the
+// clone can go straight to its target.
+func TestStorageStatus(t *testing.T) {
+	c, err := pvesim.ParseCluster([]byte(`
+nodes:
+  - {name: pve1, cpus: 8, memory_gib: 32}
+  - {name: pve2, cpus: 8, memory_gib: 32}
+  - {name: pve3, cpus: 8, memory_gib: 32, offline: true}
+storages:
+  - {name: ceph, type: rbd, content: [images], shared: true, size_gib: 100, used_gib: 40}
+  - {name: fast, type: lvmthin, content: [images, rootdir], nodes: [pve1], size_gib: 10, used_gib: 1}
+  - {name: nas, type: nfs, content: [iso], nodes: [pve2], size_gib: 10, inactive: true}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newAPI(t, pvesim.NewTestServer(t, c))
+	for _, tc := range []struct {
+		path string
+		want map[string]any
+	}{
+		{"/nodes/pve1/storage/ceph/status", map[string]any{"type": "rbd", "content": "images", "shared": 1.0, "enabled": 1.0,
+			"active": 1.0, "total": 100.0 * (1 << 30), "used": 40.0 * (1 << 30), "avail": 60.0 * (1 << 30)}},
+		{"/nodes/pve1/storage/fast/status", map[string]any{"type": "lvmthin", "content": "images,rootdir", "shared": 0.0,
+			"enabled": 1.0, "active": 1.0, "total": 10.0 * (1 << 30), "used": 1.0 * (1 << 30), "avail": 9.0 * (1 << 30)}},
+		// Not enabled on pve2: listed, but neither enabled nor active.
+		{"/nodes/pve2/storage/fast/status", map[string]any{"type": "lvmthin", "content": "images,rootdir", "shared": 0.0,
+			"enabled": 0.0, "active": 0.0, "total": 0.0, "used": 0.0, "avail": 0.0}},
+		// Enabled but not online: no figures.
+		{"/nodes/pve2/storage/nas/status", map[string]any{"type": "nfs", "content": "iso", "shared": 0.0,
+			"enabled": 1.0, "active": 0.0, "total": 0.0, "used": 0.0, "avail": 0.0}},
+	} {
+		got := a.ok(a.get(tc.path)).obj()
+		if len(got) != len(tc.want) {
+			t.Errorf("%s = %v, want %v", tc.path, got, tc.want)
+		}
+		for k, v := range tc.want {
+			if got[k] != v {
+				t.Errorf("%s: %s = %v, want %v", tc.path, k, got[k], v)
+			}
+		}
+	}
+	if r := a.get("/nodes/pve1/storage/nope/status"); r.code != http.StatusBadRequest || r.env.Errors["storage"] != "No such storage." {
+		t.Errorf("unknown storage: %s %s", r.status, r.body)
+	}
+	if r := a.get("/nodes/pve3/storage/ceph/status"); r.code != 595 {
+		t.Errorf("offline node: %s %s, want 595", r.status, r.body)
+	}
+}
+
+// pve-storage API2/Storage/Content.pm info: path, size, used and format of a volume, named
+// by its full volume id (whose storage must be {storage}: else a 400 "storage ID mismatch")
+// or by its name on {storage}; volume_size_info's failure for a missing volume is a 500. The
+// content path is registered with an empty fragment delimiter, so a volume id may contain
+// slashes (escaped or not). bpg reads it for every disk whose config has no format.
+func TestVolumeInfo(t *testing.T) {
+	_, a := lab(t)
+	for _, path := range []string{
+		"/nodes/pve1/storage/ceph/content/ceph:base-9000-disk-0",
+		"/nodes/pve1/storage/ceph/content/" + url.PathEscape("ceph:base-9000-disk-0"),
+		"/nodes/pve2/storage/ceph/content/base-9000-disk-0",
+	} {
+		got := a.ok(a.get(path)).obj()
+		if got["size"] != 8.0*(1<<30) || got["format"] != "raw" || got["path"] != "rbd:ceph/base-9000-disk-0" || got["used"] == nil {
+			t.Errorf("%s = %v", path, got)
+		}
+	}
+	if got := a.ok(a.get("/nodes/pve3/storage/local-lvm/content/local-lvm:vm-103-disk-0")).obj(); got["size"] != 80.0*(1<<30) || got["path"] != "/dev/local-lvm/vm-103-disk-0" {
+		t.Errorf("lvmthin volume = %v", got)
+	}
+	r := a.get("/nodes/pve1/storage/ceph/content/local-lvm:vm-100-disk-0")
+	if r.code != http.StatusBadRequest || !strings.HasPrefix(r.env.Errors["volume"], "storage ID mismatch (local-lvm != ceph)") {
+		t.Errorf("mismatch: %s %s", r.status, r.body)
+	}
+	r = a.get("/nodes/pve1/storage/ceph/content/ceph:vm-999-disk-0")
+	if r.code != http.StatusInternalServerError || !strings.Contains(r.status, "rbd: error opening image vm-999-disk-0: (2) No such file or directory") {
+		t.Errorf("missing rbd volume: %s %s", r.status, r.body)
+	}
+	// A volume on the node's local-lvm that lives on another node is not there either.
+	r = a.get("/nodes/pve2/storage/local-lvm/content/local-lvm:vm-103-disk-0")
+	if r.code != http.StatusInternalServerError || !strings.Contains(r.status, `Failed to find logical volume "local-lvm/vm-103-disk-0"`) {
+		t.Errorf("volume of another node: %s %s", r.status, r.body)
+	}
+	// A directory volume with a slash reaches the handler (no 501) and is not there.
+	r = a.get("/nodes/pve1/storage/local/content/local:100/vm-100-disk-0.qcow2")
+	if r.code != http.StatusInternalServerError || !strings.Contains(r.status, "volume_size_info on 'local:100/vm-100-disk-0.qcow2' failed - no format") {
+		t.Errorf("missing dir volume: %s %s", r.status, r.body)
+	}
+}
+
+// pve-common RESTHandler.pm find_handler splits the path on "/" and skips empty segments, so
+// a trailing slash or a doubled one reaches the same handler; bpg deletes VMs with
+// DELETE .../qemu/{vmid}/?destroy-unreferenced-disks=1&purge=1.
+func TestEmptyPathSegmentsAreSkipped(t *testing.T) {
+	s, a := lab(t)
+	if got := a.ok(a.get("//nodes//pve2/status/")).obj(); got["cpuinfo"] == nil {
+		t.Errorf("node status through empty segments = %v", got)
+	}
+	if exit := a.task(a.form(http.MethodDelete, "/nodes/pve3/qemu/103/", url.Values{"destroy-unreferenced-disks": {"1"}, "purge": {"1"}})); exit != "OK" {
+		t.Fatalf("delete with a trailing slash: %s", exit)
+	}
+	if _, exists := s.Guest(103); exists {
+		t.Error("VM 103 is still there")
+	}
+	if n := s.Requests("DELETE /nodes/{node}/qemu/{vmid}"); n != 1 {
+		t.Errorf("the delete was counted %d times under its endpoint, want 1", n)
+	}
+}
+
+// qemu-server API2/Qemu.pm create_disks: a drive naming an existing volume gets the size
+// volume_size_info reads (whatever size= the request gave); when the volume is not there,
+// volume_size_info's failure (LVM's lvs, RBD's rbd info) is the error. Without it, Telmate plans size "0T" -> "8G" forever.
+func TestExistingVolumeGetsItsSize(t *testing.T) {
+	s, a := lab(t)
+	a.ok(a.form(http.MethodPut, "/nodes/pve3/qemu/103/config", url.Values{"scsi0": {"local-lvm:vm-103-disk-0"}}))
+	a.ok(a.form(http.MethodPut, "/nodes/pve3/qemu/103/config", url.Values{"scsi1": {"local-lvm:vm-103-disk-0,size=1G,discard=on"}}))
+	g, _ := s.Guest(103)
+	if g.Config["scsi0"] != "local-lvm:vm-103-disk-0,size=80G" || g.Config["scsi1"] != "local-lvm:vm-103-disk-0,discard=on,size=80G" {
+		t.Errorf("config = scsi0 %q, scsi1 %q; want size=80G read from the storage", g.Config["scsi0"], g.Config["scsi1"])
+	}
+	r := a.form(http.MethodPut, "/nodes/pve3/qemu/103/config", url.Values{"scsi2": {"local-lvm:vm-103-disk-7"}})
+	if r.code != http.StatusInternalServerError || r.status != `500 can't get size of '/dev/local-lvm/vm-103-disk-7': Failed to find logical volume "local-lvm/vm-103-disk-7"` {
+		t.Errorf("missing volume: %s %s", r.status, r.body)
+	}
+	r = a.form(http.MethodPut, "/nodes/pve3/qemu/103/config", url.Values{"scsi2": {"ceph:vm-103-disk-7"}})
+	if r.code != http.StatusInternalServerError || !strings.Contains(r.status, "rbd: error opening image vm-103-disk-7") {
+		t.Errorf("missing rbd volume: %s %s", r.status, r.body)
+	}
+	// A cd-rom keeps what it was given.
+	a.ok(a.form(http.MethodPut, "/nodes/pve3/qemu/103/config", url.Values{"ide2": {"none,media=cdrom"}}))
+}
+
+// pve-access-control: GET /access/users lists the users the caller may see, always itself
+// (API2/User.pm index; full adds groups and tokens), and GET /access/permissions maps each
+// path of get_effective_permissions (the top-level paths and the pools' guests) to the
+// privileges there, or one path with ?path= (API2/AccessControl.pm permissions). root@pam has
+// the Administrator role's privileges everywhere (RPCEnvironment permissions), as has its
+// token without privilege separation; the simulator's user and token are exactly these.
+func TestAccessUsersAndPermissions(t *testing.T) {
+	s, a := lab(t)
+	users := a.ok(a.get("/access/users")).list()
+	if len(users) != 1 || users[0]["userid"] != "root@pam" || users[0]["enable"] != 1.0 || users[0]["tokens"] != nil {
+		t.Errorf("users = %v", users)
+	}
+	full := a.ok(a.form(http.MethodGet, "/access/users", url.Values{"full": {"1"}})).list()
+	tokens, _ := full[0]["tokens"].([]any)
+	tokenID := strings.TrimPrefix(strings.Split(s.APIToken(), "=")[0], "root@pam!")
+	if len(tokens) != 1 || tokens[0].(map[string]any)["tokenid"] != tokenID || tokens[0].(map[string]any)["privsep"] != 0.0 {
+		t.Errorf("full users = %v", full)
+	}
+	if r := a.form(http.MethodGet, "/access/users", url.Values{"full": {"maybe"}}); r.code != http.StatusBadRequest {
+		t.Errorf("full=maybe: %s", r.status)
+	}
+
+	perms := a.ok(a.get("/access/permissions")).obj()
+	wantPaths := []string{"/", "/access", "/access/groups", "/nodes", "/pool", "/sdn", "/storage", "/vms", "/vms/100"} // 100 is in pool prod
+	if len(perms) != len(wantPaths) {
+		t.Errorf("permission paths = %d, want %v", len(perms), wantPaths)
+	}
+	for _, p := range wantPaths {
+		privs, _ := perms[p].(map[string]any)
+		if len(privs) != 42 || privs["VM.Allocate"] != 1.0 || privs["Sys.Modify"] != 1.0 || privs["Permissions.Modify"] != 1.0 {
+			t.Errorf("%s: %d privileges %v", p, len(privs), privs)
+		}
+	}
+	one := a.ok(a.form(http.MethodGet, "/access/permissions", url.Values{"path": {"/vms/4242"}, "userid": {"root@pam"}})).obj()
+	if len(one) != 1 || len(one["/vms/4242"].(map[string]any)) != 42 {
+		t.Errorf("one path = %v", one)
+	}
+	if other := a.ok(a.form(http.MethodGet, "/access/permissions", url.Values{"userid": {"alice@pve"}})).obj(); len(other) != 0 {
+		t.Errorf("a user the simulator does not have = %v, want no paths", other)
+	}
+	if r := a.form(http.MethodGet, "/access/permissions", url.Values{"userid": {"alice"}}); r.code != http.StatusBadRequest || r.env.Errors["userid"] == "" {
+		t.Errorf("bad userid: %s %s", r.status, r.body)
+	}
+}
