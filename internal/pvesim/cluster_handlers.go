@@ -88,6 +88,15 @@ func (s *Server) requireOnline(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
+// onlineParams starts a request proxied to {node}: requireOnline, then the request's
+// parameters, refusing any not in allowed. The caller holds s.mu.
+func (s *Server) onlineParams(w http.ResponseWriter, r *http.Request, allowed ...string) (map[string]string, bool) {
+	if !s.requireOnline(w, r) {
+		return nil, false
+	}
+	return readAllowedParams(w, r, allowed...)
+}
+
 // guestCPUShare is how busy a running guest's vCPUs are, as a fraction.
 const guestCPUShare = 0.1
 

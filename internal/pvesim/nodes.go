@@ -160,10 +160,7 @@ func (n *node) configFile() string {
 func (s *Server) handleNodeConfigGet(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.requireOnline(w, r) {
-		return
-	}
-	p, ok := readAllowedParams(w, r, "property")
+	p, ok := s.onlineParams(w, r, "property")
 	if !ok {
 		return
 	}

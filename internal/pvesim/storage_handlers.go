@@ -17,10 +17,7 @@ import (
 func (s *Server) handleStorageStatus(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.requireOnline(w, r) {
-		return
-	}
-	if _, ok := readAllowedParams(w, r); !ok {
+	if _, ok := s.onlineParams(w, r); !ok {
 		return
 	}
 	name := r.PathValue("storage")
@@ -62,10 +59,7 @@ func (s *Server) anyStorage(name string) *storage {
 func (s *Server) handleVolumeInfo(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.requireOnline(w, r) {
-		return
-	}
-	if _, ok := readAllowedParams(w, r); !ok {
+	if _, ok := s.onlineParams(w, r); !ok {
 		return
 	}
 	storeID, volume := r.PathValue("storage"), r.PathValue("volume")
