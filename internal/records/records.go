@@ -1,0 +1,475 @@
+// Package records reads and writes a VM's placement record: the placement policy a VM was
+// created with, kept with the VM as a section of its Notes (PVE's description) below the
+// user's own text, in the style of the node Notes lines:
+//
+//	qemu-scheduler/record: v1
+//	qemu-scheduler/profile: ha
+//	qemu-scheduler/tags: k8s, control-plane
+//	qemu-scheduler/annotation: vmid.qemu-scheduler/range=1000-1099
+//	qemu-scheduler/node-selector: zone=a, disk=nvme
+//	qemu-scheduler/node-affinity: key=rack operator=In values=r1,r2 weight=50
+//	qemu-scheduler/toleration: key=dedicated operator=Equal value=db effect=NoSchedule
+//	qemu-scheduler/vm-affinity: tags=db topology_key=zone weight=20
+//	qemu-scheduler/vm-anti-affinity: tags=k8s,control-plane topology_key=node
+//	qemu-scheduler/topology-spread: tags=worker topology_key=rack max_skew=1 when_unsatisfiable=DoNotSchedule
+//
+// The section starts at the record line and runs to the end of the Notes. Term lines repeat,
+// one term each, with the attribute names of qemuscheduler_vm's blocks (lists comma-separated,
+// defaults as there); annotation lines hold one key=value each, the value being the rest of
+// the line. Blank lines, leading spaces and a leading "- " are allowed, so that an admin can
+// write the section by hand. It is pure: the provider reads and writes the Notes.
+package records
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/nodelabels"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/plugins"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+// Version is the record format this package writes and reads.
+const Version = 1
+
+// Line keys. Header starts the section and carries the version.
+const (
+	prefix        = "qemu-scheduler/"
+	Header        = prefix + "record"
+	keyProfile    = "profile"
+	keyTags       = "tags"
+	keyAnnotation = "annotation"
+	keySelector   = "node-selector"
+	keyNodeAff    = "node-affinity"
+	keyToleration = "toleration"
+	keyVMAffinity = "vm-affinity"
+	keyVMAnti     = "vm-anti-affinity"
+	keySpread     = "topology-spread"
+)
+
+const (
+	topologyNode   = plugins.TopologyNode
+	doNotSchedule  = plugins.DoNotSchedule
+	scheduleAnyway = plugins.ScheduleAnyway
+)
+
+// Record is a VM's placement policy.
+type Record struct {
+	Profile        string
+	Tags           []string
+	Annotations    map[string]string
+	NodeSelector   map[string]string
+	NodeAffinity   []scheduler.NodeAffinityTerm
+	Tolerations    []scheduler.Toleration
+	VMAffinity     []scheduler.VMGroupTerm
+	VMAntiAffinity []scheduler.VMGroupTerm
+	TopologySpread []scheduler.SpreadConstraint
+}
+
+// FromRequest is the record of a request's policy (its size and pins are no policy).
+func FromRequest(profile string, r scheduler.Request) Record {
+	return Record{Profile: profile, Tags: r.Tags, Annotations: r.Annotations, NodeSelector: r.NodeSelector,
+		NodeAffinity: r.NodeAffinity, Tolerations: r.Tolerations, VMAffinity: r.VMAffinity,
+		VMAntiAffinity: r.VMAntiAffinity, TopologySpread: r.TopologySpread}
+}
+
+// Empty tells a record without any policy: tags alone are group membership, which the guest's
+// PVE tags already show, so they need no record.
+func (r *Record) Empty() bool {
+	return (r.Profile == "" || r.Profile == "default") && len(r.Annotations) == 0 && len(r.NodeSelector) == 0 &&
+		len(r.NodeAffinity) == 0 && len(r.Tolerations) == 0 && len(r.VMAffinity) == 0 && len(r.VMAntiAffinity) == 0 &&
+		len(r.TopologySpread) == 0
+}
+
+// Policy is the record as a scheduling request's policy, size and name left for the caller.
+func (r *Record) Policy() scheduler.Request {
+	return scheduler.Request{Annotations: r.Annotations, NodeSelector: r.NodeSelector, NodeAffinity: r.NodeAffinity,
+		Tolerations: r.Tolerations, VMAffinity: r.VMAffinity, VMAntiAffinity: r.VMAntiAffinity, TopologySpread: r.TopologySpread}
+}
+
+// Format writes the section, ending with a newline, in a fixed order so that the same policy
+// always gives the same text (no needless writes, no diffs).
+func Format(r Record) string {
+	var b strings.Builder
+	line := func(key, value string) { fmt.Fprintf(&b, "%s%s: %s\n", prefix, key, value) }
+	fmt.Fprintf(&b, "%s: v%d\n", Header, Version)
+	if r.Profile != "" && r.Profile != "default" {
+		line(keyProfile, r.Profile)
+	}
+	if len(r.Tags) > 0 {
+		tags := slices.Clone(r.Tags)
+		slices.Sort(tags)
+		line(keyTags, strings.Join(tags, ", "))
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.Annotations)) {
+		line(keyAnnotation, k+"="+r.Annotations[k])
+	}
+	if len(r.NodeSelector) > 0 {
+		var pairs []string
+		for _, k := range slices.Sorted(maps.Keys(r.NodeSelector)) {
+			pairs = append(pairs, k+"="+r.NodeSelector[k])
+		}
+		line(keySelector, strings.Join(pairs, ", "))
+	}
+	for _, t := range r.NodeAffinity {
+		f := fields{{"key", t.Key}, {"operator", t.Operator}}
+		if len(t.Values) > 0 {
+			f = append(f, field{"values", strings.Join(t.Values, ",")})
+		}
+		line(keyNodeAff, f.withWeight(t.Weight).String())
+	}
+	for _, t := range r.Tolerations {
+		var f fields
+		for _, kv := range []field{{"key", t.Key}, {"operator", t.Operator}, {"value", t.Value}, {"effect", t.Effect}} {
+			if kv.value != "" {
+				f = append(f, kv)
+			}
+		}
+		line(keyToleration, f.String())
+	}
+	for _, set := range []struct {
+		key   string
+		terms []scheduler.VMGroupTerm
+	}{{keyVMAffinity, r.VMAffinity}, {keyVMAnti, r.VMAntiAffinity}} {
+		for _, t := range set.terms {
+			line(set.key, fields{{"tags", strings.Join(t.Tags, ",")}, {"topology_key", orNode(t.TopologyKey)}}.withWeight(t.Weight).String())
+		}
+	}
+	for _, c := range r.TopologySpread {
+		line(keySpread, fields{{"tags", strings.Join(c.Tags, ",")}, {"topology_key", orNode(c.TopologyKey)},
+			{"max_skew", strconv.Itoa(max(1, c.MaxSkew))}, {"when_unsatisfiable", orDefault(c.WhenUnsatisfiable, doNotSchedule)}}.String())
+	}
+	return b.String()
+}
+
+// Join puts the section below the user's text, a blank line between; nil leaves the text alone.
+func Join(user string, r *Record) string {
+	if r == nil {
+		return user
+	}
+	if user == "" {
+		return Format(*r)
+	}
+	return user + "\n\n" + Format(*r)
+}
+
+// Split cuts Notes at the record line: the user's text (without the blank line Join put
+// before the section) and the section, "" when there is none.
+func Split(notes string) (user, section string) {
+	at := -1
+	for i := 0; i < len(notes); {
+		end := strings.IndexByte(notes[i:], '\n')
+		if end < 0 {
+			end = len(notes) - i
+		}
+		if isHeader(notes[i : i+end]) {
+			at = i
+			break
+		}
+		i += end + 1
+	}
+	if at < 0 {
+		return notes, ""
+	}
+	user = notes[:at]
+	if u, ok := strings.CutSuffix(user, "\n\n"); ok {
+		user = u
+	} else {
+		user = strings.TrimSuffix(user, "\n")
+	}
+	return user, notes[at:]
+}
+
+func isHeader(line string) bool {
+	key, _, ok := cutLine(line)
+	return ok && key == "record"
+}
+
+// cutLine reads "qemu-scheduler/<key>: <value>" after optional spaces and "- ".
+func cutLine(line string) (key, value string, ok bool) {
+	text := strings.TrimSpace(line)
+	if rest, listed := strings.CutPrefix(text, "- "); listed {
+		text = strings.TrimSpace(rest)
+	}
+	rest, ok := strings.CutPrefix(text, prefix)
+	if !ok {
+		return "", "", false
+	}
+	key, value, ok = strings.Cut(rest, ":")
+	return strings.TrimSpace(key), strings.TrimSpace(value), ok && !strings.ContainsAny(key, " \t")
+}
+
+// Parse reads the Notes of VM vm (its name or id, for warnings): the user's text and the
+// record, nil when there is none or its version is unknown. A malformed line is skipped with a
+// warning naming the VM and the line; the rest of the record still counts.
+func Parse(vm, notes string) (user string, rec *Record, warnings []string) {
+	user, section := Split(notes)
+	if section == "" {
+		return user, nil, nil
+	}
+	r := &Record{}
+	warn := func(n int, line string, format string, args ...any) {
+		warnings = append(warnings, fmt.Sprintf("VM %s, placement record line %d %q: %s; the line is skipped",
+			vm, n, strings.TrimSpace(line), fmt.Sprintf(format, args...)))
+	}
+	for i, line := range strings.Split(section, "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		key, value, ok := cutLine(line)
+		if !ok {
+			warn(i+1, line, "not a qemu-scheduler/<key>: <value> line (the record runs from its first line to the end of the Notes)")
+			continue
+		}
+		if i == 0 {
+			if value != "v"+strconv.Itoa(Version) {
+				warnings = append(warnings, fmt.Sprintf("VM %s: placement record version %q is not one this provider reads (v%d); the record is ignored and the VM counts as having none",
+					vm, value, Version))
+				return user, nil, warnings
+			}
+			continue
+		}
+		if err := r.add(key, value); err != nil {
+			warn(i+1, line, "%v", err)
+		}
+	}
+	return user, r, warnings
+}
+
+// add reads one line of the section into the record.
+func (r *Record) add(key, value string) error {
+	switch key {
+	case "record":
+		return fmt.Errorf("a second record line")
+	case keyProfile:
+		if value == "" {
+			return fmt.Errorf("the profile name is empty")
+		}
+		r.Profile = value
+	case keyTags:
+		for _, t := range splitList(value, ",") {
+			r.Tags = append(r.Tags, strings.ToLower(t))
+		}
+	case keyAnnotation:
+		k, v, ok := strings.Cut(value, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return fmt.Errorf("write key=value, e.g. vmid.qemu-scheduler/range=1000-1099")
+		}
+		if r.Annotations == nil {
+			r.Annotations = map[string]string{}
+		}
+		r.Annotations[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	case keySelector:
+		return r.addSelector(value)
+	case keyNodeAff:
+		return r.addNodeAffinity(value)
+	case keyToleration:
+		return r.addToleration(value)
+	case keyVMAffinity, keyVMAnti:
+		f, err := parseFields(value, "tags", "topology_key", "weight")
+		if err != nil {
+			return err
+		}
+		t := scheduler.VMGroupTerm{TopologyKey: orNode(f["topology_key"])}
+		if t.Tags, err = groupTags(f); err != nil {
+			return err
+		}
+		if t.Weight, err = weight(f); err != nil {
+			return err
+		}
+		if err := checkTopologyKey(t.TopologyKey); err != nil {
+			return err
+		}
+		if key == keyVMAffinity {
+			r.VMAffinity = append(r.VMAffinity, t)
+		} else {
+			r.VMAntiAffinity = append(r.VMAntiAffinity, t)
+		}
+	case keySpread:
+		return r.addSpread(value)
+	default:
+		return fmt.Errorf("unknown key %q; the record knows %s", key, strings.Join([]string{keyProfile, keyTags, keyAnnotation,
+			keySelector, keyNodeAff, keyToleration, keyVMAffinity, keyVMAnti, keySpread}, ", "))
+	}
+	return nil
+}
+
+func (r *Record) addSelector(value string) error {
+	pairs := map[string]string{}
+	for _, entry := range splitList(value, ",") {
+		k, v, ok := strings.Cut(entry, "=")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if !ok {
+			return fmt.Errorf("node selector entry %q has no value; write key=value", entry)
+		}
+		if err := nodelabels.ValidateKey(k); err != nil {
+			return err
+		}
+		if err := nodelabels.ValidateValue(v); err != nil {
+			return err
+		}
+		pairs[k] = v
+	}
+	if r.NodeSelector == nil {
+		r.NodeSelector = map[string]string{}
+	}
+	maps.Copy(r.NodeSelector, pairs)
+	return nil
+}
+
+func (r *Record) addNodeAffinity(value string) error {
+	f, err := parseFields(value, "key", "operator", "values", "weight")
+	if err != nil {
+		return err
+	}
+	t := scheduler.NodeAffinityTerm{Key: f["key"], Operator: f["operator"], Values: splitList(f["values"], ",")}
+	if t.Weight, err = weight(f); err != nil {
+		return err
+	}
+	if err := nodelabels.ValidateTerm(t); err != nil {
+		return err
+	}
+	r.NodeAffinity = append(r.NodeAffinity, t)
+	return nil
+}
+
+func (r *Record) addToleration(value string) error {
+	f, err := parseFields(value, "key", "operator", "value", "effect")
+	if err != nil {
+		return err
+	}
+	t := scheduler.Toleration{Key: f["key"], Operator: f["operator"], Value: f["value"], Effect: f["effect"]}
+	if err := nodelabels.ValidateToleration(t); err != nil {
+		return err
+	}
+	r.Tolerations = append(r.Tolerations, t)
+	return nil
+}
+
+func (r *Record) addSpread(value string) error {
+	f, err := parseFields(value, "tags", "topology_key", "max_skew", "when_unsatisfiable")
+	if err != nil {
+		return err
+	}
+	c := scheduler.SpreadConstraint{TopologyKey: orNode(f["topology_key"]), MaxSkew: 1, WhenUnsatisfiable: orDefault(f["when_unsatisfiable"], doNotSchedule)}
+	if c.Tags, err = groupTags(f); err != nil {
+		return err
+	}
+	if s, ok := f["max_skew"]; ok {
+		if c.MaxSkew, err = strconv.Atoi(s); err != nil || c.MaxSkew < 1 {
+			return fmt.Errorf("max_skew must be a whole number of at least 1, got %q", s)
+		}
+	}
+	if c.WhenUnsatisfiable != doNotSchedule && c.WhenUnsatisfiable != scheduleAnyway {
+		return fmt.Errorf("when_unsatisfiable must be %s or %s, got %q", doNotSchedule, scheduleAnyway, c.WhenUnsatisfiable)
+	}
+	if err := checkTopologyKey(c.TopologyKey); err != nil {
+		return err
+	}
+	r.TopologySpread = append(r.TopologySpread, c)
+	return nil
+}
+
+// field is one name=value of a term line; fields keep their order for writing.
+type field struct{ name, value string }
+
+type fields []field
+
+func (f fields) withWeight(w int) fields {
+	if w > 0 {
+		return append(f, field{"weight", strconv.Itoa(w)})
+	}
+	return f
+}
+
+func (f fields) String() string {
+	parts := make([]string, len(f))
+	for i, kv := range f {
+		parts[i] = kv.name + "=" + kv.value
+	}
+	return strings.Join(parts, " ")
+}
+
+// parseFields reads space-separated name=value pairs, each name known and given once.
+func parseFields(value string, known ...string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, part := range strings.Fields(value) {
+		name, v, ok := strings.Cut(part, "=")
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("%q is not name=value", part)
+		case !slices.Contains(known, name):
+			return nil, fmt.Errorf("unknown field %q; this line knows %s", name, strings.Join(known, ", "))
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("field %q given twice", name)
+		}
+		out[name] = v
+	}
+	return out, nil
+}
+
+func groupTags(f map[string]string) ([]string, error) {
+	tags := splitList(f["tags"], ",")
+	if len(tags) == 0 {
+		return nil, fmt.Errorf("tags is missing: write tags=a,b (the group: guests carrying all of them)")
+	}
+	for i, t := range tags {
+		if !validTag(t) {
+			return nil, fmt.Errorf("tag %q is not a PVE tag (letters, digits and _ - + ., not starting with - + .)", t)
+		}
+		tags[i] = strings.ToLower(t)
+	}
+	return tags, nil
+}
+
+func validTag(t string) bool {
+	for i, c := range t {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || i > 0 && strings.ContainsRune("-+.", c)
+		if !ok {
+			return false
+		}
+	}
+	return t != ""
+}
+
+func weight(f map[string]string) (int, error) {
+	s, ok := f["weight"]
+	if !ok {
+		return 0, nil
+	}
+	w, err := strconv.Atoi(s)
+	if err != nil || w < 1 || w > nodelabels.MaxWeight {
+		return 0, fmt.Errorf("weight must be 1..%d (a preference), or absent for a requirement; got %q", nodelabels.MaxWeight, s)
+	}
+	return w, nil
+}
+
+func checkTopologyKey(key string) error {
+	if key == topologyNode {
+		return nil
+	}
+	return nodelabels.ValidateKey(key)
+}
+
+func splitList(s, sep string) []string {
+	var out []string
+	for _, p := range strings.Split(s, sep) {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func orNode(key string) string { return orDefault(key, topologyNode) }
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

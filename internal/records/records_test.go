@@ -1,0 +1,151 @@
+package records
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+func full() Record {
+	return Record{
+		Profile:      "ha",
+		Tags:         []string{"k8s", "control-plane"},
+		Annotations:  map[string]string{"vmid.qemu-scheduler/range": "1000-1099", "node.qemu-scheduler/regex": "pve[1-3]"},
+		NodeSelector: map[string]string{"zone": "a", "disk": "nvme"},
+		NodeAffinity: []scheduler.NodeAffinityTerm{{Key: "rack", Operator: "In", Values: []string{"r1", "r2"}, Weight: 50},
+			{Key: "gpu", Operator: "DoesNotExist"}},
+		Tolerations:    []scheduler.Toleration{{Key: "dedicated", Operator: "Equal", Value: "db", Effect: "NoSchedule"}, {Operator: "Exists"}},
+		VMAffinity:     []scheduler.VMGroupTerm{{Tags: []string{"db"}, TopologyKey: "zone", Weight: 20}},
+		VMAntiAffinity: []scheduler.VMGroupTerm{{Tags: []string{"k8s", "control-plane"}, TopologyKey: "node"}},
+		TopologySpread: []scheduler.SpreadConstraint{{Tags: []string{"worker"}, TopologyKey: "rack", MaxSkew: 2, WhenUnsatisfiable: "ScheduleAnyway"}},
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	for _, user := range []string{"", "hello", "hello\n", "# Title\n\nsome *markdown*\n\n"} {
+		want := full()
+		notes := Join(user, &want)
+		gotUser, got, warnings := Parse("101", notes)
+		if len(warnings) > 0 {
+			t.Fatalf("user %q: warnings %v in\n%s", user, warnings, notes)
+		}
+		if gotUser != user {
+			t.Errorf("user text %q came back as %q", user, gotUser)
+		}
+		want.Tags = []string{"control-plane", "k8s"} // written sorted
+		if !reflect.DeepEqual(*got, want) {
+			t.Errorf("user %q: record\n%+v\ncame back as\n%+v", user, want, *got)
+		}
+		// Formatting what was read gives the same text: no rewrite, no diff.
+		if again := Join(gotUser, got); again != notes {
+			t.Errorf("second format differs:\n%s\n---\n%s", notes, again)
+		}
+	}
+}
+
+func TestFormatIsStableAndDocumented(t *testing.T) {
+	r := full()
+	want := `qemu-scheduler/record: v1
+qemu-scheduler/profile: ha
+qemu-scheduler/tags: control-plane, k8s
+qemu-scheduler/annotation: node.qemu-scheduler/regex=pve[1-3]
+qemu-scheduler/annotation: vmid.qemu-scheduler/range=1000-1099
+qemu-scheduler/node-selector: disk=nvme, zone=a
+qemu-scheduler/node-affinity: key=rack operator=In values=r1,r2 weight=50
+qemu-scheduler/node-affinity: key=gpu operator=DoesNotExist
+qemu-scheduler/toleration: key=dedicated operator=Equal value=db effect=NoSchedule
+qemu-scheduler/toleration: operator=Exists
+qemu-scheduler/vm-affinity: tags=db topology_key=zone weight=20
+qemu-scheduler/vm-anti-affinity: tags=k8s,control-plane topology_key=node
+qemu-scheduler/topology-spread: tags=worker topology_key=rack max_skew=2 when_unsatisfiable=ScheduleAnyway
+`
+	if got := Format(r); got != want {
+		t.Errorf("Format:\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestHandWritten(t *testing.T) {
+	notes := "Database primary, owned by team X.\n" +
+		"qemu-scheduler/record: v1\n" +
+		"\n" +
+		"  - qemu-scheduler/vm-anti-affinity: tags=db\n" +
+		"qemu-scheduler/topology-spread:   tags=DB   topology_key=zone\n" +
+		"qemu-scheduler/node-selector: zone=a,disk=ssd\n"
+	user, r, warnings := Parse("db1", notes)
+	if len(warnings) > 0 {
+		t.Fatal(warnings)
+	}
+	if user != "Database primary, owned by team X." {
+		t.Errorf("user text %q", user)
+	}
+	want := Record{
+		NodeSelector:   map[string]string{"zone": "a", "disk": "ssd"},
+		VMAntiAffinity: []scheduler.VMGroupTerm{{Tags: []string{"db"}, TopologyKey: "node"}},
+		TopologySpread: []scheduler.SpreadConstraint{{Tags: []string{"db"}, TopologyKey: "zone", MaxSkew: 1, WhenUnsatisfiable: "DoNotSchedule"}},
+	}
+	if !reflect.DeepEqual(*r, want) {
+		t.Errorf("got %+v, want %+v (defaults as the resource's blocks)", *r, want)
+	}
+}
+
+func TestNoRecord(t *testing.T) {
+	for _, notes := range []string{"", "plain notes", "qemu-scheduler/labels: zone=a", "see qemu-scheduler/record: v1 inline"} {
+		user, r, warnings := Parse("5", notes)
+		if r != nil || len(warnings) > 0 || user != notes {
+			t.Errorf("%q: record %v, warnings %v, user %q", notes, r, warnings, user)
+		}
+	}
+}
+
+func TestVersions(t *testing.T) {
+	_, r, warnings := Parse("web1", "qemu-scheduler/record: v2\nqemu-scheduler/vm-anti-affinity: tags=a\n")
+	if r != nil || len(warnings) != 1 || !strings.Contains(warnings[0], `VM web1: placement record version "v2"`) {
+		t.Errorf("a newer version must be ignored with one warning naming the VM: %v %v", r, warnings)
+	}
+	_, r, warnings = Parse("web1", "qemu-scheduler/record:\n")
+	if r != nil || len(warnings) != 1 {
+		t.Errorf("a missing version must be ignored with a warning: %v %v", r, warnings)
+	}
+}
+
+func TestMalformedLinesAreSkippedWithWarnings(t *testing.T) {
+	notes := "qemu-scheduler/record: v1\n" +
+		"qemu-scheduler/vm-anti-affinity: tags=cp weight=500\n" + // skipped
+		"qemu-scheduler/vm-anti-affinity: tags=cp\n" + // kept
+		"qemu-scheduler/node-affinity: key=zone operator=Near values=a\n" +
+		"qemu-scheduler/toleration: effect=NoSchedule\n" +
+		"qemu-scheduler/topology-spread: topology_key=zone\n" +
+		"qemu-scheduler/topology-spred: tags=a\n" +
+		"qemu-scheduler/vm-affinity: tags=a colour=red\n" +
+		"qemu-scheduler/annotation: nokey\n" +
+		"qemu-scheduler/node-selector: zone\n" +
+		"free text after the record\n"
+	_, r, warnings := Parse("cp1", notes)
+	if r == nil || len(r.VMAntiAffinity) != 1 || r.VMAntiAffinity[0].Weight != 0 {
+		t.Fatalf("the good line must count: %+v", r)
+	}
+	if len(warnings) != 9 {
+		t.Fatalf("want 9 warnings, got %d: %s", len(warnings), strings.Join(warnings, "\n"))
+	}
+	for _, w := range warnings {
+		if !strings.HasPrefix(w, "VM cp1, placement record line ") || !strings.HasSuffix(w, "the line is skipped") {
+			t.Errorf("warning does not name the VM and the line: %s", w)
+		}
+	}
+	for i, want := range []string{"weight must be 1..100", "operator", "", "tags is missing", `unknown key "topology-spred"`, `unknown field "colour"`, "key=value", "no value", "not a qemu-scheduler"} {
+		if !strings.Contains(warnings[i], want) {
+			t.Errorf("warning %d %q does not say %q", i, warnings[i], want)
+		}
+	}
+}
+
+func TestEmpty(t *testing.T) {
+	if !(&Record{Tags: []string{"a"}, Profile: "default"}).Empty() {
+		t.Error("tags and the default profile are no policy")
+	}
+	if (&Record{Profile: "packing"}).Empty() {
+		t.Error("a profile is a policy")
+	}
+}
