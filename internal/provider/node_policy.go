@@ -204,6 +204,14 @@ func (np *nodePolicy) warnUnknownBlocks(nodes []string) {
 }
 
 // warnings returns the queued warnings and forgets them, so each is shown once per process.
+// queue adds a process-wide warning about the cluster (a node's or a guest's Notes) for the
+// next reader.
+func (np *nodePolicy) queue(summary, detail string) {
+	np.mu.Lock()
+	defer np.mu.Unlock()
+	np.pending.AddWarning(summary, detail)
+}
+
 func (np *nodePolicy) warnings() diag.Diagnostics {
 	if np == nil {
 		return nil

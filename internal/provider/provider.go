@@ -224,6 +224,7 @@ func (p *qemuProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 	if data.maxAge == 0 {
 		data.maxAge = defaultSnapshotAge
 	}
+	data.records = newGuestRecords(client, data.nodes.queue)
 	resp.DataSourceData = data
 	resp.ResourceData = data
 }

@@ -32,6 +32,8 @@ type providerData struct {
 	ledger   *reservations.Ledger
 	// nodes gives every snapshot's nodes their labels and taints.
 	nodes *nodePolicy
+	// records gives every snapshot's marked guests their placement records.
+	records *guestRecords
 
 	// maxAge is how long a cluster view is shared (defaultSnapshotAge).
 	maxAge time.Duration
@@ -84,6 +86,7 @@ func (p *providerData) snapshotSince(ctx context.Context, since time.Time) (sche
 		return scheduler.Snapshot{}, withTLSHint(err)
 	}
 	p.nodes.apply(ctx, &snap)
+	p.records.apply(ctx, &snap)
 	p.cached = &snap
 	return snap, nil
 }
@@ -119,6 +122,7 @@ func (p *providerData) nodeView(ctx context.Context, node string) (scheduler.Sna
 		}
 	}
 	snap.Guests = append(guests, fresh...)
+	p.records.apply(ctx, &snap)
 	return snap, nil
 }
 

@@ -183,7 +183,8 @@ func (r *vmResource) Create(ctx context.Context, req resource.CreateRequest, res
 	defer r.data.wrote()
 	profile := r.data.pipeline(ctx, &plan.schedulingModel, &resp.Diagnostics)
 	schedReq, src, _ := r.request(ctx, &plan, true, &resp.Diagnostics) // a create runs on a known plan
-	guest := &newGuest{m: &plan, config: plan.vmConfig(ctx, &resp.Diagnostics), src: src}
+	guest := &newGuest{m: &plan, config: plan.vmConfig(ctx, &resp.Diagnostics), src: src, record: r.record(ctx, &plan, &resp.Diagnostics)}
+	withRecord(guest.config, guest.record)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -230,6 +231,7 @@ func (r *vmResource) Create(ctx context.Context, req resource.CreateRequest, res
 	// The guest exists: record it whatever happened, so that a failure taints it instead of
 	// orphaning it.
 	p := res.Placement
+	r.data.records.remember(p.VMID, guest.record)
 	plan.Storage = types.StringValue(p.Storage)
 	plan.PlacementSummary = types.StringValue(withProfile(p.Summary, plan.Profile))
 	if err != nil {
@@ -297,11 +299,17 @@ func (r *vmResource) Update(ctx context.Context, req resource.UpdateRequest, res
 	node := state.Node.ValueString()
 	want := plan.vmConfig(ctx, &resp.Diagnostics)
 	old := state.vmConfig(ctx, &resp.Diagnostics)
+	rec := r.record(ctx, &plan, &resp.Diagnostics)
+	withRecord(want, rec)
+	withRecord(old, r.record(ctx, &state, &resp.Diagnostics))
 	checkDiskShrink(state.Disks, plan.Disks, &resp.Diagnostics, true)
 	if resp.Diagnostics.HasError() {
 		return
 	}
 	err := r.update(ctx, &plan, &state, want, old, node, vmid)
+	if err == nil {
+		r.data.records.remember(vmid, rec)
+	}
 	if err != nil {
 		resp.Diagnostics.AddError(fmt.Sprintf("Cannot update VM %d", vmid), err.Error())
 	}
@@ -388,6 +396,7 @@ func (r *vmResource) ImportState(ctx context.Context, req resource.ImportStateRe
 		m.Storage = m.Disks[0].Storage
 	}
 	m.readInto(ctx, vm, &resp.Diagnostics)
+	importRecord(ctx, &m, vm, &resp.Diagnostics)
 	r.readHA(ctx, &m, true, &resp.Diagnostics)
 	importPin(ctx, &m, node, resp.Private, &resp.Diagnostics)
 	r.readAgent(ctx, &m, false, &resp.Diagnostics)

@@ -117,9 +117,10 @@ func splitTags(s string) []string {
 	return slices.DeleteFunc(tagFields(s), proxmox.IsMark)
 }
 
-// markTags is a PVE tags value with the user's tags of tags and mark ("" for none).
+// markTags is a PVE tags value with the claim marks of tags replaced by mark ("" for none); the
+// user's tags and the record mark stay.
 func markTags(tags, mark string) string {
-	user := splitTags(tags)
+	user := slices.DeleteFunc(tagFields(tags), proxmox.IsClaimMark)
 	if mark != "" {
 		user = append(user, mark)
 	}
@@ -141,7 +142,7 @@ func (m *vmModel) readInto(ctx context.Context, vm *proxmox.VM, diags *diag.Diag
 	m.VMID = types.Int64Value(int64(vm.VMID))
 	m.Node = types.StringValue(vm.Node)
 	m.Name = types.StringValue(cfg["name"])
-	m.Description = types.StringValue(cfg["description"])
+	m.Description = types.StringValue(userNotes(cfg["description"]))
 	m.CPUType = types.StringValue(cfg["cpu"])
 	cores, sockets, memory := configSize(cfg)
 	m.Cores, m.Sockets, m.Memory = types.Int64Value(int64(cores)), types.Int64Value(int64(sockets)), types.Int64Value(int64(memory))

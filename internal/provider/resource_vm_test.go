@@ -90,7 +90,7 @@ func TestAccVMLifecycleFromScratch(t *testing.T) {
 				if g.Status != "running" {
 					return fmt.Errorf("status %s, want running", g.Status)
 				}
-				return expectConfig(map[string]string{"cores": "2", "memory": "2048", "tags": "prod;web", "scsi0": "ceph:vm-500-disk-0,size=10G",
+				return expectConfig(map[string]string{"cores": "2", "memory": "2048", "tags": "prod;qemuscheduler-record;web", "scsi0": "ceph:vm-500-disk-0,size=10G",
 					"ciuser": "debian", "sshkeys": "ssh-ed25519%20AAAAC3NzaC1lZDI1NTE5%20user%40host", "ipconfig0": "ip=dhcp", "ide2": "ceph:vm-500-cloudinit,media=cdrom"})(g)
 			}),
 		)},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provision"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/records"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
@@ -21,6 +22,8 @@ type newGuest struct {
 	m      *vmModel
 	config map[string]string
 	src    *proxmox.VM
+	// record is the placement record the guest gets, nil for none.
+	record *records.Record
 }
 
 // vmClient is the provisioning loop's view of PVE for one planned VM.
@@ -111,7 +114,7 @@ func (r *vmResource) createGuest(ctx context.Context, g *newGuest, p scheduler.P
 	if known(m.Pool) {
 		params["pool"] = m.Pool.ValueString()
 	}
-	params["tags"] = markTags(params["tags"], proxmox.ClaimTag)
+	params["tags"] = markTags(g.marked(params["tags"]), proxmox.ClaimTag)
 	return c.CreateVM(ctx, p.Node, p.VMID, params)
 }
 
@@ -127,6 +130,9 @@ func (r *vmResource) configureNew(ctx context.Context, g *newGuest, p scheduler.
 		set := maps.Clone(g.config)
 		if tags, ok := set["tags"]; ok {
 			set["tags"] = markTags(tags, proxmox.PendingTag)
+		} else if g.record != nil {
+			// Tags not configured are the template's: keep them, with the record mark.
+			set["tags"] = g.marked(vm.Config["tags"])
 		}
 		m.addEFIDisk(vm.Config, set, p.Storage)
 		m.defaultFirmware(set, false)
@@ -149,4 +155,12 @@ func (r *vmResource) configureNew(ctx context.Context, g *newGuest, p scheduler.
 		}
 	}
 	return r.addHA(ctx, m, p.VMID)
+}
+
+// marked is tags with the record mark when the guest gets a record.
+func (g *newGuest) marked(tags string) string {
+	if g.record == nil {
+		return tags
+	}
+	return withRecordMark(tags)
 }

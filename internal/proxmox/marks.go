@@ -18,5 +18,14 @@ func Pending(lock string, tags []string) bool {
 	return lock == "create" || lock == "clone" || slices.Contains(tags, ClaimTag) || slices.Contains(tags, PendingTag)
 }
 
+// RecordTag marks a guest whose Notes hold a placement record (internal/records), so that
+// /cluster/resources alone tells which guests' configs are worth reading for their policies.
+// Unlike the claim marks it stays as long as the record does.
+const RecordTag = "qemuscheduler-record"
+
 // IsMark tells the provider's own tags from the user's.
-func IsMark(tag string) bool { return tag == ClaimTag || tag == PendingTag }
+func IsMark(tag string) bool { return IsClaimMark(tag) || tag == RecordTag }
+
+// IsClaimMark tells the marks of a create in progress (ClaimTag, PendingTag), which come and
+// go, from the record mark, which stays.
+func IsClaimMark(tag string) bool { return tag == ClaimTag || tag == PendingTag }

@@ -128,6 +128,18 @@ type Guest struct {
 	DiskBytes uint64
 	// Storage is where an assumed guest's new disks (DiskBytes) go; they debit its free space.
 	Storage string
+	// Recorded is the placement policy kept with the guest (its Notes' placement record), nil
+	// when it has none: what the rebalance checks it against, and the required
+	// anti-affinity a VM placed later must respect (kube's existing-pod symmetry).
+	Recorded *Recorded
+}
+
+// Recorded is a guest's own placement policy: the scheduler profile it names and the policy
+// fields of its request (annotations, node selector and affinity, tolerations, VM affinity and
+// anti-affinity, topology spread).
+type Recorded struct {
+	Profile string
+	Policy  Request
 }
 
 // CountsForCapacity reports whether the guest's configured size debits its node: running,

@@ -1,0 +1,225 @@
+package provider
+
+// Placement records: qemuscheduler_vm keeps each VM's placement policy with the VM, as a
+// section of its Notes (internal/records) and a mark among its tags; every view of the
+// cluster gives the marked guests their recorded policy, read once per provider process.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/plugins"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/records"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+// recordParallelism bounds concurrent reads of marked guests' configs.
+const recordParallelism = 8
+
+// guestRecords caches the marked guests' records for the process: a record changes when its
+// VM's policy does, which this process writes itself (remember), or by hand, which the next
+// process sees.
+type guestRecords struct {
+	client *proxmox.Client
+	// warn queues a process-wide warning for the next reader of the cluster.
+	warn func(summary, detail string)
+
+	mu   sync.Mutex
+	byID map[int]*scheduler.Recorded // nil: read, none usable
+}
+
+func newGuestRecords(c *proxmox.Client, warn func(summary, detail string)) *guestRecords {
+	return &guestRecords{client: c, warn: warn, byID: map[int]*scheduler.Recorded{}}
+}
+
+// apply gives every marked guest of snap its record, reading those not read yet.
+func (gr *guestRecords) apply(ctx context.Context, snap *scheduler.Snapshot) {
+	if gr == nil {
+		return
+	}
+	gr.mu.Lock()
+	defer gr.mu.Unlock()
+	var missing []*scheduler.Guest
+	for i := range snap.Guests {
+		g := &snap.Guests[i]
+		if _, read := gr.byID[g.VMID]; !read && g.Type == scheduler.GuestQEMU && !g.Assumed && slices.Contains(g.Tags, proxmox.RecordTag) {
+			missing = append(missing, g)
+		}
+	}
+	sort.Slice(missing, func(i, j int) bool { return missing[i].VMID < missing[j].VMID })
+	notes := make([]string, len(missing))
+	errs := make([]error, len(missing))
+	sem := make(chan struct{}, recordParallelism)
+	var wg sync.WaitGroup
+	for i, g := range missing {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			notes[i], errs[i] = gr.client.VMNotes(ctx, g.Node, g.VMID)
+		}()
+	}
+	wg.Wait()
+	for i, g := range missing {
+		who := guestName(g)
+		if errs[i] != nil {
+			gr.warn("Placement record not read", fmt.Sprintf("VM %s carries the %s mark, but its Notes could not be read: %v. "+
+				"Its recorded policy does not count in this run.", who, proxmox.RecordTag, errs[i]))
+			gr.byID[g.VMID] = nil
+			continue
+		}
+		_, rec, warnings := records.Parse(who, notes[i])
+		for _, w := range warnings {
+			gr.warn("Malformed placement record", w+". Fix the VM's Notes in the PVE UI (VM > Summary > Notes); the README shows the format.")
+		}
+		gr.byID[g.VMID] = recorded(rec)
+	}
+	for i := range snap.Guests {
+		snap.Guests[i].Recorded = gr.byID[snap.Guests[i].VMID]
+	}
+}
+
+// remember records what this process wrote, so that it is never read back.
+func (gr *guestRecords) remember(vmid int, rec *records.Record) {
+	if gr == nil {
+		return
+	}
+	gr.mu.Lock()
+	defer gr.mu.Unlock()
+	gr.byID[vmid] = recorded(rec)
+}
+
+func recorded(rec *records.Record) *scheduler.Recorded {
+	if rec == nil {
+		return nil
+	}
+	return &scheduler.Recorded{Profile: rec.Profile, Policy: rec.Policy()}
+}
+
+func guestName(g *scheduler.Guest) string {
+	if g.Name == "" {
+		return fmt.Sprint(g.VMID)
+	}
+	return fmt.Sprintf("%d (%s)", g.VMID, g.Name)
+}
+
+// record is the VM's placement record, nil when it has no policy to keep.
+func (r *vmResource) record(ctx context.Context, m *vmModel, diags *diag.Diagnostics) *records.Record {
+	return m.record(ctx, diags)
+}
+
+// record is the model's own placement record, nil when it has no policy to keep.
+func (m *vmModel) record(ctx context.Context, diags *diag.Diagnostics) *records.Record {
+	req, _ := m.schedulingModel.request(ctx, diags)
+	req.Tags, _ = knownStrings(ctx, m.Tags, diags)
+	rec := records.FromRequest(profileName(m.Profile), req)
+	if rec.Empty() {
+		return nil
+	}
+	return &rec
+}
+
+// withRecord puts the record into a VM's PVE config: below the user's description in the
+// Notes, and the record mark among the tags when the config sets tags (a create adds it to the
+// tags it starts with, withRecordMark).
+func withRecord(cfg map[string]string, rec *records.Record) {
+	if rec == nil {
+		return
+	}
+	cfg["description"] = records.Join(cfg["description"], rec)
+	if tags, ok := cfg["tags"]; ok {
+		cfg["tags"] = withRecordMark(tags)
+	}
+}
+
+// withRecordMark adds the record mark to a PVE tags value.
+func withRecordMark(tags string) string {
+	return normalizeTags(append(tagFields(tags), proxmox.RecordTag))
+}
+
+// userNotes is the user's part of a VM's Notes: the record section is the provider's.
+func userNotes(notes string) string {
+	user, _ := records.Split(notes)
+	return user
+}
+
+// importRecord gives an imported VM the scheduling attributes of its placement record, so that
+// a configuration written from the record plans no change. Defaults stay null, as a
+// configuration leaves them.
+func importRecord(ctx context.Context, m *vmModel, vm *proxmox.VM, diags *diag.Diagnostics) {
+	_, rec, warnings := records.Parse(fmt.Sprint(vm.VMID), vm.Config["description"])
+	for _, w := range warnings {
+		diags.AddWarning("Malformed placement record", w+".")
+	}
+	if rec == nil {
+		return
+	}
+	if rec.Profile != "" {
+		m.Profile = types.StringValue(rec.Profile)
+	}
+	m.Annotations = stringMap(ctx, rec.Annotations, diags)
+	m.NodeSelector = stringMap(ctx, rec.NodeSelector, diags)
+	for _, t := range rec.NodeAffinity {
+		m.NodeAffinity = append(m.NodeAffinity, nodeAffinityModel{Key: types.StringValue(t.Key), Operator: types.StringValue(t.Operator),
+			Values: recordList(ctx, t.Values, diags), Weight: optionalInt(t.Weight, 0)})
+	}
+	for _, t := range rec.Tolerations {
+		m.Tolerations = append(m.Tolerations, tolerationModel{Key: optionalString(t.Key, ""), Operator: optionalString(t.Operator, ""),
+			Value: optionalString(t.Value, ""), Effect: optionalString(t.Effect, "")})
+	}
+	groups := func(terms []scheduler.VMGroupTerm) []vmGroupTermModel {
+		var out []vmGroupTermModel
+		for _, t := range terms {
+			out = append(out, vmGroupTermModel{Tags: recordList(ctx, t.Tags, diags), TopologyKey: optionalString(t.TopologyKey, plugins.TopologyNode),
+				Weight: optionalInt(t.Weight, 0)})
+		}
+		return out
+	}
+	m.VMAffinity, m.VMAntiAffinity = groups(rec.VMAffinity), groups(rec.VMAntiAffinity)
+	for _, c := range rec.TopologySpread {
+		m.TopologySpread = append(m.TopologySpread, topologySpreadModel{Tags: recordList(ctx, c.Tags, diags),
+			TopologyKey: optionalString(c.TopologyKey, plugins.TopologyNode), MaxSkew: optionalInt(c.MaxSkew, 1),
+			WhenUnsatisfiable: optionalString(c.WhenUnsatisfiable, plugins.DoNotSchedule)})
+	}
+}
+
+func stringMap(ctx context.Context, v map[string]string, diags *diag.Diagnostics) types.Map {
+	if len(v) == 0 {
+		return types.MapNull(types.StringType)
+	}
+	out, d := types.MapValueFrom(ctx, types.StringType, v)
+	diags.Append(d...)
+	return out
+}
+
+func recordList(ctx context.Context, v []string, diags *diag.Diagnostics) types.List {
+	if len(v) == 0 {
+		return types.ListNull(types.StringType)
+	}
+	out, d := types.ListValueFrom(ctx, types.StringType, v)
+	diags.Append(d...)
+	return out
+}
+
+// optionalString and optionalInt are null for the value a configuration leaves out.
+func optionalString(v, def string) types.String {
+	if v == def {
+		return types.StringNull()
+	}
+	return types.StringValue(v)
+}
+
+func optionalInt(v, def int) types.Int64 {
+	if v == def {
+		return types.Int64Null()
+	}
+	return types.Int64Value(int64(v))
+}

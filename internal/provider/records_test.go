@@ -1,0 +1,191 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
+)
+
+// recordIn checks the VM's Notes in the simulator: the user's text, then the record holding
+// every line of want, and the record mark among its tags next to the user's.
+func recordIn(sim *pvesim.Server, user string, want ...string) resource.TestCheckFunc {
+	return guestCheck(sim, func(g pvesim.GuestState) error {
+		notes := g.Config["description"]
+		head := "qemu-scheduler/record: v1\n"
+		if user != "" {
+			head = user + "\n\n" + head
+		}
+		if !strings.HasPrefix(notes, head) {
+			return fmt.Errorf("Notes %q do not start with %q", notes, head)
+		}
+		for _, line := range want {
+			if !strings.Contains(notes, "\n"+line+"\n") {
+				return fmt.Errorf("Notes %q lack the line %q", notes, line)
+			}
+		}
+		if !strings.Contains(";"+g.Config["tags"]+";", ";qemuscheduler-record;") {
+			return fmt.Errorf("tags %q lack the record mark", g.Config["tags"])
+		}
+		return nil
+	})
+}
+
+// The record is written at create and rewritten when the policy changes, below the user's
+// description, which reads back without it; the mark stays out of tags; nothing shows as a
+// diff (each step's empty plan after apply); import reads the policy back.
+func TestAccVMPlacementRecord(t *testing.T) {
+	env, sim := simEnv(t, equalCluster())
+	vm := func(policy string) string {
+		return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
+  name        = "cp-1"
+  tags        = ["k8s", "cp"]
+  description = "control plane"
+  annotations = { "vmid.qemu-scheduler/range" = "700-799" }
+  vm_anti_affinity {
+    tags = ["cp"]
+  }
+  %s
+}`, policy))
+	}
+	spread := `topology_spread {
+    tags     = ["k8s"]
+    max_skew = 2
+  }`
+	runSteps(t,
+		resource.TestStep{Config: vm(""), Check: resource.ComposeAggregateTestCheckFunc(
+			resource.TestCheckResourceAttr(vmAddr, "description", "control plane"),
+			resource.TestCheckResourceAttr(vmAddr, "tags.#", "2"),
+			recordIn(sim, "control plane", "qemu-scheduler/tags: cp, k8s",
+				"qemu-scheduler/annotation: vmid.qemu-scheduler/range=700-799",
+				"qemu-scheduler/vm-anti-affinity: tags=cp topology_key=node"),
+		)},
+		resource.TestStep{Config: vm(spread), Check: recordIn(sim, "control plane",
+			"qemu-scheduler/vm-anti-affinity: tags=cp topology_key=node",
+			"qemu-scheduler/topology-spread: tags=k8s topology_key=node max_skew=2 when_unsatisfiable=DoNotSchedule")},
+		resource.TestStep{Config: vm(spread), ResourceName: vmAddr, ImportState: true, ImportStateId: "700", ImportStateCheck: func(is []*terraform.InstanceState) error {
+			a := is[0].Attributes
+			for k, v := range map[string]string{"description": "control plane", "vm_anti_affinity.0.tags.0": "cp", "topology_spread.0.max_skew": "2",
+				"annotations.vmid.qemu-scheduler/range": "700-799", "tags.#": "2"} {
+				if a[k] != v {
+					return fmt.Errorf("imported %s = %q, want %q", k, a[k], v)
+				}
+			}
+			return nil
+		}},
+		// Without a policy the record and its mark go; the user's tags and Notes stay.
+		resource.TestStep{Config: env.config(`resource "qemuscheduler_vm" "web" {
+  name        = "cp-1"
+  tags        = ["k8s", "cp"]
+  description = "control plane"
+}`), Check: guestCheck(sim, expectConfig(map[string]string{"description": "control plane", "tags": "cp;k8s"}))},
+	)
+}
+
+// A VM without any configured tags or description still gets its record and mark, and shows
+// neither.
+func TestAccVMPlacementRecordNoTags(t *testing.T) {
+	env, sim := simEnv(t, equalCluster())
+	runSteps(t, resource.TestStep{Config: env.config(`resource "qemuscheduler_vm" "web" {
+  name = "solo"
+  node_selector = { "node.qemu-scheduler/name" = "pve2" }
+}`), Check: resource.ComposeAggregateTestCheckFunc(
+		resource.TestCheckResourceAttr(vmAddr, "description", ""),
+		resource.TestCheckResourceAttr(vmAddr, "tags.#", "0"),
+		resource.TestCheckResourceAttr(vmAddr, "node", "pve2"),
+		recordIn(sim, "", "qemu-scheduler/node-selector: node.qemu-scheduler/name=pve2"),
+	)})
+}
+
+// warningLog collects the warnings the provider returns to Terraform, which the testing
+// framework does not show to checks.
+type warningLog struct {
+	mu    sync.Mutex
+	texts []string
+}
+
+func (w *warningLog) add(diags []*tfprotov6.Diagnostic) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, d := range diags {
+		if d.Severity == tfprotov6.DiagnosticSeverityWarning {
+			w.texts = append(w.texts, d.Summary+": "+d.Detail)
+		}
+	}
+}
+
+// has checks that some warning holds every part.
+func (w *warningLog) has(parts ...string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, text := range w.texts {
+			all := true
+			for _, p := range parts {
+				all = all && strings.Contains(text, p)
+			}
+			if all {
+				return nil
+			}
+		}
+		return fmt.Errorf("no warning holds %q; warnings: %q", parts, w.texts)
+	}
+}
+
+// warningServer is the provider with its plan and read warnings logged.
+type warningServer struct {
+	tfprotov6.ProviderServer
+	log *warningLog
+}
+
+func (s warningServer) ReadDataSource(ctx context.Context, req *tfprotov6.ReadDataSourceRequest) (*tfprotov6.ReadDataSourceResponse, error) {
+	resp, err := s.ProviderServer.ReadDataSource(ctx, req)
+	if resp != nil {
+		s.log.add(resp.Diagnostics)
+	}
+	return resp, err
+}
+
+func (s warningServer) PlanResourceChange(ctx context.Context, req *tfprotov6.PlanResourceChangeRequest) (*tfprotov6.PlanResourceChangeResponse, error) {
+	resp, err := s.ProviderServer.PlanResourceChange(ctx, req)
+	if resp != nil {
+		s.log.add(resp.Diagnostics)
+	}
+	return resp, err
+}
+
+// runLoggingWarnings is runSteps with the provider's warnings logged into log.
+func runLoggingWarnings(t *testing.T, log *warningLog, steps ...resource.TestStep) {
+	t.Helper()
+	resource.Test(t, resource.TestCase{Steps: steps, ProtoV6ProviderFactories: map[string]func() (tfprotov6.ProviderServer, error){
+		"qemuscheduler": func() (tfprotov6.ProviderServer, error) {
+			s, err := providerserver.NewProtocol6WithError(New("test")())()
+			return warningServer{s, log}, err
+		},
+	}})
+}
+
+// A malformed hand-written record is a warning naming the VM and the line, never a failed
+// plan; its good lines still count: the anti-affinity of db keeps the new db VM off pve1.
+func TestAccVMPlacementRecordMalformed(t *testing.T) {
+	c := equalCluster()
+	c.Guests = []pvesim.GuestSpec{{VMID: 150, Node: "pve1", Name: "db", Status: "running", Cores: 1, MemoryMiB: 512,
+		Config: map[string]string{"tags": "db;qemuscheduler-record", "description": "qemu-scheduler/record: v1\n" +
+			"qemu-scheduler/vm-anti-affinity: tags=db weight=900\nqemu-scheduler/vm-anti-affinity: tags=db\n"}}}
+	env, _ := simEnv(t, c)
+	log := &warningLog{}
+	runLoggingWarnings(t, log, resource.TestStep{Config: env.config(placement(`name = "x"
+  tags = ["db"]`)), Check: resource.ComposeAggregateTestCheckFunc(
+		resource.TestCheckResourceAttrSet("data.qemuscheduler_placement.p", "node"),
+		log.has("Malformed placement record", `VM 150 (db), placement record line 2 "qemu-scheduler/vm-anti-affinity: tags=db weight=900": weight must be 1..100`),
+	)})
+}

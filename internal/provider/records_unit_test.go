@@ -1,0 +1,59 @@
+package provider
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+const vmConfigReads = "GET /nodes/{node}/qemu/{vmid}/config"
+
+// Only guests carrying the record mark have their config read, each once per process; a
+// malformed record warns once; a record in the Notes of an unmarked guest is not looked for.
+func TestGuestRecordsReadOnce(t *testing.T) {
+	c := equalCluster()
+	record := "qemu-scheduler/record: v1\nqemu-scheduler/vm-anti-affinity: tags=cp\n"
+	c.Guests = []pvesim.GuestSpec{
+		{VMID: 101, Node: "pve1", Name: "cp-1", Status: "running", Config: map[string]string{"tags": "cp;qemuscheduler-record", "description": "notes\n\n" + record}},
+		{VMID: 102, Node: "pve2", Name: "bad", Status: "running", Config: map[string]string{"tags": "qemuscheduler-record", "description": "qemu-scheduler/record: v1\nqemu-scheduler/vm-affinity: weight=3\n"}},
+		{VMID: 103, Node: "pve3", Name: "plain", Status: "running", Config: map[string]string{"tags": "cp", "description": record}},
+	}
+	sim := pvesim.NewTestServer(t, c)
+	client, err := proxmox.New(proxmox.Config{Endpoint: sim.URL(), APIToken: sim.APIToken(), CACertPEM: sim.CACertPEM()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := &providerData{client: client, nodes: newNodePolicy(nil, nil), maxAge: time.Hour}
+	data.records = newGuestRecords(client, data.nodes.queue)
+	for i := range 3 {
+		snap, err := data.snapshotSince(context.Background(), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		byID := map[int]*scheduler.Recorded{}
+		for _, g := range snap.Guests {
+			byID[g.VMID] = g.Recorded
+		}
+		if r := byID[101]; r == nil || len(r.Policy.VMAntiAffinity) != 1 || r.Policy.VMAntiAffinity[0].Tags[0] != "cp" {
+			t.Fatalf("snapshot %d: cp-1's record = %+v", i, r)
+		}
+		if byID[102] == nil || byID[103] != nil {
+			t.Errorf("snapshot %d: bad's record %+v (want an empty one), plain's %+v (want none: it is not marked)", i, byID[102], byID[103])
+		}
+		warnings := data.nodes.warnings()
+		switch {
+		case i == 0 && (len(warnings) != 1 || !strings.Contains(warnings[0].Detail(), `VM 102 (bad), placement record line 2`)):
+			t.Errorf("first snapshot: warnings %v, want one naming VM 102 and its line", warnings)
+		case i > 0 && len(warnings) != 0:
+			t.Errorf("snapshot %d warned again: %v", i, warnings)
+		}
+	}
+	if n := sim.Requests(vmConfigReads); n != 2 {
+		t.Errorf("%d config reads for 3 snapshots, want 2 (the two marked guests, once each)", n)
+	}
+}
