@@ -20,9 +20,6 @@ import (
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
-// recordParallelism bounds concurrent reads of marked guests' configs.
-const recordParallelism = 8
-
 // guestRecords caches the marked guests' records for the process: a record changes when its
 // VM's policy does, which this process writes itself (remember), or by hand, which the next
 // process sees.
@@ -54,20 +51,11 @@ func (gr *guestRecords) apply(ctx context.Context, snap *scheduler.Snapshot) {
 		}
 	}
 	sort.Slice(missing, func(i, j int) bool { return missing[i].VMID < missing[j].VMID })
-	notes := make([]string, len(missing))
-	errs := make([]error, len(missing))
-	sem := make(chan struct{}, recordParallelism)
-	var wg sync.WaitGroup
+	refs := make([]proxmox.GuestRef, len(missing))
 	for i, g := range missing {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			notes[i], errs[i] = gr.client.VMNotes(ctx, g.Node, g.VMID)
-		}()
+		refs[i] = proxmox.GuestRef{Node: g.Node, VMID: g.VMID}
 	}
-	wg.Wait()
+	notes, errs := gr.client.VMNotes(ctx, refs)
 	for i, g := range missing {
 		who := guestName(g)
 		if errs[i] != nil {

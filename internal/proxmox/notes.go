@@ -55,18 +55,7 @@ func (n *NotesCache) Read(ctx context.Context, nodes []string) NodeNotes {
 	var out NodeNotes
 	texts := make([]string, len(missing))
 	errs := make([]error, len(missing))
-	sem := make(chan struct{}, notesParallelism)
-	var wg sync.WaitGroup
-	for i, name := range missing {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			texts[i], errs[i] = n.client.nodeNotes(ctx, name)
-		}()
-	}
-	wg.Wait()
+	parallel(len(missing), notesParallelism, func(i int) { texts[i], errs[i] = n.client.nodeNotes(ctx, missing[i]) })
 	for i, name := range missing {
 		switch err := errs[i]; {
 		case errors.Is(err, ErrForbidden):

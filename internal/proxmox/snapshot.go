@@ -253,36 +253,28 @@ func (c *Client) sizeFromNodeLists(ctx context.Context, guests []scheduler.Guest
 		byList[l] = append(byList[l], i)
 	}
 	errs := make([]error, len(order))
-	sem := make(chan struct{}, 4)
-	var wg sync.WaitGroup
-	for n, l := range order {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			rows, err := c.nodeList(ctx, l.node, l.typ)
-			if errors.Is(err, ErrNodeOffline) {
-				return
+	parallel(len(order), 4, func(n int) {
+		l := order[n]
+		rows, err := c.nodeList(ctx, l.node, l.typ)
+		if errors.Is(err, ErrNodeOffline) {
+			return
+		}
+		if err != nil {
+			errs[n] = err
+			return
+		}
+		byID := make(map[int]listRow, len(rows))
+		for _, r := range rows {
+			byID[int(r.VMID)] = r
+		}
+		for _, i := range byList[l] {
+			if r, ok := byID[guests[i].VMID]; ok {
+				g := &guests[i]
+				pool := g.Pool
+				*g, g.Pool = r.guest(g.Node, g.Type), pool
 			}
-			if err != nil {
-				errs[n] = err
-				return
-			}
-			byID := make(map[int]listRow, len(rows))
-			for _, r := range rows {
-				byID[int(r.VMID)] = r
-			}
-			for _, i := range byList[l] {
-				if r, ok := byID[guests[i].VMID]; ok {
-					g := &guests[i]
-					pool := g.Pool
-					*g, g.Pool = r.guest(g.Node, g.Type), pool
-				}
-			}
-		}()
-	}
-	wg.Wait()
+		}
+	})
 	return errors.Join(errs...)
 }
 
