@@ -26,11 +26,7 @@ func (p *Profile) Schedule(snap Snapshot, reqs []Request, opts Options) (Decisio
 			return Decision{}, err
 		}
 	}
-	v := newView(&snap)
-	run := &run{p: p, snap: &snap, view: v, infos: v.infos, used: usedIDs(&snap), given: map[int]string{}, kept: map[int]bool{}}
-	if opts.Sticky {
-		run.named = guestsByName(&snap, reqs)
-	}
+	run := p.newRun(&snap, reqs, opts)
 	d := Decision{Placements: make([]Placement, 0, len(reqs))}
 	for i := range reqs {
 		r := &reqs[i]
@@ -59,6 +55,16 @@ type run struct {
 	kept map[int]bool
 	// named finds the guest carrying a name (nil when several do); set with Options.Sticky.
 	named map[string]*Guest
+}
+
+// newRun starts a decision on snap, which the run's view points into.
+func (p *Profile) newRun(snap *Snapshot, reqs []Request, opts Options) *run {
+	v := newView(snap)
+	run := &run{p: p, snap: snap, view: v, infos: v.infos, used: usedIDs(snap), given: map[int]string{}, kept: map[int]bool{}}
+	if opts.Sticky {
+		run.named = guestsByName(snap, reqs)
+	}
+	return run
 }
 
 // guestsByName finds the guests carrying the requests' names, templates aside; a name several
@@ -137,9 +143,7 @@ func (run *run) place(r *Request) (Placement, error) {
 	storage, _, _ := ChooseStorage(chosen, r)
 	run.used.add(vmid)
 	run.given[vmid] = r.Name
-	g := &Guest{VMID: vmid, Node: chosen.Node.Name, Name: r.Name, Type: GuestQEMU, Status: "running",
-		CPUs: float64(r.VCPUs()), MaxMem: uint64(r.MemoryMiB) * MiB, Tags: r.Tags, Assumed: true, DiskBytes: r.DiskBytes, Storage: storage}
-	chosen.add(g)
+	chosen.add(newGuest(r, chosen.Node.Name, vmid, storage))
 	return Placement{
 		Name: r.Name, Node: chosen.Node.Name, VMID: vmid, Storage: storage, Candidates: ev.cands,
 		Summary: fmt.Sprintf("%s: %s (score %s; %d/%d nodes feasible), vmid %d (%s), storage %s",

@@ -1,0 +1,707 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Sizes up to which the joint search is complete: for a set of at most exactVMs new VMs on at
+// most exactNodes nodes, ScheduleSet finds a placement whenever one passes the hard filters.
+const (
+	exactVMs   = 12
+	exactNodes = 8
+)
+
+// Work budgets of the joint search, in units of about a microsecond: one node checked by
+// every filter is one unit, a pre-filter pass one unit per node and per 64 guests. The
+// budget of the complete sizes is a safety net only (no case of the tests comes near it);
+// beyond them the exact search gives up early and the repair takes over. Budgets count
+// work, not time, so the same inputs always give the same decision.
+const (
+	exactBudget  = 30_000_000
+	searchBudget = 300_000
+	repairBudget = 300_000
+)
+
+// ScheduleSet places every request of a set jointly: all or nothing, and whether it succeeds
+// does not depend on the order of reqs. It first places the requests greedily in order, as
+// Schedule does, so that scores decide as they always did. When a request does not fit, the
+// whole set is placed again jointly: the existing guests Options.Sticky keeps stay where they
+// are, and the new VMs are searched for together (largest first, then a branch and bound over
+// the nodes the hard filters allow, then a local repair beyond the search's bounds). For sets
+// of up to 12 new VMs on up to 8 nodes the search is complete. VMIDs are chosen after the
+// nodes, in request order, with the same rules as Schedule. The same inputs always give the
+// same decision; placements are in request order.
+//
+// When the set cannot be placed, the error is a *SetError naming the request that does not
+// fit beside the largest subset the search placed, with every node's verdict.
+func (p *Profile) ScheduleSet(snap Snapshot, reqs []Request, opts Options) (Decision, error) {
+	d, err := p.Schedule(snap, reqs, opts)
+	var ue *UnschedulableError
+	if err == nil || !errors.As(err, &ue) || len(ue.Candidates) == 0 {
+		// Placed, or refused for a reason no arrangement of nodes changes: a bad input, a
+		// pre-filter, no free VMID.
+		return d, err
+	}
+	return p.scheduleJointly(snap, reqs, opts)
+}
+
+// SetError says that a set of new VMs cannot be placed together. The embedded
+// UnschedulableError is the request that does not fit, evaluated beside the largest subset the
+// search placed (Message and Candidates as Schedule gives them); its Message ends with the
+// line on the set, so callers that only know UnschedulableError show it too.
+type SetError struct {
+	*UnschedulableError
+	// Placed is how many of the set's new VMs the search could place together (the largest
+	// number it found), Total how many new VMs the set has: existing guests kept in place are
+	// not counted.
+	Placed int
+	Total  int
+	// Unplaced names the new VMs left out of that largest subset, in request order.
+	Unplaced []string
+}
+
+func (e *SetError) Unwrap() error { return e.UnschedulableError }
+
+// setLine is the line a SetError adds to the message of the request that does not fit.
+func setLine(placed, total int, unplaced []string, antiAffinity bool) string {
+	line := fmt.Sprintf("only %d of the plan's %d new VMs can be placed together; cannot place: %s", placed, total, strings.Join(unplaced, ", "))
+	if antiAffinity {
+		line += " (required vm_anti_affinity keeps one VM of a group per domain; topology_spread with max_skew = 1 lets replicas share domains, spread evenly)"
+	}
+	return line
+}
+
+// scheduleJointly is ScheduleSet's joint pass: keeps first, then VMIDs in request order, then
+// the search for the nodes of the new VMs, then the placements replayed in the search's order
+// to explain each.
+func (p *Profile) scheduleJointly(snap Snapshot, reqs []Request, opts Options) (Decision, error) {
+	run := p.newRun(&snap, reqs, opts)
+	placements := make([]Placement, len(reqs))
+	var fresh []int
+	for i := range reqs {
+		if pl, ok := run.keep(&reqs[i]); ok {
+			placements[i] = pl
+			continue
+		}
+		fresh = append(fresh, i)
+	}
+	vmids := make(map[int]int, len(fresh))
+	rules := make(map[int]string, len(fresh))
+	for _, i := range fresh {
+		id, rule, err := run.selectVMID(&reqs[i])
+		if err != nil {
+			return Decision{}, err
+		}
+		run.used.add(id)
+		run.given[id] = reqs[i].Name
+		vmids[i], rules[i] = id, rule
+	}
+	s := newSearch(p, run.infos, &snap, reqs, fresh, vmids)
+	if !s.solve() {
+		if err := s.failure(run); err != nil {
+			return Decision{}, err
+		}
+	}
+	// Replayed in the search's order, every placement sees the ones before it, as each was
+	// checked; its candidates and score are the pipeline's on that view.
+	for _, st := range s.placedSteps() {
+		i := st.req
+		r := &reqs[i]
+		ev, err := p.evaluate(r, run.infos)
+		if err != nil {
+			return Decision{}, err
+		}
+		if !ev.cands[st.node].Feasible {
+			return Decision{}, fmt.Errorf("joint placement of %q on %s fails on replay: %s", r.Name, run.infos[st.node].Node.Name, strings.Join(ev.cands[st.node].Reasons, "; "))
+		}
+		chosen := run.infos[st.node]
+		storage, _, _ := ChooseStorage(chosen, r)
+		chosen.add(newGuest(r, chosen.Node.Name, vmids[i], storage))
+		placements[i] = Placement{
+			Name: r.Name, Node: chosen.Node.Name, VMID: vmids[i], Storage: storage, Candidates: ev.cands,
+			Summary: fmt.Sprintf("%s: %s (score %s; %d/%d nodes feasible; placed jointly with the set's other %d new VMs), vmid %d (%s), storage %s",
+				r.Name, chosen.Node.Name, FormatNumber(ev.cands[st.node].Score), ev.feasible, len(run.infos), len(fresh)-1, vmids[i], rules[i], storage),
+		}
+	}
+	return Decision{Placements: placements}, nil
+}
+
+// newGuest is a placed request as the assumed guest later decisions see.
+func newGuest(r *Request, node string, vmid int, storage string) *Guest {
+	return &Guest{VMID: vmid, Node: node, Name: r.Name, Type: GuestQEMU, Status: "running",
+		CPUs: float64(r.VCPUs()), MaxMem: uint64(r.MemoryMiB) * MiB, Tags: r.Tags, Assumed: true, DiskBytes: r.DiskBytes, Storage: storage}
+}
+
+// vmClass is a group of requests that differ in nothing but their names: any of them may
+// take any other's node, so the search places "the next one of the class", never a
+// particular one, and counts states by how many of each class sit on each node.
+type vmClass struct {
+	// reqs are the members' request indexes, in request order; vmids their ids.
+	reqs []int
+	rep  *Request
+	// left is how many members are not placed on the current branch.
+	left int
+}
+
+// step is one placement on the search's branch.
+type step struct {
+	class, req, node int
+	guest            *Guest
+}
+
+// search is the joint search over one view. Placements debit the view's nodes as assumed
+// guests, exactly as Schedule's do, and are taken back in reverse order.
+type search struct {
+	p       *Profile
+	infos   []*NodeInfo
+	reqs    []Request
+	vmids   map[int]int
+	classes []*vmClass
+	total   int
+	// nodeGroup is each node's symmetry group: nodes of one group are alike in everything
+	// the filters look at but their names, so a state is the same with their loads swapped.
+	nodeGroup []int
+	// count[n][c] is how many members of class c the branch placed on node n.
+	count [][]int
+	stack []step
+	// dead holds the states (canonical keys) from which no completion exists.
+	dead map[string]struct{}
+	// monotone is true when no request of the set has a required vm_affinity or a
+	// DoNotSchedule spread: then a placement never makes a node feasible for another VM,
+	// so a class without a feasible node ends the branch and any order of classes will do.
+	monotone bool
+	// evalCost is the work of one class evaluated on the view; work and budget count it.
+	evalCost, work, budget int
+	// best is the largest number of new VMs one branch placed, with that branch's steps.
+	best      int
+	bestSteps []step
+}
+
+func newSearch(p *Profile, infos []*NodeInfo, snap *Snapshot, reqs []Request, fresh []int, vmids map[int]int) *search {
+	s := &search{p: p, infos: infos, reqs: reqs, vmids: vmids, total: len(fresh), dead: map[string]struct{}{}, monotone: true,
+		evalCost: 1 + len(infos) + len(snap.Guests)/64}
+	byKey := map[string]*vmClass{}
+	for _, i := range fresh {
+		r := &reqs[i]
+		if !monotoneRequest(r) {
+			s.monotone = false
+		}
+		k := classKey(r)
+		c := byKey[k]
+		if c == nil {
+			c = &vmClass{rep: r}
+			byKey[k] = c
+			s.classes = append(s.classes, c)
+		}
+		c.reqs = append(c.reqs, i)
+		c.left++
+	}
+	// Largest first: memory, then vCPUs, then disks; names make the order total.
+	sort.SliceStable(s.classes, func(a, b int) bool {
+		x, y := s.classes[a].rep, s.classes[b].rep
+		switch {
+		case x.MemoryMiB != y.MemoryMiB:
+			return x.MemoryMiB > y.MemoryMiB
+		case x.VCPUs() != y.VCPUs():
+			return x.VCPUs() > y.VCPUs()
+		case x.DiskBytes != y.DiskBytes:
+			return x.DiskBytes > y.DiskBytes
+		}
+		return x.Name < y.Name
+	})
+	s.count = make([][]int, len(infos))
+	for n := range s.count {
+		s.count[n] = make([]int, len(s.classes))
+	}
+	s.budget = searchBudget
+	if len(fresh) <= exactVMs && len(infos) <= exactNodes {
+		s.budget = exactBudget
+	}
+	s.nodeGroup = s.symmetry()
+	return s
+}
+
+// monotoneRequest reports whether the request's filters can only lose nodes as VMs are placed:
+// a required vm_affinity gains the nodes its group moves to, a DoNotSchedule spread the
+// domains whose neighbours fill up.
+func monotoneRequest(r *Request) bool {
+	for _, t := range r.VMAffinity {
+		if t.Weight == 0 {
+			return false
+		}
+	}
+	for _, c := range r.TopologySpread {
+		if c.WhenUnsatisfiable == "DoNotSchedule" {
+			return false
+		}
+	}
+	return true
+}
+
+// classKey is the request without its name.
+func classKey(r *Request) string {
+	c := *r
+	c.Name = ""
+	return fmt.Sprintf("%#v", c)
+}
+
+// symmetry groups the nodes that the search may treat as one: the same figures, storages,
+// labels (a label holding the node's own name, like the built-in name label, counts as the
+// same), taints and guests (by everything but their ids and names), and the same verdict of
+// every filter for every class of the set, which covers filters that read the name (pins,
+// regexes). Each node's group is the index of the group's first node.
+func (s *search) symmetry() []int {
+	groups := make([]int, len(s.infos))
+	first := map[string]int{}
+	verdicts := s.filterVerdicts()
+	for n, ni := range s.infos {
+		k := nodeKey(ni) + "|" + verdicts[n]
+		if at, ok := first[k]; ok {
+			groups[n] = at
+			continue
+		}
+		first[k] = n
+		groups[n] = n
+	}
+	return groups
+}
+
+// filterVerdicts lists per node which filters reject each class as the search starts.
+func (s *search) filterVerdicts() []string {
+	out := make([]strings.Builder, len(s.infos))
+	for _, c := range s.classes {
+		state := NewCycleState()
+		state.nodes = s.infos
+		err := s.p.preFilter(state, c.rep, s.infos)
+		for n, ni := range s.infos {
+			b := &out[n]
+			if err != nil {
+				b.WriteString("E")
+				continue
+			}
+			for _, f := range s.p.filters {
+				if f.Filter(state, c.rep, ni) != nil {
+					b.WriteByte('x')
+				} else {
+					b.WriteByte('.')
+				}
+			}
+			if _, _, reason := ChooseStorage(ni, c.rep); reason != "" {
+				b.WriteByte('s')
+			}
+			b.WriteByte('/')
+		}
+	}
+	keys := make([]string, len(out))
+	for n := range out {
+		keys[n] = out[n].String()
+	}
+	return keys
+}
+
+// nodeKey is everything about a node the filters may read, but its name.
+func nodeKey(ni *NodeInfo) string {
+	n := *ni.Node
+	name := n.Name
+	n.Name = ""
+	labels := make(map[string]string, len(n.Labels))
+	for k, v := range n.Labels {
+		if v == name {
+			v = "\x00self"
+		}
+		labels[k] = v
+	}
+	n.Labels = labels
+	free := make([]uint64, len(n.Storages))
+	for i, st := range n.Storages {
+		free[i] = ni.StorageFree(st)
+	}
+	guests := make([]string, len(ni.Guests))
+	for i, g := range ni.Guests {
+		c := *g
+		c.VMID, c.Name, c.Node = 0, "", ""
+		c.Tags = slices.Clone(c.Tags)
+		for j := range c.Tags {
+			c.Tags[j] = strings.ToLower(c.Tags[j])
+		}
+		slices.Sort(c.Tags)
+		guests[i] = fmt.Sprintf("%v", c)
+	}
+	slices.Sort(guests)
+	return fmt.Sprintf("%#v|%v|%v|%v|%v|%v|%v", n, ni.AllocCPU, ni.AllocMem, ni.CPU, ni.Mem, free, guests)
+}
+
+// key is the branch's state up to the symmetry of nodes: per group of alike nodes, the sorted
+// counts of each class on them.
+func (s *search) key() string {
+	var b strings.Builder
+	for g := range s.infos {
+		if s.nodeGroup[g] != g {
+			continue
+		}
+		var rows []string
+		for n := range s.infos {
+			if s.nodeGroup[n] != g {
+				continue
+			}
+			var row strings.Builder
+			for _, c := range s.count[n] {
+				row.WriteString(strconv.Itoa(c))
+				row.WriteByte(',')
+			}
+			rows = append(rows, row.String())
+		}
+		slices.Sort(rows)
+		b.WriteString(strings.Join(rows, ";"))
+		b.WriteByte('|')
+	}
+	return b.String()
+}
+
+// feasible lists the nodes where the class's next VM passes every filter and finds storage,
+// in view order, with the state its pre-filters wrote (nil when a pre-filter refuses it).
+func (s *search) feasible(c *vmClass) ([]int, *CycleState) {
+	s.work += s.evalCost
+	r := s.member(c)
+	state := NewCycleState()
+	state.nodes = s.infos
+	if s.p.preFilter(state, r, s.infos) != nil {
+		return nil, nil
+	}
+	var at []int
+	for n, ni := range s.infos {
+		if s.passes(state, r, ni) {
+			at = append(at, n)
+		}
+	}
+	return at, state
+}
+
+// passes runs the filters on one node until the first rejection, then the storage check.
+func (s *search) passes(state *CycleState, r *Request, ni *NodeInfo) bool {
+	for _, f := range s.p.filters {
+		if f.Filter(state, r, ni) != nil {
+			return false
+		}
+	}
+	_, _, reason := ChooseStorage(ni, r)
+	return reason == ""
+}
+
+// member is the class's next request to place.
+func (s *search) member(c *vmClass) *Request {
+	return &s.reqs[c.reqs[len(c.reqs)-c.left]]
+}
+
+// byScore orders a class's feasible nodes as the pipeline would choose among them.
+func (s *search) byScore(c *vmClass, at []int, state *CycleState) []int {
+	if len(at) < 2 {
+		return at
+	}
+	r := s.member(c)
+	cands := make([]Candidate, len(s.infos))
+	feasible := make([]*NodeInfo, len(at))
+	for j, n := range at {
+		cands[n] = Candidate{Node: s.infos[n].Node.Name, Feasible: true}
+		feasible[j] = s.infos[n]
+	}
+	s.p.score(state, r, feasible, at, cands)
+	ordered := slices.Clone(at)
+	sort.SliceStable(ordered, func(a, b int) bool { return better(r.Name, cands[ordered[a]], cands[ordered[b]]) })
+	return ordered
+}
+
+// push places the class's next VM on node n; pop takes the last placement back.
+func (s *search) push(ci, n int) {
+	c := s.classes[ci]
+	i := c.reqs[len(c.reqs)-c.left]
+	r := &s.reqs[i]
+	ni := s.infos[n]
+	storage, _, _ := ChooseStorage(ni, r)
+	g := newGuest(r, ni.Node.Name, s.vmids[i], storage)
+	s.stack = append(s.stack, step{class: ci, req: i, node: n, guest: g})
+	ni.add(g)
+	c.left--
+	s.count[n][ci]++
+	if len(s.stack) > s.best {
+		s.best = len(s.stack)
+		s.bestSteps = slices.Clone(s.stack)
+	}
+}
+
+func (s *search) pop() { s.remove(len(s.stack) - 1) }
+
+// unwind takes every placement of the branch back.
+func (s *search) unwind() {
+	for len(s.stack) > 0 {
+		s.pop()
+	}
+}
+
+// placedSteps is the placements of the solution, in the order they were made, taken back from
+// the view so that the caller replays them.
+func (s *search) placedSteps() []step {
+	steps := slices.Clone(s.stack)
+	s.unwind()
+	return steps
+}
+
+// solve searches for a placement of every class's members: the first branch is the largest
+// first pass (every class fits every node at the start, so size decides), then the exact
+// search backtracks; beyond its budget, the repair. On success the stack holds the placement.
+func (s *search) solve() bool {
+	switch s.dfs() {
+	case found:
+		return true
+	case deadEnd:
+		return false
+	}
+	s.unwind()
+	return s.repair()
+}
+
+type outcome int
+
+const (
+	deadEnd outcome = iota
+	found
+	exhausted
+)
+
+// dfs extends the branch. In a monotone set it branches on one class, the one with the fewest
+// feasible nodes (largest first among equals), over its nodes best score first; otherwise on
+// every class that has a feasible node. A state proven dead is remembered under its key.
+func (s *search) dfs() outcome {
+	if len(s.stack) == s.total {
+		return found
+	}
+	if s.work > s.budget {
+		return exhausted
+	}
+	key := s.key()
+	if _, ok := s.dead[key]; ok {
+		return deadEnd
+	}
+	type option struct {
+		class int
+		nodes []int
+		state *CycleState
+	}
+	var options []option
+	for ci, c := range s.classes {
+		if c.left == 0 {
+			continue
+		}
+		at, state := s.feasible(c)
+		if len(at) == 0 {
+			if s.monotone {
+				s.dead[key] = struct{}{}
+				return deadEnd
+			}
+			continue
+		}
+		options = append(options, option{ci, at, state})
+	}
+	if s.monotone {
+		sort.SliceStable(options, func(a, b int) bool { return len(options[a].nodes) < len(options[b].nodes) })
+		options = options[:min(1, len(options))]
+	}
+	for _, o := range options {
+		for _, n := range s.byScore(s.classes[o.class], o.nodes, o.state) {
+			s.push(o.class, n)
+			switch s.dfs() {
+			case found:
+				return found
+			case exhausted:
+				s.pop()
+				return exhausted
+			}
+			s.pop()
+		}
+	}
+	s.dead[key] = struct{}{}
+	return deadEnd
+}
+
+// repair starts from the deepest branch the search reached and places the rest one by one:
+// where a VM fits nowhere, it takes the node of one placed VM of another class that can move
+// to another node. It returns whether every VM is placed.
+func (s *search) repair() bool {
+	s.work = 0
+	s.budget = repairBudget
+	for _, st := range s.bestSteps {
+		s.push(st.class, st.node)
+	}
+	for progress := true; progress && len(s.stack) < s.total && s.work <= s.budget; {
+		progress = false
+		for ci, c := range s.classes {
+			for c.left > 0 && s.work <= s.budget {
+				if at, state := s.feasible(c); len(at) > 0 {
+					s.push(ci, s.byScore(c, at, state)[0])
+					progress = true
+					continue
+				}
+				// Moving a VM changes the order its branch was checked in, which only a
+				// monotone set does not mind.
+				if !s.monotone || !s.eject(ci) {
+					break
+				}
+				progress = true
+			}
+		}
+	}
+	return len(s.stack) == s.total
+}
+
+// eject places class ci's next VM on a node by moving one placed VM of another class from
+// there to another node where it passes every filter.
+func (s *search) eject(ci int) bool {
+	for n := range s.infos {
+		for k := len(s.stack) - 1; k >= 0; k-- {
+			st := s.stack[k]
+			if st.node != n || st.class == ci || s.work > s.budget {
+				continue
+			}
+			moved := s.remove(k)
+			if at, _ := s.feasible(s.classes[ci]); slices.Contains(at, n) {
+				s.push(ci, n)
+				if to, _ := s.feasible(s.classes[moved.class]); len(to) > 0 {
+					s.push(moved.class, to[0])
+					return true
+				}
+				s.remove(len(s.stack) - 1)
+			}
+			s.push(moved.class, moved.node)
+		}
+	}
+	return false
+}
+
+// remove takes the placement at stack index k back, in any order: its node's figures are
+// counted again from its remaining guests, as view.without does (the same additions in the
+// same order, so the figures are exactly those before the placement).
+func (s *search) remove(k int) step {
+	st := s.stack[k]
+	s.stack = slices.Delete(s.stack, k, k+1)
+	ni := s.infos[st.node]
+	kept := make([]*Guest, 0, len(ni.Guests))
+	fresh := NodeInfo{Node: ni.Node, CPU: ni.Node.CPU, Mem: ni.Node.Mem, storageDebits: ni.storageDebits}
+	for _, g := range ni.Guests {
+		if g != st.guest {
+			kept = append(kept, g)
+			fresh.tally(g)
+		}
+	}
+	fresh.Guests = kept
+	*ni = fresh
+	ni.chargeDisks(st.guest, false)
+	s.classes[st.class].left++
+	s.count[st.node][st.class]--
+	return st
+}
+
+// failure explains why the set does not fit: the largest subset the search can place, then
+// the first request left out (in request order) evaluated beside it, as Schedule explains a
+// request that fits nowhere. It returns nil, with the placement on the stack, when that
+// subset turns out to be the whole set (the search ran out of budget before).
+func (s *search) failure(run *run) error {
+	s.unwind()
+	s.work = 0
+	s.grow(0, map[string]struct{}{})
+	for _, st := range s.bestSteps {
+		s.push(st.class, st.node)
+	}
+	// What the search could not prove maximal may still take a VM more: add any that fits.
+	for ci, c := range s.classes {
+		for c.left > 0 {
+			at, state := s.feasible(c)
+			if len(at) == 0 {
+				break
+			}
+			s.push(ci, s.byScore(c, at, state)[0])
+		}
+	}
+	if len(s.stack) == s.total {
+		return nil
+	}
+	defer s.unwind()
+	placed := make(map[int]bool, len(s.stack))
+	for _, st := range s.stack {
+		placed[st.req] = true
+	}
+	var unplaced []string
+	unfit := -1
+	for i := range s.reqs {
+		if _, isNew := s.vmids[i]; isNew && !placed[i] {
+			unplaced = append(unplaced, s.reqs[i].Name)
+			if unfit < 0 {
+				unfit = i
+			}
+		}
+	}
+	r := &s.reqs[unfit]
+	ue := &UnschedulableError{Request: r.Name}
+	ev, err := s.p.evaluate(r, run.infos)
+	if err != nil {
+		if !errors.As(err, &ue) {
+			return err
+		}
+	} else {
+		ue.Message, ue.Candidates = unschedulableMessage(len(run.infos), ev.groups), ev.cands
+	}
+	ue.Message += "\n" + setLine(len(s.stack), s.total, unplaced, blockedByAntiAffinity(r, ue.Candidates))
+	return &SetError{UnschedulableError: ue, Placed: len(s.stack), Total: s.total, Unplaced: unplaced}
+}
+
+// grow is a branch and bound for the largest subset of the set that fits: classes in order,
+// each placing its members one by one on every feasible node or leaving the rest out, cut
+// where even placing everything left cannot beat the best found. seen holds the states
+// (class, key) already grown.
+func (s *search) grow(ci int, seen map[string]struct{}) {
+	left := 0
+	for _, c := range s.classes[ci:] {
+		left += c.left
+	}
+	if ci == len(s.classes) || len(s.stack)+left <= s.best || s.work > s.budget {
+		return
+	}
+	key := strconv.Itoa(ci) + "#" + s.key()
+	if _, ok := seen[key]; ok {
+		return
+	}
+	seen[key] = struct{}{}
+	if c := s.classes[ci]; c.left > 0 {
+		at, state := s.feasible(c)
+		for _, n := range s.byScore(c, at, state) {
+			s.push(ci, n)
+			s.grow(ci, seen)
+			s.pop()
+		}
+	}
+	s.grow(ci+1, seen)
+}
+
+// blockedByAntiAffinity reports whether a required vm_anti_affinity of the request is among
+// the reasons its nodes refuse it.
+func blockedByAntiAffinity(r *Request, cands []Candidate) bool {
+	required := false
+	for _, t := range r.VMAntiAffinity {
+		required = required || t.Weight == 0
+	}
+	if !required {
+		return false
+	}
+	for _, c := range cands {
+		for _, reason := range c.Reasons {
+			if strings.HasPrefix(reason, "VMAntiAffinity:") {
+				return true
+			}
+		}
+	}
+	return false
+}

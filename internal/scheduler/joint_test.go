@@ -1,0 +1,118 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// cpuFit is a capacity filter: the node's vCPUs may not be overcommitted.
+type cpuFit struct{}
+
+func (cpuFit) Name() string { return "CPUFit" }
+
+func (cpuFit) Filter(_ *CycleState, r *Request, n *NodeInfo) *Rejection {
+	if n.AllocCPU+float64(r.VCPUs()) <= float64(n.Node.MaxCPU) {
+		return nil
+	}
+	return &Rejection{Reason: fmt.Sprintf("CPUFit: %v+%d > %d", n.AllocCPU, r.VCPUs(), n.Node.MaxCPU), Group: "had too few CPUs"}
+}
+
+func cpuFitProfile(t *testing.T) *Profile {
+	t.Helper()
+	p, err := NewProfile(Registry{Filters: []PluginSpec{{Name: "CPUFit", New: func(map[string]string) (Plugin, error) { return cpuFit{}, nil }}}}, PluginConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func cpuRequests(cores ...int) []Request {
+	reqs := make([]Request, len(cores))
+	for i, c := range cores {
+		reqs[i] = Request{Name: fmt.Sprintf("vm-%d", i), Cores: c, Sockets: 1, MemoryMiB: 1}
+	}
+	return reqs
+}
+
+// Bin packing the greedy order gets wrong: 3+3+2 and 4+4 on two 8-CPU nodes, the 3s first.
+// The set fits jointly, and the SetError of one VM more counts the largest subset.
+func TestScheduleSetPacksWhatGreedyStrands(t *testing.T) {
+	p := cpuFitProfile(t)
+	snap := Snapshot{Nodes: testNodes("n1", "n2")}
+	reqs := cpuRequests(3, 3, 4, 4, 2)
+	if _, err := p.Schedule(snap, reqs, Options{}); err == nil {
+		t.Fatal("the greedy pass packed the set: the test does not exercise the search")
+	}
+	d, err := p.ScheduleSet(snap, reqs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := map[string]int{}
+	for i, pl := range d.Placements {
+		load[pl.Node] += reqs[i].Cores
+		if pl.VMID != 100+i || pl.Name != reqs[i].Name {
+			t.Fatalf("placement %d = %s/%d, want %s/%d", i, pl.Name, pl.VMID, reqs[i].Name, 100+i)
+		}
+	}
+	if load["n1"] != 8 || load["n2"] != 8 {
+		t.Fatalf("loads %v, want both nodes full", load)
+	}
+	_, err = p.ScheduleSet(snap, append(reqs, cpuRequests(1)[0]), Options{})
+	var se *SetError
+	var ue *UnschedulableError
+	if !errors.As(err, &se) || !errors.As(err, &ue) || se.Placed != 5 || se.Total != 6 {
+		t.Fatalf("err = %#v, want a SetError with 5 of 6 placed", err)
+	}
+	want := "cannot place \"vm-0\": 0/2 nodes are available: 2 node(s) had too few CPUs\nonly 5 of the plan's 6 new VMs can be placed together; cannot place: vm-0"
+	if err.Error() != want {
+		t.Fatalf("err = %q\nwant  %q", err, want)
+	}
+}
+
+// Twelve alike VMs on eight alike nodes, one VM too many: the search proves it without trying
+// every arrangement (the nodes are interchangeable, and so are the VMs).
+func TestScheduleSetSymmetryBoundsTheSearch(t *testing.T) {
+	p := cpuFitProfile(t)
+	snap := Snapshot{Nodes: testNodes("n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8")}
+	reqs := cpuRequests(5, 5, 5, 5, 5, 5, 5, 5, 3, 3, 3, 3)
+	for i := range snap.Nodes[:5] {
+		snap.Nodes[i].MaxCPU = 7 // five nodes cannot take a 5 and a 3, so only three 3s fit
+	}
+	run := p.newRun(&snap, reqs, Options{})
+	fresh := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}
+	vmids := map[int]int{}
+	for _, i := range fresh {
+		vmids[i] = 100 + i
+	}
+	s := newSearch(p, run.infos, &snap, reqs, fresh, vmids)
+	if s.solve() {
+		t.Fatal("placed 12 VMs that need 4 nodes of 8 CPUs for the pairs, of 3")
+	}
+	if s.work > 20_000 {
+		t.Fatalf("the search did %d units of work; the symmetry should keep it small", s.work)
+	}
+	_, err := p.ScheduleSet(snap, reqs, Options{})
+	var se *SetError
+	if !errors.As(err, &se) || se.Placed != 11 || !strings.HasSuffix(err.Error(), "cannot place: vm-11") {
+		t.Fatalf("err = %v, want 11 of 12 placed", err)
+	}
+}
+
+// Errors no arrangement of nodes changes are Schedule's, not a SetError.
+func TestScheduleSetPassesThroughInputAndVMIDErrors(t *testing.T) {
+	p := cpuFitProfile(t)
+	snap := Snapshot{Nodes: testNodes("n1"), NextIDBounds: &IDBounds{Lower: 100, Upper: 101}}
+	_, err := p.ScheduleSet(snap, cpuRequests(1, 1), Options{})
+	var se *SetError
+	var ue *UnschedulableError
+	if errors.As(err, &se) || !errors.As(err, &ue) || !strings.Contains(err.Error(), "no free vmid") {
+		t.Fatalf("err = %v, want the VMID error", err)
+	}
+	_, err = p.ScheduleSet(snap, cpuRequests(0), Options{})
+	var ie *InputError
+	if !errors.As(err, &ie) || ie.Attribute != "cores" {
+		t.Fatalf("err = %v, want the input error on cores", err)
+	}
+}
