@@ -17,8 +17,8 @@ type Cluster struct {
 	Pools    []string      `yaml:"pools" json:"pools"`
 	// NextID sets datacenter.cfg next-id (lower inclusive, upper exclusive).
 	NextID *NextIDSpec `yaml:"next_id" json:"next_id"`
-	// HARules are PVE 9 HA rules (rules.cfg). Without any the simulator answers GET
-	// /cluster/ha/rules as PVE 8 does, which has no such endpoint.
+	// HARules are PVE 9 HA rules (rules.cfg). Without the key the simulator is PVE 8, which
+	// has no /cluster/ha/rules; an empty list (ha_rules: []) is PVE 9 without rules.
 	HARules []HARuleSpec `yaml:"ha_rules" json:"ha_rules"`
 }
 

@@ -9,10 +9,12 @@ package pvesim
 // poll the guest as it must with PVE.
 
 import (
+	"cmp"
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,6 +34,8 @@ type haResource struct {
 	// migrateTo is a queued migrate or relocate command; relocate stops the VM first.
 	migrateTo string
 	relocate  bool
+	// recovering: its node failed and the CRM has found no node the rules allow yet.
+	recovering bool
 }
 
 // state is the requested state, with PVE's defaults and aliases (enabled = started).
@@ -289,7 +293,13 @@ func (s *Server) handleHAResourceUpdate(w http.ResponseWriter, r *http.Request) 
 func (s *Server) handleHAResourceDelete(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := readAllowedParams(w, r, "purge"); !ok {
+	p, ok := readAllowedParams(w, r, "purge")
+	if !ok {
+		return
+	}
+	purge, valid := parseBool(cmp.Or(p["purge"], "1"))
+	if !valid {
+		paramError(w, "purge", fmt.Sprintf("type check ('boolean') failed - got '%s'", p["purge"]))
 		return
 	}
 	sid, _, ok := s.pathSID(w, r)
@@ -301,6 +311,9 @@ func (s *Server) handleHAResourceDelete(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	delete(s.haResources, sid)
+	if purge {
+		s.purgeFromHARules(sid)
+	}
 	writeData(w, nil)
 }
 
@@ -326,12 +339,23 @@ func (s *Server) handleHAMove(relocate bool) http.HandlerFunc {
 			writeError(w, http.StatusInternalServerError, fmt.Sprintf("resource '%s' is not HA managed", sid))
 			return
 		}
-		s.queueMove(res, p["node"], relocate)
 		if s.haRules == nil {
+			s.queueMove(res, p["node"], relocate)
 			writeData(w, nil) // PVE 8 answers null
 			return
 		}
-		writeData(w, map[string]any{"sid": sid, "requested-node": p["node"]})
+		answer := map[string]any{"sid": sid, "requested-node": p["node"]}
+		// PVE 9 names the services in negative affinity on the target; the CRM refuses the move.
+		if blocking := s.negativeBlockers(res, p["node"]); len(blocking) > 0 {
+			rows := make([]map[string]any, len(blocking))
+			for i, b := range blocking {
+				rows[i] = map[string]any{"sid": b, "cause": "resource-affinity"}
+			}
+			answer["blocking-resources"] = rows
+		} else {
+			s.queueMove(res, p["node"], relocate)
+		}
+		writeData(w, answer)
 	}
 }
 
@@ -355,6 +379,8 @@ func (s *Server) verboseState(res *haResource) string {
 		return "not found"
 	case !res.pickedUp:
 		return "queued"
+	case res.recovering:
+		return "recovery"
 	case res.migrateTo != "":
 		if res.relocate {
 			return "relocate"
@@ -427,6 +453,9 @@ func (s *Server) crmRound() {
 		case !res.pickedUp:
 			res.pickedUp = true
 			continue
+		case res.recovering:
+			s.recover(res)
+			continue
 		}
 		node := s.node(g.node)
 		if node == nil || !node.online || g.lock != "" {
@@ -443,7 +472,10 @@ func (s *Server) crmRound() {
 		res.seen = false
 		if target := res.migrateTo; target != "" {
 			res.migrateTo = ""
-			s.haMove(g, target, res.relocate)
+			// The CRM refuses a move next to a service in negative affinity.
+			if len(s.negativeBlockers(res, target)) == 0 {
+				s.haMove(g, target, res.relocate)
+			}
 			continue
 		}
 		if res.state() == "started" {
@@ -480,7 +512,8 @@ func (s *Server) haMove(g *guest, target string, relocate bool) {
 // boots afresh when its requested state is started and stays stopped otherwise. It refuses
 // what PVE would not recover: a guest that is no HA-managed resource the CRM knows, a target
 // that is unknown, offline or the guest's own node, and (as the guest could not run there)
-// disks on storage target does not share. SetNodeOnline brings the failed node back; the
+// disks on storage target does not share, and a target the HA rules forbid (recoveryNodes;
+// FailNode lets the HA manager choose). SetNodeOnline brings the failed node back; the
 // guest stays where it was recovered, as PVE does without failback.
 func (s *Server) FailOver(vmid int, target string) error {
 	s.mu.Lock()
@@ -499,9 +532,13 @@ func (s *Server) FailOver(vmid int, target string) error {
 			return fmt.Errorf("pvesim: guest %d has %s on storage %s, which %s does not share", vmid, v.key, v.storage, target)
 		}
 	}
-	if n := s.node(g.node); n != nil {
-		n.online = false
+	n := s.node(g.node)
+	n.online, res.recovering = false, true
+	if !slices.Contains(s.recoveryNodes(res), target) {
+		n.online, res.recovering = true, false
+		return fmt.Errorf("pvesim: the HA rules do not let guest %d be recovered on %s", vmid, target)
 	}
+	res.recovering = false
 	g.node, g.lock, g.status = t.name, "", "stopped"
 	res.migrateTo, res.seen = "", false
 	if res.state() == "started" {

@@ -1,0 +1,199 @@
+package pvesim
+
+// The HA manager's node choice under the HA rules (pve-ha-manager 5.2, Manager.pm
+// select_service_node and the rule plugins): recovery after a node failure and the refusal of
+// a migration that would break a negative resource-affinity rule.
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// activeHARules are the rules the HA manager applies: enabled, and not dropped as infeasible.
+// The caller holds s.mu.
+func (s *Server) activeHARules() []HARuleSpec {
+	errs := haRuleErrors(s.haRules, len(s.nodes))
+	var out []HARuleSpec
+	for _, r := range s.haRules {
+		if !r.Disable && len(errs[r.Rule]) == 0 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// serviceNodes are the nodes a service counts on for the rules: the node it runs on while
+// that node is up (a service in recovery on a failed node counts nowhere), and the target of
+// a migration under way. The caller holds s.mu.
+func (s *Server) serviceNodes(sid string) []string {
+	res := s.haResources[sid]
+	if res == nil || res.state() == "ignored" {
+		return nil
+	}
+	g := s.guests[res.vmid]
+	if g == nil {
+		return nil
+	}
+	var out []string
+	if n := s.node(g.node); n != nil && n.online && !res.recovering {
+		out = append(out, g.node)
+	}
+	if res.migrateTo != "" {
+		out = append(out, res.migrateTo)
+	}
+	return out
+}
+
+// negativeBlockers are the services in negative affinity with res that run on, or are being
+// migrated to, node. The caller holds s.mu.
+func (s *Server) negativeBlockers(res *haResource, node string) []string {
+	var out []string
+	for _, r := range s.activeHARules() {
+		if r.Type != "resource-affinity" || r.Affinity != "negative" || !slices.Contains(r.Resources, res.sid) {
+			continue
+		}
+		for _, peer := range r.Resources {
+			if peer != res.sid && slices.Contains(s.serviceNodes(peer), node) && !slices.Contains(out, peer) {
+				out = append(out, peer)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// recoveryNodes are the nodes the HA manager may recover res on, best first, as
+// select_service_node orders them: online nodes outside maintenance where its disks are
+// reachable; a strict node-affinity rule keeps only its nodes (a non-strict one prefers its
+// highest priority class of them); nodes where a negative peer runs or is being migrated to
+// are dropped; nodes of positive peers are preferred; then the node running the fewest HA
+// services, in cluster order. None: the service stays in recovery. The caller holds s.mu.
+func (s *Server) recoveryNodes(res *haResource) []string {
+	g := s.guests[res.vmid]
+	var cands []string
+	for _, n := range s.nodes {
+		if n.online && n.haState != "maintenance" && s.reachable(g, n.name) {
+			cands = append(cands, n.name)
+		}
+	}
+	rules := s.activeHARules()
+	for _, r := range rules {
+		if r.Type != "node-affinity" || !slices.Contains(r.Resources, res.sid) {
+			continue
+		}
+		best, allowed := -1, []string{}
+		for _, spec := range r.Nodes {
+			name, prio := nodePriority(spec)
+			if !slices.Contains(cands, name) {
+				continue
+			}
+			switch {
+			case prio > best:
+				best, allowed = prio, []string{name}
+			case prio == best:
+				allowed = append(allowed, name)
+			}
+		}
+		if r.Strict || len(allowed) > 0 {
+			cands = slices.DeleteFunc(cands, func(n string) bool { return !slices.Contains(allowed, n) })
+		}
+	}
+	cands = slices.DeleteFunc(cands, func(n string) bool { return len(s.negativeBlockers(res, n)) > 0 })
+	together := map[string]int{}
+	for _, r := range rules {
+		if r.Type == "resource-affinity" && r.Affinity == "positive" && slices.Contains(r.Resources, res.sid) {
+			for _, peer := range r.Resources {
+				for _, n := range s.serviceNodes(peer) {
+					if peer != res.sid && slices.Contains(cands, n) {
+						together[n]++
+					}
+				}
+			}
+		}
+	}
+	if len(together) > 0 {
+		most := 0
+		for _, c := range together {
+			most = max(most, c)
+		}
+		cands = slices.DeleteFunc(cands, func(n string) bool { return together[n] < most })
+	}
+	load := map[string]int{}
+	for _, other := range s.haResources {
+		if og := s.guests[other.vmid]; og != nil && other != res && other.state() != "ignored" && !other.recovering {
+			load[og.node]++
+		}
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return load[cands[i]] < load[cands[j]] })
+	return cands
+}
+
+// nodePriority splits a node-affinity entry name[:priority] (priority 0 by default).
+func nodePriority(spec string) (string, int) {
+	name, p, _ := strings.Cut(spec, ":")
+	prio, _ := strconv.Atoi(p) // the API checked the format; none is 0
+	return name, prio
+}
+
+// reachable tells whether every disk of g is on storage that node shares with g's node: the
+// only way g can run there after its own node is gone. The caller holds s.mu.
+func (s *Server) reachable(g *guest, node string) bool {
+	t := s.node(node)
+	for _, v := range g.volumes() {
+		st := s.storageOf(g, v.storage)
+		if st == nil || !st.shared || t.storage(v.storage) != st {
+			return false
+		}
+	}
+	return true
+}
+
+// recover moves a service in recovery to the best allowed node and starts it there when its
+// requested state is started; without an allowed node it stays in recovery (PVE logs "no
+// recovery node found" and tries again every round). The caller holds s.mu.
+func (s *Server) recover(res *haResource) bool {
+	nodes := s.recoveryNodes(res)
+	if len(nodes) == 0 {
+		return false
+	}
+	g := s.guests[res.vmid]
+	g.node, g.lock, g.status = nodes[0], "", "stopped"
+	res.recovering, res.migrateTo, res.seen = false, "", false
+	if res.state() == "started" {
+		g.applyPending()
+		g.boot()
+	}
+	return true
+}
+
+// FailNode plays the failure of a node and the HA manager's answer: the node goes offline
+// (fenced), and every HA-managed service the CRM knows on it is recovered, in sid order, on
+// the node the HA rules allow (see recoveryNodes). It returns where each recovered guest went;
+// a guest with no allowed node is missing there and stays in recovery on the failed node,
+// retried every round of the HA manager. SetNodeOnline brings the node back.
+func (s *Server) FailNode(name string) (map[int]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.node(name)
+	if n == nil || !n.online {
+		return nil, fmt.Errorf("pvesim: %q is not an online node", name)
+	}
+	n.online = false
+	s.haActive = true
+	recovered := map[int]string{}
+	for _, res := range s.sortedHAResources() {
+		g := s.guests[res.vmid]
+		if g == nil || g.node != name || !res.pickedUp || res.state() == "ignored" {
+			continue
+		}
+		res.recovering, res.migrateTo = true, ""
+		g.status = "stopped"
+		if s.recover(res) {
+			recovered[res.vmid] = g.node
+		}
+	}
+	return recovered, nil
+}
