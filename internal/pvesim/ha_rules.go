@@ -17,6 +17,19 @@ import (
 	"strings"
 )
 
+// rulesAPI serves a rules request under the lock; PVE 8 (no rules) has no such method.
+func (s *Server) rulesAPI(handle http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.haRules == nil {
+			notImplemented(w, r)
+			return
+		}
+		handle(w, r)
+	}
+}
+
 // haRuleDigest is the SHA-1 of rules.cfg as the simulator writes it.
 func (s *Server) haRuleDigest() string {
 	var file strings.Builder
@@ -63,14 +76,8 @@ func haRuleRow(rule HARuleSpec, order int, digest string, errs map[string][]stri
 }
 
 // handleHARules answers GET /cluster/ha/rules, filtered by type and by resource (the rules
-// holding that sid). A cluster without rules is PVE 8, which has no such method.
+// holding that sid).
 func (s *Server) handleHARules(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.haRules == nil {
-		notImplemented(w, r)
-		return
-	}
 	p, ok := readAllowedParams(w, r, "type", "resource")
 	if !ok {
 		return
@@ -96,12 +103,6 @@ func (s *Server) haRuleIndex(id string) int {
 }
 
 func (s *Server) handleHARuleGet(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.haRules == nil {
-		notImplemented(w, r)
-		return
-	}
 	i := s.haRuleIndex(r.PathValue("rule"))
 	if i < 0 {
 		writeError(w, http.StatusInternalServerError, fmt.Sprintf("no such ha rule '%s'", r.PathValue("rule")))
@@ -253,12 +254,6 @@ func infeasible(rules []HARuleSpec, id string, nodes int) string {
 }
 
 func (s *Server) handleHARuleCreate(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.haRules == nil {
-		notImplemented(w, r)
-		return
-	}
 	p, ok := readParams(w, r)
 	if !ok || !checkHARuleParams(w, p, p["type"], true, "rule") {
 		return
@@ -278,11 +273,22 @@ func (s *Server) handleHARuleCreate(w http.ResponseWriter, r *http.Request) {
 		fail(fmt.Sprintf("HA rule '%s' already defined", rule.Rule))
 		return
 	}
+	s.writeHARule(w, rule, -1, fail)
+}
+
+// writeHARule puts rule at position i of the rules (-1: at the end) after the checks the API
+// makes under the lock: configured resources, existing nodes, then the feasibility.
+func (s *Server) writeHARule(w http.ResponseWriter, rule HARuleSpec, i int, fail func(string)) {
 	if msg := s.checkHARuleRefs(rule); msg != "" {
 		fail(msg)
 		return
 	}
-	next := append(slices.Clone(s.haRules), rule)
+	next := slices.Clone(s.haRules)
+	if i < 0 {
+		next = append(next, rule)
+	} else {
+		next[i] = rule
+	}
 	if msg := infeasible(next, rule.Rule, len(s.nodes)); msg != "" {
 		fail(msg)
 		return
@@ -292,12 +298,6 @@ func (s *Server) handleHARuleCreate(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleHARuleUpdate(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.haRules == nil {
-		notImplemented(w, r)
-		return
-	}
 	p, ok := readParams(w, r)
 	if !ok || !checkHARuleParams(w, p, p["type"], false, "digest", "delete") {
 		return
@@ -334,28 +334,11 @@ func (s *Server) handleHARuleUpdate(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	setHARuleProps(&rule, p)
-	if msg := s.checkHARuleRefs(rule); msg != "" {
-		fail(msg)
-		return
-	}
-	next := slices.Clone(s.haRules)
-	next[i] = rule
-	if msg := infeasible(next, rule.Rule, len(s.nodes)); msg != "" {
-		fail(msg)
-		return
-	}
-	s.haRules = next
-	writeData(w, nil)
+	s.writeHARule(w, rule, i, fail)
 }
 
 // handleHARuleDelete removes a rule; PVE deletes without asking whether it exists.
 func (s *Server) handleHARuleDelete(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.haRules == nil {
-		notImplemented(w, r)
-		return
-	}
 	if i := s.haRuleIndex(r.PathValue("rule")); i >= 0 {
 		s.haRules = slices.Delete(s.haRules, i, i+1)
 	}
