@@ -2,6 +2,7 @@ package pvesim
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -45,22 +46,26 @@ func paramError(w http.ResponseWriter, param, problem string) {
 // standard text for a code, so the connection is hijacked; a writer that cannot be hijacked
 // (a recorder) gets the standard status line and the same body.
 func writeRaw(w http.ResponseWriter, code int, reason string, body []byte) {
-	hj, ok := w.(http.Hijacker)
-	if !ok {
-		w.Header().Set("Content-Type", "application/json;charset=UTF-8")
-		w.WriteHeader(code)
-		_, _ = w.Write(body)
-		return
+	if sw, logged := w.(*statusWriter); logged {
+		sw.status = code
 	}
-	conn, buf, err := hj.Hijack()
-	if err != nil {
-		return
+	if hj, ok := w.(http.Hijacker); ok {
+		conn, buf, err := hj.Hijack()
+		if err == nil {
+			defer conn.Close()
+			reason = strings.NewReplacer("\r", " ", "\n", " ").Replace(reason)
+			fmt.Fprintf(buf, "HTTP/1.1 %d %s\r\nContent-Type: application/json;charset=UTF-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n", code, reason, len(body))
+			_, _ = buf.Write(body)
+			_ = buf.Flush()
+			return
+		}
+		if !errors.Is(err, http.ErrNotSupported) {
+			return
+		}
 	}
-	defer conn.Close()
-	reason = strings.NewReplacer("\r", " ", "\n", " ").Replace(reason)
-	fmt.Fprintf(buf, "HTTP/1.1 %d %s\r\nContent-Type: application/json;charset=UTF-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n", code, reason, len(body))
-	_, _ = buf.Write(body)
-	_ = buf.Flush()
+	w.Header().Set("Content-Type", "application/json;charset=UTF-8")
+	w.WriteHeader(code)
+	_, _ = w.Write(body)
 }
 
 // notImplemented is pveproxy's answer for a path or method it has no handler for.

@@ -191,3 +191,25 @@ func TestAccessUsersAndPermissions(t *testing.T) {
 		t.Errorf("bad userid: %s %s", r.status, r.body)
 	}
 }
+
+// The request log holds every answer's method, path (empty segments skipped) and status, also
+// those written on a hijacked connection (PVE's reason phrases) and 501s for what is not
+// routed: what an acceptance test with a real client asserts on.
+func TestRequestLog(t *testing.T) {
+	s, a := lab(t)
+	a.ok(a.get("/nodes/pve1/status/"))
+	a.get("/nodes/pve1/qemu/100/snapshot")
+	a.get("/nodes/pve1/storage/nope/status")
+	want := []pvesim.LoggedRequest{{Method: "GET", Path: "/nodes/pve1/status", Status: 200},
+		{Method: "GET", Path: "/nodes/pve1/qemu/100/snapshot", Status: 501},
+		{Method: "GET", Path: "/nodes/pve1/storage/nope/status", Status: 400}}
+	got := s.RequestLog()
+	if len(got) != len(want) {
+		t.Fatalf("log = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("log[%d] = %v, want %v", i, got[i], want[i])
+		}
+	}
+}

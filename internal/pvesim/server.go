@@ -42,6 +42,7 @@ type Server struct {
 	brokenAgents map[int]bool
 
 	firstTaskStart, lastTaskEnd time.Time
+	requestLog                  []LoggedRequest
 
 	latency      time.Duration
 	taskDuration time.Duration
@@ -227,6 +228,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.URL.Path, r.URL.RawPath = skipEmptySegments(r.URL.Path), skipEmptySegments(r.URL.RawPath)
+	sw := &statusWriter{ResponseWriter: w}
+	w = sw
+	defer func() { s.logRequest(r, sw.status) }()
 	_, pattern := s.mux.Handler(r)
 	endpoint := strings.Replace(pattern, apiPrefix, "", 1)
 	s.mu.Lock()

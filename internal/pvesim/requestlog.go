@@ -1,0 +1,63 @@
+package pvesim
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+)
+
+// LoggedRequest is one API request as the server answered it.
+type LoggedRequest struct {
+	Method string
+	// Path is the request path after /api2/json, empty segments skipped, without the query.
+	Path   string
+	Status int
+}
+
+// maxLoggedRequests bounds the request log of a long-running simulator: the newest are kept.
+const maxLoggedRequests = 100000
+
+// RequestLog returns the requests served so far (the newest 100,000), in the order they
+// were answered: a test asserts, for instance, that a client met no 501 (an endpoint the
+// simulator does not route).
+func (s *Server) RequestLog() []LoggedRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]LoggedRequest(nil), s.requestLog...)
+}
+
+func (s *Server) logRequest(r *http.Request, status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.requestLog) >= maxLoggedRequests {
+		s.requestLog = append(s.requestLog[:0], s.requestLog[len(s.requestLog)-maxLoggedRequests/2:]...)
+	}
+	s.requestLog = append(s.requestLog, LoggedRequest{Method: r.Method, Path: r.URL.Path[len(apiPrefix):], Status: status})
+}
+
+// statusWriter remembers the status of an answer, also one written on the hijacked
+// connection (writeRaw reports it).
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	hj, ok := w.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, http.ErrNotSupported
+	}
+	return hj.Hijack()
+}
