@@ -1,0 +1,213 @@
+package provider
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
+)
+
+// bpgVersion is the bpg provider version scripts/bpg.sh builds.
+const bpgVersion = "0.80.0"
+
+// bpgMirror makes the bpg provider, built once by scripts/bpg.sh from the Go module proxy and
+// cached, installable by terraform init without a registry: a filesystem mirror for
+// Terraform's and OpenTofu's registry hosts, named by a CLI configuration that replaces the
+// caller's for this test. It skips the test, saying why, only when the module cannot be
+// downloaded.
+func bpgMirror(t *testing.T) {
+	t.Helper()
+	out, err := exec.Command("../../scripts/bpg.sh").Output()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit) && exit.ExitCode() == 2:
+		t.Skipf("the bpg provider is not available, so it cannot be tested against the simulator: %s", strings.TrimSpace(string(exit.Stderr)))
+	case errors.As(err, &exit):
+		t.Fatalf("scripts/bpg.sh: %v\n%s", err, exit.Stderr)
+	case err != nil:
+		t.Fatalf("scripts/bpg.sh: %v", err)
+	}
+	binary := filepath.Join(strings.TrimSpace(string(out)), "terraform-provider-proxmox")
+	mirror := t.TempDir()
+	for _, host := range []string{"registry.terraform.io", "registry.opentofu.org"} {
+		dir := filepath.Join(mirror, host, "bpg", "proxmox", bpgVersion, runtime.GOOS+"_"+runtime.GOARCH)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(binary, filepath.Join(dir, "terraform-provider-proxmox_v"+bpgVersion)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc := filepath.Join(t.TempDir(), "terraformrc")
+	cfg := fmt.Sprintf("provider_installation {\n  filesystem_mirror {\n    path    = %q\n    include = [\"registry.terraform.io/bpg/proxmox\", \"registry.opentofu.org/bpg/proxmox\"]\n  }\n}\n", mirror)
+	if err := os.WriteFile(rc, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TF_CLI_CONFIG_FILE", rc)
+}
+
+// bpgLabConfig is the README's recipe as this test applies it: two clones of the lab's
+// template placed on different nodes (anti-affinity over their tag) and a VM from scratch with
+// a disk, each on the node and with the VMID the placement data sources chose. The two data
+// sources take their VMIDs from distinct ranges, so that no two VMs of the plan share one.
+func bpgLabConfig(env *accEnv, memory int) string {
+	bpg := fmt.Sprintf("provider \"proxmox\" {\n  endpoint  = %q\n  api_token = %q\n  insecure  = true\n}\n", env.sim.URL(), env.sim.APIToken())
+	return env.config(bpg, fmt.Sprintf(`
+data "qemuscheduler_placement" "clones" {
+  names       = ["bpg-clone-1", "bpg-clone-2"]
+  cores       = 2
+  memory      = %[1]d
+  disk_gib    = 8
+  storage     = "ceph"
+  tags        = ["bpg-clone"]
+  annotations = { "vmid.qemu-scheduler/range" = "2000-2099" }
+  vm_anti_affinity {
+    tags = ["bpg-clone"]
+  }
+}
+
+data "qemuscheduler_placement" "scratch" {
+  name        = "bpg-scratch"
+  memory      = %[1]d
+  disk_gib    = 16
+  annotations = { "vmid.qemu-scheduler/range" = "2100-2199" }
+}
+
+resource "proxmox_virtual_environment_vm" "clone" {
+  count     = 2
+  name      = data.qemuscheduler_placement.clones.names[count.index]
+  node_name = data.qemuscheduler_placement.clones.placements[count.index].node
+  vm_id     = data.qemuscheduler_placement.clones.placements[count.index].vmid
+  migrate   = true # a rebalance move (a new node_name) migrates instead of re-creating
+  tags      = ["bpg-clone"]
+
+  clone {
+    vm_id     = 9000
+    node_name = "pve1" # the template's node
+  }
+  cpu {
+    cores = 2
+  }
+  memory {
+    dedicated = %[1]d
+  }
+  disk {
+    datastore_id = "ceph"
+    interface    = "scsi0"
+    size         = 8
+  }
+  network_device {
+    bridge = "vmbr0"
+  }
+}
+
+resource "proxmox_virtual_environment_vm" "scratch" {
+  name      = "bpg-scratch"
+  node_name = data.qemuscheduler_placement.scratch.node
+  vm_id     = data.qemuscheduler_placement.scratch.vmid
+  migrate   = true
+
+  memory {
+    dedicated = %[1]d
+  }
+  disk {
+    datastore_id = data.qemuscheduler_placement.scratch.storage
+    interface    = "scsi0"
+    size         = 16
+  }
+  network_device {
+    bridge = "vmbr0"
+  }
+}
+`, memory))
+}
+
+// The bpg provider (v0.80.0, built from its module) fed by qemuscheduler_placement, against the
+// simulated lab cluster: create, an empty plan, an in-place update, an empty plan, destroy
+// leaving nothing, with every request answered (no 501, an endpoint pvesim lacks).
+func TestAccBpgProviderFedByPlacement(t *testing.T) {
+	c, err := pvesim.LoadCluster("../../examples/lab/cluster.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The lab cluster's template 9000 on pve1, its ceph storage and the request log.
+	env, sim := simEnv(t, c)
+	bpgMirror(t)
+	before := sim.Guests()
+	clones := []string{"proxmox_virtual_environment_vm.clone[0]", "proxmox_virtual_environment_vm.clone[1]"}
+	all := append(clones, "proxmox_virtual_environment_vm.scratch")
+	updated := []plancheck.PlanCheck{}
+	for _, addr := range all {
+		updated = append(updated, plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate))
+	}
+	runCase(t, resource.TestCase{
+		ExternalProviders: map[string]resource.ExternalProvider{"proxmox": {Source: "bpg/proxmox", VersionConstraint: bpgVersion}},
+		Steps: []resource.TestStep{
+			{Config: bpgLabConfig(env, 2048), Check: bpgPlaced(sim, 2048)},
+			{Config: bpgLabConfig(env, 2048), PlanOnly: true},
+			{Config: bpgLabConfig(env, 3072), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: updated}, Check: bpgPlaced(sim, 3072)},
+			{Config: bpgLabConfig(env, 3072), PlanOnly: true},
+		},
+		CheckDestroy: func(*terraform.State) error {
+			if after := sim.Guests(); fmt.Sprint(after) != fmt.Sprint(before) {
+				return fmt.Errorf("guests after destroy = %v, want the lab's %v", after, before)
+			}
+			return nil
+		},
+	})
+	for _, req := range sim.RequestLog() {
+		if req.Status == 501 {
+			t.Errorf("bpg called %s %s, which pvesim does not implement (501)", req.Method, req.Path)
+		}
+	}
+}
+
+// bpgPlaced checks that bpg created each VM where the data sources said, the clones on two
+// different nodes, with its memory and its disk of the requested size.
+func bpgPlaced(sim *pvesim.Server, memory int) resource.TestCheckFunc {
+	return func(s *terraform.State) error {
+		nodes := map[string]bool{}
+		for _, addr := range []string{"proxmox_virtual_environment_vm.clone.0", "proxmox_virtual_environment_vm.clone.1", "proxmox_virtual_environment_vm.scratch"} {
+			rs := s.RootModule().Resources[addr]
+			if rs == nil {
+				return fmt.Errorf("%s is not in the state", addr)
+			}
+			var vmid int
+			if _, err := fmt.Sscan(rs.Primary.ID, &vmid); err != nil {
+				return fmt.Errorf("%s: id %q: %w", addr, rs.Primary.ID, err)
+			}
+			g, ok := sim.Guest(vmid)
+			if !ok {
+				return fmt.Errorf("%s: VM %d is not in the cluster", addr, vmid)
+			}
+			size := "size=8G"
+			if strings.HasSuffix(addr, "scratch") {
+				size = "size=16G"
+			} else {
+				nodes[g.Node] = true
+			}
+			switch {
+			case g.Node != rs.Primary.Attributes["node_name"]:
+				return fmt.Errorf("%s: VM %d is on %s, the state says %s", addr, vmid, g.Node, rs.Primary.Attributes["node_name"])
+			case g.Config["memory"] != fmt.Sprint(memory):
+				return fmt.Errorf("%s: memory %q, want %d", addr, g.Config["memory"], memory)
+			case !strings.Contains(g.Config["scsi0"], size):
+				return fmt.Errorf("%s: scsi0 %q, want %s", addr, g.Config["scsi0"], size)
+			}
+		}
+		if len(nodes) != 2 {
+			return fmt.Errorf("the two clones share a node: %v", nodes)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Prints the directory holding a terraform-provider-proxmox (bpg) binary built from the
+# github.com/bpg/terraform-provider-proxmox module at an explicit version, cached under the
+# user's cache directory; the acceptance test that runs bpg against the simulator uses it. The
+# first build takes minutes. Exit status 2 (and a message) when the module cannot be
+# downloaded, so that the caller can skip with that reason.
+set -euo pipefail
+version=v0.80.0
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/qemuscheduler/bpg-proxmox-$version"
+if [ ! -x "$cache/terraform-provider-proxmox" ]; then
+  echo "building github.com/bpg/terraform-provider-proxmox@$version into $cache (first run only)..." >&2
+  if ! json=$(go mod download -json "github.com/bpg/terraform-provider-proxmox@$version"); then
+    echo "cannot download github.com/bpg/terraform-provider-proxmox@$version from the Go module proxy: $json" >&2
+    exit 2
+  fi
+  dir=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p' <<<"$json")
+  mkdir -p "$cache"
+  (cd "$dir" && go build -ldflags "-X main.version=${version#v}" -o "$cache/terraform-provider-proxmox.tmp" .) >&2
+  mv "$cache/terraform-provider-proxmox.tmp" "$cache/terraform-provider-proxmox"
+fi
+echo "$cache"
