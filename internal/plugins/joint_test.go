@@ -267,6 +267,9 @@ func TestScheduleSetAgainstExhaustiveSearch(t *testing.T) {
 			if !errors.As(err, &se) || se.Placed >= se.Total || len(se.Unplaced) != se.Total-se.Placed {
 				t.Fatalf("instance %d: %v", inst, err)
 			}
+			if most := largestSubset(p, snap, reqs); se.Placed != most {
+				t.Fatalf("instance %d: %d placed, the exhaustive search places %d:\n%s", inst, se.Placed, most, describeInstance(snap, reqs))
+			}
 		}
 		if err == nil && !exists {
 			t.Fatalf("instance %d: ScheduleSet placed a set the exhaustive search refuses:\n%s", inst, describeInstance(snap, reqs))
@@ -317,6 +320,31 @@ func exhaustive(p *scheduler.Profile, snap scheduler.Snapshot, reqs []scheduler.
 		}
 	}
 	return false
+}
+
+// largestSubset is the most requests that fit together: each request in turn is left out or
+// placed on a node that passes, cut where the rest cannot beat the best found.
+func largestSubset(p *scheduler.Profile, snap scheduler.Snapshot, reqs []scheduler.Request) int {
+	return subsetFrom(p, snap, reqs, 0, 0)
+}
+
+func subsetFrom(p *scheduler.Profile, snap scheduler.Snapshot, reqs []scheduler.Request, placed, best int) int {
+	if placed+len(reqs) <= best {
+		return best
+	}
+	if len(reqs) == 0 {
+		return placed
+	}
+	r := reqs[0]
+	for _, n := range snap.Nodes {
+		if p.CheckNode(snap, r, n.Name, 0) != nil {
+			continue
+		}
+		next := snap
+		next.Guests = append(append([]scheduler.Guest(nil), snap.Guests...), placedGuest(r, n.Name, 10000+len(snap.Guests)))
+		best = max(best, subsetFrom(p, next, reqs[1:], placed+1, best))
+	}
+	return max(best, subsetFrom(p, snap, reqs[1:], placed, best))
 }
 
 func placedGuest(r scheduler.Request, node string, vmid int) scheduler.Guest {

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -23,8 +24,11 @@ const (
 // work, not time, so the same inputs always give the same decision.
 const (
 	exactBudget  = 30_000_000
-	searchBudget = 300_000
-	repairBudget = 300_000
+	searchBudget = 150_000
+	repairBudget = 150_000
+	// growBudget bounds the search for the largest subset that fits, which only words
+	// the error.
+	growBudget = 100_000
 )
 
 // ScheduleSet places every request of a set jointly: all or nothing, and whether it succeeds
@@ -67,9 +71,16 @@ type SetError struct {
 
 func (e *SetError) Unwrap() error { return e.UnschedulableError }
 
+// listedNames bounds the names a SetError's line lists; Unplaced has them all.
+const listedNames = 10
+
 // setLine is the line a SetError adds to the message of the request that does not fit.
 func setLine(placed, total int, unplaced []string, antiAffinity bool) string {
-	line := fmt.Sprintf("only %d of the plan's %d new VMs can be placed together; cannot place: %s", placed, total, strings.Join(unplaced, ", "))
+	names := strings.Join(unplaced[:min(len(unplaced), listedNames)], ", ")
+	if more := len(unplaced) - listedNames; more > 0 {
+		names += fmt.Sprintf(" and %d more", more)
+	}
+	line := fmt.Sprintf("only %d of the plan's %d new VMs can be placed together; cannot place: %s", placed, total, names)
 	if antiAffinity {
 		line += " (required vm_anti_affinity keeps one VM of a group per domain; topology_spread with max_skew = 1 lets replicas share domains, spread evenly)"
 	}
@@ -175,16 +186,19 @@ type search struct {
 	// DoNotSchedule spread: then a placement never makes a node feasible for another VM,
 	// so a class without a feasible node ends the branch and any order of classes will do.
 	monotone bool
-	// evalCost is the work of one class evaluated on the view; work and budget count it.
-	evalCost, work, budget int
+	// prefilterCost is the work of one class's pre-filters, on top of one unit per node
+	// checked; work and budget count it.
+	prefilterCost, work, budget int
 	// best is the largest number of new VMs one branch placed, with that branch's steps.
 	best      int
 	bestSteps []step
+	// proven is true when the exact search showed that the whole set cannot be placed.
+	proven bool
 }
 
 func newSearch(p *Profile, infos []*NodeInfo, snap *Snapshot, reqs []Request, fresh []int, vmids map[int]int) *search {
 	s := &search{p: p, infos: infos, reqs: reqs, vmids: vmids, total: len(fresh), dead: map[string]struct{}{}, monotone: true,
-		evalCost: 1 + len(infos) + len(snap.Guests)/64}
+		prefilterCost: 1 + len(infos)/8 + len(snap.Guests)/64}
 	byKey := map[string]*vmClass{}
 	for _, i := range fresh {
 		r := &reqs[i]
@@ -257,16 +271,32 @@ func classKey(r *Request) string {
 // regexes). Each node's group is the index of the group's first node.
 func (s *search) symmetry() []int {
 	groups := make([]int, len(s.infos))
-	first := map[string]int{}
 	verdicts := s.filterVerdicts()
+	// The guests are compared only between nodes alike in everything else: most clusters have
+	// none, and listing 10,000 guests costs more than the search.
+	alike := map[string][]int{}
+	var order []string
 	for n, ni := range s.infos {
 		k := nodeKey(ni) + "|" + verdicts[n]
-		if at, ok := first[k]; ok {
-			groups[n] = at
-			continue
+		if alike[k] == nil {
+			order = append(order, k)
 		}
-		first[k] = n
-		groups[n] = n
+		alike[k] = append(alike[k], n)
+	}
+	for _, k := range order {
+		first := map[string]int{}
+		for _, n := range alike[k] {
+			g := ""
+			if len(alike[k]) > 1 {
+				g = guestsKey(s.infos[n])
+			}
+			if at, ok := first[g]; ok {
+				groups[n] = at
+				continue
+			}
+			first[g] = n
+			groups[n] = n
+		}
 	}
 	return groups
 }
@@ -304,7 +334,8 @@ func (s *search) filterVerdicts() []string {
 	return keys
 }
 
-// nodeKey is everything about a node the filters may read, but its name.
+// nodeKey is everything about a node the filters may read but its name and its guests' tags
+// and sizes, which guestsKey adds.
 func nodeKey(ni *NodeInfo) string {
 	n := *ni.Node
 	name := n.Name
@@ -321,6 +352,11 @@ func nodeKey(ni *NodeInfo) string {
 	for i, st := range n.Storages {
 		free[i] = ni.StorageFree(st)
 	}
+	return fmt.Sprintf("%#v|%v|%v|%v|%v|%v|%d", n, ni.AllocCPU, ni.AllocMem, ni.CPU, ni.Mem, free, len(ni.Guests))
+}
+
+// guestsKey is the node's guests by everything but their ids, names and the order of tags.
+func guestsKey(ni *NodeInfo) string {
 	guests := make([]string, len(ni.Guests))
 	for i, g := range ni.Guests {
 		c := *g
@@ -333,40 +369,49 @@ func nodeKey(ni *NodeInfo) string {
 		guests[i] = fmt.Sprintf("%v", c)
 	}
 	slices.Sort(guests)
-	return fmt.Sprintf("%#v|%v|%v|%v|%v|%v|%v", n, ni.AllocCPU, ni.AllocMem, ni.CPU, ni.Mem, free, guests)
+	return strings.Join(guests, "\n")
 }
 
 // key is the branch's state up to the symmetry of nodes: per group of alike nodes, the sorted
-// counts of each class on them.
+// counts of each class on them, two bytes a count.
 func (s *search) key() string {
-	var b strings.Builder
+	width := 2 * len(s.classes)
+	b := make([]byte, 0, width*len(s.infos))
+	var rows [][]byte
 	for g := range s.infos {
 		if s.nodeGroup[g] != g {
 			continue
 		}
-		var rows []string
-		for n := range s.infos {
+		rows = rows[:0]
+		for n := g; n < len(s.infos); n++ {
 			if s.nodeGroup[n] != g {
 				continue
 			}
-			var row strings.Builder
+			row := make([]byte, 0, width)
 			for _, c := range s.count[n] {
-				row.WriteString(strconv.Itoa(c))
-				row.WriteByte(',')
+				row = append(row, byte(c>>8), byte(c))
 			}
-			rows = append(rows, row.String())
+			rows = append(rows, row)
 		}
-		slices.Sort(rows)
-		b.WriteString(strings.Join(rows, ";"))
-		b.WriteByte('|')
+		if len(rows) > 1 {
+			slices.SortFunc(rows, bytes.Compare)
+		}
+		for _, row := range rows {
+			b = append(b, row...)
+		}
 	}
-	return b.String()
+	return string(b)
 }
 
 // feasible lists the nodes where the class's next VM passes every filter and finds storage,
-// in view order, with the state its pre-filters wrote (nil when a pre-filter refuses it).
-func (s *search) feasible(c *vmClass) ([]int, *CycleState) {
-	s.work += s.evalCost
+// in view order, with the state its pre-filters wrote (nil when a pre-filter refuses it). Only
+// the nodes of within are checked, all of them when within is nil.
+func (s *search) feasible(c *vmClass, within []int) ([]int, *CycleState) {
+	checked := len(s.infos)
+	if within != nil {
+		checked = len(within)
+	}
+	s.work += s.prefilterCost + checked
 	r := s.member(c)
 	state := NewCycleState()
 	state.nodes = s.infos
@@ -374,10 +419,23 @@ func (s *search) feasible(c *vmClass) ([]int, *CycleState) {
 		return nil, nil
 	}
 	var at []int
-	for n, ni := range s.infos {
-		if s.passes(state, r, ni) {
+	check := func(n int) {
+		if s.passes(state, r, s.infos[n]) {
 			at = append(at, n)
 		}
+	}
+	if within == nil {
+		for n := range s.infos {
+			check(n)
+		}
+	} else {
+		for _, n := range within {
+			check(n)
+		}
+	}
+	// Not nil: an empty list checks no node next time.
+	if at == nil {
+		at = []int{}
 	}
 	return at, state
 }
@@ -455,10 +513,11 @@ func (s *search) placedSteps() []step {
 // first pass (every class fits every node at the start, so size decides), then the exact
 // search backtracks; beyond its budget, the repair. On success the stack holds the placement.
 func (s *search) solve() bool {
-	switch s.dfs() {
+	switch s.dfs(nil) {
 	case found:
 		return true
 	case deadEnd:
+		s.proven = true
 		return false
 	}
 	s.unwind()
@@ -476,7 +535,9 @@ const (
 // dfs extends the branch. In a monotone set it branches on one class, the one with the fewest
 // feasible nodes (largest first among equals), over its nodes best score first; otherwise on
 // every class that has a feasible node. A state proven dead is remembered under its key.
-func (s *search) dfs() outcome {
+// within is each class's feasible nodes in the parent state (nil: unknown): in a monotone set
+// no other node can have become feasible, so only those are checked again.
+func (s *search) dfs(within [][]int) outcome {
 	if len(s.stack) == s.total {
 		return found
 	}
@@ -487,41 +548,44 @@ func (s *search) dfs() outcome {
 	if _, ok := s.dead[key]; ok {
 		return deadEnd
 	}
-	type option struct {
-		class int
-		nodes []int
-		state *CycleState
-	}
-	var options []option
+	feasible := make([][]int, len(s.classes))
+	states := make([]*CycleState, len(s.classes))
+	var options []int
 	for ci, c := range s.classes {
 		if c.left == 0 {
 			continue
 		}
-		at, state := s.feasible(c)
-		if len(at) == 0 {
+		var prev []int
+		if within != nil {
+			prev = within[ci]
+		}
+		feasible[ci], states[ci] = s.feasible(c, prev)
+		if len(feasible[ci]) == 0 {
 			if s.monotone {
 				s.dead[key] = struct{}{}
 				return deadEnd
 			}
 			continue
 		}
-		options = append(options, option{ci, at, state})
+		options = append(options, ci)
 	}
+	next := feasible
 	if s.monotone {
-		sort.SliceStable(options, func(a, b int) bool { return len(options[a].nodes) < len(options[b].nodes) })
+		sort.SliceStable(options, func(a, b int) bool { return len(feasible[options[a]]) < len(feasible[options[b]]) })
 		options = options[:min(1, len(options))]
+	} else {
+		next = nil
 	}
-	for _, o := range options {
-		for _, n := range s.byScore(s.classes[o.class], o.nodes, o.state) {
-			s.push(o.class, n)
-			switch s.dfs() {
-			case found:
-				return found
-			case exhausted:
+	for _, ci := range options {
+		for _, n := range s.byScore(s.classes[ci], feasible[ci], states[ci]) {
+			s.push(ci, n)
+			outcome := s.dfs(next)
+			if outcome != found {
 				s.pop()
-				return exhausted
 			}
-			s.pop()
+			if outcome != deadEnd {
+				return outcome
+			}
 		}
 	}
 	s.dead[key] = struct{}{}
@@ -541,7 +605,7 @@ func (s *search) repair() bool {
 		progress = false
 		for ci, c := range s.classes {
 			for c.left > 0 && s.work <= s.budget {
-				if at, state := s.feasible(c); len(at) > 0 {
+				if at, state := s.feasible(c, nil); len(at) > 0 {
 					s.push(ci, s.byScore(c, at, state)[0])
 					progress = true
 					continue
@@ -568,9 +632,9 @@ func (s *search) eject(ci int) bool {
 				continue
 			}
 			moved := s.remove(k)
-			if at, _ := s.feasible(s.classes[ci]); slices.Contains(at, n) {
+			if at, _ := s.feasible(s.classes[ci], nil); slices.Contains(at, n) {
 				s.push(ci, n)
-				if to, _ := s.feasible(s.classes[moved.class]); len(to) > 0 {
+				if to, _ := s.feasible(s.classes[moved.class], nil); len(to) > 0 {
 					s.push(moved.class, to[0])
 					return true
 				}
@@ -611,21 +675,18 @@ func (s *search) remove(k int) step {
 // subset turns out to be the whole set (the search ran out of budget before).
 func (s *search) failure(run *run) error {
 	s.unwind()
-	s.work = 0
-	s.grow(0, map[string]struct{}{})
+	s.fill()
+	s.unwind()
+	// A subset one VM short of a set proven not to fit is the largest already.
+	if !s.proven || s.best < s.total-1 {
+		s.work, s.budget = 0, growBudget
+		s.grow(0, nil, map[string]struct{}{})
+	}
 	for _, st := range s.bestSteps {
 		s.push(st.class, st.node)
 	}
-	// What the search could not prove maximal may still take a VM more: add any that fits.
-	for ci, c := range s.classes {
-		for c.left > 0 {
-			at, state := s.feasible(c)
-			if len(at) == 0 {
-				break
-			}
-			s.push(ci, s.byScore(c, at, state)[0])
-		}
-	}
+	// What the search could not prove maximal may still take a VM more.
+	s.fill()
 	if len(s.stack) == s.total {
 		return nil
 	}
@@ -658,16 +719,31 @@ func (s *search) failure(run *run) error {
 	return &SetError{UnschedulableError: ue, Placed: len(s.stack), Total: s.total, Unplaced: unplaced}
 }
 
+// fill adds every VM that fits, largest class first, each on its best node.
+func (s *search) fill() {
+	for ci, c := range s.classes {
+		for c.left > 0 {
+			at, state := s.feasible(c, nil)
+			if len(at) == 0 {
+				break
+			}
+			s.push(ci, s.byScore(c, at, state)[0])
+		}
+	}
+}
+
 // grow is a branch and bound for the largest subset of the set that fits: classes in order,
 // each placing its members one by one on every feasible node or leaving the rest out, cut
-// where even placing everything left cannot beat the best found. seen holds the states
-// (class, key) already grown.
-func (s *search) grow(ci int, seen map[string]struct{}) {
-	left := 0
-	for _, c := range s.classes[ci:] {
-		left += c.left
+// where even placing everything left cannot beat the best found (in a monotone set, a class
+// that fits nowhere now never will), and ended when the best is one short of a set the exact
+// search proved too large. seen holds the states (class, key) already grown; within is as
+// for dfs.
+func (s *search) grow(ci int, within [][]int, seen map[string]struct{}) {
+	most := s.total
+	if s.proven {
+		most--
 	}
-	if ci == len(s.classes) || len(s.stack)+left <= s.best || s.work > s.budget {
+	if ci == len(s.classes) || s.best >= most || s.work > s.budget {
 		return
 	}
 	key := strconv.Itoa(ci) + "#" + s.key()
@@ -675,15 +751,46 @@ func (s *search) grow(ci int, seen map[string]struct{}) {
 		return
 	}
 	seen[key] = struct{}{}
+	feasible := make([][]int, len(s.classes))
+	var state *CycleState
+	left := 0
+	for cj := ci; cj < len(s.classes); cj++ {
+		c := s.classes[cj]
+		if c.left == 0 {
+			continue
+		}
+		if !s.monotone && cj != ci {
+			left += c.left
+			continue
+		}
+		var prev []int
+		if within != nil {
+			prev = within[cj]
+		}
+		var st *CycleState
+		feasible[cj], st = s.feasible(c, prev)
+		if cj == ci {
+			state = st
+		}
+		if len(feasible[cj]) > 0 || !s.monotone {
+			left += c.left
+		}
+	}
+	if len(s.stack)+left <= s.best {
+		return
+	}
+	var next [][]int
+	if s.monotone {
+		next = feasible
+	}
 	if c := s.classes[ci]; c.left > 0 {
-		at, state := s.feasible(c)
-		for _, n := range s.byScore(c, at, state) {
+		for _, n := range s.byScore(c, feasible[ci], state) {
 			s.push(ci, n)
-			s.grow(ci, seen)
+			s.grow(ci, next, seen)
 			s.pop()
 		}
 	}
-	s.grow(ci+1, seen)
+	s.grow(ci+1, next, seen)
 }
 
 // blockedByAntiAffinity reports whether a required vm_anti_affinity of the request is among
