@@ -18,17 +18,27 @@ type Input struct {
 	// Snapshot is the cluster view; moves never break its HARules.
 	Snapshot scheduler.Snapshot
 	Profile  *scheduler.Profile
-	// Policy is the request every opted-in guest must satisfy: node selector, affinities,
-	// tolerations, spreads, annotations. The guest's own name, tags and size are added.
+	// Policy is the request every opted-in guest without a placement record must satisfy: node
+	// selector, affinities, tolerations, spreads, annotations. The guest's own name, tags and
+	// size are added. A guest with a record (Guest.Recorded) is checked against its own policy,
+	// under the profile it names (Profiles).
 	Policy scheduler.Request
+	// Profiles returns the scheduler of a profile named in a record ("" or "default": the
+	// provider's own); nil checks every guest under Profile.
+	Profiles func(name string) (*scheduler.Profile, error)
 	// OptIn are the tags a guest must carry, all of them, to be moved.
 	OptIn []string
 	// RemovePolicyViolations moves guests whose node fails their hard filters.
 	RemovePolicyViolations bool
 	// LowNodeUtilization moves guests from nodes above target to nodes below threshold.
 	LowNodeUtilization *Utilization
-	MaxMoves           int
-	MaxMovesPerNode    int
+	// HighNodeUtilization empties the nodes below its thresholds onto the others.
+	HighNodeUtilization *HighUtilization
+	MaxMoves            int
+	MaxMovesPerNode     int
+	// MaxMovesPerGroup bounds the moves of the members of one required anti-affinity or
+	// spread group (the disruption budget); 0 = no bound.
+	MaxMovesPerGroup int
 	// MinGain is the least improvement, in percentage points, a utilization move must bring.
 	MinGain float64
 	// DiskStorages names the storages a guest's disks are on; asked only for running guests
@@ -72,6 +82,8 @@ type Plan struct {
 	Kept          []Kept
 	Before, After []NodeUsage
 	Summary       string
+	// Warnings are problems with the guests' records that did not stop the plan.
+	Warnings []string
 }
 
 // planner carries the working copy of the cluster the moves change.
@@ -82,17 +94,22 @@ type planner struct {
 	movesBy map[string]int
 	moved   map[int]bool
 	plan    Plan
-	// checker checks guests on the current working snapshot; nil after a move changed it.
-	checker *scheduler.Checker
+	// checkers check guests on the current working snapshot, one per profile; nil after a
+	// move changed it.
+	checkers map[*scheduler.Profile]*scheduler.Checker
+	// profiles are the profiles records name, resolved once.
+	profiles map[string]*scheduler.Profile
+	// groupMoves counts the moves of each group's members (the disruption budget).
+	groupMoves map[string]int
 	// alloc is every node's allocation on the working snapshot, kept up to date by move.
 	alloc map[string]*nodeAlloc
 	// violations and utilization count the moves of each strategy for the summary.
-	violations, utilization int
+	violations, utilization, emptied int
 }
 
 // PlanMoves plans the moves. The same input always gives the same plan.
 func PlanMoves(in Input) (Plan, error) {
-	p := &planner{in: in, movesBy: map[string]int{}, moved: map[int]bool{}}
+	p := &planner{in: in, movesBy: map[string]int{}, moved: map[int]bool{}, profiles: map[string]*scheduler.Profile{}, groupMoves: map[string]int{}}
 	p.snap = in.Snapshot
 	p.snap.Guests = append([]scheduler.Guest(nil), in.Snapshot.Guests...)
 	p.snap.Nodes = append([]scheduler.Node(nil), in.Snapshot.Nodes...)
@@ -109,6 +126,11 @@ func PlanMoves(in Input) (Plan, error) {
 	}
 	if in.LowNodeUtilization != nil {
 		if err := p.balance(*in.LowNodeUtilization); err != nil {
+			return Plan{}, err
+		}
+	}
+	if in.HighNodeUtilization != nil {
+		if err := p.empty(*in.HighNodeUtilization); err != nil {
 			return Plan{}, err
 		}
 	}
@@ -138,6 +160,9 @@ func (p *planner) candidates() []*scheduler.Guest {
 // request is the policy request for one guest, sized as the guest is configured.
 func (p *planner) request(g *scheduler.Guest) scheduler.Request {
 	r := p.in.Policy
+	if g.Recorded != nil {
+		r = g.Recorded.Policy
+	}
 	r.Name, r.Tags, r.VMID, r.Node = g.Name, g.Tags, 0, ""
 	r.Cores, r.Sockets = max(1, int(math.Ceil(g.CPUs))), 1
 	r.MemoryMiB = max(1, int(g.MaxMem/scheduler.MiB))
@@ -155,7 +180,7 @@ func (p *planner) removeViolations() error {
 			continue
 		}
 		req := p.request(g)
-		reasons := p.check().Check(req, g.Node, g.VMID)
+		reasons := p.check(g).Check(req, g.Node, g.VMID)
 		if len(reasons) == 0 {
 			continue
 		}
@@ -168,8 +193,11 @@ func (p *planner) removeViolations() error {
 		case p.movesBy[g.Node] >= p.in.MaxMovesPerNode:
 			p.keep(g, why+"; max_moves_per_node reached for "+g.Node)
 			continue
+		case p.overBudget(g, req) != "":
+			p.keep(g, why+"; "+p.overBudget(g, req))
+			continue
 		}
-		to, refusal, err := p.target(g, req, nil)
+		to, refusal, err := p.target(g, req, nil, false)
 		if err != nil {
 			return err
 		}
@@ -177,7 +205,7 @@ func (p *planner) removeViolations() error {
 			p.keep(g, why+"; no node passes: "+refusal)
 			continue
 		}
-		p.move(g, to, why)
+		p.move(g, req, to, why)
 		p.violations++
 	}
 	return nil
@@ -221,6 +249,10 @@ func (p *planner) balance(u Utilization) error {
 				break
 			}
 			req := p.request(g)
+			if over := p.overBudget(g, req); over != "" {
+				refused = append(refused, Kept{VMID: g.VMID, Name: g.Name, Node: g.Node, Reason: over})
+				continue
+			}
 			accept := func(to string) string {
 				if !under[to] {
 					return "not under the utilization threshold"
@@ -235,7 +267,7 @@ func (p *planner) balance(u Utilization) error {
 				}
 				return ""
 			}
-			to, refusal, err := p.target(g, req, accept)
+			to, refusal, err := p.target(g, req, accept, false)
 			if err != nil {
 				return err
 			}
@@ -244,7 +276,7 @@ func (p *planner) balance(u Utilization) error {
 				continue
 			}
 			s := usage(src)
-			p.move(g, to, fmt.Sprintf("LowNodeUtilization: %s is above target (cpu %s%%, memory %s%%)", src, pct(s.CPUPercent), pct(s.MemoryPercent)))
+			p.move(g, req, to, fmt.Sprintf("LowNodeUtilization: %s is above target (cpu %s%%, memory %s%%)", src, pct(s.CPUPercent), pct(s.MemoryPercent)))
 			p.utilization++
 		}
 		if s := usage(src); s.CPUPercent > u.CPUTarget || s.MemoryPercent > u.MemoryTarget {
@@ -274,16 +306,17 @@ func (p *planner) runningOn(node string) []*scheduler.Guest {
 
 // target ranks the nodes for the guest with its own usage left out and returns the best one
 // that is not its own node, passes every hard filter, keeps the HA rules, holds the storages
-// of a running guest's local disks and passes accept (nil = any). Otherwise it returns why
-// none does.
-func (p *planner) target(g *scheduler.Guest, req scheduler.Request, accept func(string) string) (string, string, error) {
-	ranked, err := p.check().Rank(req, g.VMID)
+// of a running guest's local disks and passes accept (nil = any); with pack, the fullest such
+// node instead (ties by rank). Otherwise it returns why none does.
+func (p *planner) target(g *scheduler.Guest, req scheduler.Request, accept func(string) string, pack bool) (string, string, error) {
+	ranked, err := p.check(g).Rank(req, g.VMID)
 	if err != nil {
 		return "", err.Error(), nil
 	}
 	var why []string
 	var disks []string
 	disksRead := false
+	best := ""
 	for _, c := range ranked {
 		if c.Node == g.Node {
 			continue
@@ -314,7 +347,15 @@ func (p *planner) target(g *scheduler.Guest, req scheduler.Request, accept func(
 				continue
 			}
 		}
-		return c.Node, "", nil
+		if !pack {
+			return c.Node, "", nil
+		}
+		if best == "" || level(p.alloc[c.Node].usage()) > level(p.alloc[best].usage()) {
+			best = c.Node
+		}
+	}
+	if best != "" {
+		return best, "", nil
 	}
 	if len(why) == 0 {
 		why = []string{"the cluster has no other node"}
@@ -346,14 +387,17 @@ func (p *planner) missingStorages(storages []string, node string) []string {
 	return missing
 }
 
-func (p *planner) move(g *scheduler.Guest, to, reason string) {
+func (p *planner) move(g *scheduler.Guest, req scheduler.Request, to, reason string) {
 	p.plan.Moves = append(p.plan.Moves, Move{VMID: g.VMID, Name: g.Name, From: g.Node, To: to, Reason: reason})
 	p.movesBy[g.Node]++
+	for _, key := range budgetGroups(g, req) {
+		p.groupMoves[key]++
+	}
 	p.moved[g.VMID] = true
 	p.shiftLiveMemory(g, g.Node, to)
 	shift(g, p.alloc[g.Node], p.alloc[to])
 	g.Node = to
-	p.checker = nil
+	p.checkers = nil
 }
 
 // shiftLiveMemory moves the guest's configured memory between the nodes' live figures, the
@@ -377,12 +421,19 @@ func (p *planner) keep(g *scheduler.Guest, reason string) {
 	p.plan.Kept = append(p.plan.Kept, Kept{VMID: g.VMID, Name: g.Name, Node: g.Node, Reason: reason})
 }
 
-// check returns the checker of the working snapshot, built once per state of it.
-func (p *planner) check() *scheduler.Checker {
-	if p.checker == nil {
-		p.checker = p.in.Profile.NewChecker(&p.snap)
+// check returns the checker of the guest's profile on the working snapshot, built once per
+// state of it.
+func (p *planner) check(g *scheduler.Guest) *scheduler.Checker {
+	prof := p.profileOf(g)
+	if p.checkers == nil {
+		p.checkers = map[*scheduler.Profile]*scheduler.Checker{}
 	}
-	return p.checker
+	c, ok := p.checkers[prof]
+	if !ok {
+		c = prof.NewChecker(&p.snap)
+		p.checkers[prof] = c
+	}
+	return c
 }
 
 // nodeAlloc is what counts on a node for utilization: the configured size of the guests
@@ -453,7 +504,11 @@ func (p *planner) summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d move(s)", len(p.plan.Moves))
 	if len(p.plan.Moves) > 0 {
-		fmt.Fprintf(&b, " (%d policy violation(s), %d utilization)", p.violations, p.utilization)
+		fmt.Fprintf(&b, " (%d policy violation(s), %d utilization", p.violations, p.utilization)
+		if p.emptied > 0 {
+			fmt.Fprintf(&b, ", %d emptying", p.emptied)
+		}
+		b.WriteString(")")
 	}
 	for _, m := range p.plan.Moves {
 		fmt.Fprintf(&b, "; %s (%d): %s -> %s", m.Name, m.VMID, m.From, m.To)

@@ -1,0 +1,134 @@
+package rebalance
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/nodelabels"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+// recorded gives a guest a placement record with this policy.
+func recorded(g scheduler.Guest, policy scheduler.Request) scheduler.Guest {
+	g.Recorded = &scheduler.Recorded{Policy: policy}
+	return g
+}
+
+var (
+	apartFromCP = scheduler.Request{VMAntiAffinity: []scheduler.VMGroupTerm{{Tags: []string{"cp"}, TopologyKey: "node"}}}
+	maintenance = scheduler.Taint{Key: nodelabels.TaintMaintenance, Effect: nodelabels.NoSchedule}
+)
+
+// The control-plane case of issue 24: a rebalance over the opt-in tag only, with no rule of its
+// own, must not move a control-plane VM next to another one. Without records it would.
+func TestRecordKeepsControlPlaneApart(t *testing.T) {
+	ns := nodes("pve1", "pve2", "pve3")
+	ns[2].Taints = []scheduler.Taint{maintenance}
+	guests := []scheduler.Guest{vm(101, "pve1", 1, 1, "cp", "web"), vm(102, "pve2", 1, 1, "cp", "web"), vm(103, "pve3", 1, 1, "cp", "web")}
+	in := input(t, ns, guests...)
+	if got := moves(mustPlan(t, in)); len(got) != 1 || got[0] == "" {
+		t.Fatalf("without records: moves %v, want vm103 moved next to another control plane (the defect)", got)
+	}
+	for i := range guests {
+		guests[i] = recorded(guests[i], apartFromCP)
+	}
+	in = input(t, ns, guests...)
+	plan := mustPlan(t, in)
+	if len(plan.Moves) != 0 || len(plan.Kept) != 1 || plan.Kept[0].VMID != 103 {
+		t.Fatalf("with records: plan %+v, want vm103 kept", plan)
+	}
+	if r := plan.Kept[0].Reason; !strings.Contains(r, "policy violation on pve3") || !strings.Contains(r, "VMAntiAffinity: pve1 already runs 1 guest tagged [cp]") {
+		t.Errorf("kept reason %q does not name the maintenance and the recorded anti-affinity", r)
+	}
+}
+
+// A recorded guest is checked against its own rules, not the data source's; a guest without a
+// record against the data source's.
+func TestRecordReplacesDataSourcePolicy(t *testing.T) {
+	in := input(t, nodes("pve1", "pve2", "pve3"),
+		recorded(vm(100, "pve3", 1, 1, "web"), scheduler.Request{Annotations: map[string]string{scheduler.AnnotationNodeRegex: "pve3"}}),
+		vm(101, "pve3", 1, 1, "web"))
+	in.Policy.Annotations[scheduler.AnnotationNodeRegex] = "pve[12]"
+	plan := mustPlan(t, in)
+	if got := moves(plan); len(got) != 1 || !strings.HasPrefix(got[0], "vm101:pve3>") {
+		t.Fatalf("moves %v, want only vm101 (vm100's record allows pve3 only)", got)
+	}
+}
+
+// The disruption budget: two members of one anti-affinity group violate, one moves.
+func TestMaxMovesPerGroup(t *testing.T) {
+	ns := nodes("pve1", "pve2", "pve3", "pve4", "pve5")
+	ns[0].Taints, ns[1].Taints = []scheduler.Taint{maintenance}, []scheduler.Taint{maintenance}
+	var guests []scheduler.Guest
+	for i, n := range []string{"pve1", "pve2", "pve3"} {
+		guests = append(guests, recorded(vm(101+i, n, 1, 1, "cp", "web"), apartFromCP))
+	}
+	in := input(t, ns, guests...)
+	in.MaxMovesPerGroup = 1
+	plan := mustPlan(t, in)
+	if got := moves(plan); len(got) != 1 || !strings.HasPrefix(got[0], "vm101:pve1>") {
+		t.Fatalf("moves %v, want vm101 only", got)
+	}
+	if len(plan.Kept) != 1 || plan.Kept[0].VMID != 102 ||
+		!strings.Contains(plan.Kept[0].Reason, "max_moves_per_group (1) reached for the group tagged [cp]: 1 of its members already move in this plan") {
+		t.Fatalf("kept %+v, want vm102 with the budget named", plan.Kept)
+	}
+	in.MaxMovesPerGroup = 2
+	if got := moves(mustPlan(t, in)); len(got) != 2 {
+		t.Fatalf("budget 2: moves %v, want both", got)
+	}
+}
+
+// HighNodeUtilization empties the least used node onto the fullest node that takes each guest;
+// a node under the thresholds never receives.
+func TestHighNodeUtilizationEmptiesANode(t *testing.T) {
+	in := input(t, nodes("pve1", "pve2", "pve3"),
+		vm(100, "pve1", 1, 5, "web"), vm(101, "pve1", 1, 5, "web"),
+		vm(200, "pve2", 5, 50, "web"),
+		vm(300, "pve3", 3, 30, "web"))
+	in.RemovePolicyViolations = false
+	in.HighNodeUtilization = &HighUtilization{CPUThreshold: 25, MemoryThreshold: 25}
+	plan := mustPlan(t, in)
+	if want := []string{"vm100:pve1>pve2", "vm101:pve1>pve2"}; !reflect.DeepEqual(moves(plan), want) {
+		t.Fatalf("moves %v, want %v (pve2 is the fullest)", moves(plan), want)
+	}
+	if r := plan.Moves[0].Reason; !strings.Contains(r, "HighNodeUtilization: pve1 is under the thresholds (cpu 20%, memory 10%) and is emptied") {
+		t.Errorf("reason %q", r)
+	}
+	if !strings.Contains(plan.Summary, "2 emptying") {
+		t.Errorf("summary %q", plan.Summary)
+	}
+	if after := plan.After[0]; after.RunningGuests != 0 {
+		t.Errorf("pve1 after: %+v, want empty", after)
+	}
+	// Two nodes under the thresholds: the emptier gives to the fuller one? Never: both are
+	// being emptied, so their guests go to pve2 only.
+	in.HighNodeUtilization = &HighUtilization{CPUThreshold: 40, MemoryThreshold: 40}
+	plan = mustPlan(t, in)
+	for _, m := range plan.Moves {
+		if m.To != "pve2" {
+			t.Errorf("move %+v goes to a node being emptied", m)
+		}
+	}
+	// The per-node cap still holds.
+	in.MaxMovesPerNode = 1
+	plan = mustPlan(t, in)
+	if len(plan.Kept) == 0 || !strings.Contains(plan.Kept[0].Reason, "max_moves_per_node reached") {
+		t.Errorf("kept %+v, want the cap named", plan.Kept)
+	}
+}
+
+// A record naming a profile the provider lacks warns and falls back to the data source's.
+func TestRecordUnknownProfileWarns(t *testing.T) {
+	g := recorded(vm(100, "pve1", 1, 1, "web"), scheduler.Request{})
+	g.Recorded.Profile = "gone"
+	in := input(t, nodes("pve1", "pve2"), g)
+	in.Profiles = func(name string) (*scheduler.Profile, error) {
+		return nil, &scheduler.InputError{Attribute: "profile", Message: "profile \"" + name + "\" is not defined"}
+	}
+	plan := mustPlan(t, in)
+	if len(plan.Warnings) != 1 || !strings.Contains(plan.Warnings[0], `VM 100 (vm100): its placement record names profile "gone"`) {
+		t.Errorf("warnings %q", plan.Warnings)
+	}
+}
