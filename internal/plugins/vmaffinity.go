@@ -44,6 +44,8 @@ type requiredTerm struct {
 type vmAffinityState struct {
 	terms []requiredTerm
 	pins  []string
+	// recorded are existing guests' recorded required anti-affinity terms against the request.
+	recorded []recordedTerm
 }
 
 const vmAffinityFilterKey = VMAffinityName + "/filter"
@@ -63,7 +65,8 @@ func (f vmAffinityFilter) PreFilter(state *scheduler.CycleState, r *scheduler.Re
 			s.terms = append(s.terms, newRequiredTerm(state, nodes, r, t, true))
 		}
 	}
-	if len(s.terms) > 0 || len(s.pins) > 0 {
+	s.recorded = recordedAntiAffinity(r, allNodes(state, nodes), false)
+	if len(s.terms) > 0 || len(s.pins) > 0 || len(s.recorded) > 0 {
 		state.Write(vmAffinityFilterKey, s)
 	}
 	return nil
@@ -103,6 +106,11 @@ func (vmAffinityFilter) Filter(state *scheduler.CycleState, _ *scheduler.Request
 	}
 	for i := range s.terms {
 		if rej := s.terms[i].check(n.Node); rej != nil {
+			return rej
+		}
+	}
+	for i := range s.recorded {
+		if rej := s.recorded[i].check(n.Node); rej != nil {
 			return rej
 		}
 	}

@@ -26,6 +26,13 @@ func newVMAffinityScore(args map[string]string) (scheduler.Plugin, error) {
 
 func (vmAffinityScore) Name() string { return VMAffinityName }
 
+// vmAffinityScoreState is what PreScore computes once per request.
+type vmAffinityScoreState struct {
+	groups []weightedGroup
+	// recorded are existing guests' recorded preferred anti-affinity terms against the request.
+	recorded []recordedTerm
+}
+
 // weightedGroup is one preferred term: its signed weight and its group's counts.
 type weightedGroup struct {
 	weight int
@@ -53,8 +60,9 @@ func (p vmAffinityScore) PreScore(state *scheduler.CycleState, r *scheduler.Requ
 			groups = append(groups, weightedGroup{weight: -t.Weight, counts: countGroup(state, nodes, t.Tags, t.TopologyKey)})
 		}
 	}
-	if len(groups) > 0 {
-		state.Write(vmAffinityScoreKey, groups)
+	recorded := recordedAntiAffinity(r, nodes, true)
+	if len(groups) > 0 || len(recorded) > 0 {
+		state.Write(vmAffinityScoreKey, &vmAffinityScoreState{groups: groups, recorded: recorded})
 	}
 }
 
@@ -72,8 +80,9 @@ func (vmAffinityScore) Score(state *scheduler.CycleState, _ *scheduler.Request, 
 	if !ok {
 		return 0
 	}
-	var sum float64
-	for _, g := range v.([]weightedGroup) {
+	s := v.(*vmAffinityScoreState)
+	sum := recordedPenalty(s.recorded, n.Node)
+	for _, g := range s.groups {
 		sum += float64(g.weight * g.counts.in(n.Node))
 	}
 	return sum

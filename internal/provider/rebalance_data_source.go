@@ -23,9 +23,10 @@ import (
 
 // Defaults of the rebalance data source.
 const (
-	defaultMaxMoves        = 10
-	defaultMaxMovesPerNode = 2
-	defaultMinGain         = 5
+	defaultMaxMoves         = 10
+	defaultMaxMovesPerNode  = 2
+	defaultMaxMovesPerGroup = 1
+	defaultMinGain          = 5
 )
 
 func newRebalanceDataSource() datasource.DataSource { return &rebalanceDataSource{} }
@@ -34,18 +35,20 @@ type rebalanceDataSource struct{ data *providerData }
 
 type rebalanceModel struct {
 	schedulingModel
-	Tags                   types.List               `tfsdk:"tags"`
-	RemovePolicyViolations types.Bool               `tfsdk:"remove_policy_violations"`
-	LowNodeUtilization     *lowNodeUtilizationModel `tfsdk:"low_node_utilization"`
-	MaxMoves               types.Int64              `tfsdk:"max_moves"`
-	MaxMovesPerNode        types.Int64              `tfsdk:"max_moves_per_node"`
-	MinGain                types.Float64            `tfsdk:"min_gain"`
-	Moves                  []moveOut                `tfsdk:"moves"`
-	Kept                   []keptOut                `tfsdk:"kept"`
-	NodesBefore            []nodeUsageOut           `tfsdk:"nodes_before"`
-	NodesAfter             []nodeUsageOut           `tfsdk:"nodes_after"`
-	Summary                types.String             `tfsdk:"summary"`
-	ID                     types.String             `tfsdk:"id"`
+	Tags                   types.List                `tfsdk:"tags"`
+	RemovePolicyViolations types.Bool                `tfsdk:"remove_policy_violations"`
+	LowNodeUtilization     *lowNodeUtilizationModel  `tfsdk:"low_node_utilization"`
+	HighNodeUtilization    *highNodeUtilizationModel `tfsdk:"high_node_utilization"`
+	MaxMoves               types.Int64               `tfsdk:"max_moves"`
+	MaxMovesPerNode        types.Int64               `tfsdk:"max_moves_per_node"`
+	MaxMovesPerGroup       types.Int64               `tfsdk:"max_moves_per_group"`
+	MinGain                types.Float64             `tfsdk:"min_gain"`
+	Moves                  []moveOut                 `tfsdk:"moves"`
+	Kept                   []keptOut                 `tfsdk:"kept"`
+	NodesBefore            []nodeUsageOut            `tfsdk:"nodes_before"`
+	NodesAfter             []nodeUsageOut            `tfsdk:"nodes_after"`
+	Summary                types.String              `tfsdk:"summary"`
+	ID                     types.String              `tfsdk:"id"`
 }
 
 type lowNodeUtilizationModel struct {
@@ -53,6 +56,11 @@ type lowNodeUtilizationModel struct {
 	MemoryThreshold types.Float64 `tfsdk:"memory_threshold"`
 	CPUTarget       types.Float64 `tfsdk:"cpu_target"`
 	MemoryTarget    types.Float64 `tfsdk:"memory_target"`
+}
+
+type highNodeUtilizationModel struct {
+	CPUThreshold    types.Float64 `tfsdk:"cpu_threshold"`
+	MemoryThreshold types.Float64 `tfsdk:"memory_threshold"`
 }
 
 type moveOut struct {
@@ -110,6 +118,11 @@ func (d *rebalanceDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 				Description: fmt.Sprintf("At most this many moves in all. Default %d.", defaultMaxMoves)},
 			"max_moves_per_node": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1)},
 				Description: fmt.Sprintf("At most this many moves off one node. Default %d.", defaultMaxMovesPerNode)},
+			"max_moves_per_group": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1)},
+				Description: fmt.Sprintf("The disruption budget (kube's PodDisruptionBudget): at most this many members of one group move in one plan, "+
+					"a group being the guests carrying the tags of a required `vm_anti_affinity` or a `topology_spread` of the moving guest's "+
+					"policy (its placement record's, or this data source's) that the guest carries itself. The others are `kept` with a "+
+					"reason naming the budget. Default %d.", defaultMaxMovesPerGroup)},
 			"min_gain": schema.Float64Attribute{Optional: true, Validators: []validator.Float64{float64validator.Between(0, 100)},
 				Description: fmt.Sprintf("A utilization move must narrow the gap between its two nodes by at least this many percentage points (no ping-pong). Default %d.", defaultMinGain)},
 			"moves": schema.ListNestedAttribute{Computed: true, Description: "The moves, in the order to run them.",
@@ -133,6 +146,16 @@ func (d *rebalanceDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 			"id":           schema.StringAttribute{Computed: true, Description: "Identifies the plan: vmid:from>to per move."},
 		},
 		Blocks: map[string]schema.Block{
+			"high_node_utilization": schema.SingleNestedBlock{
+				Description: "Empty the least-used nodes, like the kube descheduler's HighNodeUtilization (for maintenance or power " +
+					"saving): every online node under both thresholds gives its opted-in guests, least-used node first, to the fullest " +
+					"other node that passes their rules; a node under the thresholds never receives. The guests' rules, " +
+					"`max_moves_per_group` and the move caps apply as for the other strategies; what cannot move is `kept`.",
+				Attributes: map[string]schema.Attribute{
+					"cpu_threshold":    percent("A node is emptied when its vCPU allocation, in percent of its CPUs, is below this (and its memory below memory_threshold)."),
+					"memory_threshold": percent("A node is emptied when its memory allocation, in percent, is below this (and its vCPUs below cpu_threshold)."),
+				},
+			},
 			"low_node_utilization": schema.SingleNestedBlock{
 				Description: "Balance by configured allocation, like the kube descheduler's LowNodeUtilization: nodes above a target " +
 					"(either resource) give guests to nodes under both thresholds, largest guests first, until they are at target.",
@@ -175,6 +198,14 @@ func (d *rebalanceDataSource) ValidateConfig(ctx context.Context, req datasource
 			}
 		}
 	}
+	if u := m.HighNodeUtilization; u != nil {
+		for attr, v := range map[string]types.Float64{"cpu_threshold": u.CPUThreshold, "memory_threshold": u.MemoryThreshold} {
+			if v.IsNull() {
+				resp.Diagnostics.AddAttributeError(path.Root("high_node_utilization").AtName(attr), "Missing utilization bound",
+					fmt.Sprintf("high_node_utilization needs %s (percent of configured allocation, 0-100)", attr))
+			}
+		}
+	}
 }
 
 func knownFloat(v types.Float64) bool { return !v.IsNull() && !v.IsUnknown() }
@@ -194,6 +225,8 @@ func (d *rebalanceDataSource) Read(ctx context.Context, req datasource.ReadReque
 		RemovePolicyViolations: m.RemovePolicyViolations.IsNull() || m.RemovePolicyViolations.ValueBool(),
 		MaxMoves:               int(int64Or(m.MaxMoves, defaultMaxMoves)),
 		MaxMovesPerNode:        int(int64Or(m.MaxMovesPerNode, defaultMaxMovesPerNode)),
+		MaxMovesPerGroup:       int(int64Or(m.MaxMovesPerGroup, defaultMaxMovesPerGroup)),
+		Profiles:               d.data.recordProfiles(),
 		MinGain:                defaultMinGain,
 	}
 	if !m.MinGain.IsNull() {
@@ -202,6 +235,9 @@ func (d *rebalanceDataSource) Read(ctx context.Context, req datasource.ReadReque
 	if u := m.LowNodeUtilization; u != nil {
 		in.LowNodeUtilization = &rebalance.Utilization{CPUThreshold: u.CPUThreshold.ValueFloat64(), MemoryThreshold: u.MemoryThreshold.ValueFloat64(),
 			CPUTarget: u.CPUTarget.ValueFloat64(), MemoryTarget: u.MemoryTarget.ValueFloat64()}
+	}
+	if u := m.HighNodeUtilization; u != nil {
+		in.HighNodeUtilization = &rebalance.HighUtilization{CPUThreshold: u.CPUThreshold.ValueFloat64(), MemoryThreshold: u.MemoryThreshold.ValueFloat64()}
 	}
 	in.Policy, _ = m.request(ctx, &resp.Diagnostics) // a read only runs on a known config
 	resp.Diagnostics.Append(m.Tags.ElementsAs(ctx, &in.OptIn, false)...)
@@ -229,6 +265,9 @@ func (d *rebalanceDataSource) Read(ctx context.Context, req datasource.ReadReque
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot plan the moves", err.Error())
 		return
+	}
+	for _, w := range plan.Warnings {
+		resp.Diagnostics.AddWarning("Placement record not fully honoured", w)
 	}
 	m.fill(plan)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)

@@ -145,6 +145,12 @@ func TestAccRebalanceValidation(t *testing.T) {
 		 low_node_utilization {
 		   cpu_threshold = 20
 		 }`: `low_node_utilization needs cpu_target`,
+		`tags = ["rebal"]
+		 high_node_utilization {
+		   cpu_threshold = 20
+		 }`: `high_node_utilization needs memory_threshold`,
+		`tags = ["rebal"]
+		 max_moves_per_group = 0`: `max_moves_per_group value must be at least 1`,
 	}
 	for body, want := range tests {
 		t.Run(want, func(t *testing.T) {

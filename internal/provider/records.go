@@ -211,3 +211,15 @@ func optionalInt(v, def int) types.Int64 {
 	}
 	return types.Int64Value(int64(v))
 }
+
+// recordProfiles resolves the profiles placement records name, for the rebalance: the
+// provider's plugin config and the named profile, without any object's own layers.
+func (p *providerData) recordProfiles() func(name string) (*scheduler.Profile, error) {
+	return func(name string) (*scheduler.Profile, error) {
+		base, err := p.pluginBase(types.StringValue(name))
+		if err != nil {
+			return nil, err
+		}
+		return plugins.NewProfile(base)
+	}
+}

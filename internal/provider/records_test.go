@@ -185,7 +185,36 @@ func TestAccVMPlacementRecordMalformed(t *testing.T) {
 	log := &warningLog{}
 	runLoggingWarnings(t, log, resource.TestStep{Config: env.config(placement(`name = "x"
   tags = ["db"]`)), Check: resource.ComposeAggregateTestCheckFunc(
-		resource.TestCheckResourceAttrSet("data.qemuscheduler_placement.p", "node"),
+		resource.TestCheckResourceAttrWith("data.qemuscheduler_placement.p", "node", func(v string) error {
+			if v == "pve1" {
+				return fmt.Errorf("placed on pve1, which db's recorded anti-affinity keeps db guests out of")
+			}
+			return nil
+		}),
 		log.has("Malformed placement record", `VM 150 (db), placement record line 2 "qemu-scheduler/vm-anti-affinity: tags=db weight=900": weight must be 1..100`),
+	)})
+}
+
+// Placement symmetry: a VM from another configuration, declaring no rule, is not placed next
+// to an existing guest whose (hand-written) record keeps its group out, although that node is
+// the best one; a VM outside the group still goes there.
+func TestAccVMAvoidsRecordedAntiAffinity(t *testing.T) {
+	c := equalCluster()
+	c.Nodes[1].CPULoad, c.Nodes[1].MemUsedGiB = 0.5, 40
+	c.Nodes[2].CPULoad, c.Nodes[2].MemUsedGiB = 0.6, 48
+	c.Guests = []pvesim.GuestSpec{handRecorded(150, "pve1", "db-primary", "qemu-scheduler/vm-anti-affinity: tags=db\n", "db")}
+	env, _ := simEnv(t, c)
+	runSteps(t, resource.TestStep{Config: env.config(`
+resource "qemuscheduler_vm" "web" {
+  name = "db-replica"
+  tags = ["db"]
+}
+resource "qemuscheduler_vm" "other" {
+  name = "web"
+  tags = ["web"]
+}
+`), Check: resource.ComposeAggregateTestCheckFunc(
+		resource.TestCheckResourceAttr(vmAddr, "node", "pve2"),
+		resource.TestCheckResourceAttr("qemuscheduler_vm.other", "node", "pve1"),
 	)})
 }

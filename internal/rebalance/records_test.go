@@ -132,3 +132,18 @@ func TestRecordUnknownProfileWarns(t *testing.T) {
 		t.Errorf("warnings %q", plan.Warnings)
 	}
 }
+
+// A move into a domain must keep the required anti-affinity recorded by the guests already
+// there (kube's symmetry), even when the moving guest declares no rule.
+func TestMoveKeepsRecordedAntiAffinityOfGuestsThere(t *testing.T) {
+	ns := nodes("pve1", "pve2", "pve3")
+	ns[2].Taints = []scheduler.Taint{maintenance}
+	in := input(t, ns,
+		recorded(vm(100, "pve1", 1, 1, "db"), scheduler.Request{VMAntiAffinity: []scheduler.VMGroupTerm{{Tags: []string{"db"}, TopologyKey: "node"}}}),
+		vm(101, "pve2", 6, 60, "other"),
+		vm(102, "pve3", 1, 1, "db", "web"))
+	plan := mustPlan(t, in)
+	if got := moves(plan); len(got) != 1 || got[0] != "vm102:pve3>pve2" {
+		t.Fatalf("moves %v, want vm102 to the busier pve2: pve1's guest keeps db guests out", got)
+	}
+}
