@@ -42,15 +42,8 @@ func (p *planner) empty(u HighUtilization) error {
 				continue
 			}
 			req := p.request(g)
-			switch {
-			case p.full():
-				p.keep(g, fmt.Sprintf("%s; max_moves (%d) reached", why, p.in.MaxMoves))
-				continue
-			case p.movesBy[src] >= p.in.MaxMovesPerNode:
-				p.keep(g, why+"; max_moves_per_node reached for "+src)
-				continue
-			case p.overBudget(g, req) != "":
-				p.keep(g, why+"; "+p.overBudget(g, req))
+			if limit := p.capped(g, req); limit != "" {
+				p.keep(g, why+"; "+limit)
 				continue
 			}
 			to, refusal, err := p.target(g, req, accept, true)

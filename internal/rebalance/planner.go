@@ -174,6 +174,18 @@ func (p *planner) request(g *scheduler.Guest) scheduler.Request {
 
 func (p *planner) full() bool { return len(p.plan.Moves) >= p.in.MaxMoves }
 
+// capped says which cap keeps the guest from moving now, "" when none does: max_moves,
+// max_moves_per_node off its node, or its groups' disruption budget.
+func (p *planner) capped(g *scheduler.Guest, req scheduler.Request) string {
+	switch {
+	case p.full():
+		return "max_moves (" + strconv.Itoa(p.in.MaxMoves) + ") reached"
+	case p.movesBy[g.Node] >= p.in.MaxMovesPerNode:
+		return "max_moves_per_node reached for " + g.Node
+	}
+	return p.overBudget(g, req)
+}
+
 func (p *planner) removeViolations() error {
 	for _, g := range p.candidates() {
 		if p.moved[g.VMID] {
@@ -186,15 +198,8 @@ func (p *planner) removeViolations() error {
 		}
 		why := "policy violation on " + g.Node + ": " + strings.Join(reasons, "; ")
 		// Past a cap the violation is still reported, so that none goes unseen.
-		switch {
-		case p.full():
-			p.keep(g, why+"; max_moves ("+strconv.Itoa(p.in.MaxMoves)+") reached")
-			continue
-		case p.movesBy[g.Node] >= p.in.MaxMovesPerNode:
-			p.keep(g, why+"; max_moves_per_node reached for "+g.Node)
-			continue
-		case p.overBudget(g, req) != "":
-			p.keep(g, why+"; "+p.overBudget(g, req))
+		if limit := p.capped(g, req); limit != "" {
+			p.keep(g, why+"; "+limit)
 			continue
 		}
 		to, refusal, err := p.target(g, req, nil, false)
