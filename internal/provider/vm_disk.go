@@ -195,7 +195,6 @@ func warnPendingDiskOptions(state, plan []diskModel, running bool, diags *diag.D
 	}
 }
 
-// checkDiskShrink refuses at plan time a disk planned smaller than it is.
 // checkDiskShrink refuses a planned disk smaller than the VM's. The plan only warns (fatal
 // false): terraform destroy plans the configuration as it is before destroying, and an error
 // there would block the destroy. The update, which would really shrink, fails.
