@@ -28,6 +28,7 @@ type Server struct {
 	pid     int
 	rng     *mrand.Rand
 	mux     *http.ServeMux
+	admin   *http.ServeMux // the admin endpoint, see admin.go
 	counts  map[string]int
 	faults  []*fault
 	failing map[string]string // task type -> exit status for the next task of that type
@@ -142,6 +143,7 @@ func New(c Cluster, opts ...Option) (*Server, error) {
 		}
 	}
 	s.routes()
+	s.admin = s.adminRoutes()
 	return s, nil
 }
 
@@ -222,6 +224,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	if latency > 0 {
 		time.Sleep(latency)
+	}
+	if isAdminPath(r.URL.Path) {
+		s.serveAdmin(w, r)
+		return
 	}
 	if !strings.HasPrefix(r.URL.Path, apiPrefix+"/") {
 		writeError(w, http.StatusNotImplemented, "no such uri")

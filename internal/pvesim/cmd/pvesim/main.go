@@ -3,6 +3,9 @@
 //	go run ./internal/pvesim/cmd/pvesim --cluster examples/lab/cluster.yaml
 //
 // It prints the URL and a ready-to-use API token, and serves until SIGINT or SIGTERM.
+// Subcommands act on a running simulator without restarting it (see adminUsage):
+//
+//	pvesim --ca-cert /tmp/pvesim-ca.pem fail pve2
 package main
 
 import (
@@ -32,6 +35,9 @@ func main() {
 
 // run serves the cluster until ctx ends. It reports where on stdout, once listening.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
+	if isAdmin(args) {
+		return runAdmin(args, stdout)
+	}
 	flags := flag.NewFlagSet("pvesim", flag.ContinueOnError)
 	clusterFile := flags.String("cluster", "examples/lab/cluster.yaml", "cluster file (YAML or JSON)")
 	addr := flags.String("addr", "127.0.0.1:0", "listen address (port 0 picks a free port)")
@@ -43,7 +49,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if flags.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q; every option is a flag, e.g. --cluster FILE", flags.Arg(0))
+		return fmt.Errorf("unexpected argument %q; every option of the server is a flag, e.g. --cluster FILE, and the subcommands are:\n%s", flags.Arg(0), adminUsage)
 	}
 
 	cluster, err := pvesim.LoadCluster(*clusterFile)

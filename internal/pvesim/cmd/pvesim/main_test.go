@@ -88,3 +88,63 @@ func TestRunRefusesBadInput(t *testing.T) {
 		}
 	}
 }
+
+// The subcommands act on a running simulator through its admin endpoint, with what
+// --env-out and --ca-out wrote.
+func TestSubcommandsActOnTheRunningSimulator(t *testing.T) {
+	dir := t.TempDir()
+	caFile, envFile := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "env")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--cluster", "../../../../examples/lab/cluster.yaml", "--ca-out", caFile, "--env-out", envFile}, io.Discard)
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	var env []byte
+	for i := 0; i < 100 && len(env) == 0; i++ {
+		time.Sleep(20 * time.Millisecond)
+		env, _ = os.ReadFile(envFile)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(env)), "\n") {
+		k, v, _ := strings.Cut(strings.TrimPrefix(line, "export "), "=")
+		t.Setenv(k, strings.Trim(v, "'"))
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"maintenance", "pve3", "on"}, "pve3: online, hastate maintenance"},
+		{[]string{"maintenance", "pve3", "off"}, "pve3: online, hastate online"},
+		{[]string{"load", "pve5", "cpu_load=0.5", "mem_used_gib=16"}, "pve5: online, hastate online, cpu 50%, memory 16.0/64 GiB"},
+		{[]string{"fail", "pve2"}, "pve2: offline, hastate unknown"},
+		{[]string{"recover", "pve2"}, "pve2: online, hastate online"},
+	} {
+		var out strings.Builder
+		if err := run(context.Background(), append([]string{"--ca-cert", caFile}, tc.args...), &out); err != nil {
+			t.Fatalf("pvesim %v: %v", tc.args, err)
+		}
+		if !strings.HasPrefix(out.String(), tc.want) {
+			t.Errorf("pvesim %v printed %q, want %q...", tc.args, out.String(), tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"maintenance", "pve3", "maybe"}, "on|off"},
+		{[]string{"fail", "pve9"}, `"pve9" is not an online node`},
+		{[]string{"load", "pve1", "cpu_load"}, "cpu_load=F"},
+		{[]string{"fail"}, "usage"},
+	} {
+		err := run(context.Background(), append([]string{"--ca-cert", caFile}, tc.args...), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("pvesim %v = %v, want an error mentioning %q", tc.args, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,79 @@
+package pvesim_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// adminCall sends params form-encoded to the admin endpoint (outside /api2/json).
+func adminCall(a *api, method, path string, params url.Values) reply {
+	a.t.Helper()
+	req, err := http.NewRequest(method, a.s.URL()+path, strings.NewReader(params.Encode()))
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return a.do(req)
+}
+
+// The admin endpoint acts on the running simulator: HA maintenance on and off, a node's own
+// load, a node failing (its HA services recovered elsewhere by the HA manager) and coming
+// back; the PVE API shows each change at once, and the guests stay.
+func TestAdminEndpoint(t *testing.T) {
+	s, a := lab(t)
+	before := len(s.Guests())
+
+	on := a.ok(adminCall(a, http.MethodPost, "/pvesim/nodes/pve3/maintenance", url.Values{"enable": {"1"}})).obj()
+	if on["hastate"] != "maintenance" || a.row("node/pve3")["hastate"] != "maintenance" {
+		t.Errorf("maintenance on: %v, row %v", on, a.row("node/pve3"))
+	}
+	a.ok(adminCall(a, http.MethodPost, "/pvesim/nodes/pve3/maintenance", url.Values{"enable": {"0"}}))
+	if got := a.row("node/pve3")["hastate"]; got != "online" {
+		t.Errorf("maintenance off: hastate %v", got)
+	}
+
+	cpu := a.row("node/pve5")["cpu"].(float64)
+	a.ok(adminCall(a, http.MethodPut, "/pvesim/nodes/pve5/load", url.Values{"cpu_load": {"0.9"}}))
+	if got := a.row("node/pve5")["cpu"].(float64); got != 0.9 || cpu == 0.9 {
+		t.Errorf("cpu after setting the load to 0.9: %v (was %v)", got, cpu)
+	}
+	a.ok(adminCall(a, http.MethodPut, "/pvesim/nodes/pve5/load", url.Values{"mem_used_gib": {"32"}}))
+	if row := a.row("node/pve5"); row["mem"] != 32.0*(1<<30) || row["cpu"] != 0.9 {
+		t.Errorf("after setting memory only: %v", row)
+	}
+	if r := adminCall(a, http.MethodPut, "/pvesim/nodes/pve5/load", url.Values{"cpu_load": {"2"}}); r.code != http.StatusBadRequest {
+		t.Errorf("cpu_load 2: %s", r.status)
+	}
+
+	// VM 102 on pve2 (ceph) as an HA resource, picked up by the next CRM round (any GET).
+	a.ok(a.form(http.MethodPost, "/cluster/ha/resources", url.Values{"sid": {"vm:102"}, "state": {"started"}}))
+	a.get("/cluster/ha/status/current")
+	failed := a.ok(adminCall(a, http.MethodPost, "/pvesim/nodes/pve2/fail", nil)).obj()
+	moved, _ := failed["recovered"].(map[string]any)
+	if failed["online"] != 0.0 || moved["102"] == nil || moved["102"] == "pve2" {
+		t.Fatalf("fail pve2: %v", failed)
+	}
+	if g := s.MustGuest(t, 102); g.Node != moved["102"] || a.row("node/pve2")["status"] != "offline" {
+		t.Errorf("VM 102 on %s, recovered to %v; pve2 %v", g.Node, moved["102"], a.row("node/pve2")["status"])
+	}
+	back := a.ok(adminCall(a, http.MethodPost, "/pvesim/nodes/pve2/recover", nil)).obj()
+	if back["online"] != 1.0 || a.row("node/pve2")["status"] != "online" {
+		t.Errorf("recover pve2: %v", back)
+	}
+	if after := len(s.Guests()); after != before {
+		t.Errorf("%d guests after the admin actions, want %d", after, before)
+	}
+
+	if r := adminCall(a, http.MethodPost, "/pvesim/nodes/pve9/fail", nil); r.code != http.StatusBadRequest {
+		t.Errorf("fail of an unknown node: %s", r.status)
+	}
+	if r := adminCall(a, http.MethodPost, "/pvesim/nodes/pve2/reboot", nil); r.code != http.StatusNotFound {
+		t.Errorf("unknown action: %s", r.status)
+	}
+	a.header.Set("Authorization", "PVEAPIToken=root@pam!sim=wrong")
+	if r := adminCall(a, http.MethodPost, "/pvesim/nodes/pve2/fail", nil); r.code != http.StatusUnauthorized {
+		t.Errorf("wrong token: %s", r.status)
+	}
+}
