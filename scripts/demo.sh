@@ -41,3 +41,9 @@ cp -r examples/demo "$work/demo"
 
 echo "== terraform apply"
 "$terraform_bin" -chdir="$work/demo" apply -auto-approve -input=false -compact-warnings
+
+echo "== acting on the running simulator: pvesim load pve2 cpu_load=0.95 (no restart, the VMs stay)"
+sim() { "$work/pvesim" --ca-cert "$work/ca.pem" "$@"; }
+sim load pve2 cpu_load=0.95
+echo "== terraform plan: the database's placement follows the load (outputs only, no VM changes)"
+"$terraform_bin" -chdir="$work/demo" plan -input=false -compact-warnings | sed -n '/Changes to Outputs/,/^$/p'
