@@ -135,24 +135,21 @@ func (s *Server) handleAdminLoad(w http.ResponseWriter, r *http.Request) {
 // CPUs (0..1), memUsedGiB its host memory use. A negative value leaves that figure as it is.
 // Live figures (/cluster/resources, /nodes, node status) add the running guests to it.
 func (s *Server) SetNodeLoad(name string, cpuLoad, memUsedGiB float64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.node(name)
-	switch {
-	case n == nil:
-		return fmt.Errorf("pvesim: no node %q", name)
-	case cpuLoad > 1:
-		return fmt.Errorf("pvesim: cpu_load %g is above 1 (all of the node's CPUs)", cpuLoad)
-	case memUsedGiB*gib > float64(n.maxmem):
-		return fmt.Errorf("pvesim: mem_used_gib %g is above the node's %g GiB", memUsedGiB, float64(n.maxmem)/gib)
-	}
-	if cpuLoad >= 0 {
-		n.baseCPU = cpuLoad
-	}
-	if memUsedGiB >= 0 {
-		n.baseMem = uint64(memUsedGiB * gib)
-	}
-	return nil
+	return s.withNode(name, func(n *node) error {
+		switch {
+		case cpuLoad > 1:
+			return fmt.Errorf("pvesim: cpu_load %g is above 1 (all of the node's CPUs)", cpuLoad)
+		case memUsedGiB*gib > float64(n.maxmem):
+			return fmt.Errorf("pvesim: mem_used_gib %g is above the node's %g GiB", memUsedGiB, float64(n.maxmem)/gib)
+		}
+		if cpuLoad >= 0 {
+			n.baseCPU = cpuLoad
+		}
+		if memUsedGiB >= 0 {
+			n.baseMem = uint64(memUsedGiB * gib)
+		}
+		return nil
+	})
 }
 
 func isAdminPath(path string) bool { return strings.HasPrefix(path, adminPrefix) }

@@ -122,14 +122,10 @@ func (s *Server) FailNextTask(taskType, message string) {
 
 // SetNodeOnline takes a node offline (every /nodes/{node}/... request answers 595) or back.
 func (s *Server) SetNodeOnline(name string, online bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.node(name)
-	if n == nil {
-		return fmt.Errorf("pvesim: no node %q", name)
-	}
-	n.online = online
-	return nil
+	return s.withNode(name, func(n *node) error {
+		n.online = online
+		return nil
+	})
 }
 
 // TakeVMID plays an outside actor (another Terraform run, a human) creating a stopped VM named

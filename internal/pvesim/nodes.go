@@ -34,18 +34,25 @@ func (n *node) setHAState(state string) {
 // gone), as `ha-manager crm-command node-maintenance enable|disable` or a fence would. From then
 // on HA counts as running: every node row carries hastate.
 func (s *Server) SetNodeHAState(name, state string) error {
+	return s.withNode(name, func(n *node) error {
+		if !contains(haNodeStates, state) {
+			return fmt.Errorf("pvesim: hastate %q is not one of %s", state, strings.Join(haNodeStates, ", "))
+		}
+		n.setHAState(state)
+		s.haActive = true
+		return nil
+	})
+}
+
+// withNode runs change on node name under s.mu, or says there is no such node.
+func (s *Server) withNode(name string, change func(*node) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := s.node(name)
-	switch {
-	case n == nil:
+	if n == nil {
 		return fmt.Errorf("pvesim: no node %q", name)
-	case !contains(haNodeStates, state):
-		return fmt.Errorf("pvesim: hastate %q is not one of %s", state, strings.Join(haNodeStates, ", "))
 	}
-	n.setHAState(state)
-	s.haActive = true
-	return nil
+	return change(n)
 }
 
 // reportedHAState is the node's hastate as the HA manager reports it. The caller holds s.mu.
