@@ -144,6 +144,9 @@ func (d *placementDataSource) Read(ctx context.Context, req datasource.ReadReque
 	}
 	profile := d.data.pipeline(ctx, &m.schedulingModel, &resp.Diagnostics)
 	reqs := m.requests(ctx, &resp.Diagnostics)
+	for i := range reqs {
+		d.data.withDefaults(m.Profile, &reqs[i])
+	}
 	if resp.Diagnostics.HasError() {
 		return
 	}

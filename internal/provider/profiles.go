@@ -27,9 +27,13 @@ var profileNamePattern = regexp.MustCompile(`^[a-z0-9-]+$`)
 // source or resource selects with `profile = "<name>"`, like kube-scheduler's schedulerName.
 // Terraform blocks cannot carry labels, so the name is an attribute.
 type profileModel struct {
-	Name             types.String       `tfsdk:"name"`
-	PluginConfigYAML types.String       `tfsdk:"plugin_config_yaml"`
-	PluginConfig     *pluginConfigModel `tfsdk:"plugin_config"`
+	Name             types.String          `tfsdk:"name"`
+	PluginConfigYAML types.String          `tfsdk:"plugin_config_yaml"`
+	PluginConfig     *pluginConfigModel    `tfsdk:"plugin_config"`
+	Annotations      types.Map             `tfsdk:"annotations"`
+	NodeSelector     types.Map             `tfsdk:"node_selector"`
+	Tolerations      []tolerationModel     `tfsdk:"toleration"`
+	TopologySpread   []topologySpreadModel `tfsdk:"topology_spread"`
 }
 
 const profileDescription = "A named scheduler profile (kube-scheduler's `schedulerName`): a plugin config layer that a data source or " +
@@ -42,17 +46,17 @@ const profileAttrDescription = "The provider `profile` (by name) whose plugin co
 	"listing the defined ones. The profile's name ends the summary and any \"no placement\" error."
 
 func providerProfileBlock() providerschema.Block {
+	attrs := map[string]providerschema.Attribute{
+		"name": providerschema.StringAttribute{Required: true,
+			Description: "Profile name, `[a-z0-9-]+`, unique; `default` is reserved (it means no profile)."},
+		"plugin_config_yaml": providerschema.StringAttribute{Optional: true,
+			Description: pluginConfigYAMLDescription + " A CAPPX user's plugin-config.yaml can serve as a whole profile."},
+	}
+	blocks := map[string]providerschema.Block{"plugin_config": providerPluginConfigBlock()}
+	profileDefaultsSchema(attrs, blocks)
 	return providerschema.ListNestedBlock{
-		Description: profileDescription,
-		NestedObject: providerschema.NestedBlockObject{
-			Attributes: map[string]providerschema.Attribute{
-				"name": providerschema.StringAttribute{Required: true,
-					Description: "Profile name, `[a-z0-9-]+`, unique; `default` is reserved (it means no profile)."},
-				"plugin_config_yaml": providerschema.StringAttribute{Optional: true,
-					Description: pluginConfigYAMLDescription + " A CAPPX user's plugin-config.yaml can serve as a whole profile."},
-			},
-			Blocks: map[string]providerschema.Block{"plugin_config": providerPluginConfigBlock()},
-		},
+		Description:  profileDescription,
+		NestedObject: providerschema.NestedBlockObject{Attributes: attrs, Blocks: blocks},
 	}
 }
 

@@ -117,6 +117,12 @@ func TestAccProfileErrors(t *testing.T) {
 			`0/4 nodes are available: 3 node(s) exceeded memory overcommit ratio 1, 1 node(s) were offline (profile tight)`},
 		{"profile block mistake", "profile {\n name = \"pack\"\n" + ratioBlock("-1") + "\n}", ``,
 			`arg ratio must be a positive number, got "-1"`},
+		{"profile default node selector mistake", "profile {\n name = \"pack\"\n node_selector = { \"bad key\" = \"a\" }\n}", ``,
+			`key "bad key"`},
+		{"profile default annotation typo", "profile {\n name = \"pack\"\n annotations = { \"vmid.qemu-scheduler/rnage\" = \"1-2\" }\n}", ``,
+			`unknown annotation "vmid.qemu-scheduler/rnage"`},
+		{"profile default VMID range checked on the profile", "profile {\n name = \"tenant\"\n annotations = { \"vmid.qemu-scheduler/range\" = \"1-2\" }\n}", ``,
+			`invalid range "1-2": ids must lie within 100-999999999`},
 	}
 	env := newAccEnv(t, labCluster()) // read-only cases share one cluster
 	env.needsSim(t)

@@ -106,6 +106,8 @@ func (p *qemuProvider) ValidateConfig(ctx context.Context, req provider.Validate
 	resp.Diagnostics.Append(diags...)
 	_, diags = profileLayers(ctx, m.Profiles)
 	resp.Diagnostics.Append(diags...)
+	_, diags = profileDefaults(ctx, m.Profiles)
+	resp.Diagnostics.Append(diags...)
 	_, diags = nodeBlocks(ctx, m.Nodes)
 	resp.Diagnostics.Append(diags...)
 }
@@ -209,6 +211,8 @@ func (p *qemuProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 	resp.Diagnostics.Append(diags...)
 	profiles, diags := profileLayers(ctx, m.Profiles)
 	resp.Diagnostics.Append(diags...)
+	defaults, diags := profileDefaults(ctx, m.Profiles)
+	resp.Diagnostics.Append(diags...)
 	blocks, diags := nodeBlocks(ctx, m.Nodes)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
@@ -225,6 +229,7 @@ func (p *qemuProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 		data.maxAge = defaultSnapshotAge
 	}
 	data.records = newGuestRecords(client, data.nodes.queue)
+	data.profileDefaults = defaults
 	resp.DataSourceData = data
 	resp.ResourceData = data
 }

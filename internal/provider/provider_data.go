@@ -29,7 +29,9 @@ type providerData struct {
 	// profiles are the named profiles' own layers (YAML, then blocks), merged onto defaults
 	// by pluginBase.
 	profiles map[string]scheduler.PluginConfig
-	ledger   *reservations.Ledger
+	// profileDefaults are the named profiles' default policies (withDefaults).
+	profileDefaults map[string]scheduler.Request
+	ledger          *reservations.Ledger
 	// nodes gives every snapshot's nodes their labels and taints.
 	nodes *nodePolicy
 	// records gives every snapshot's marked guests their placement records.

@@ -240,6 +240,7 @@ func (d *rebalanceDataSource) Read(ctx context.Context, req datasource.ReadReque
 		in.HighNodeUtilization = &rebalance.HighUtilization{CPUThreshold: u.CPUThreshold.ValueFloat64(), MemoryThreshold: u.MemoryThreshold.ValueFloat64()}
 	}
 	in.Policy, _ = m.request(ctx, &resp.Diagnostics) // a read only runs on a known config
+	d.data.withDefaults(m.Profile, &in.Policy)
 	resp.Diagnostics.Append(m.Tags.ElementsAs(ctx, &in.OptIn, false)...)
 	if resp.Diagnostics.HasError() {
 		return

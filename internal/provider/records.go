@@ -100,13 +100,11 @@ func guestName(g *scheduler.Guest) string {
 }
 
 // record is the VM's placement record, nil when it has no policy to keep.
+// The policy is the effective one, the profile's defaults included, so that a reader without
+// this provider's profiles still sees it.
 func (r *vmResource) record(ctx context.Context, m *vmModel, diags *diag.Diagnostics) *records.Record {
-	return m.record(ctx, diags)
-}
-
-// record is the model's own placement record, nil when it has no policy to keep.
-func (m *vmModel) record(ctx context.Context, diags *diag.Diagnostics) *records.Record {
 	req, _ := m.schedulingModel.request(ctx, diags)
+	r.data.withDefaults(m.Profile, &req)
 	req.Tags, _ = knownStrings(ctx, m.Tags, diags)
 	rec := records.FromRequest(profileName(m.Profile), req)
 	if rec.Empty() {

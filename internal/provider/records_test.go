@@ -218,3 +218,58 @@ resource "qemuscheduler_vm" "other" {
 		resource.TestCheckResourceAttr("qemuscheduler_vm.other", "node", "pve1"),
 	)})
 }
+
+// A provider profile's defaults apply to the VMs that select it, a VM's own attributes
+// overriding them (annotations and node_selector per key, blocks as a whole); the record holds
+// the effective policy.
+func TestAccProfileDefaults(t *testing.T) {
+	env, sim := simEnv(t, equalCluster())
+	provider := env.providerBlock(`
+node {
+  name   = "pve1"
+  labels = { zone = "a" }
+  taints = ["tenant=a:NoSchedule"]
+}
+node {
+  name   = "pve2"
+  labels = { zone = "b" }
+}
+node {
+  name   = "pve3"
+  labels = { zone = "b" }
+}
+profile {
+  name          = "tenant-a"
+  annotations   = { "vmid.qemu-scheduler/range" = "4000-4099" }
+  node_selector = { zone = "a" }
+  toleration {
+    key   = "tenant"
+    value = "a"
+  }
+}`)
+	runSteps(t, resource.TestStep{Config: provider + `
+resource "qemuscheduler_vm" "web" {
+  name    = "a-1"
+  profile = "tenant-a"
+}
+resource "qemuscheduler_vm" "own" {
+  name          = "a-2"
+  profile       = "tenant-a"
+  annotations   = { "vmid.qemu-scheduler/range" = "4500-4599" }
+  node_selector = { zone = "b" }
+}
+`, Check: resource.ComposeAggregateTestCheckFunc(
+		resource.TestCheckResourceAttr(vmAddr, "vmid", "4000"),
+		resource.TestCheckResourceAttr(vmAddr, "node", "pve1"),
+		resource.TestCheckNoResourceAttr(vmAddr, "annotations"),
+		recordIn(sim, "", "qemu-scheduler/profile: tenant-a", "qemu-scheduler/annotation: vmid.qemu-scheduler/range=4000-4099",
+			"qemu-scheduler/node-selector: zone=a", "qemu-scheduler/toleration: key=tenant value=a"),
+		resource.TestCheckResourceAttr("qemuscheduler_vm.own", "vmid", "4500"),
+		resource.TestCheckResourceAttrWith("qemuscheduler_vm.own", "node", func(v string) error {
+			if v != "pve2" && v != "pve3" {
+				return fmt.Errorf("node %s, want one of zone b", v)
+			}
+			return nil
+		}),
+	)})
+}

@@ -85,6 +85,7 @@ func (r *vmResource) ValidateConfig(ctx context.Context, req resource.ValidateCo
 // complete is false when some scheduling value is known only after apply.
 func (r *vmResource) request(ctx context.Context, m *vmModel, creating bool, diags *diag.Diagnostics) (req scheduler.Request, src *proxmox.VM, complete bool) {
 	req, complete = m.schedulingModel.request(ctx, diags)
+	r.data.withDefaults(m.Profile, &req)
 	req.Name, req.Node, req.VMID = m.Name.ValueString(), m.Node.ValueString(), int(m.VMID.ValueInt64())
 	// Tags still unknown (not configured, read back after create) make no group membership.
 	req.Tags, _ = knownStrings(ctx, m.Tags, diags)

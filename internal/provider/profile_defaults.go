@@ -1,0 +1,146 @@
+package provider
+
+// Profile defaults: a provider profile may carry default annotations (a VMID range per cluster
+// or tenant) and default policies (node selector, tolerations, topology spread) for every
+// object that selects it; the object's own attributes override them.
+
+import (
+	"context"
+	"errors"
+	"maps"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	providerschema "github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/plugins"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+// providerKit builds the policy blocks of the provider's profile block.
+var providerKit = schemaKit[providerschema.Attribute, providerschema.Block]{
+	list: func(s listSpec) providerschema.Attribute {
+		return providerschema.ListAttribute{ElementType: types.StringType, Required: s.required, Optional: !s.required, Description: s.description, Validators: s.validators}
+	},
+	str: func(s stringSpec) providerschema.Attribute {
+		return providerschema.StringAttribute{Required: s.required, Optional: !s.required, Description: s.description, Validators: s.validators}
+	},
+	i64: func(s int64Spec) providerschema.Attribute {
+		return providerschema.Int64Attribute{Optional: true, Description: s.description, Validators: s.validators}
+	},
+	strMap: func(description string) providerschema.Attribute {
+		return providerschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: description}
+	},
+	block: func(description string, attrs map[string]providerschema.Attribute) providerschema.Block {
+		return providerschema.ListNestedBlock{Description: description, NestedObject: providerschema.NestedBlockObject{Attributes: attrs}}
+	},
+}
+
+const defaultsNote = " A default of the profile for every VM, placement and rebalance that selects it; "
+
+// profileDefaultsSchema adds the default attributes and blocks to the profile block.
+func profileDefaultsSchema(attrs map[string]providerschema.Attribute, blocks map[string]providerschema.Block) {
+	attrs["annotations"] = providerKit.strMap("Default scheduler annotations, e.g. `{ \"vmid.qemu-scheduler/range\" = \"3000-3099\" }` " +
+		"for a tenant's VMID range." + defaultsNote + "an object's own `annotations` win per key.")
+	attrs["node_selector"] = providerKit.strMap("Default node selector." + defaultsNote + "an object's own `node_selector` wins per key.")
+	blocks["toleration"] = providerKit.block("Default tolerations."+defaultsNote+"an object with `toleration` blocks of its own uses only those.",
+		tolerationAttributes(providerKit))
+	blocks["topology_spread"] = providerKit.block("Default topology spread."+defaultsNote+"an object with `topology_spread` blocks of its own uses only those.",
+		spreadAttributes(providerKit))
+}
+
+// profileDefaults checks each profile's defaults, each error on the profile's attribute, and
+// returns them by profile name (profiles without defaults are left out).
+func profileDefaults(ctx context.Context, profiles []profileModel) (map[string]scheduler.Request, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	out := map[string]scheduler.Request{}
+	for i, p := range profiles {
+		m := nullScheduling()
+		m.Annotations, m.NodeSelector, m.Tolerations, m.TopologySpread = p.Annotations, p.NodeSelector, p.Tolerations, p.TopologySpread
+		var d diag.Diagnostics
+		req, _ := m.request(ctx, &d)
+		at := path.Root("profile").AtListIndex(i)
+		diags.Append(underPath(at, d)...)
+		if !d.HasError() {
+			checkDefaults(at, req, &diags)
+		}
+		if known(p.Name) && (len(req.Annotations) > 0 || len(req.NodeSelector) > 0 || len(req.Tolerations) > 0 || len(req.TopologySpread) > 0) {
+			out[p.Name.ValueString()] = req
+		}
+	}
+	return out, diags
+}
+
+// checkDefaults runs the plugins' checks of the defaults (a VMID range, a regex) on the
+// profile, so that a mistake is an error there rather than on every object selecting it.
+func checkDefaults(at path.Path, req scheduler.Request, diags *diag.Diagnostics) {
+	prof, err := plugins.NewProfile(scheduler.PluginConfig{})
+	if err == nil {
+		req.Cores, req.Sockets, req.MemoryMiB = defaultCores, defaultSockets, defaultMemoryMiB
+		err = prof.ValidateRequest(&req)
+	}
+	var ie *scheduler.InputError
+	switch {
+	case errors.As(err, &ie) && ie.Key != "":
+		diags.AddAttributeError(at.AtName(ie.Attribute).AtMapKey(ie.Key), "Invalid profile default", ie.Message)
+	case errors.As(err, &ie):
+		diags.AddAttributeError(at.AtName(ie.Attribute), "Invalid profile default", ie.Message)
+	case err != nil:
+		diags.AddAttributeError(at, "Invalid profile default", err.Error())
+	}
+}
+
+// underPath moves diagnostics about a scheduling model's attributes under the block at.
+func underPath(at path.Path, diags diag.Diagnostics) diag.Diagnostics {
+	var out diag.Diagnostics
+	for _, d := range diags {
+		wp, ok := d.(diag.DiagnosticWithPath)
+		if !ok {
+			out.Append(d)
+			continue
+		}
+		p := at
+		for _, step := range wp.Path().Steps() {
+			switch s := step.(type) {
+			case path.PathStepAttributeName:
+				p = p.AtName(string(s))
+			case path.PathStepElementKeyInt:
+				p = p.AtListIndex(int(s))
+			case path.PathStepElementKeyString:
+				p = p.AtMapKey(string(s))
+			}
+		}
+		out.Append(diag.WithPath(p, d))
+	}
+	return out
+}
+
+// withDefaults fills in the defaults of the selected profile that the request does not set.
+func (p *providerData) withDefaults(profile types.String, req *scheduler.Request) {
+	if p == nil {
+		return
+	}
+	def, ok := p.profileDefaults[profileName(profile)]
+	if !ok {
+		return
+	}
+	req.Annotations = mergeDefaults(def.Annotations, req.Annotations)
+	req.NodeSelector = mergeDefaults(def.NodeSelector, req.NodeSelector)
+	if len(req.Tolerations) == 0 {
+		req.Tolerations = def.Tolerations
+	}
+	if len(req.TopologySpread) == 0 {
+		req.TopologySpread = def.TopologySpread
+	}
+}
+
+// mergeDefaults is def overridden per key by own, nil when both are empty.
+func mergeDefaults(def, own map[string]string) map[string]string {
+	if len(def) == 0 {
+		return own
+	}
+	out := maps.Clone(def)
+	maps.Copy(out, own)
+	return out
+}
