@@ -39,6 +39,14 @@ EOF2
 export TF_CLI_CONFIG_FILE="$work/terraformrc" TF_IN_AUTOMATION=1 TF_VAR_ca_cert_file="$work/ca.pem"
 cp -r examples/demo "$work/demo"
 
+echo "== terraform plan -var web_count=4: one web server too many for three usable nodes"
+# The plan places the whole set: it refuses before anything is created, and says why.
+if "$terraform_bin" -chdir="$work/demo" plan -input=false -no-color -var web_count=4 >"$work/refused.txt" 2>&1; then
+  echo "the plan of four web servers was expected to fail" >&2
+  exit 1
+fi
+sed -n '/Error: /,$p' "$work/refused.txt" | sed -n '1,/^Per node:/p;/^  pve/p' | head -20
+
 echo "== terraform apply"
 "$terraform_bin" -chdir="$work/demo" apply -auto-approve -input=false -compact-warnings
 

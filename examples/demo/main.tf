@@ -36,13 +36,19 @@ provider "qemuscheduler" {
   }
 }
 
+variable "web_count" {
+  description = "How many web servers: one per node. The lab has three usable nodes, so 4 is one too many, and the plan refuses the whole set before anything is created (make demo shows it)."
+  type        = number
+  default     = 3
+}
+
 # Three web servers, cloned from the cloud-init template and created where the scheduler
 # puts them. The node and VMID are decided at apply, one VM after the other under a lock, so
 # each sees the capacity and the web VMs the others took, and they get distinct ids from the
 # web range. On capacity alone two would share a node; the anti-affinity keeps one per node,
 # so a node failure takes out one web server, not two.
 resource "qemuscheduler_vm" "web" {
-  count  = 3
+  count  = var.web_count
   name   = "web-${count.index + 1}"
   cores  = 2
   memory = 4096

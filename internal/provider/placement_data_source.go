@@ -157,7 +157,8 @@ func (d *placementDataSource) Read(ctx context.Context, req datasource.ReadReque
 		return
 	}
 	ctx = tflog.NewSubsystem(ctx, logSubsystem)
-	decision, err := profile.Schedule(snap, reqs, scheduler.Options{Sticky: true})
+	// Decided with the plan's other placement data sources: distinct VMIDs and capacity.
+	decision, err := d.data.changes.read(ctx, snap, profile, reqs)
 	if err != nil {
 		tflog.SubsystemInfo(ctx, logSubsystem, "no placement", map[string]any{"error": err.Error()})
 		addSchedulerError(&resp.Diagnostics, underProfile(err, m.Profile))

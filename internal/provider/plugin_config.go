@@ -2,7 +2,9 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"sync"
 
 	dsschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -194,12 +196,26 @@ func schedulingProfile(ctx context.Context, diags *diag.Diagnostics, defaults sc
 	if diags.HasError() {
 		return nil
 	}
-	profile, err := plugins.NewProfile(scheduler.MergePluginConfigs(defaults, yamlCfg, blockCfg))
+	merged := scheduler.MergePluginConfigs(defaults, yamlCfg, blockCfg)
+	key, keyErr := json.Marshal(merged)
+	if p, ok := builtProfiles.Load(string(key)); ok && keyErr == nil {
+		return p.(*scheduler.Profile)
+	}
+	profile, err := plugins.NewProfile(merged)
 	if err != nil {
 		addSchedulerError(diags, err)
+		return nil
+	}
+	if keyErr == nil {
+		builtProfiles.Store(string(key), profile)
 	}
 	return profile
 }
+
+// builtProfiles holds the pipelines built, by their merged plugin config (JSON): profiles are
+// never modified once built, and VMs of one configuration sharing one profile are alike to
+// the change set's joint search, which places alike VMs as one class.
+var builtProfiles sync.Map
 
 // relabel points a plugin-config error at the attribute it came from.
 func relabel(err error, attribute string) error {
@@ -221,6 +237,7 @@ func addSchedulerError(diags *diag.Diagnostics, err error) {
 func addSchedulerErrorAt(diags *diag.Diagnostics, base path.Path, err error) {
 	var ie *scheduler.InputError
 	var ue *scheduler.UnschedulableError
+	var se *scheduler.SetError
 	switch {
 	case errors.As(err, &ie):
 		p := base.AtName(ie.Attribute)
@@ -228,6 +245,8 @@ func addSchedulerErrorAt(diags *diag.Diagnostics, base path.Path, err error) {
 			p = p.AtMapKey(ie.Key)
 		}
 		diags.AddAttributeError(p, "Invalid "+ie.Attribute, ie.Message)
+	case errors.As(err, &se):
+		diags.AddError("No placement for "+quoteOr(se.Request, "the VM"), se.Message+explainCandidates(se.Candidates)+"\n\n"+destroyHint)
 	case errors.As(err, &ue):
 		diags.AddError("No placement for "+quoteOr(ue.Request, "the VM"), ue.Message+explainCandidates(ue.Candidates))
 	default:

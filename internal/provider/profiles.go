@@ -142,8 +142,10 @@ func profileName(profile types.String) string {
 // underProfile names the profile under which no node was found, when one is named.
 func underProfile(err error, profile types.String) error {
 	var ue *scheduler.UnschedulableError
+	var se *scheduler.SetError
 	name := profileName(profile)
-	if name == defaultProfile || !errors.As(err, &ue) {
+	// A set's error is about whichever VM of the set does not fit, under its own profile.
+	if name == defaultProfile || errors.As(err, &se) || !errors.As(err, &ue) {
 		return err
 	}
 	named := *ue

@@ -224,7 +224,7 @@ func (p *qemuProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 	}
 	tflog.Debug(ctx, "configured Proxmox VE client", map[string]any{"endpoint": cfg.Endpoint, "api_token": cfg.APIToken})
 	data := &providerData{client: client, defaults: scheduler.MergePluginConfigs(plugins.ProxLBConfig(!m.HonorProxLBTags.Equal(types.BoolValue(false))), yamlCfg, blockCfg),
-		profiles: profiles, ledger: reservations.New(), nodes: newNodePolicy(blocks, notes), maxAge: p.snapshotAge}
+		profiles: profiles, ledger: reservations.New(), changes: newChangeSet(), nodes: newNodePolicy(blocks, notes), maxAge: p.snapshotAge}
 	if data.maxAge == 0 {
 		data.maxAge = defaultSnapshotAge
 	}

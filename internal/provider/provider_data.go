@@ -32,6 +32,8 @@ type providerData struct {
 	// profileDefaults are the named profiles' default policies (withDefaults).
 	profileDefaults map[string]scheduler.Request
 	ledger          *reservations.Ledger
+	// changes is the plan's change set as this process knows it (changeset.go).
+	changes *changeSet
 	// nodes gives every snapshot's nodes their labels and taints.
 	nodes *nodePolicy
 	// records gives every snapshot's marked guests their placement records.

@@ -143,15 +143,23 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 	r.checkSnippets(ctx, &plan, &state, snap, &resp.Diagnostics)
 	checkReferences(&plan, &state, creating, snap, &resp.Diagnostics)
 	if creating {
+		// Placed with the plan's other new VMs: all of them fit, or the plan fails.
 		if schedReq, err = cloneNode(snap, src, schedReq); err == nil {
-			_, err = profile.Schedule(snap, []scheduler.Request{schedReq}, scheduler.Options{})
+			err = r.data.changes.plan(snap, setMember{profile: profile, req: schedReq, replaces: replacedVMID(ctx, req.Private, &resp.Diagnostics)})
 		}
 		if err != nil {
 			addSchedulerError(&resp.Diagnostics, underProfile(err, plan.Profile))
 		}
 		return
 	}
+	// Should Terraform replace the VM, its create is planned next with this as prior private
+	// data: the replacement then does not count the VM it replaces against itself.
+	if resp.Private != nil { // the framework always sets it; hand-built test responses do not
+		recordReplaced(ctx, int(state.VMID.ValueInt64()), resp.Private, &resp.Diagnostics)
+	}
 	vmid, current := int(state.VMID.ValueInt64()), state.Node.ValueString()
+	// Growth in place is checked against the node's totals after all the plan's changes.
+	snap = r.data.changes.grow(snap, vmid, sizeOf(schedReq))
 	if at := leaveHAFrom(snap, &plan, &state, &resp.Diagnostics); at != "" {
 		current = at
 	}
@@ -192,16 +200,13 @@ func (r *vmResource) Create(ctx context.Context, req resource.CreateRequest, res
 	ctx = tflog.NewSubsystem(ctx, logSubsystem)
 	prov := &provision.Provisioner{
 		Client: &vmClient{r: r, g: guest}, Ledger: r.data.ledger, Request: schedReq, Clone: plan.Clone != nil,
+		// Decided jointly with the creates of the same burst still to be decided.
 		Decide: func(snap scheduler.Snapshot) (scheduler.Placement, error) {
 			pinned, err := cloneNode(snap, src, schedReq)
 			if err != nil {
 				return scheduler.Placement{}, err
 			}
-			d, err := profile.Schedule(snap, []scheduler.Request{pinned}, scheduler.Options{})
-			if err != nil {
-				return scheduler.Placement{}, err
-			}
-			return d.Placements[0], nil
+			return r.data.changes.decide(snap, setMember{profile: profile, req: pinned})
 		},
 		Check: func(snap scheduler.Snapshot, node string, vmid int) []string {
 			return profile.CheckNode(snap, schedReq, node, vmid)
@@ -212,7 +217,9 @@ func (r *vmResource) Create(ctx context.Context, req resource.CreateRequest, res
 			tflog.SubsystemInfo(ctx, logSubsystem, msg, fields)
 		},
 	}
+	r.data.changes.settle(ctx, schedReq.Name)
 	res, err := prov.Run(ctx)
+	r.data.changes.done(schedReq.Name)
 	// A plan with unknown values skipped the cluster read, so node warnings may wait here.
 	resp.Diagnostics.Append(r.data.nodes.warnings()...)
 	switch {

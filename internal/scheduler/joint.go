@@ -205,7 +205,7 @@ func newSearch(p *Profile, infos []*NodeInfo, snap *Snapshot, reqs []Request, fr
 		if !monotoneRequest(r) {
 			s.monotone = false
 		}
-		k := classKey(r)
+		k := fmt.Sprintf("%p %s", p.of(r), classKey(r))
 		c := byKey[k]
 		if c == nil {
 			c = &vmClass{rep: r}
@@ -314,7 +314,7 @@ func (s *search) filterVerdicts() []string {
 				b.WriteString("E")
 				continue
 			}
-			for _, f := range s.p.filters {
+			for _, f := range s.p.of(c.rep).filters {
 				if f.Filter(state, c.rep, ni) != nil {
 					b.WriteByte('x')
 				} else {
@@ -442,7 +442,7 @@ func (s *search) feasible(c *vmClass, within []int) ([]int, *CycleState) {
 
 // passes runs the filters on one node until the first rejection, then the storage check.
 func (s *search) passes(state *CycleState, r *Request, ni *NodeInfo) bool {
-	for _, f := range s.p.filters {
+	for _, f := range s.p.of(r).filters {
 		if f.Filter(state, r, ni) != nil {
 			return false
 		}

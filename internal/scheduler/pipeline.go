@@ -204,7 +204,7 @@ func (p *Profile) evaluate(r *Request, infos []*NodeInfo) (evaluation, error) {
 
 // preFilter runs every pre-filter once for the request, over all nodes of the view.
 func (p *Profile) preFilter(state *CycleState, r *Request, infos []*NodeInfo) error {
-	for _, f := range p.filters {
+	for _, f := range p.of(r).filters {
 		if pf, ok := f.(PreFilterPlugin); ok {
 			if err := pf.PreFilter(state, r, infos); err != nil {
 				var ue *UnschedulableError
@@ -223,7 +223,7 @@ func (p *Profile) preFilter(state *CycleState, r *Request, infos []*NodeInfo) er
 func (p *Profile) filter(state *CycleState, r *Request, ni *NodeInfo) ([]string, string) {
 	var reasons []string
 	var group string
-	for _, f := range p.filters {
+	for _, f := range p.of(r).filters {
 		if rej := f.Filter(state, r, ni); rej != nil {
 			if reasons == nil {
 				group = rej.Group
@@ -240,6 +240,7 @@ func (p *Profile) score(state *CycleState, r *Request, feasible []*NodeInfo, at 
 	if len(feasible) == 0 {
 		return
 	}
+	p = p.of(r)
 	for _, i := range at {
 		cands[i].Scores = make(map[string]float64, len(p.scores))
 	}
@@ -307,7 +308,7 @@ func (run *run) selectVMID(r *Request) (int, string, error) {
 }
 
 func (run *run) ruleVMID(r *Request) (int, string, error) {
-	for _, v := range run.p.vmids {
+	for _, v := range run.p.of(r).vmids {
 		value, ok := r.Annotations[v.Key()]
 		if !ok {
 			continue

@@ -12,6 +12,8 @@ type Profile struct {
 	vmids   []VMIDPlugin
 	// validators are every enabled plugin that checks requests at plan time.
 	validators []RequestValidator
+	// byName is a set's profile per request name (SetProfile); nil for a plain profile.
+	byName map[string]*Profile
 }
 
 type weightedScore struct {
@@ -118,7 +120,7 @@ func (p *Profile) ValidateRequest(r *Request) error {
 	case r.VMID != 0 && (r.VMID < MinVMID || r.VMID > MaxVMID):
 		return &InputError{Attribute: "vmid", Message: fmt.Sprintf("%d is outside the valid VMID range %d-%d", r.VMID, MinVMID, MaxVMID)}
 	}
-	for _, v := range p.validators {
+	for _, v := range p.of(r).validators {
 		if err := v.ValidateRequest(r); err != nil {
 			return err
 		}

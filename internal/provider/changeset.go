@@ -1,0 +1,284 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+// burstWindow is how long the first create of a burst waits for the plans of the others to
+// arrive, so that they are decided together: Terraform plans the creates of one count within
+// milliseconds of each other, and a PVE task takes far longer than this.
+const burstWindow = 50 * time.Millisecond
+
+// changeSet is what this provider process knows of its plan's change set: the new VMs planned
+// and not yet decided, with their tentative placements; the picks of the placement data
+// sources; and the planned sizes of existing VMs. Every plan-time check and every create
+// decision of the process reads it, so that the set is placed together (all or nothing) and
+// no two picks of one plan share a VMID or capacity.
+type changeSet struct {
+	mu sync.Mutex
+	// members are the new VMs by name: planned in this process and not yet decided.
+	members map[string]*setMember
+	// picks are the placement data sources' answers for VMs that do not exist yet, by name.
+	picks map[string]scheduler.Reservation
+	// sizes are the planned sizes of existing VMs that grow in place, by VMID.
+	sizes map[int]plannedSize
+	// reads are the placement data sources read and not decided yet (changeset_reads.go).
+	reads []*dataRead
+}
+
+// setMember is one new VM of the change set.
+type setMember struct {
+	profile *scheduler.Profile
+	req     scheduler.Request
+	// replaces is the VMID of the VM this one replaces (destroy, then create): its capacity
+	// is this member's at plan time, not the set's.
+	replaces int
+	// tentative is where the member would go beside the others; nil when it does not fit.
+	tentative *scheduler.Placement
+	// arrived is when it was planned.
+	arrived time.Time
+}
+
+// plannedSize is an existing VM's size after the plan.
+type plannedSize struct {
+	cpus   float64
+	memory uint64
+	disk   uint64
+}
+
+func newChangeSet() *changeSet {
+	return &changeSet{members: map[string]*setMember{}, picks: map[string]scheduler.Reservation{}, sizes: map[int]plannedSize{}}
+}
+
+// plan checks a new VM of the plan together with the other new VMs planned so far. It places
+// the VM beside the others' tentative placements; when it does not fit there, it places the
+// whole set again jointly. An error means the set cannot be placed: it names the VM that
+// does not fit and how many of the set can be placed together.
+func (c *changeSet) plan(snap scheduler.Snapshot, m setMember) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m.arrived = time.Now()
+	c.members[m.req.Name] = &m
+	base := c.withPicks(snap, "")
+	c.withSizes(&base)
+	alone := c.withTentative(base, m.req.Name)
+	if d, err := m.profile.Schedule(without(alone, m.replaces), []scheduler.Request{m.req}, scheduler.Options{}); err == nil {
+		m.tentative = &d.Placements[0]
+		return nil
+	}
+	reqs, profile, view := c.sorted(base, true)
+	d, err := profile.ScheduleSet(view, reqs, scheduler.Options{})
+	if err != nil {
+		m.tentative = nil
+		return err
+	}
+	for i, p := range d.Placements {
+		c.members[p.Name].tentative = &d.Placements[i]
+	}
+	return nil
+}
+
+// decide is a create's decision at apply: the new VM is placed jointly with the members of
+// the set not decided yet (the snapshot carries the decided ones as reservations), and takes
+// its own placement. When the set no longer fits (the cluster changed since the plan), the
+// VM is placed alone, so that what fits is still created.
+func (c *changeSet) decide(snap scheduler.Snapshot, m setMember) (scheduler.Placement, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.members[m.req.Name] = &m
+	// Decided: from here the ledger holds it (a retry decides it again).
+	defer delete(c.members, m.req.Name)
+	base := c.withPicks(snap, "")
+	// At apply a replaced VM is gone already, or still counts (create_before_destroy).
+	reqs, profile, view := c.sorted(base, false)
+	if d, err := profile.ScheduleSet(view, reqs, scheduler.Options{}); err == nil {
+		for _, p := range d.Placements {
+			if p.Name == m.req.Name {
+				return p, nil
+			}
+		}
+	}
+	d, err := m.profile.Schedule(base, []scheduler.Request{m.req}, scheduler.Options{})
+	if err != nil {
+		return scheduler.Placement{}, err
+	}
+	return d.Placements[0], nil
+}
+
+// done forgets a member whose create has been decided (the ledger holds it from then on) or
+// has ended.
+func (c *changeSet) done(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.members, name)
+}
+
+// settle waits until burstWindow has passed since the VM name was planned, so that the
+// creates of one burst, planned within milliseconds of each other, find each other's plans
+// when they decide.
+func (c *changeSet) settle(ctx context.Context, name string) {
+	c.mu.Lock()
+	var wait time.Duration
+	if m := c.members[name]; m != nil {
+		wait = time.Until(m.arrived.Add(burstWindow))
+	}
+	c.mu.Unlock()
+	if wait <= 0 {
+		return
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(wait):
+	}
+}
+
+// grow records the size an existing VM has after the plan and returns the snapshot with every
+// planned size of the process: a node's totals after all the plan's changes on it.
+func (c *changeSet) grow(snap scheduler.Snapshot, vmid int, size plannedSize) scheduler.Snapshot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if size.cpus > 0 && size.memory > 0 {
+		c.sizes[vmid] = size
+	}
+	c.withSizes(&snap)
+	return snap
+}
+
+func (c *changeSet) withPicks(snap scheduler.Snapshot, except ...string) scheduler.Snapshot {
+	if len(c.picks) == 0 {
+		return snap
+	}
+	skip := map[string]bool{}
+	for _, n := range except {
+		skip[n] = true
+	}
+	res := append([]scheduler.Reservation(nil), snap.Reservations...)
+	for _, name := range sortedKeys(c.picks) {
+		if !skip[name] {
+			res = append(res, c.picks[name])
+		}
+	}
+	snap.Reservations = res
+	return snap
+}
+
+// withTentative adds the other members' tentative placements as reservations.
+func (c *changeSet) withTentative(snap scheduler.Snapshot, except string) scheduler.Snapshot {
+	res := append([]scheduler.Reservation(nil), snap.Reservations...)
+	for _, name := range sortedKeys(c.members) {
+		m := c.members[name]
+		if name == except || m.tentative == nil {
+			continue
+		}
+		res = append(res, reservationOf(m.req, *m.tentative))
+	}
+	snap.Reservations = res
+	return snap
+}
+
+// withSizes gives the existing guests their planned sizes (a copy of the guest list).
+func (c *changeSet) withSizes(snap *scheduler.Snapshot) {
+	if len(c.sizes) == 0 {
+		return
+	}
+	guests := append([]scheduler.Guest(nil), snap.Guests...)
+	for i := range guests {
+		if s, ok := c.sizes[guests[i].VMID]; ok {
+			guests[i].CPUs, guests[i].MaxMem = s.cpus, s.memory
+			if s.disk > guests[i].DiskBytes {
+				guests[i].DiskBytes = s.disk
+			}
+		}
+	}
+	snap.Guests = guests
+}
+
+// sorted returns the members in name order, as requests and the set's profile (each request
+// decided by its own): the joint search is deterministic for a set, whatever order Terraform
+// planned it in. planTime leaves out the VMs the members replace.
+func (c *changeSet) sorted(snap scheduler.Snapshot, planTime bool) ([]scheduler.Request, *scheduler.Profile, scheduler.Snapshot) {
+	names := sortedKeys(c.members)
+	reqs := make([]scheduler.Request, len(names))
+	byName := make(map[string]*scheduler.Profile, len(names))
+	for i, n := range names {
+		m := c.members[n]
+		reqs[i], byName[n] = m.req, m.profile
+		if planTime {
+			snap = without(snap, m.replaces)
+		}
+	}
+	return reqs, scheduler.SetProfile(c.members[names[0]].profile, byName), snap
+}
+
+func reservationOf(r scheduler.Request, p scheduler.Placement) scheduler.Reservation {
+	return scheduler.Reservation{VMID: p.VMID, Node: p.Node, Name: r.Name, VCPUs: r.Cores * max(r.Sockets, 1),
+		MemoryMiB: r.MemoryMiB, Tags: r.Tags, Storage: p.Storage, DiskBytes: r.DiskBytes}
+}
+
+// without is snap without the guest vmid (0: unchanged): a replaced VM's capacity is its
+// replacement's.
+func without(snap scheduler.Snapshot, vmid int) scheduler.Snapshot {
+	if vmid == 0 {
+		return snap
+	}
+	guests := make([]scheduler.Guest, 0, len(snap.Guests))
+	for _, g := range snap.Guests {
+		if g.VMID != vmid {
+			guests = append(guests, g)
+		}
+	}
+	snap.Guests = guests
+	return snap
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// destroyHint is what a refused set adds, since terraform destroy plans the configuration
+// first and a provider cannot tell that plan from any other.
+const destroyHint = "Nothing has been created. Reduce the set (count, for_each) or make room, then plan again. " +
+	"If this is terraform destroy, which plans the configuration first, run terraform destroy -refresh=false."
+
+// replacesKey is the private-state key under which a planned VM names the VMID it would be
+// replaced from: Terraform plans a replacement's create with the update plan's private data.
+const replacesKey = "replaces"
+
+// recordReplaced notes vmid as the VM a replacement of this instance would replace.
+func recordReplaced(ctx context.Context, vmid int, priv privateState, diags *diag.Diagnostics) {
+	raw, err := json.Marshal(vmid)
+	if err != nil {
+		diags.AddError("Cannot record the VM being planned", err.Error())
+		return
+	}
+	diags.Append(priv.SetKey(ctx, replacesKey, raw)...)
+}
+
+// replacedVMID is the VM a new VM's plan replaces, 0 for a plain create.
+func replacedVMID(ctx context.Context, priv privateState, diags *diag.Diagnostics) int {
+	raw, d := priv.GetKey(ctx, replacesKey)
+	diags.Append(d...)
+	var vmid int
+	if len(raw) == 0 || json.Unmarshal(raw, &vmid) != nil {
+		return 0
+	}
+	return vmid
+}
+
+// sizeOf is a request's size as an existing guest shows it.
+func sizeOf(r scheduler.Request) plannedSize {
+	return plannedSize{cpus: float64(r.Cores * max(r.Sockets, 1)), memory: uint64(r.MemoryMiB) * scheduler.MiB, disk: r.DiskBytes}
+}

@@ -1,0 +1,96 @@
+package provider
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+// dataRead is one placement data source's read: its requests, decided with the plan's other
+// reads of the same moment.
+type dataRead struct {
+	reqs    []scheduler.Request
+	profile *scheduler.Profile
+	arrived time.Time
+	done    bool
+	d       scheduler.Decision
+	err     error
+}
+
+// read decides a placement data source's requests. Terraform reads a plan's data sources in
+// parallel and in no fixed order, so a read waits burstWindow for the others of the moment and
+// the first to wake decides them all together, in name order: their answers then do not
+// depend on the order they were read in (no output that changes from one plan to the next),
+// and none takes another's VMID or capacity. A later read sees the earlier ones' picks.
+// Names that already exist are kept where they are (sticky) and pick nothing.
+func (c *changeSet) read(ctx context.Context, snap scheduler.Snapshot, profile *scheduler.Profile, reqs []scheduler.Request) (scheduler.Decision, error) {
+	r := &dataRead{reqs: reqs, profile: profile, arrived: time.Now()}
+	c.mu.Lock()
+	c.reads = append(c.reads, r)
+	c.mu.Unlock()
+	select {
+	case <-ctx.Done():
+	case <-time.After(burstWindow):
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !r.done {
+		c.decideReads(snap)
+	}
+	return r.d, r.err
+}
+
+// decideReads decides every pending read: together when they can all be placed and their
+// names are distinct, else one after the other in name order, each seeing the picks before it.
+func (c *changeSet) decideReads(snap scheduler.Snapshot) {
+	batch := c.reads
+	c.reads = nil
+	sort.SliceStable(batch, func(i, j int) bool { return batch[i].reqs[0].Name < batch[j].reqs[0].Name })
+	var all []scheduler.Request
+	byName := map[string]*scheduler.Profile{}
+	distinct := true
+	for _, r := range batch {
+		for _, q := range r.reqs {
+			if byName[q.Name] != nil {
+				distinct = false
+			}
+			byName[q.Name] = r.profile
+			all = append(all, q)
+		}
+	}
+	if distinct && len(batch) > 1 {
+		view := c.withPicks(snap, sortedKeys(byName)...)
+		if d, err := scheduler.SetProfile(batch[0].profile, byName).ScheduleSet(view, all, scheduler.Options{Sticky: true}); err == nil {
+			for _, r := range batch {
+				r.d.Placements, d.Placements = d.Placements[:len(r.reqs)], d.Placements[len(r.reqs):]
+				r.done = true
+				c.pick(r.reqs, r.d)
+			}
+			return
+		}
+	}
+	for _, r := range batch {
+		names := make([]string, len(r.reqs))
+		for i, q := range r.reqs {
+			names[i] = q.Name
+		}
+		r.d, r.err = r.profile.ScheduleSet(c.withPicks(snap, names...), r.reqs, scheduler.Options{Sticky: true})
+		r.done = true
+		if r.err == nil {
+			c.pick(r.reqs, r.d)
+		}
+	}
+}
+
+// pick records a read's answers for VMs that do not exist yet (a read again replaces its own),
+// so that the plan's other picks and new VMs do not take their VMIDs or capacity.
+func (c *changeSet) pick(reqs []scheduler.Request, d scheduler.Decision) {
+	for i, p := range d.Placements {
+		delete(c.picks, p.Name)
+		if !p.Existing {
+			c.picks[p.Name] = reservationOf(reqs[i], p)
+		}
+	}
+}
