@@ -12,10 +12,18 @@ import (
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
-// burstWindow is how long the first create of a burst waits for the plans of the others to
-// arrive, so that they are decided together: Terraform plans the creates of one count within
+// burstWindow is how long a create waits for the plans of the creates that arrive with it,
+// so that they are decided together: Terraform plans the creates of one count within
 // milliseconds of each other, and a PVE task takes far longer than this.
 const burstWindow = 50 * time.Millisecond
+
+// firstBurstQuiet and firstBurstMax bound the wait of the apply's first creates: they wait
+// until no create has been planned for firstBurstQuiet, so that a slow walk (a loaded
+// machine) still brings the whole first wave into one decision, and at most firstBurstMax.
+const (
+	firstBurstQuiet = 100 * time.Millisecond
+	firstBurstMax   = time.Second
+)
 
 // changeSet is what this provider process knows of its plan's change set: the new VMs planned
 // and not yet decided, with their tentative placements; the picks of the placement data
@@ -32,6 +40,10 @@ type changeSet struct {
 	sizes map[int]plannedSize
 	// reads are the placement data sources read and not decided yet (changeset_reads.go).
 	reads []*dataRead
+	// lastArrival is when the last member was planned; decided is set by the first create's
+	// decision.
+	lastArrival time.Time
+	decided     bool
 }
 
 // setMember is one new VM of the change set.
@@ -66,6 +78,7 @@ func (c *changeSet) plan(snap scheduler.Snapshot, m setMember) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	m.arrived = time.Now()
+	c.lastArrival = m.arrived
 	c.members[m.req.Name] = &m
 	base := c.withPicks(snap, "")
 	c.withSizes(&base)
@@ -96,6 +109,7 @@ func (c *changeSet) decide(snap scheduler.Snapshot, m setMember) (scheduler.Plac
 	c.members[m.req.Name] = &m
 	// Decided: from here the ledger holds it (a retry decides it again).
 	defer delete(c.members, m.req.Name)
+	c.decided = true
 	base := c.withPicks(snap, "")
 	// At apply a replaced VM is gone already, or still counts (create_before_destroy).
 	reqs, profile, view := c.sorted(base, false)
@@ -121,22 +135,33 @@ func (c *changeSet) done(name string) {
 	delete(c.members, name)
 }
 
-// settle waits until burstWindow has passed since the VM name was planned, so that the
-// creates of one burst, planned within milliseconds of each other, find each other's plans
-// when they decide.
+// settle waits before a create decides, so that the creates of one burst find each other's
+// plans. Until the process has decided a create, the wait lasts until no create has been
+// planned for firstBurstQuiet (the apply's first wave, planned together); later creates
+// wait burstWindow from their own plan.
 func (c *changeSet) settle(ctx context.Context, name string) {
-	c.mu.Lock()
-	var wait time.Duration
-	if m := c.members[name]; m != nil {
-		wait = time.Until(m.arrived.Add(burstWindow))
-	}
-	c.mu.Unlock()
-	if wait <= 0 {
-		return
-	}
-	select {
-	case <-ctx.Done():
-	case <-time.After(wait):
+	start := time.Now()
+	for {
+		c.mu.Lock()
+		var wait time.Duration
+		if m := c.members[name]; m != nil {
+			wait = time.Until(m.arrived.Add(burstWindow))
+			if !c.decided {
+				wait = time.Until(c.lastArrival.Add(firstBurstQuiet))
+			}
+		}
+		c.mu.Unlock()
+		if rest := firstBurstMax - time.Since(start); wait > rest {
+			wait = rest
+		}
+		if wait <= 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
 	}
 }
 

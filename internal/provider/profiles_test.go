@@ -92,7 +92,9 @@ func TestAccProfileFromReferenceYAML(t *testing.T) {
 			Check: resource.ComposeAggregateTestCheckFunc(
 				resource.TestCheckResourceAttr(ds, "node", "pve2"),
 				resource.TestCheckResourceAttr(ds, "candidates.0.feasible", "true"),
-				resource.TestCheckResourceAttr(ds, "summary", "web: pve2 (score 186.56; 3/4 nodes feasible), vmid 101 (next free id), storage ceph, profile cappx"),
+				// The two data sources of one plan are decided together in name order: "small"
+				// first, then "web" beside it (its id and pve2's room taken).
+				resource.TestCheckResourceAttr(ds, "summary", "web: pve2 (score 178.75; 3/4 nodes feasible), vmid 102 (next free id), storage ceph, profile cappx"),
 				resource.TestCheckResourceAttr("data.qemuscheduler_placement.plain", "summary", "small: pve2 (score 186.56; 3/4 nodes feasible), vmid 101 (next free id), storage ceph"),
 			),
 		}},

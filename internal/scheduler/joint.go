@@ -46,9 +46,9 @@ const (
 func (p *Profile) ScheduleSet(snap Snapshot, reqs []Request, opts Options) (Decision, error) {
 	d, err := p.Schedule(snap, reqs, opts)
 	var ue *UnschedulableError
-	if err == nil || !errors.As(err, &ue) || len(ue.Candidates) == 0 {
-		// Placed, or refused for a reason no arrangement of nodes changes: a bad input, a
-		// pre-filter, no free VMID.
+	if err == nil || len(reqs) == 1 || !errors.As(err, &ue) || len(ue.Candidates) == 0 {
+		// Placed, or refused for a reason no arrangement of nodes changes: a single VM, a bad
+		// input, a pre-filter, no free VMID.
 		return d, err
 	}
 	return p.scheduleJointly(snap, reqs, opts)
