@@ -60,6 +60,8 @@ func (s *Server) routes() {
 	h("POST /nodes/{node}/qemu/{vmid}/clone", s.handleClone)
 	h("POST /nodes/{node}/qemu/{vmid}/migrate", s.handleMigrate)
 	h("PUT /nodes/{node}/qemu/{vmid}/resize", s.handleResize)
+	h("POST /nodes/{node}/qemu/{vmid}/move_disk", s.handleMoveDisk)
+	h("PUT /nodes/{node}/qemu/{vmid}/cloudinit", s.handleCloudInitUpdate)
 	h("DELETE /nodes/{node}/qemu/{vmid}", s.handleDelete)
 	h("GET /nodes/{node}/tasks/{upid}/status", s.handleTaskStatus)
 	h("GET /nodes/{node}/tasks/{upid}/log", s.handleTaskLog)

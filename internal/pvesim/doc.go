@@ -33,6 +33,8 @@
 //     and /cluster/resources without stats for new guests until Tick, 403 for a missing
 //     privilege on an endpoint (Forbid).
 //
+// bpg-endpoints.md lists what the bpg provider calls and what the simulator does for each.
+//
 // What it does not: containers beyond listing, snapshots, backups, firewall, SDN, ACLs, users
 // and tokens beyond the one of each, and any endpoint not routed (those answer 501 with their
 // path, so gaps show).

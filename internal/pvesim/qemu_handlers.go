@@ -95,6 +95,20 @@ func (s *Server) unlocked(w http.ResponseWriter, r *http.Request) *guest {
 	return g
 }
 
+// unlockedWithAllowed is unlockedWithParams for a call whose parameters are all in allowed;
+// any other is PVE's 400. The caller holds s.mu.
+func (s *Server) unlockedWithAllowed(w http.ResponseWriter, r *http.Request, allowed ...string) (*guest, map[string]string) {
+	g := s.unlocked(w, r)
+	if g == nil {
+		return nil, nil
+	}
+	p, valid := readAllowedParams(w, r, allowed...)
+	if !valid {
+		return nil, nil
+	}
+	return g, p
+}
+
 // unlockedWithParams starts a change to an unlocked VM: the guest and its request's
 // parameters, or nil after the error has been written. The caller holds s.mu.
 func (s *Server) unlockedWithParams(w http.ResponseWriter, r *http.Request) (*guest, map[string]string) {
@@ -466,6 +480,16 @@ func (s *Server) handleConfigSet(async bool) http.HandlerFunc {
 	}
 }
 
+// firstUnused is the first unusedN key the guest's config does not hold, where a detached
+// volume goes.
+func (g *guest) firstUnused() string {
+	for i := 0; ; i++ {
+		if _, used := g.config[fmt.Sprintf("unused%d", i)]; !used {
+			return fmt.Sprintf("unused%d", i)
+		}
+	}
+}
+
 // deleteKeys removes config keys as PVE does: a disk is detached to the first free unusedN
 // (destroyed with force), an unusedN volume is destroyed, and a key that is not set is a
 // warning. The caller holds s.mu.
@@ -486,12 +510,7 @@ func (s *Server) deleteKeys(g *guest, keys []string, force bool) []string {
 			}
 		default:
 			if vol, ok := parseVolume(v); ok {
-				for i := 0; ; i++ {
-					if _, used := g.config[fmt.Sprintf("unused%d", i)]; !used {
-						g.set(fmt.Sprintf("unused%d", i), vol.storage+":"+vol.name)
-						break
-					}
-				}
+				g.set(g.firstUnused(), vol.storage+":"+vol.name)
 			}
 		}
 		g.unset(k)

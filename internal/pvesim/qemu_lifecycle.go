@@ -17,6 +17,16 @@ func missingConfig(node string, vmid int) outcome {
 	return taskError("Configuration file 'nodes/%s/qemu-server/%d.conf' does not exist", node, vmid)
 }
 
+// powerParams are each power action's parameters in qemu-server (vm_start, vm_stop,
+// vm_shutdown, vm_reboot).
+var powerParams = map[string][]string{
+	"start": {"skiplock", "stateuri", "migratedfrom", "migration_type", "migration_network", "machine",
+		"targetstorage", "timeout", "force-cpu", "with-conntrack-state", "nets"},
+	"stop":     {"skiplock", "migratedfrom", "timeout", "keepActive", "overrule-shutdown"},
+	"shutdown": {"skiplock", "timeout", "forceStop", "keepActive"},
+	"reboot":   {"timeout"},
+}
+
 func (s *Server) handlePower(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -31,7 +41,7 @@ func (s *Server) handlePower(w http.ResponseWriter, r *http.Request) {
 	if g == nil {
 		return
 	}
-	if _, valid := readParams(w, r); !valid {
+	if _, valid := readAllowedParams(w, r, powerParams[action]...); !valid {
 		return
 	}
 	if res := s.haManaged(g.vmid); res != nil && action != "reboot" {
@@ -84,12 +94,8 @@ var resizeSize = regexp.MustCompile(`^\+?\d+(\.\d+)?[KMGT]?$`)
 func (s *Server) handleResize(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g, p := s.unlockedWithParams(w, r)
+	g, p := s.unlockedWithAllowed(w, r, "disk", "size", "digest", "skiplock")
 	if g == nil {
-		return
-	}
-	if problems := checkParams(p, "disk", "size", "digest", "skiplock"); problems != nil {
-		writeParamError(w, problems)
 		return
 	}
 	key, size := p["disk"], p["size"]
@@ -150,12 +156,8 @@ func (s *Server) handleResize(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g, p := s.unlockedWithParams(w, r)
+	g, p := s.unlockedWithAllowed(w, r, "purge", "destroy-unreferenced-disks", "skiplock")
 	if g == nil {
-		return
-	}
-	if problems := checkParams(p, "purge", "destroy-unreferenced-disks", "skiplock"); problems != nil {
-		writeParamError(w, problems)
 		return
 	}
 	switch {
@@ -195,13 +197,9 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleMigrate(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g, p := s.unlockedWithParams(w, r)
+	g, p := s.unlockedWithAllowed(w, r, "target", "online", "force", "with-local-disks", "targetstorage", "bwlimit",
+		"migration_type", "migration_network", "with-conntrack-state")
 	if g == nil {
-		return
-	}
-	if problems := checkParams(p, "target", "online", "force", "with-local-disks", "targetstorage", "bwlimit",
-		"migration_type", "migration_network", "with-conntrack-state"); problems != nil {
-		writeParamError(w, problems)
 		return
 	}
 	target := s.node(p["target"])

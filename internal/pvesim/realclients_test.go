@@ -213,3 +213,60 @@ func TestRequestLog(t *testing.T) {
 		}
 	}
 }
+
+// qemu-server move_vm_disk: a qmmove task copies the disk to another storage of the node,
+// keeping the source as unusedN unless delete is set; the same storage, a cd-rom or a storage
+// without images is refused before the task. bpg moves a clone's disk to the configured
+// datastore this way.
+func TestMoveDisk(t *testing.T) {
+	s, a := lab(t)
+	if exit := a.task(a.form(http.MethodPost, "/nodes/pve3/qemu/103/move_disk", url.Values{"disk": {"scsi0"}, "storage": {"ceph"}})); exit != "OK" {
+		t.Fatalf("move: %s", exit)
+	}
+	g := s.MustGuest(t, 103)
+	if g.Config["scsi0"] != "ceph:vm-103-disk-0,size=80G" || g.Config["unused0"] != "local-lvm:vm-103-disk-0" {
+		t.Errorf("after the move: scsi0 %q, unused0 %q", g.Config["scsi0"], g.Config["unused0"])
+	}
+	if got := a.ok(a.get("/nodes/pve3/storage/ceph/content/ceph:vm-103-disk-0")).obj(); got["size"] != 80.0*(1<<30) {
+		t.Errorf("moved volume = %v", got)
+	}
+	if exit := a.task(a.form(http.MethodPost, "/nodes/pve3/qemu/103/move_disk", url.Values{"disk": {"scsi0"}, "storage": {"local-lvm"}, "delete": {"1"}})); exit != "OK" {
+		t.Fatalf("move back: %s", exit)
+	}
+	if g = s.MustGuest(t, 103); g.Config["scsi0"] != "local-lvm:vm-103-disk-1,size=80G" || g.Config["unused1"] != "" {
+		t.Errorf("after moving back with delete: %v", g.Config)
+	}
+	for _, tc := range []struct {
+		params url.Values
+		want   string
+	}{
+		{url.Values{"disk": {"scsi0"}, "storage": {"local-lvm"}}, "500 you can't move to the same storage with same format"},
+		{url.Values{"disk": {"scsi5"}, "storage": {"ceph"}}, "500 disk 'scsi5' does not exist"},
+		{url.Values{"disk": {"scsi0"}, "storage": {"local"}}, "400 Parameter verification failed."},
+		{url.Values{"disk": {"scsi0"}, "storage": {"ceph"}, "target-vmid": {"104"}}, "400 Parameter verification failed."},
+	} {
+		if r := a.form(http.MethodPost, "/nodes/pve3/qemu/103/move_disk", tc.params); r.status != tc.want {
+			t.Errorf("move_disk %v: %s %s, want %s", tc.params, r.status, r.body, tc.want)
+		}
+	}
+}
+
+// qemu-server cloudinit_update (PUT .../cloudinit) generates the drive again, failing as a
+// start would on a missing cicustom snippet; the power calls take only their own parameters.
+func TestCloudInitUpdateAndPowerParameters(t *testing.T) {
+	_, a := lab(t)
+	a.ok(a.form(http.MethodPut, "/nodes/pve1/qemu/100/cloudinit", nil))
+	a.ok(a.form(http.MethodPut, "/nodes/pve1/qemu/100/config", url.Values{"ide2": {"local-lvm:cloudinit"}, "cicustom": {"user=local:snippets/missing.yaml"}}))
+	if r := a.form(http.MethodPut, "/nodes/pve1/qemu/100/cloudinit", nil); r.status != "500 can't find file 'local:snippets/missing.yaml'" {
+		t.Errorf("missing snippet: %s", r.status)
+	}
+	if r := a.form(http.MethodPost, "/nodes/pve3/qemu/103/status/start", url.Values{"forceStop": {"1"}}); r.env.Errors["forceStop"] == "" {
+		t.Errorf("start with a shutdown parameter: %s %s", r.status, r.body)
+	}
+	if exit := a.task(a.form(http.MethodPost, "/nodes/pve3/qemu/103/status/start", url.Values{"timeout": {"300"}})); exit != "OK" {
+		t.Errorf("start with timeout: %s", exit)
+	}
+	if exit := a.task(a.form(http.MethodPost, "/nodes/pve3/qemu/103/status/shutdown", url.Values{"forceStop": {"1"}, "timeout": {"60"}})); exit != "OK" {
+		t.Errorf("shutdown with forceStop: %s", exit)
+	}
+}
