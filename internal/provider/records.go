@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/plugins"
@@ -103,8 +104,17 @@ func guestName(g *scheduler.Guest) string {
 // The policy is the effective one, the profile's defaults included, so that a reader without
 // this provider's profiles still sees it.
 func (r *vmResource) record(ctx context.Context, m *vmModel, diags *diag.Diagnostics) *records.Record {
+	return m.recordWith(ctx, r.data, diags)
+}
+
+// record is the model's record without the profile's defaults: all ValidateConfig knows.
+func (m *vmModel) record(ctx context.Context, diags *diag.Diagnostics) *records.Record {
+	return m.recordWith(ctx, nil, diags)
+}
+
+func (m *vmModel) recordWith(ctx context.Context, data *providerData, diags *diag.Diagnostics) *records.Record {
 	req, _ := m.schedulingModel.request(ctx, diags)
-	r.data.withDefaults(m.Profile, &req)
+	data.withDefaults(m.Profile, &req)
 	req.Tags, _ = knownStrings(ctx, m.Tags, diags)
 	rec := records.FromRequest(profileName(m.Profile), req)
 	if rec.Empty() {
@@ -123,6 +133,47 @@ func withRecord(cfg map[string]string, rec *records.Record) {
 	cfg["description"] = records.Join(cfg["description"], rec)
 	if tags, ok := cfg["tags"]; ok {
 		cfg["tags"] = withRecordMark(tags)
+	}
+}
+
+// checkNotesSize refuses Notes PVE would refuse: the description and the record share PVE's
+// limit.
+func checkNotesSize(cfg map[string]string, diags *diag.Diagnostics) {
+	notes := cfg["description"]
+	if len(notes) <= maxDescription {
+		return
+	}
+	user, section := records.Split(notes)
+	diags.AddAttributeError(path.Root("description"), "Description too long for the placement record",
+		fmt.Sprintf("PVE keeps at most %d bytes of VM Notes; the description (%d bytes) and the VM's placement record (%d bytes) "+
+			"need %d. Shorten the description by %d bytes.", maxDescription, len(user), len(section), len(notes), len(notes)-maxDescription))
+}
+
+// syncRecord reconciles an update's Notes and tags with PVE's (have). A VM whose policy gives
+// it a record gets it written when PVE's differs (a VM created before records, a record edited
+// by hand). A VM whose configuration never had a policy keeps a record written by hand, with
+// its mark, whatever else the update changes.
+func syncRecord(old, want, have map[string]string) {
+	d, ok := want["description"]
+	if !ok {
+		return
+	}
+	_, haveSection := records.Split(have["description"])
+	_, wantSection := records.Split(d)
+	_, oldSection := records.Split(old["description"])
+	switch {
+	case wantSection == "" && oldSection == "" && haveSection != "":
+		want["description"] = records.JoinSection(d, haveSection)
+		if t, ok := want["tags"]; ok && hasTag(have["tags"], proxmox.RecordTag) {
+			want["tags"] = withRecordMark(t)
+		}
+	case wantSection == "" || wantSection == haveSection:
+		return
+	}
+	// Compare with what PVE has, so that exactly the differences are written.
+	old["description"] = have["description"]
+	if _, ok := want["tags"]; ok {
+		old["tags"] = have["tags"]
 	}
 }
 

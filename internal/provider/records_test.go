@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
@@ -13,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
 
@@ -272,4 +274,59 @@ resource "qemuscheduler_vm" "own" {
 			return nil
 		}),
 	)})
+}
+
+// setNotes plays an admin editing a VM's Notes and tags in the PVE UI.
+func (e *accEnv) setNotes(t *testing.T, vmid int, notes, tags string) {
+	t.Helper()
+	c, err := proxmox.New(proxmox.Config{Endpoint: e.sim.URL(), APIToken: e.sim.APIToken(), CACertPEM: e.sim.CACertPEM(), PollInterval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := c.LocateVM(context.Background(), vmid)
+	if err == nil {
+		err = c.UpdateVM(context.Background(), node, vmid, map[string]string{"description": notes, "tags": tags}, nil)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A VM whose record is missing in PVE (created before records) gets it with its next update;
+// a hand-written record on a VM whose configuration has no policy survives the VM's updates.
+func TestAccVMPlacementRecordSync(t *testing.T) {
+	env, sim := simEnv(t, equalCluster())
+	vm := func(policy, memory string) string {
+		return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
+  name        = "app"
+  vmid        = 321
+  tags        = ["app"]
+  description = "notes"
+  memory      = %s
+  %s
+}`, memory, policy))
+	}
+	anti := "vm_anti_affinity {\n    tags = [\"app\"]\n  }"
+	hand := "qemu-scheduler/record: v1\nqemu-scheduler/vm-anti-affinity: tags=app topology_key=node weight=5\n"
+	runSteps(t,
+		resource.TestStep{Config: vm(anti, "512")},
+		resource.TestStep{PreConfig: func() { env.setNotes(t, 321, "notes", "app") }, Config: vm(anti, "1024"),
+			Check: recordIn(sim, "notes", "qemu-scheduler/vm-anti-affinity: tags=app topology_key=node")},
+		resource.TestStep{Config: vm("", "1024"), Check: guestCheck(sim, expectConfig(map[string]string{"description": "notes", "tags": "app"}))},
+		resource.TestStep{PreConfig: func() { env.setNotes(t, 321, "notes\n\n"+hand, "app;qemuscheduler-record") }, Config: vm("", "2048"),
+			Check: guestCheck(sim, expectConfig(map[string]string{"description": "notes\n\n" + hand, "tags": "app;qemuscheduler-record"}))},
+	)
+}
+
+// The description and the record share PVE's limit on Notes: a plan that would exceed it fails
+// with the numbers.
+func TestAccVMPlacementRecordTooLong(t *testing.T) {
+	env := newAccEnv(t, equalCluster())
+	runSteps(t, resource.TestStep{PlanOnly: true, Config: env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
+  name        = "long"
+  description = %q
+  vm_anti_affinity {
+    tags = ["long"]
+  }
+}`, strings.Repeat("x", 8150))), ExpectError: wrapped(`the description \(8150 bytes\) and the VM's placement record \(\d+ bytes\) need \d+. Shorten the description by \d+ bytes`)})
 }

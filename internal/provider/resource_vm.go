@@ -74,6 +74,11 @@ func (r *vmResource) ValidateConfig(ctx context.Context, req resource.ValidateCo
 	validateNetworks(m.Networks, &resp.Diagnostics)
 	m.firmwareModel.validateFirmware(ctx, m.Clone != nil, &resp.Diagnostics)
 	validateHA(m.Started, m.HA, &resp.Diagnostics)
+	if known(m.Description) {
+		cfg := map[string]string{"description": m.Description.ValueString()}
+		withRecord(cfg, m.record(ctx, &resp.Diagnostics)) // without the profile's defaults, unknown here
+		checkNotesSize(cfg, &resp.Diagnostics)
+	}
 	if m.CloudInit != nil {
 		m.CloudInit.validate(&resp.Diagnostics)
 	}
@@ -194,6 +199,7 @@ func (r *vmResource) Create(ctx context.Context, req resource.CreateRequest, res
 	schedReq, src, _ := r.request(ctx, &plan, true, &resp.Diagnostics) // a create runs on a known plan
 	guest := &newGuest{m: &plan, config: plan.vmConfig(ctx, &resp.Diagnostics), src: src, record: r.record(ctx, &plan, &resp.Diagnostics)}
 	withRecord(guest.config, guest.record)
+	checkNotesSize(guest.config, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -310,6 +316,7 @@ func (r *vmResource) Update(ctx context.Context, req resource.UpdateRequest, res
 	rec := r.record(ctx, &plan, &resp.Diagnostics)
 	withRecord(want, rec)
 	withRecord(old, r.record(ctx, &state, &resp.Diagnostics))
+	checkNotesSize(want, &resp.Diagnostics)
 	checkDiskShrink(state.Disks, plan.Disks, &resp.Diagnostics, true)
 	if resp.Diagnostics.HasError() {
 		return

@@ -17,6 +17,7 @@ func (r *vmResource) update(ctx context.Context, plan, state *vmModel, want, old
 		return err
 	}
 	node = vm.Node
+	syncRecord(old, want, vm.Config)
 	if err := r.haBefore(ctx, plan, state, vmid); err != nil {
 		return err
 	}

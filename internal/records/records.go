@@ -150,10 +150,15 @@ func Join(user string, r *Record) string {
 	if r == nil {
 		return user
 	}
-	if user == "" {
-		return Format(*r)
+	return JoinSection(user, Format(*r))
+}
+
+// JoinSection puts a section as Split returns it below the user's text.
+func JoinSection(user, section string) string {
+	if user == "" || section == "" {
+		return user + section
 	}
-	return user + "\n\n" + Format(*r)
+	return user + "\n\n" + section
 }
 
 // Split cuts Notes at the record line: the user's text (without the blank line Join put
