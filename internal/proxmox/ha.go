@@ -18,9 +18,18 @@ type HASettings struct {
 
 func haSID(vmid int) string { return "vm:" + strconv.Itoa(vmid) }
 
-// HAResource reads vm:<vmid>'s HA resource; nil when the VM is not one. Counts PVE has no
-// value for are its default, 1.
+// HAResource reads vm:<vmid>'s HA resource; nil when the VM is not one.
 func (c *Client) HAResource(ctx context.Context, vmid int) (*HASettings, error) {
+	all, err := c.HAResources(ctx)
+	if s, ok := all[vmid]; ok {
+		return &s, err
+	}
+	return nil, err
+}
+
+// HAResources reads the HA resources of VMs (vm:N) by VMID. Counts PVE has no value for are
+// its default, 1.
+func (c *Client) HAResources(ctx context.Context) (map[int]HASettings, error) {
 	var rows []struct {
 		SID         string `json:"sid"`
 		State       string `json:"state"`
@@ -31,11 +40,13 @@ func (c *Client) HAResource(ctx context.Context, vmid int) (*HASettings, error) 
 	if err := c.get(ctx, "read the HA resources", "/cluster/ha/resources", map[string]string{"type": "vm"}, &rows); err != nil {
 		return nil, err
 	}
+	out := make(map[int]HASettings, len(rows))
 	for _, r := range rows {
-		if r.SID != haSID(vmid) {
+		vmid, err := strconv.Atoi(strings.TrimPrefix(r.SID, "vm:"))
+		if err != nil {
 			continue
 		}
-		s := &HASettings{State: r.State, MaxRestart: 1, MaxRelocate: 1, Comment: r.Comment}
+		s := HASettings{State: r.State, MaxRestart: 1, MaxRelocate: 1, Comment: r.Comment}
 		switch s.State {
 		case "", "enabled":
 			s.State = "started"
@@ -48,9 +59,9 @@ func (c *Client) HAResource(ctx context.Context, vmid int) (*HASettings, error) 
 		if r.MaxRelocate != nil {
 			s.MaxRelocate = *r.MaxRelocate
 		}
-		return s, nil
+		out[vmid] = s
 	}
-	return nil, nil
+	return out, nil
 }
 
 func (s HASettings) body() map[string]any {

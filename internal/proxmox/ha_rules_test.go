@@ -2,9 +2,11 @@ package proxmox_test
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"testing"
 
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
@@ -21,7 +23,7 @@ func TestHARules(t *testing.T) {
 	rules, err := newClient(t, pvesim.NewTestServer(t, c)).HARules(context.Background())
 	want := []scheduler.HARule{
 		{Name: "pin", Type: "node-affinity", VMIDs: []int{100}, Nodes: []string{"pve1", "pve2"}, Strict: true},
-		{Name: "apart", Type: "resource-affinity", VMIDs: []int{101, 100}, Affinity: "negative", Disabled: true},
+		{Name: "apart", Type: "resource-affinity", VMIDs: []int{101, 100}, CTs: []int{101}, Affinity: "negative", Disabled: true},
 	}
 	if err != nil || !reflect.DeepEqual(rules, want) {
 		t.Fatalf("rules %+v, %v\nwant %+v", rules, err, want)
@@ -29,5 +31,60 @@ func TestHARules(t *testing.T) {
 	c.HARules = nil // PVE 8: no such method, no rules
 	if rules, err := newClient(t, pvesim.NewTestServer(t, c)).HARules(context.Background()); err != nil || len(rules) != 0 {
 		t.Fatalf("PVE 8: rules %v, %v; want none", rules, err)
+	}
+}
+
+// TestHARuleWrites: create, update with the digest, delete; a write that lost a race is
+// ErrHARuleConflict, so the caller reads again.
+func TestHARuleWrites(t *testing.T) {
+	ctx := context.Background()
+	c := pvesim.Cluster{
+		Nodes:   []pvesim.NodeSpec{{Name: "pve1", CPUs: 4, MemoryGiB: 8}, {Name: "pve2", CPUs: 4, MemoryGiB: 8}},
+		Guests:  []pvesim.GuestSpec{{VMID: 100, Node: "pve1"}, {VMID: 101, Node: "pve2"}},
+		HARules: []pvesim.HARuleSpec{},
+	}
+	client := newClient(t, pvesim.NewTestServer(t, c))
+	for _, vmid := range []int{100, 101} {
+		if err := client.AddHAResource(ctx, vmid, proxmox.HASettings{State: "started", MaxRestart: -1, MaxRelocate: -1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apart := scheduler.HARule{Name: "qemuscheduler-apart-web", Type: scheduler.HAResourceAffinity, Affinity: scheduler.HANegative, VMIDs: []int{100, 101}, Comment: "web"}
+	if err := client.CreateHARule(ctx, apart); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.CreateHARule(ctx, apart); !errors.Is(err, proxmox.ErrHARuleConflict) {
+		t.Fatalf("second create: %v, want a conflict", err)
+	}
+	set, err := client.ReadHARules(ctx)
+	if err != nil || !set.Supported || set.Digest == "" || len(set.Rules) != 1 || set.Rules[0].Comment != "web" {
+		t.Fatalf("read %+v, %v", set, err)
+	}
+	pin := scheduler.HARule{Name: "qemuscheduler-vm-100", Type: scheduler.HANodeAffinity, VMIDs: []int{100}, Nodes: []string{"pve1"}, Strict: true}
+	if err := client.CreateHARule(ctx, pin); err != nil {
+		t.Fatal(err)
+	}
+	pin.Nodes = []string{"pve1", "pve2"}
+	if err := client.UpdateHARule(ctx, pin, set.Digest); !errors.Is(err, proxmox.ErrHARuleConflict) {
+		t.Fatalf("update with a stale digest: %v, want a conflict", err)
+	}
+	fresh, err := client.ReadHARules(ctx)
+	if err == nil {
+		err = client.UpdateHARule(ctx, pin, fresh.Digest)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := client.HARules(ctx)
+	if err != nil || len(rules) != 2 || !reflect.DeepEqual(rules[1].Nodes, []string{"pve1", "pve2"}) || !rules[1].Strict {
+		t.Fatalf("after the update: %+v, %v", rules, err)
+	}
+	for i := 0; i < 2; i++ { // a rule already gone is fine
+		if err := client.DeleteHARule(ctx, pin.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := client.UpdateHARule(ctx, pin, fresh.Digest); !errors.Is(err, proxmox.ErrHARuleConflict) {
+		t.Fatalf("update of a deleted rule: %v, want a conflict", err)
 	}
 }

@@ -22,6 +22,8 @@ type HARule struct {
 	Type string
 	// VMIDs are the rule's resources (vm:N and ct:N alike), in the order PVE lists them.
 	VMIDs []int
+	// CTs are the VMIDs that are containers (ct:N); the others are VMs (vm:N).
+	CTs []int
 	// Nodes are a node-affinity rule's nodes (priorities aside).
 	Nodes []string
 	// Strict node affinity keeps the resources on Nodes only; a non-strict rule prefers
