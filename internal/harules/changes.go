@@ -1,0 +1,184 @@
+package harules
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+// Op is what a change does to a rule.
+type Op int
+
+// The changes to the cluster's rules.
+const (
+	Create Op = iota
+	Update
+	Delete
+)
+
+// Change is one write that brings the cluster's rules to what a VM wants.
+type Change struct {
+	Op   Op
+	Rule scheduler.HARule
+	// Policy is the VM policy a created or updated rule keeps ("" when the VM leaves it).
+	Policy string
+}
+
+// Changes are the writes that put the VM vmid in exactly the rules it wants among the
+// cluster's rules cur, updates first: a wanted rule is created, or updated to hold its
+// wanted resources and the members it has that are still HA resources (others' members are
+// kept, so concurrent writers lose none); a rule of this provider the VM no longer wants is
+// left, and deleted when that leaves a resource-affinity rule with fewer than two resources
+// or a node rule with none. managed are the guests that are HA resources. None: in sync.
+func Changes(vmid int, want []Rule, cur []scheduler.HARule, managed map[int]bool) []Change {
+	var out []Change
+	for _, w := range want {
+		i := slices.IndexFunc(cur, func(r scheduler.HARule) bool { return strings.EqualFold(r.Name, w.Name) })
+		if i < 0 {
+			out = append(out, Change{Op: Create, Rule: w.HARule, Policy: w.Policy})
+			continue
+		}
+		next := w.HARule
+		if w.Type == scheduler.HAResourceAffinity {
+			for _, m := range cur[i].VMIDs {
+				if managed[m] && !slices.Contains(next.VMIDs, m) {
+					next.VMIDs = append(next.VMIDs, m)
+					if slices.Contains(cur[i].CTs, m) {
+						next.CTs = append(next.CTs, m)
+					}
+				}
+			}
+			sort.Ints(next.VMIDs)
+		}
+		if !same(cur[i], next) {
+			out = append(out, Change{Op: Update, Rule: next, Policy: w.Policy})
+		}
+	}
+	for _, r := range cur {
+		if !strings.HasPrefix(r.Name, Prefix) || !slices.Contains(r.VMIDs, vmid) ||
+			slices.ContainsFunc(want, func(w Rule) bool { return strings.EqualFold(w.Name, r.Name) }) {
+			continue
+		}
+		left := r
+		left.VMIDs = slices.DeleteFunc(slices.Clone(r.VMIDs), func(m int) bool { return m == vmid })
+		if len(left.VMIDs) == 0 || (r.Type == scheduler.HAResourceAffinity && len(left.VMIDs) < 2) {
+			out = append(out, Change{Op: Delete, Rule: r})
+		} else {
+			out = append(out, Change{Op: Update, Rule: left})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Op == Update && out[j].Op != Update })
+	return out
+}
+
+// same tells whether the cluster's rule a already is b.
+func same(a, b scheduler.HARule) bool {
+	sorted := func(v []int) []int { v = slices.Clone(v); sort.Ints(v); return v }
+	names := func(v []string) []string { v = slices.Clone(v); sort.Strings(v); return v }
+	return a.Type == b.Type && a.Affinity == b.Affinity && a.Strict == b.Strict && a.Disabled == b.Disabled &&
+		a.Comment == b.Comment && slices.Equal(sorted(a.VMIDs), sorted(b.VMIDs)) && slices.Equal(names(a.Nodes), names(b.Nodes))
+}
+
+// Apply is the rule set cur after changes.
+func Apply(cur []scheduler.HARule, changes []Change) []scheduler.HARule {
+	out := slices.Clone(cur)
+	for _, c := range changes {
+		i := slices.IndexFunc(out, func(r scheduler.HARule) bool { return strings.EqualFold(r.Name, c.Rule.Name) })
+		switch {
+		case c.Op == Delete && i >= 0:
+			out = slices.Delete(out, i, i+1)
+		case c.Op != Delete && i >= 0:
+			out[i] = c.Rule
+		case c.Op != Delete:
+			out = append(out, c.Rule)
+		}
+	}
+	return out
+}
+
+// Problem is why PVE would refuse to write a rule: the check that fails and the other
+// rules it fails with.
+type Problem struct {
+	Rule    string
+	Message string
+	With    []string
+}
+
+func (p Problem) String() string {
+	if len(p.With) == 0 {
+		return p.Message
+	}
+	return fmt.Sprintf("%s (with rule %s)", p.Message, strings.Join(p.With, ", "))
+}
+
+// Check is PVE's feasibility check of a rule set (pve-ha-manager Rules.pm and its plugins)
+// over the enabled rules of a cluster of nodes nodes: every problem, by the rule it is in.
+func Check(rules []scheduler.HARule, nodes int) []Problem {
+	var out []Problem
+	add := func(rule, msg string, with ...string) { out = append(out, Problem{Rule: rule, Message: msg, With: with}) }
+	var nodeRules, resRules []scheduler.HARule
+	for _, r := range rules {
+		switch {
+		case r.Disabled:
+		case r.Type == scheduler.HANodeAffinity:
+			nodeRules = append(nodeRules, r)
+		default:
+			resRules = append(resRules, r)
+		}
+	}
+	for i, a := range nodeRules {
+		for j, b := range nodeRules {
+			if common := overlap(a.VMIDs, b.VMIDs); i != j && len(common) > 0 {
+				add(a.Name, fmt.Sprintf("resource %d is already used in another node affinity rule", common[0]), b.Name)
+			}
+		}
+	}
+	for _, r := range resRules {
+		if len(r.VMIDs) < 2 {
+			add(r.Name, "rule is ineffective as there are less than two resources")
+		}
+		if r.Affinity == scheduler.HANegative && len(r.VMIDs) > nodes {
+			add(r.Name, fmt.Sprintf("rule defines more resources (%d) than available nodes (%d)", len(r.VMIDs), nodes))
+		}
+		var paired []string
+		located, allowed := map[int]bool{}, map[string]bool{}
+		for _, n := range nodeRules {
+			common := overlap(r.VMIDs, n.VMIDs)
+			if len(common) == 0 {
+				continue
+			}
+			paired = append(paired, n.Name)
+			for _, m := range common {
+				located[m] = true
+			}
+			for _, node := range n.Nodes {
+				allowed[node] = true
+			}
+		}
+		if r.Affinity == scheduler.HAPositive && len(paired) > 1 {
+			add(r.Name, "resources are in multiple node affinity rules", paired...)
+		}
+		if r.Affinity == scheduler.HANegative && len(allowed) < len(located) {
+			add(r.Name, fmt.Sprintf("%d resources are restricted to less nodes (%d) than available to the resources", len(located), len(allowed)), paired...)
+		}
+		for _, o := range resRules {
+			if r.Affinity != o.Affinity && len(overlap(r.VMIDs, o.VMIDs)) >= 2 {
+				add(r.Name, fmt.Sprintf("rule shares two or more resources with a %s resource affinity rule", o.Affinity), o.Name)
+			}
+		}
+	}
+	return out
+}
+
+func overlap(a, b []int) []int {
+	var out []int
+	for _, x := range a {
+		if slices.Contains(b, x) && !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}

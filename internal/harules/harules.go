@@ -1,0 +1,202 @@
+// Package harules computes the PVE 9 HA rules that make the HA manager honour a VM's hard
+// placement rules (design-guarantees §2), the changes that bring the cluster's rules there,
+// and PVE's feasibility checks on the result. It is pure: the provider reads and writes.
+package harules
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/nodelabels"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+// Prefix starts the id of every rule the provider keeps; it changes no other rule.
+const Prefix = "qemuscheduler-"
+
+// topologyNode is the topology key that makes every node its own domain.
+const topologyNode = "node"
+
+// Rule is a rule a VM wants and the VM policy it keeps, for messages.
+type Rule struct {
+	scheduler.HARule
+	Policy string
+}
+
+// Input is one VM and the cluster view its rules come from.
+type Input struct {
+	VMID int
+	Name string
+	// Node is where the VM runs ("" before it exists): the domain its other-topology terms
+	// keep it in.
+	Node    string
+	Request scheduler.Request
+	Snap    scheduler.Snapshot
+	// Managed are the guests the HA manager acts on (HA resources not ignored), the VM
+	// itself included or not.
+	Managed map[int]bool
+	// PolicyNodes are the nodes that pass the VM's node-level rules (NodeRuleNodes).
+	PolicyNodes []string
+}
+
+// Want is the rules the VM must be in: a resource-affinity rule per required VM (anti-)
+// affinity term with topology key node, over the term's HA-managed group and the VM, once
+// that makes two; and one strict node-affinity rule listing the nodes its node-level rules
+// and its other required terms allow, none when that is every node. Sorted by id.
+func Want(in Input) []Rule {
+	var out []Rule
+	add := func(r Rule) {
+		if !slices.ContainsFunc(out, func(o Rule) bool { return o.Name == r.Name }) {
+			out = append(out, r)
+		}
+	}
+	terms := func(list []scheduler.VMGroupTerm, affinity, attr, verb string) {
+		for _, t := range list {
+			if t.Weight != 0 || t.TopologyKey != topologyNode || len(t.Tags) == 0 {
+				continue
+			}
+			members := []int{in.VMID}
+			var cts []int
+			for _, g := range in.Snap.Guests {
+				if g.VMID != in.VMID && in.Managed[g.VMID] && carriesAll(g.Tags, t.Tags) && !slices.Contains(members, g.VMID) {
+					members = append(members, g.VMID)
+					if g.Type == scheduler.GuestLXC {
+						cts = append(cts, g.VMID)
+					}
+				}
+			}
+			if len(members) < 2 {
+				continue
+			}
+			sort.Ints(members)
+			key := groupKey(t.Tags)
+			add(Rule{HARule: scheduler.HARule{Name: Prefix + verb + "-" + key, Type: scheduler.HAResourceAffinity, Affinity: affinity,
+				VMIDs: members, CTs: cts, Comment: fmt.Sprintf("qemuscheduler: VMs tagged %s %s (required %s)", strings.Join(t.Tags, ","), verb, attr)},
+				Policy: fmt.Sprintf("required %s on tags %s with topology_key node", attr, strings.Join(t.Tags, ","))})
+		}
+	}
+	terms(in.Request.VMAntiAffinity, scheduler.HANegative, "vm_anti_affinity", "apart")
+	terms(in.Request.VMAffinity, scheduler.HAPositive, "vm_affinity", "together")
+	if nodes, policy := nodeRuleNodes(in); len(nodes) < len(in.Snap.Nodes) {
+		add(Rule{HARule: scheduler.HARule{Name: Prefix + "vm-" + strconv.Itoa(in.VMID), Type: scheduler.HANodeAffinity, Strict: true,
+			VMIDs: []int{in.VMID}, Nodes: nodes, Comment: fmt.Sprintf("qemuscheduler: VM %s (%d) on the nodes its rules allow", in.Name, in.VMID)},
+			Policy: policy})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// nodeRuleNodes are the nodes the VM's node rule lists: those passing its node-level rules,
+// within the domain of its node for every required term with another topology key. policy
+// names what restricts them.
+func nodeRuleNodes(in Input) ([]string, string) {
+	nodes := slices.Clone(in.PolicyNodes)
+	policy := []string{"node_selector, required node_affinity, taints and node regex"}
+	var at *scheduler.Node
+	for i := range in.Snap.Nodes {
+		if in.Snap.Nodes[i].Name == in.Node {
+			at = &in.Snap.Nodes[i]
+		}
+	}
+	keys := map[string]string{}
+	for _, t := range append(slices.Clone(in.Request.VMAffinity), in.Request.VMAntiAffinity...) {
+		if t.Weight == 0 && t.TopologyKey != topologyNode {
+			keys[t.TopologyKey] = "required vm (anti-)affinity"
+		}
+	}
+	for _, c := range in.Request.TopologySpread {
+		if c.WhenUnsatisfiable == "DoNotSchedule" && c.TopologyKey != topologyNode {
+			keys[c.TopologyKey] = "topology_spread (DoNotSchedule)"
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(keys)) {
+		v, ok := "", false
+		if at != nil {
+			v, ok = at.Labels[key]
+		}
+		if !ok {
+			continue
+		}
+		policy = append(policy, fmt.Sprintf("%s: stays in %s=%s", keys[key], key, v))
+		nodes = slices.DeleteFunc(nodes, func(name string) bool {
+			for _, n := range in.Snap.Nodes {
+				if n.Name == name {
+					return n.Labels[key] != v
+				}
+			}
+			return true
+		})
+	}
+	sort.Strings(nodes)
+	return nodes, strings.Join(policy, "; ")
+}
+
+// NodeRuleNodes are the nodes that pass req's node-level rules (node selector, required node
+// affinity, untolerated NoSchedule and NoExecute taints, the node regex annotation) under
+// profile, whatever runs on them and whether they are up: the nodes a failover may use. The
+// built-in taints of a node's passing state (maintenance, fenced) are left out: a rule must
+// not follow them.
+func NodeRuleNodes(profile *scheduler.Profile, snap scheduler.Snapshot, req scheduler.Request) []string {
+	only := scheduler.Request{Name: req.Name, NodeSelector: req.NodeSelector, Tolerations: req.Tolerations}
+	for _, t := range req.NodeAffinity {
+		if t.Weight == 0 {
+			only.NodeAffinity = append(only.NodeAffinity, t)
+		}
+	}
+	if re, ok := req.Annotations[scheduler.AnnotationNodeRegex]; ok {
+		only.Annotations = map[string]string{scheduler.AnnotationNodeRegex: re}
+	}
+	bare := scheduler.Snapshot{Nodes: make([]scheduler.Node, len(snap.Nodes))}
+	for i, n := range snap.Nodes {
+		n.Online, n.CPU, n.Mem, n.HAState = true, 0, 0, ""
+		n.MaxCPU, n.MaxMem = max(n.MaxCPU, 1), max(n.MaxMem, 1)
+		n.Taints = slices.DeleteFunc(slices.Clone(n.Taints), func(t scheduler.Taint) bool {
+			return strings.HasPrefix(t.Key, nodelabels.ReservedPrefix)
+		})
+		bare.Nodes[i] = n
+	}
+	checker := profile.NewChecker(&bare)
+	var out []string
+	for _, n := range bare.Nodes {
+		if len(checker.Check(only, n.Name, 0)) == 0 {
+			out = append(out, n.Name)
+		}
+	}
+	return out
+}
+
+// carriesAll reports whether tags hold every one of want; PVE tags are case-insensitive.
+func carriesAll(tags, want []string) bool {
+	for _, w := range want {
+		if !slices.ContainsFunc(tags, func(t string) bool { return strings.EqualFold(t, w) }) {
+			return false
+		}
+	}
+	return true
+}
+
+var notID = regexp.MustCompile(`[^a-z0-9_-]+`)
+
+// groupKey names a group of tags in a rule id: the tags, lowercased and sorted, joined by
+// "_"; a hash of them follows when a tag had to be changed to fit an id.
+func groupKey(tags []string) string {
+	lower := make([]string, len(tags))
+	for i, t := range tags {
+		lower[i] = strings.ToLower(t)
+	}
+	sort.Strings(lower)
+	joined := strings.Join(lower, "_")
+	key := notID.ReplaceAllString(joined, "_")
+	if key != joined || len(key) > 64 {
+		sum := sha1.Sum([]byte(strings.Join(lower, ",")))
+		key = key[:min(len(key), 48)] + "-" + hex.EncodeToString(sum[:4])
+	}
+	return key
+}

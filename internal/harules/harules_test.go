@@ -1,0 +1,153 @@
+package harules
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/plugins"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+func cluster() scheduler.Snapshot {
+	zone := func(name, z string) scheduler.Node {
+		return scheduler.Node{Name: name, Online: true, MaxCPU: 8, MaxMem: 16 << 30, Labels: map[string]string{"zone": z}}
+	}
+	snap := scheduler.Snapshot{Nodes: []scheduler.Node{zone("pve1", "a"), zone("pve2", "a"), zone("pve3", "b"), zone("pve4", "b")}}
+	snap.Nodes[3].Taints = []scheduler.Taint{{Key: "gpu", Effect: "NoSchedule"}}
+	snap.Nodes[1].Taints = []scheduler.Taint{{Key: "node.qemu-scheduler/maintenance", Effect: "NoSchedule"}}
+	snap.Guests = []scheduler.Guest{
+		{VMID: 100, Node: "pve1", Tags: []string{"Web"}}, {VMID: 101, Node: "pve2", Tags: []string{"web"}},
+		{VMID: 102, Node: "pve3", Tags: []string{"web"}, Type: scheduler.GuestLXC}, {VMID: 103, Node: "pve3", Tags: []string{"db"}},
+	}
+	return snap
+}
+
+func profile(t *testing.T) *scheduler.Profile {
+	p, err := plugins.NewProfile(scheduler.PluginConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// The node rule lists the nodes that pass the node-level rules whatever their state: an
+// untolerated taint removes a node, a maintenance taint does not.
+func TestNodeRuleNodes(t *testing.T) {
+	snap := cluster()
+	if got := NodeRuleNodes(profile(t), snap, scheduler.Request{}); !reflect.DeepEqual(got, []string{"pve1", "pve2", "pve3"}) {
+		t.Errorf("nodes %v, want all but the tainted pve4", got)
+	}
+	req := scheduler.Request{NodeSelector: map[string]string{"zone": "b"}, Tolerations: []scheduler.Toleration{{Key: "gpu", Operator: "Exists"}},
+		NodeAffinity: []scheduler.NodeAffinityTerm{{Key: "zone", Operator: "In", Values: []string{"a"}, Weight: 10}}}
+	if got := NodeRuleNodes(profile(t), snap, req); !reflect.DeepEqual(got, []string{"pve3", "pve4"}) {
+		t.Errorf("nodes %v, want zone b with the tolerated taint (the preferred term adds nothing)", got)
+	}
+}
+
+func TestWant(t *testing.T) {
+	snap := cluster()
+	managed := map[int]bool{100: true, 101: true, 102: true, 103: true}
+	all := []string{"pve1", "pve2", "pve3", "pve4"}
+	anti := []scheduler.VMGroupTerm{{Tags: []string{"web"}, TopologyKey: "node"}}
+	// A VM of the web group with required anti-affinity: one negative rule over the group.
+	got := Want(Input{VMID: 104, Name: "web4", Node: "pve4", Snap: snap, Managed: managed, PolicyNodes: all,
+		Request: scheduler.Request{VMAntiAffinity: anti}})
+	if len(got) != 1 || got[0].Name != "qemuscheduler-apart-web" || got[0].Affinity != "negative" ||
+		!reflect.DeepEqual(got[0].VMIDs, []int{100, 101, 102, 104}) || !reflect.DeepEqual(got[0].CTs, []int{102}) {
+		t.Fatalf("want %+v", got)
+	}
+	// Only HA-managed guests count; alone in its group the VM wants no rule.
+	if got := Want(Input{VMID: 104, Snap: snap, Managed: map[int]bool{}, PolicyNodes: all, Request: scheduler.Request{VMAntiAffinity: anti}}); len(got) != 0 {
+		t.Errorf("a group of one: %+v", got)
+	}
+	// Preferred terms and terms over other keys make no resource-affinity rule; a required
+	// term over zone keeps the VM in its zone.
+	req := scheduler.Request{VMAffinity: []scheduler.VMGroupTerm{{Tags: []string{"db"}, TopologyKey: "node", Weight: 50}},
+		VMAntiAffinity: []scheduler.VMGroupTerm{{Tags: []string{"web"}, TopologyKey: "zone"}}}
+	got = Want(Input{VMID: 104, Name: "web4", Node: "pve3", Snap: snap, Managed: managed, PolicyNodes: all, Request: req})
+	if len(got) != 1 || got[0].Name != "qemuscheduler-vm-104" || !got[0].Strict || !reflect.DeepEqual(got[0].Nodes, []string{"pve3", "pve4"}) ||
+		!strings.Contains(got[0].Policy, "stays in zone=b") || !strings.Contains(got[0].Comment, "web4") {
+		t.Fatalf("zone rule %+v", got)
+	}
+	// A positive term makes a positive rule; node-level rules that every node passes none.
+	got = Want(Input{VMID: 104, Snap: snap, Managed: managed, PolicyNodes: all,
+		Request: scheduler.Request{VMAffinity: []scheduler.VMGroupTerm{{Tags: []string{"db"}, TopologyKey: "node"}}}})
+	if len(got) != 1 || got[0].Name != "qemuscheduler-together-db" || got[0].Affinity != "positive" || !reflect.DeepEqual(got[0].VMIDs, []int{103, 104}) {
+		t.Fatalf("positive %+v", got)
+	}
+}
+
+func TestGroupKey(t *testing.T) {
+	if k := groupKey([]string{"web", "Prod"}); k != "prod_web" {
+		t.Errorf("key %q", k)
+	}
+	if a, b := groupKey([]string{"a.b"}), groupKey([]string{"a+b"}); a == b || !strings.HasPrefix(a, "a_b-") {
+		t.Errorf("keys %q and %q must differ and stay readable", a, b)
+	}
+}
+
+func TestChanges(t *testing.T) {
+	managed := map[int]bool{100: true, 101: true, 102: true}
+	apart := scheduler.HARule{Name: "qemuscheduler-apart-web", Type: "resource-affinity", Affinity: "negative", VMIDs: []int{100, 101}, Comment: "c"}
+	want := []Rule{{HARule: scheduler.HARule{Name: apart.Name, Type: apart.Type, Affinity: "negative", VMIDs: []int{100, 102}, Comment: "c"}}}
+	// Joining keeps the members another writer added that are still HA resources.
+	got := Changes(102, want, []scheduler.HARule{apart}, managed)
+	if len(got) != 1 || got[0].Op != Update || !reflect.DeepEqual(got[0].Rule.VMIDs, []int{100, 101, 102}) {
+		t.Fatalf("join %+v", got)
+	}
+	if got := Changes(102, want, Apply([]scheduler.HARule{apart}, got), managed); len(got) != 0 {
+		t.Errorf("after the join: %+v, want in sync", got)
+	}
+	// An outside disable or a missing rule is restored.
+	off := apart
+	off.Disabled = true
+	if got := Changes(100, want[:1], []scheduler.HARule{off}, managed); len(got) != 1 || got[0].Op != Update || got[0].Rule.Disabled {
+		t.Errorf("disabled outside: %+v", got)
+	}
+	if got := Changes(100, want, nil, managed); len(got) != 1 || got[0].Op != Create {
+		t.Errorf("deleted outside: %+v", got)
+	}
+	// Leaving: a pair is deleted, a larger rule updated; others' rules are not touched.
+	own := []scheduler.HARule{apart, {Name: "theirs", Type: "resource-affinity", Affinity: "negative", VMIDs: []int{100, 101}}}
+	if got := Changes(100, nil, own, managed); len(got) != 1 || got[0].Op != Delete || got[0].Rule.Name != apart.Name {
+		t.Errorf("leave a pair: %+v", got)
+	}
+	three := apart
+	three.VMIDs = []int{100, 101, 102}
+	if got := Changes(100, nil, []scheduler.HARule{three}, managed); len(got) != 1 || got[0].Op != Update || !reflect.DeepEqual(got[0].Rule.VMIDs, []int{101, 102}) {
+		t.Errorf("leave a three: %+v", got)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	neg := scheduler.HARule{Name: "apart", Type: "resource-affinity", Affinity: "negative", VMIDs: []int{100, 101, 102}}
+	pos := scheduler.HARule{Name: "together", Type: "resource-affinity", Affinity: "positive", VMIDs: []int{100, 101}}
+	pin := func(name string, vmid int, nodes ...string) scheduler.HARule {
+		return scheduler.HARule{Name: name, Type: "node-affinity", VMIDs: []int{vmid}, Nodes: nodes, Strict: true}
+	}
+	tests := []struct {
+		name  string
+		rules []scheduler.HARule
+		nodes int
+		want  string
+	}{
+		{"feasible", []scheduler.HARule{neg, pin("p0", 100, "pve1"), pin("p1", 101, "pve2")}, 3, ""},
+		{"more than nodes", []scheduler.HARule{neg}, 2, "apart: rule defines more resources (3) than available nodes (2)"},
+		{"positive and negative", []scheduler.HARule{neg, pos}, 3, "apart: rule shares two or more resources with a positive resource affinity rule (with rule together)"},
+		{"two node rules", []scheduler.HARule{pin("p0", 100, "pve1"), pin("p1", 100, "pve2")}, 3, "p0: resource 100 is already used in another node affinity rule (with rule p1)"},
+		{"restricted", []scheduler.HARule{neg, pin("p0", 100, "pve1"), pin("p1", 101, "pve1")}, 3, "apart: 2 resources are restricted to less nodes (1)"},
+		{"positive in two node rules", []scheduler.HARule{pos, pin("p0", 100, "pve1"), pin("p1", 101, "pve1")}, 3, "together: resources are in multiple node affinity rules (with rule p0, p1)"},
+		{"one resource", []scheduler.HARule{{Name: "x", Type: "resource-affinity", Affinity: "negative", VMIDs: []int{1}}}, 3, "x: rule is ineffective"},
+		{"disabled rules do not count", []scheduler.HARule{neg, {Name: "off", Type: "resource-affinity", Affinity: "positive", VMIDs: []int{100, 101}, Disabled: true}}, 3, ""},
+	}
+	for _, tc := range tests {
+		var got []string
+		for _, p := range Check(tc.rules, tc.nodes) {
+			got = append(got, p.Rule+": "+p.String())
+		}
+		if (tc.want == "") != (len(got) == 0) || (tc.want != "" && !strings.HasPrefix(got[0], tc.want)) {
+			t.Errorf("%s: problems %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
