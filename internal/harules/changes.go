@@ -118,7 +118,9 @@ func (p Problem) String() string {
 // over the enabled rules of a cluster of nodes nodes: every problem, by the rule it is in.
 func Check(rules []scheduler.HARule, nodes int) []Problem {
 	var out []Problem
-	add := func(rule, msg string, with ...string) { out = append(out, Problem{Rule: rule, Message: msg, With: with}) }
+	add := func(rule, msg string, with ...string) {
+		out = append(out, Problem{Rule: rule, Message: msg, With: with})
+	}
 	var nodeRules, resRules []scheduler.HARule
 	for _, r := range rules {
 		switch {

@@ -38,6 +38,8 @@ type providerData struct {
 	nodes *nodePolicy
 	// records gives every snapshot's marked guests their placement records.
 	records *guestRecords
+	// ha shares the HA rules and resources among the VMs' plans and reads.
+	ha haCache
 
 	// maxAge is how long a cluster view is shared (defaultSnapshotAge).
 	maxAge time.Duration

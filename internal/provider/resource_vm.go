@@ -147,6 +147,7 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 	}
 	r.checkSnippets(ctx, &plan, &state, snap, &resp.Diagnostics)
 	checkReferences(&plan, &state, creating, snap, &resp.Diagnostics)
+	r.planHARules(ctx, resp, &plan, &state, creating, snap, haPolicy{profile: profile, req: schedReq, name: plan.Name.ValueString()})
 	if creating {
 		// Placed with the plan's other new VMs: all of them fit, or the plan fails.
 		if schedReq, err = cloneNode(snap, src, schedReq); err == nil {
@@ -246,6 +247,9 @@ func (r *vmResource) Create(ctx context.Context, req resource.CreateRequest, res
 	// orphaning it.
 	p := res.Placement
 	r.data.records.remember(p.VMID, guest.record)
+	if err == nil && plan.HA != nil {
+		err = r.syncHARules(ctx, &plan, p.VMID, ruleMode(plan.HA), haPolicy{profile: profile, req: schedReq, name: plan.Name.ValueString()}, time.Now())
+	}
 	plan.Storage = types.StringValue(p.Storage)
 	plan.PlacementSummary = types.StringValue(withProfile(p.Summary, plan.Profile))
 	if err != nil {
@@ -257,6 +261,7 @@ func (r *vmResource) Create(ctx context.Context, req resource.CreateRequest, res
 	r.readBack(cleanupCtx, &plan, p.Node, p.VMID, &resp.Diagnostics)
 	r.readAgent(cleanupCtx, &plan, err == nil, &resp.Diagnostics)
 	recordPin(ctx, &plan, req.Config, err == nil, resp.Private, &resp.Diagnostics)
+	plan.HA.knownRules()
 	resp.Diagnostics.Append(resp.State.Set(ctx, plan)...)
 }
 
@@ -325,6 +330,9 @@ func (r *vmResource) Update(ctx context.Context, req resource.UpdateRequest, res
 	if err == nil {
 		r.data.records.remember(vmid, rec)
 	}
+	if err == nil && plan.HA != nil {
+		err = r.syncHARules(ctx, &plan, vmid, ruleMode(plan.HA), r.haPolicy(ctx, &plan, &resp.Diagnostics), time.Now())
+	}
 	if err != nil {
 		resp.Diagnostics.AddError(fmt.Sprintf("Cannot update VM %d", vmid), err.Error())
 	}
@@ -343,6 +351,7 @@ func (r *vmResource) Update(ctx context.Context, req resource.UpdateRequest, res
 	plan.keepAddresses(state.agentModel)
 	r.readAgent(cleanupCtx, &plan, err == nil && !state.Started.ValueBool(), &resp.Diagnostics)
 	recordPin(ctx, &plan, req.Config, err == nil, resp.Private, &resp.Diagnostics)
+	plan.HA.knownRules()
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
@@ -370,9 +379,11 @@ func (r *vmResource) Delete(ctx context.Context, req resource.DeleteRequest, res
 		return
 	}
 	if err == nil && state.HA != nil {
-		// Out of HA first: the HA manager would answer the shutdown below with an hastop that
-		// returns before the VM stops.
-		err = c.RemoveHAResource(ctx, vmid)
+		// Out of its HA rules and HA first: the HA manager would answer the shutdown below with
+		// an hastop that returns before the VM stops.
+		if err = r.syncHARules(ctx, nil, vmid, haRulesLeave, haPolicy{}, time.Time{}); err == nil {
+			err = c.RemoveHAResource(ctx, vmid)
+		}
 	}
 	if err == nil && vm.Status == "running" {
 		err = c.ShutdownVM(ctx, vm.Node, vmid, timeout/2)

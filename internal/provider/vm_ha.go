@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
@@ -31,10 +32,12 @@ import (
 )
 
 type haModel struct {
-	State       types.String `tfsdk:"state"`
-	MaxRestart  types.Int64  `tfsdk:"max_restart"`
-	MaxRelocate types.Int64  `tfsdk:"max_relocate"`
-	Comment     types.String `tfsdk:"comment"`
+	State          types.String `tfsdk:"state"`
+	MaxRestart     types.Int64  `tfsdk:"max_restart"`
+	MaxRelocate    types.Int64  `tfsdk:"max_relocate"`
+	Comment        types.String `tfsdk:"comment"`
+	PlacementRules types.Bool   `tfsdk:"placement_rules"`
+	Rules          types.List   `tfsdk:"rules"`
 }
 
 // PVE's defaults for a resource's requested state and its restart and relocate counts.
@@ -63,6 +66,18 @@ func haBlock() schema.Block {
 				Description: "How often the HA manager moves the VM to another node after failed starts. Default 1."},
 			"comment": schema.StringAttribute{Optional: true, Validators: []validator.String{stringvalidator.LengthBetween(1, 4096)},
 				Description: "Comment of the HA resource."},
+			"placement_rules": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),
+				Description: "Keep PVE 9 HA rules that make the HA manager honour the VM's hard placement rules when it recovers or " +
+					"moves the VM: a `resource-affinity` rule (negative for a required `vm_anti_affinity`, positive for a required " +
+					"`vm_affinity`, both with `topology_key = \"node\"`) over the group's HA-managed VMs once it has two, and a strict " +
+					"`node-affinity` rule listing the nodes the VM's node-level rules (`node_selector`, required `node_affinity`, " +
+					"untolerated `NoSchedule`/`NoExecute` taints, the node regex annotation) and its required terms with another " +
+					"topology key (the VM stays in its domain) allow, none when every node does. Rule ids start with `qemuscheduler-`; " +
+					"other rules are read, never changed. A rule Proxmox VE would refuse is a plan error; on PVE 8 (no HA rules) a " +
+					"warning. `false` writes no rule for this VM (a peer's group rule still holds it). Default `true`."},
+			"rules": schema.ListAttribute{Computed: true, ElementType: types.StringType,
+				Description: "The ids of the HA rules this provider keeps that hold the VM, sorted. A rule deleted or changed outside " +
+					"Terraform shows as a change here, and the next apply restores it."},
 		},
 	}
 }
@@ -100,9 +115,16 @@ func haFromSettings(s *proxmox.HASettings, prior *haModel) *haModel {
 		return nil
 	}
 	h := &haModel{State: types.StringValue(s.State), MaxRestart: types.Int64Value(int64(s.MaxRestart)),
-		MaxRelocate: types.Int64Value(int64(s.MaxRelocate)), Comment: types.StringValue(s.Comment)}
+		MaxRelocate: types.Int64Value(int64(s.MaxRelocate)), Comment: types.StringValue(s.Comment),
+		PlacementRules: types.BoolValue(true), Rules: types.ListValueMust(types.StringType, nil)}
 	if s.Comment == "" && (prior == nil || prior.Comment.IsNull()) {
 		h.Comment = types.StringNull()
+	}
+	if prior != nil && !prior.PlacementRules.IsNull() && !prior.PlacementRules.IsUnknown() {
+		h.PlacementRules = prior.PlacementRules
+	}
+	if prior != nil && !prior.Rules.IsNull() && !prior.Rules.IsUnknown() {
+		h.Rules = prior.Rules
 	}
 	return h
 }
@@ -120,6 +142,7 @@ func (r *vmResource) readHA(ctx context.Context, m *vmModel, all bool, diags *di
 		return
 	}
 	m.HA = haFromSettings(s, m.HA)
+	r.readHARules(ctx, m, diags)
 }
 
 // addHA registers a new VM as an HA resource, waiting until the HA manager knows it.
@@ -135,6 +158,9 @@ func (r *vmResource) addHA(ctx context.Context, m *vmModel, vmid int) error {
 func (r *vmResource) haBefore(ctx context.Context, plan, state *vmModel, vmid int) error {
 	switch {
 	case state.HA != nil && plan.HA == nil:
+		if err := r.syncHARules(ctx, nil, vmid, haRulesLeave, haPolicy{}, time.Time{}); err != nil {
+			return err
+		}
 		return r.data.client.RemoveHAResource(ctx, vmid)
 	case haManaged(state.HA) && plan.HA != nil && !haManaged(plan.HA):
 		return r.data.client.UpdateHAResource(ctx, vmid, plan.HA.settings())

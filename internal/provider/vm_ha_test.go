@@ -24,7 +24,14 @@ import (
 )
 
 func haBlockOf(state string, restart, relocate int64, comment types.String) *haModel {
-	return &haModel{State: types.StringValue(state), MaxRestart: types.Int64Value(restart), MaxRelocate: types.Int64Value(relocate), Comment: comment}
+	return &haModel{State: types.StringValue(state), MaxRestart: types.Int64Value(restart), MaxRelocate: types.Int64Value(relocate), Comment: comment,
+		PlacementRules: types.BoolValue(true), Rules: types.ListValueMust(types.StringType, nil)}
+}
+
+// sameHA compares two blocks attribute by attribute (a list is not comparable with ==).
+func sameHA(a, b *haModel) bool {
+	return a.State.Equal(b.State) && a.MaxRestart.Equal(b.MaxRestart) && a.MaxRelocate.Equal(b.MaxRelocate) &&
+		a.Comment.Equal(b.Comment) && a.PlacementRules.Equal(b.PlacementRules) && a.Rules.Equal(b.Rules)
 }
 
 // The block to PVE's options and back.
@@ -44,10 +51,10 @@ func TestHAMapping(t *testing.T) {
 				t.Errorf("settings = %+v, want %+v", got, tt.pve)
 			}
 			back := haFromSettings(&tt.pve, tt.block)
-			if *back != *tt.block {
+			if !sameHA(back, tt.block) {
 				t.Errorf("read back %+v, want %+v", back, tt.block)
 			}
-			if imported := haFromSettings(&tt.pve, nil); *imported != *tt.block {
+			if imported := haFromSettings(&tt.pve, nil); !sameHA(imported, tt.block) {
 				t.Errorf("imported %+v, want %+v", imported, tt.block)
 			}
 		})

@@ -95,6 +95,9 @@ func haRuleBody(r scheduler.HARule) map[string]any {
 	if r.Comment != "" {
 		body["comment"] = r.Comment
 	}
+	if r.Disabled {
+		body["disable"] = 1
+	}
 	return body
 }
 
@@ -105,7 +108,7 @@ func (c *Client) CreateHARule(ctx context.Context, r scheduler.HARule) error {
 	return haRuleWrite(c.write(ctx, "create HA rule "+r.Name, http.MethodPost, "/cluster/ha/rules", body, nil))
 }
 
-// UpdateHARule rewrites the rule as r, enabled and with the comment r has, when the rules
+// UpdateHARule rewrites the rule as r, with r's comment and disable, when the rules
 // still have digest; otherwise it is ErrHARuleConflict.
 func (c *Client) UpdateHARule(ctx context.Context, r scheduler.HARule, digest string) error {
 	body := haRuleBody(r)

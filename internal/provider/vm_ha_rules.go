@@ -1,0 +1,364 @@
+package provider
+
+// The HA rules qemuscheduler_vm keeps for a VM with an ha block (ha.placement_rules, ha.rules):
+// the PVE 9 rules that make the HA manager honour the VM's hard placement rules when it
+// recovers or moves the VM (internal/harules computes them). They are written once the HA
+// resource exists, checked at plan time against what PVE would refuse, compared at every plan
+// (a rule deleted or changed outside is a change of ha.rules), and left before the HA resource
+// goes. Writes carry the rules' digest and start over on a conflict, so concurrent applies
+// into one group lose no member.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/harules"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+// maxHARuleAttempts bounds how often a VM's rules are read and written again after another
+// writer came first: three applies into one group need a few.
+const maxHARuleAttempts = 20
+
+// haView is the cluster's HA rules and which guests are HA resources the HA manager acts on,
+// as one read saw them.
+type haView struct {
+	rules   proxmox.HARuleSet
+	managed map[int]bool
+	readAt  time.Time
+}
+
+// haCache shares one haView among the plans and refreshes of a process, as the cluster view
+// is shared; writes drop it. It also warns once that PVE 8 keeps no rules.
+type haCache struct {
+	mu     sync.Mutex
+	view   *haView
+	warned bool
+}
+
+// read returns a view read after since: the shared one, or a new read that becomes it.
+func (c *haCache) read(ctx context.Context, client *proxmox.Client, since time.Time) (haView, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.view != nil && c.view.readAt.After(since) {
+		return *c.view, nil
+	}
+	v := haView{readAt: time.Now()}
+	var err error
+	if v.rules, err = client.ReadHARules(ctx); err != nil {
+		return haView{}, err
+	}
+	res, err := client.HAResources(ctx)
+	if err != nil {
+		return haView{}, err
+	}
+	v.managed = make(map[int]bool, len(res))
+	for vmid, s := range res {
+		v.managed[vmid] = s.State != "ignored"
+	}
+	c.view = &v
+	return v, nil
+}
+
+func (c *haCache) drop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.view = nil
+}
+
+// warnPVE8 says once per process that the cluster has no HA rules to keep.
+func (c *haCache) warnPVE8(diags *diag.Diagnostics) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.warned {
+		return
+	}
+	c.warned = true
+	diags.AddAttributeWarning(path.Root("ha").AtName("placement_rules"), "No HA rules on this Proxmox VE",
+		"The cluster has no HA rules (/cluster/ha/rules: PVE 8 or older), so the HA manager does not know the VMs' hard "+
+			"placement rules: a failover may put VMs of a group on one node. Upgrade to PVE 9 to have them kept, or set "+
+			"ha.placement_rules = false to silence this.")
+}
+
+// haRuleMode is what a VM does with its rules.
+type haRuleMode int
+
+const (
+	// haRulesKeep: the rules of its hard placement rules.
+	haRulesKeep haRuleMode = iota
+	// haRulesOff (placement_rules = false): no rule of its own; the group rules peers put it
+	// in are theirs.
+	haRulesOff
+	// haRulesLeave: out of every rule of this provider, before its HA resource goes or while
+	// HA ignores it.
+	haRulesLeave
+)
+
+// ruleMode is the mode the block asks for.
+func ruleMode(h *haModel) haRuleMode {
+	switch {
+	case !haManaged(h):
+		return haRulesLeave
+	case h.PlacementRules.Equal(types.BoolValue(false)):
+		return haRulesOff
+	}
+	return haRulesKeep
+}
+
+// haPolicy is what a VM's wanted rules are computed from.
+type haPolicy struct {
+	profile *scheduler.Profile
+	req     scheduler.Request
+	name    string
+}
+
+// wantedRules are the rules the VM vmid (running on node, "" before it exists) must be in.
+func wantedRules(mode haRuleMode, p haPolicy, vmid int, node string, snap scheduler.Snapshot, v haView) []harules.Rule {
+	switch mode {
+	case haRulesKeep:
+		want := harules.Want(harules.Input{VMID: vmid, Name: p.name, Node: node, Request: p.req, Snap: snap, Managed: v.managed,
+			PolicyNodes: harules.NodeRuleNodes(p.profile, snap, p.req)})
+		keepDownNodes(want, v.rules.Rules, snap)
+		return want
+	case haRulesOff:
+		var kept []harules.Rule
+		for _, r := range v.rules.Rules {
+			if strings.HasPrefix(r.Name, harules.Prefix) && r.Type == scheduler.HAResourceAffinity && slices.Contains(r.VMIDs, vmid) {
+				kept = append(kept, harules.Rule{HARule: r})
+			}
+		}
+		return kept
+	}
+	return nil
+}
+
+// keepDownNodes keeps in a wanted node rule the nodes of its current version that are down:
+// their labels cannot be read (PVE does not answer for an offline node), and a failover must
+// not rewrite the rule without them, nor their return rewrite it again.
+func keepDownNodes(want []harules.Rule, cur []scheduler.HARule, snap scheduler.Snapshot) {
+	down := map[string]bool{}
+	for _, n := range snap.Nodes {
+		down[n.Name] = !n.Online
+	}
+	for i, w := range want {
+		if w.Type != scheduler.HANodeAffinity {
+			continue
+		}
+		for _, c := range cur {
+			if c.Name != w.Name {
+				continue
+			}
+			for _, n := range c.Nodes {
+				if down[n] && !slices.Contains(w.Nodes, n) {
+					want[i].Nodes = append(want[i].Nodes, n)
+				}
+			}
+			sort.Strings(want[i].Nodes)
+		}
+	}
+}
+
+func ruleNames(rules []harules.Rule) []string {
+	names := make([]string, len(rules))
+	for i, r := range rules {
+		names[i] = r.Name
+	}
+	sort.Strings(names)
+	return names
+}
+
+// refusals are the problems PVE would refuse the written rules for, one message each naming
+// the rule, the VM policy it keeps and the rule it conflicts with.
+func refusals(changes []harules.Change, cur []scheduler.HARule, nodes int) []string {
+	after := harules.Apply(cur, changes)
+	var out []string
+	for _, p := range harules.Check(after, nodes) {
+		for _, c := range changes {
+			if c.Op != harules.Delete && strings.EqualFold(c.Rule.Name, p.Rule) {
+				policy := "leaving it"
+				if c.Policy != "" {
+					policy = "keeping " + c.Policy
+				}
+				out = append(out, fmt.Sprintf("HA rule %s (%s): %s", p.Rule, policy, p))
+				break
+			}
+		}
+	}
+	return out
+}
+
+// planHARules checks at plan time the rules the VM would be written into against what PVE
+// refuses, and plans ha.rules: the ids it will be in when the cluster already has the rules
+// as wanted, unknown (a change) when a write is due, such as after a rule was deleted or
+// changed outside Terraform.
+func (r *vmResource) planHARules(ctx context.Context, resp *resource.ModifyPlanResponse, plan, state *vmModel, creating bool,
+	snap scheduler.Snapshot, p haPolicy) {
+	if plan.HA == nil || plan.HA.PlacementRules.IsUnknown() {
+		return
+	}
+	view, err := r.data.ha.read(ctx, r.data.client, time.Now().Add(-r.data.maxAge))
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot read the HA rules", err.Error())
+		return
+	}
+	vmid, node := int(plan.VMID.ValueInt64()), ""
+	if !creating {
+		node, _ = proxmox.LocateIn(snap, vmid)
+	} else if plan.VMID.IsUnknown() {
+		vmid = 0 // not chosen yet: no guest has it
+	}
+	mode := ruleMode(plan.HA)
+	want := wantedRules(mode, p, vmid, node, snap, view)
+	if !view.rules.Supported {
+		if mode == haRulesKeep && len(want) > 0 {
+			r.data.ha.warnPVE8(&resp.Diagnostics)
+		}
+		want = nil
+	}
+	changes := harules.Changes(vmid, want, view.rules.Rules, view.managed)
+	for _, msg := range refusals(changes, view.rules.Rules, len(snap.Nodes)) {
+		resp.Diagnostics.AddAttributeError(path.Root("ha").AtName("placement_rules"), "Proxmox VE would refuse an HA rule for this VM",
+			msg+". Change the VM's placement policy or the conflicting rule, or set ha.placement_rules = false.")
+	}
+	if creating {
+		return
+	}
+	// In sync, the plan keeps what the state read: a plan without refresh must not show the
+	// members peers added since as a change.
+	rules := types.ListUnknown(types.StringType)
+	if len(changes) == 0 {
+		var d diag.Diagnostics
+		rules, d = types.ListValueFrom(ctx, types.StringType, ruleNames(want))
+		resp.Diagnostics.Append(d...)
+		if state != nil && state.HA != nil && !state.HA.Rules.IsNull() && !state.HA.Rules.IsUnknown() {
+			rules = state.HA.Rules
+		}
+	}
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("ha").AtName("rules"), rules)...)
+}
+
+// syncHARules brings the cluster's rules to what the VM vmid wants in mode and records the
+// ids it is in as m's ha.rules (m nil: the VM leaves its rules). Each attempt reads the rules and HA resources anew (and, to
+// keep, a view of the cluster read after since, which shows the group's members registered
+// before this VM), checks what PVE would refuse, and writes; a lost race starts over.
+func (r *vmResource) syncHARules(ctx context.Context, m *vmModel, vmid int, mode haRuleMode, p haPolicy, since time.Time) error {
+	setRules := func(names []string) {
+		if m != nil && m.HA != nil {
+			m.HA.Rules = types.ListValueMust(types.StringType, stringValues(names))
+		}
+	}
+	setRules(nil)
+	for attempt := 1; ; attempt++ {
+		view, err := r.data.ha.read(ctx, r.data.client, time.Now())
+		if err != nil || !view.rules.Supported {
+			return err
+		}
+		var snap scheduler.Snapshot
+		if mode == haRulesKeep {
+			if snap, err = r.data.snapshotSince(ctx, since); err != nil {
+				return err
+			}
+		}
+		node, _ := proxmox.LocateIn(snap, vmid)
+		want := wantedRules(mode, p, vmid, node, snap, view)
+		changes := harules.Changes(vmid, want, view.rules.Rules, view.managed)
+		if refused := refusals(changes, view.rules.Rules, len(snap.Nodes)); len(refused) > 0 && mode == haRulesKeep {
+			return fmt.Errorf("the HA rules of VM %d would be refused by Proxmox VE: %s", vmid, strings.Join(refused, "; "))
+		}
+		done, err := r.writeHARules(ctx, changes, view.rules.Digest)
+		if err == nil && done {
+			setRules(ruleNames(want))
+			return nil
+		}
+		if err != nil && (!errors.Is(err, proxmox.ErrHARuleConflict) || attempt == maxHARuleAttempts) {
+			return err
+		}
+	}
+}
+
+func stringValues(names []string) []attr.Value {
+	out := make([]attr.Value, len(names))
+	for i, n := range names {
+		out[i] = types.StringValue(n)
+	}
+	return out
+}
+
+// writeHARules writes changes, the first update with the digest the rules were read with;
+// done is false when a second update waits for a new read (the first changed the digest).
+func (r *vmResource) writeHARules(ctx context.Context, changes []harules.Change, digest string) (done bool, err error) {
+	c := r.data.client
+	updated := false
+	defer func() {
+		if len(changes) > 0 {
+			r.data.ha.drop()
+		}
+	}()
+	for _, ch := range changes {
+		switch ch.Op {
+		case harules.Create:
+			err = c.CreateHARule(ctx, ch.Rule)
+		case harules.Delete:
+			err = c.DeleteHARule(ctx, ch.Rule.Name)
+		default:
+			if updated {
+				return false, nil
+			}
+			updated, err = true, c.UpdateHARule(ctx, ch.Rule, digest)
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// haPolicy is the plan's policy for the rules, read only when they are kept.
+func (r *vmResource) haPolicy(ctx context.Context, m *vmModel, diags *diag.Diagnostics) haPolicy {
+	if ruleMode(m.HA) != haRulesKeep {
+		return haPolicy{}
+	}
+	req, _, _ := r.request(ctx, m, false, diags)
+	return haPolicy{profile: r.data.pipeline(ctx, &m.schedulingModel, diags), req: req, name: m.Name.ValueString()}
+}
+
+// knownRules makes ha.rules known for the state after a failed write left it unknown.
+func (h *haModel) knownRules() {
+	if h != nil && h.Rules.IsUnknown() {
+		h.Rules = types.ListValueMust(types.StringType, nil)
+	}
+}
+
+// readHARules refreshes ha.rules: the enabled rules of this provider that hold the VM.
+func (r *vmResource) readHARules(ctx context.Context, m *vmModel, diags *diag.Diagnostics) {
+	if m.HA == nil {
+		return
+	}
+	view, err := r.data.ha.read(ctx, r.data.client, time.Now().Add(-r.data.maxAge))
+	if err != nil {
+		diags.AddError("Cannot read the HA rules", err.Error())
+		return
+	}
+	vmid := int(m.VMID.ValueInt64())
+	var names []string
+	for _, rule := range view.rules.Rules {
+		if strings.HasPrefix(rule.Name, harules.Prefix) && !rule.Disabled && slices.Contains(rule.VMIDs, vmid) {
+			names = append(names, rule.Name)
+		}
+	}
+	sort.Strings(names)
+	m.HA.Rules = types.ListValueMust(types.StringType, stringValues(names))
+}

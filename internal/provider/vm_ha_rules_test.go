@@ -1,0 +1,313 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+// haRulesCluster is PVE 9 (HA rules, none yet) with four nodes in two zones, a template on
+// shared storage and nothing else running.
+func haRulesCluster() pvesim.Cluster {
+	c := pvesim.Cluster{
+		Storages: []pvesim.StorageSpec{{Name: "ceph", Type: "rbd", Content: []string{"images"}, Shared: true, SizeGiB: 2000}},
+		Guests: []pvesim.GuestSpec{{VMID: 9000, Node: "pve1", Name: "debian-12", Template: true, Cores: 1, MemoryMiB: 512,
+			Config: map[string]string{"scsi0": "ceph:base-9000-disk-0,size=8G"}}},
+		HARules: []pvesim.HARuleSpec{},
+	}
+	for i, zone := range []string{"a", "a", "b", "b"} {
+		c.Nodes = append(c.Nodes, pvesim.NodeSpec{Name: fmt.Sprintf("pve%d", i+1), CPUs: 8, MemoryGiB: 16, Notes: "qemu-scheduler/labels: zone=" + zone})
+	}
+	return c
+}
+
+// haGroup is count VMs of the web group, kept apart on nodes and HA-managed; extra goes into
+// the ha block.
+func haGroup(env *accEnv, count int, extra string) string {
+	return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
+  count  = %d
+  name   = "web-${count.index}"
+  memory = 512
+  tags   = ["web"]
+  clone {
+    source_vmid = 9000
+  }
+  vm_anti_affinity {
+    tags         = ["web"]
+    topology_key = "node"
+  }
+  ha {
+    %s
+  }
+}`, count, extra))
+}
+
+// simRules are the cluster's HA rules.
+func simRules(t *testing.T, sim *pvesim.Server) []scheduler.HARule {
+	t.Helper()
+	rules, err := simClient(t, sim).HARules(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rules
+}
+
+// ruleHolds checks that the rule id exists, enabled, of the type and affinity, holding
+// exactly the VMs of the state's instances of qemuscheduler_vm.web (none: the rule is gone).
+func ruleHolds(t *testing.T, sim *pvesim.Server, id, affinity string, instances int) resource.TestCheckFunc {
+	return func(s *terraform.State) error {
+		var want []int
+		for i := 0; i < instances; i++ {
+			rs, ok := s.RootModule().Resources[fmt.Sprintf("qemuscheduler_vm.web.%d", i)]
+			if !ok {
+				return fmt.Errorf("no instance %d", i)
+			}
+			var vmid int
+			fmt.Sscanf(rs.Primary.Attributes["vmid"], "%d", &vmid) //nolint:errcheck // checked below
+			want = append(want, vmid)
+		}
+		sort.Ints(want)
+		for _, r := range simRules(t, sim) {
+			if r.Name != id {
+				continue
+			}
+			got := slices.Clone(r.VMIDs)
+			sort.Ints(got)
+			if instances < 2 || r.Disabled || r.Affinity != affinity || !slices.Equal(got, want) {
+				return fmt.Errorf("rule %+v, want %s over %v", r, affinity, want)
+			}
+			return nil
+		}
+		if instances >= 2 {
+			return fmt.Errorf("no rule %s in %+v", id, simRules(t, sim))
+		}
+		return nil
+	}
+}
+
+// apartOnNodes checks that the web VMs run on distinct nodes.
+func apartOnNodes(sim *pvesim.Server, vmids ...int) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		seen := map[string]int{}
+		for _, id := range vmids {
+			g, ok := sim.Guest(id)
+			if !ok {
+				return fmt.Errorf("no VM %d", id)
+			}
+			if other, taken := seen[g.Node]; taken {
+				return fmt.Errorf("VMs %d and %d both run on %s", other, id, g.Node)
+			}
+			seen[g.Node] = id
+		}
+		return nil
+	}
+}
+
+const apartWeb = "qemuscheduler-apart-web"
+
+// Three VMs kept apart get one negative rule; a failover keeps them apart and plans nothing;
+// a rule deleted or disabled outside is a change and is restored; scaling down to one
+// deletes the rule; placement_rules = false keeps none.
+func TestAccVMHARulesGroup(t *testing.T) {
+	env, sim := simEnv(t, haRulesCluster())
+	var failed string
+	runSteps(t,
+		resource.TestStep{Config: haGroup(env, 3, ""), Check: resource.ComposeTestCheckFunc(
+			ruleHolds(t, sim, apartWeb, "negative", 3),
+			apartOnNodes(sim, 100, 101, 102),
+		)},
+		// Refreshed, every VM reads the rule that its peers completed.
+		resource.TestStep{Config: haGroup(env, 3, ""), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			Check: resource.ComposeTestCheckFunc(
+				resource.TestCheckResourceAttr("qemuscheduler_vm.web.0", "ha.rules.#", "1"),
+				resource.TestCheckResourceAttr("qemuscheduler_vm.web.0", "ha.rules.0", apartWeb),
+				resource.TestCheckResourceAttr("qemuscheduler_vm.web.2", "ha.rules.0", apartWeb),
+			)},
+		// The node of VM 100 fails: the HA manager recovers it on the only node without a peer.
+		resource.TestStep{PreConfig: func() {
+			g, _ := sim.Guest(100)
+			failed = g.Node
+			got, err := sim.FailNode(failed)
+			must(t, err)
+			if len(got) != 1 {
+				t.Errorf("recovered %v, want VM 100 recovered", got)
+			}
+		}, Config: haGroup(env, 3, ""), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			Check: apartOnNodes(sim, 100, 101, 102)},
+		// Deleted outside: a change of ha.rules, and the apply writes the rule again.
+		resource.TestStep{PreConfig: func() {
+			must(t, sim.SetNodeOnline(failed, true))
+			must(t, simClient(t, sim).DeleteHARule(context.Background(), apartWeb))
+		}, Config: haGroup(env, 3, ""), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectNonEmptyPlan()}},
+			Check: ruleHolds(t, sim, apartWeb, "negative", 3)},
+		// Disabled outside: the same.
+		resource.TestStep{PreConfig: func() {
+			c := simClient(t, sim)
+			set, err := c.ReadHARules(context.Background())
+			must(t, err)
+			off := set.Rules[0]
+			off.Disabled = true
+			must(t, c.UpdateHARule(context.Background(), off, set.Digest))
+		}, Config: haGroup(env, 3, ""), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectNonEmptyPlan()}},
+			Check: ruleHolds(t, sim, apartWeb, "negative", 3)},
+		resource.TestStep{Config: haGroup(env, 2, ""), Check: ruleHolds(t, sim, apartWeb, "negative", 2)},
+		resource.TestStep{Config: haGroup(env, 1, ""), Check: ruleHolds(t, sim, apartWeb, "negative", 1)},
+		resource.TestStep{Config: haGroup(env, 1, ""), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			Check: resource.TestCheckResourceAttr("qemuscheduler_vm.web.0", "ha.rules.#", "0")},
+		resource.TestStep{Config: haGroup(env, 3, "placement_rules = false"), Check: func(*terraform.State) error {
+			if rules := simRules(t, sim); len(rules) != 0 {
+				return fmt.Errorf("placement_rules = false: rules %+v", rules)
+			}
+			return nil
+		}},
+	)
+}
+
+// A required term over zones keeps the VM in its zone: a strict node rule listing the zone's
+// nodes, which the HA manager's recovery honours.
+func TestAccVMHARulesZone(t *testing.T) {
+	env, sim := simEnv(t, haRulesCluster())
+	config := env.providerBlock("  read_node_notes = true") + `resource "qemuscheduler_vm" "db" {
+  name   = "db"
+  vmid   = 150
+  memory = 512
+  tags   = ["db"]
+  clone {
+    source_vmid = 9000
+  }
+  vm_anti_affinity {
+    tags         = ["db"]
+    topology_key = "zone"
+  }
+  ha {}
+}`
+	var zone []string
+	runSteps(t,
+		resource.TestStep{Config: config, Check: func(*terraform.State) error {
+			g, _ := sim.Guest(150)
+			zone = map[bool][]string{true: {"pve1", "pve2"}, false: {"pve3", "pve4"}}[g.Node == "pve1" || g.Node == "pve2"]
+			for _, r := range simRules(t, sim) {
+				if r.Name == "qemuscheduler-vm-150" && r.Strict && slices.Equal(r.Nodes, zone) && slices.Equal(r.VMIDs, []int{150}) {
+					return nil
+				}
+			}
+			return fmt.Errorf("no strict node rule for VM 150 on %v: %+v", zone, simRules(t, sim))
+		}},
+		resource.TestStep{PreConfig: func() {
+			g, _ := sim.Guest(150)
+			_, err := sim.FailNode(g.Node)
+			must(t, err)
+		}, Config: config, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			Check: func(*terraform.State) error {
+				if g, _ := sim.Guest(150); !slices.Contains(zone, g.Node) || g.Status != "running" {
+					return fmt.Errorf("VM 150 %s on %s after the failover, want running in its zone %v", g.Status, g.Node, zone)
+				}
+				return nil
+			}},
+	)
+}
+
+// A rule PVE would refuse is a plan error naming the VM's policy and the conflicting rule:
+// here an admin's positive rule over two VMs the configuration then keeps apart.
+func TestAccVMHARulesConflictAtPlan(t *testing.T) {
+	env, sim := simEnv(t, haRulesCluster())
+	together := env.config(`resource "qemuscheduler_vm" "web" {
+  count  = 2
+  name   = "web-${count.index}"
+  memory = 512
+  tags   = ["web"]
+  clone {
+    source_vmid = 9000
+  }
+  ha {}
+}`)
+	runSteps(t,
+		resource.TestStep{Config: together},
+		resource.TestStep{PreConfig: func() {
+			must(t, simClient(t, sim).CreateHARule(context.Background(), scheduler.HARule{Name: "admin-pair", Type: scheduler.HAResourceAffinity,
+				Affinity: scheduler.HAPositive, VMIDs: []int{100, 101}}))
+		}, Config: haGroup(env, 2, ""),
+			ExpectError: regexp.MustCompile(`(?s)would refuse an HA rule.*qemuscheduler-apart-web.*required\s+vm_anti_affinity\s+on\s+tags\s+web.*admin-pair`)},
+		resource.TestStep{Config: together, Check: func(*terraform.State) error {
+			for _, r := range simRules(t, sim) {
+				if r.Name == apartWeb {
+					return fmt.Errorf("the refused rule was written: %+v", r)
+				}
+			}
+			return nil
+		}},
+	)
+}
+
+// Three terraform processes each add one VM to the same group at once: the rule ends up
+// holding all three, whatever the order of their writes (digest, retry on conflict).
+func TestAccVMHARulesThreeProcesses(t *testing.T) {
+	env, sim := simEnv(t, haRulesCluster(), pvesim.WithTaskDuration(100*time.Millisecond))
+	runs := []string{"a", "b", "c"}
+	var arrived sync.WaitGroup
+	arrived.Add(len(runs))
+	allThere := make(chan struct{})
+	go func() { arrived.Wait(); close(allThere) }()
+	check := func(*terraform.State) error {
+		arrived.Done()
+		select {
+		case <-allThere:
+		case <-time.After(4 * time.Minute):
+			return fmt.Errorf("the other applies never finished")
+		}
+		var web []int
+		for _, id := range sim.Guests() {
+			if id != 9000 {
+				web = append(web, id)
+			}
+		}
+		for _, r := range simRules(t, sim) {
+			got := slices.Clone(r.VMIDs)
+			sort.Ints(got)
+			if r.Name == apartWeb && slices.Equal(got, web) && len(web) == 3 {
+				return nil
+			}
+		}
+		return fmt.Errorf("the rule does not hold the three VMs %v: %+v", web, simRules(t, sim))
+	}
+	var done sync.WaitGroup
+	for _, run := range runs {
+		done.Add(1)
+		go t.Run("run "+run, func(t *testing.T) {
+			defer done.Done()
+			resource.Test(t, resource.TestCase{
+				ProtoV6ProviderFactories: map[string]func() (tfprotov6.ProviderServer, error){
+					"qemuscheduler": providerserver.NewProtocol6WithError(New("test")()),
+				},
+				Steps: []resource.TestStep{{Config: env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
+  name   = "web-%s"
+  memory = 512
+  tags   = ["web"]
+  clone {
+    source_vmid = 9000
+  }
+  vm_anti_affinity {
+    tags         = ["web"]
+    topology_key = "node"
+  }
+  ha {}
+}`, run)), Check: check}},
+			})
+		})
+	}
+	done.Wait()
+}
