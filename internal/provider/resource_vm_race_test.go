@@ -25,18 +25,7 @@ import (
 func TestAccVMThreeProcessesShareCapacityAndIDs(t *testing.T) {
 	env := newAccEnv(t, equalCluster(), pvesim.WithTaskDuration(200*time.Millisecond))
 	sim := env.needsSim(t)
-	runs := []string{"a", "b", "c"}
-	var arrived sync.WaitGroup
-	arrived.Add(len(runs))
-	allThere := make(chan struct{})
-	go func() { arrived.Wait(); close(allThere) }()
-	check := func(*terraform.State) error {
-		arrived.Done()
-		select {
-		case <-allThere:
-		case <-time.After(4 * time.Minute):
-			return fmt.Errorf("the other applies never finished")
-		}
+	check := func() error {
 		ids := map[int]string{}
 		vcpus := map[string]int{}
 		for _, id := range sim.Guests() {
@@ -69,6 +58,33 @@ func TestAccVMThreeProcessesShareCapacityAndIDs(t *testing.T) {
       args = { ratio = "4" }
     }
   }`)
+	concurrentApplies(t, []string{"a", "b", "c"}, func(run string) string {
+		return provider + fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
+  count       = 20
+  name        = "run-%s-${count.index}"
+  cores       = 3
+  annotations = { "vmid.qemu-scheduler/range" = "1000-1199" }
+}`, run)
+	}, check)
+}
+
+// concurrentApplies runs one terraform process per run at once, each applying config(run),
+// and checks the cluster with check once every apply is done: the runs meet before their
+// destroy, so check sees what all of them made whatever the timing.
+func concurrentApplies(t *testing.T, runs []string, config func(run string) string, check func() error) {
+	var arrived sync.WaitGroup
+	arrived.Add(len(runs))
+	allThere := make(chan struct{})
+	go func() { arrived.Wait(); close(allThere) }()
+	meet := func(*terraform.State) error {
+		arrived.Done()
+		select {
+		case <-allThere:
+		case <-time.After(4 * time.Minute):
+			return fmt.Errorf("the other applies never finished")
+		}
+		return check()
+	}
 	// Goroutines rather than t.Parallel: go test runs at most GOMAXPROCS parallel subtests,
 	// and on a 2-CPU machine the third run would wait for the others, which wait for it.
 	var done sync.WaitGroup
@@ -80,15 +96,7 @@ func TestAccVMThreeProcessesShareCapacityAndIDs(t *testing.T) {
 				ProtoV6ProviderFactories: map[string]func() (tfprotov6.ProviderServer, error){
 					"qemuscheduler": providerserver.NewProtocol6WithError(New("test")()),
 				},
-				Steps: []resource.TestStep{{
-					Config: provider + fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
-  count       = 20
-  name        = "run-%s-${count.index}"
-  cores       = 3
-  annotations = { "vmid.qemu-scheduler/range" = "1000-1199" }
-}`, run),
-					Check: check,
-				}},
+				Steps: []resource.TestStep{{Config: config(run), Check: meet}},
 			})
 		})
 	}

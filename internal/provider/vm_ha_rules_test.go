@@ -6,12 +6,10 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"sync"
+	"strconv"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework/providerserver"
-	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
@@ -38,9 +36,14 @@ func haRulesCluster() pvesim.Cluster {
 // haGroup is count VMs of the web group, kept apart on nodes and HA-managed; extra goes into
 // the ha block.
 func haGroup(env *accEnv, count int, extra string) string {
+	return haVM(env, "web-${count.index}", strconv.Itoa(count), extra)
+}
+
+// haVM is count VMs named name of the web group.
+func haVM(env *accEnv, name, count, extra string) string {
 	return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
-  count  = %d
-  name   = "web-${count.index}"
+  count  = %s
+  name   = %q
   memory = 512
   tags   = ["web"]
   clone {
@@ -53,7 +56,7 @@ func haGroup(env *accEnv, count int, extra string) string {
   ha {
     %s
   }
-}`, count, extra))
+}`, count, name, extra))
 }
 
 // simRules are the cluster's HA rules.
@@ -257,18 +260,7 @@ func TestAccVMHARulesConflictAtPlan(t *testing.T) {
 // holding all three, whatever the order of their writes (digest, retry on conflict).
 func TestAccVMHARulesThreeProcesses(t *testing.T) {
 	env, sim := simEnv(t, haRulesCluster(), pvesim.WithTaskDuration(100*time.Millisecond))
-	runs := []string{"a", "b", "c"}
-	var arrived sync.WaitGroup
-	arrived.Add(len(runs))
-	allThere := make(chan struct{})
-	go func() { arrived.Wait(); close(allThere) }()
-	check := func(*terraform.State) error {
-		arrived.Done()
-		select {
-		case <-allThere:
-		case <-time.After(4 * time.Minute):
-			return fmt.Errorf("the other applies never finished")
-		}
+	concurrentApplies(t, []string{"a", "b", "c"}, func(run string) string { return haVM(env, "web-"+run, "1", "") }, func() error {
 		var web []int
 		for _, id := range sim.Guests() {
 			if id != 9000 {
@@ -283,31 +275,5 @@ func TestAccVMHARulesThreeProcesses(t *testing.T) {
 			}
 		}
 		return fmt.Errorf("the rule does not hold the three VMs %v: %+v", web, simRules(t, sim))
-	}
-	var done sync.WaitGroup
-	for _, run := range runs {
-		done.Add(1)
-		go t.Run("run "+run, func(t *testing.T) {
-			defer done.Done()
-			resource.Test(t, resource.TestCase{
-				ProtoV6ProviderFactories: map[string]func() (tfprotov6.ProviderServer, error){
-					"qemuscheduler": providerserver.NewProtocol6WithError(New("test")()),
-				},
-				Steps: []resource.TestStep{{Config: env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
-  name   = "web-%s"
-  memory = 512
-  tags   = ["web"]
-  clone {
-    source_vmid = 9000
-  }
-  vm_anti_affinity {
-    tags         = ["web"]
-    topology_key = "node"
-  }
-  ha {}
-}`, run)), Check: check}},
-			})
-		})
-	}
-	done.Wait()
+	})
 }
