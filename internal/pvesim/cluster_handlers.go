@@ -27,7 +27,7 @@ func (s *Server) routes() {
 	h("GET /pools", s.handlePools)
 	h("GET /nodes", s.handleNodes)
 	h("GET /nodes/{node}/status", s.handleNodeStatus)
-	h("GET /nodes/{node}/storage", s.handleNodeStorage)
+	h("GET /nodes/{node}/storage", s.handleNodeStorages)
 	h("GET /nodes/{node}/storage/{storage}/content", s.handleStorageContent)
 	h("GET /nodes/{node}/storage/{storage}/content/{volume...}", s.handleVolumeInfo)
 	h("GET /nodes/{node}/storage/{storage}/status", s.handleStorageStatus)
@@ -414,19 +414,4 @@ func (s *Server) handleNodeStatus(w http.ResponseWriter, r *http.Request) {
 		"boot-info":      map[string]any{"mode": "efi", "secureboot": 0},
 		"pveversion":     "pve-manager/8.2.4/faa83925c9641325",
 	})
-}
-
-func (s *Server) handleNodeStorage(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.requireOnline(w, r) {
-		return
-	}
-	rows := []map[string]any{}
-	for _, st := range s.node(r.PathValue("node")).storages {
-		rows = append(rows, map[string]any{"storage": st.name, "type": st.typ, "content": strings.Join(st.content, ","),
-			"active": b2i(!st.inactive), "enabled": 1, "shared": b2i(st.shared), "total": st.total, "used": st.used,
-			"avail": st.total - min(st.used, st.total), "used_fraction": float64(st.used) / float64(max(st.total, 1))})
-	}
-	writeData(w, rows)
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
 
-// pve-storage API2/Storage/Status.pm read_status returns storage_info's entry for the
+// pve-storage API2/Storage/Status.pm read_status (and index, for every storage) returns storage_info's entry for the
 // storage: every storage of storage.cfg has one on every node (enabled 0 where it is not
 // enabled, and 0 bytes unless active), an unknown storage is a 400 "No such storage.". bpg
 // reads it for every datastore of a template cloned to another node, to decide whether the
@@ -56,6 +56,34 @@ storages:
 				t.Errorf("%s: %s = %v, want %v", tc.path, k, got[k], v)
 			}
 		}
+	}
+	// The index (Status.pm index) lists the same entries, filtered by its parameters.
+	for _, tc := range []struct {
+		query url.Values
+		want  string
+	}{
+		{nil, "ceph fast nas"},
+		{url.Values{"enabled": {"1"}}, "ceph nas"},
+		{url.Values{"content": {"images"}}, "ceph"},
+		{url.Values{"target": {"pve1"}}, "ceph"},
+		{url.Values{"storage": {"fast"}}, "fast"},
+	} {
+		var got []string
+		for _, row := range a.ok(a.form(http.MethodGet, "/nodes/pve2/storage", tc.query)).list() {
+			got = append(got, row["storage"].(string))
+			if row["storage"] == "fast" && (row["enabled"] != 0.0 || row["total"] != 0.0 || row["used_fraction"] != nil) {
+				t.Errorf("fast on pve2 = %v", row)
+			}
+			if row["storage"] == "ceph" && row["used_fraction"] != 0.4 {
+				t.Errorf("ceph on pve2 = %v", row)
+			}
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("/nodes/pve2/storage?%s = %v, want %s", tc.query.Encode(), got, tc.want)
+		}
+	}
+	if r := a.form(http.MethodGet, "/nodes/pve2/storage", url.Values{"storage": {"nope"}}); r.code != http.StatusBadRequest {
+		t.Errorf("index of an unknown storage: %s", r.status)
 	}
 	if r := a.get("/nodes/pve1/storage/nope/status"); r.code != http.StatusBadRequest || r.env.Errors["storage"] != "No such storage." {
 		t.Errorf("unknown storage: %s %s", r.status, r.body)

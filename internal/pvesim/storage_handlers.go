@@ -6,14 +6,32 @@ package pvesim
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 )
 
-// handleStorageStatus is GET /nodes/{node}/storage/{storage}/status: storage_info's entry for
-// the storage as the node sees it. Every storage of the cluster has one; on a node it is not
-// enabled on, enabled is 0, and a storage that is not active reports 0 bytes. A storage
-// the cluster does not have is a 400 "No such storage.".
+// storageInfo is pve-storage's storage_info entry for a storage of the cluster as node n sees
+// it: enabled 0 where it is not enabled, and 0 bytes unless it is active there.
+func storageInfo(n *node, st *storage) map[string]any {
+	// A local storage is one object per node: the node's own copy holds its figures.
+	own := n.storage(st.name)
+	enabled := own != nil
+	if enabled {
+		st = own
+	}
+	out := map[string]any{"type": st.typ, "content": strings.Join(st.content, ","), "shared": b2i(st.shared),
+		"enabled": b2i(enabled), "active": 0, "total": 0, "used": 0, "avail": 0}
+	if enabled && !st.inactive {
+		out["active"], out["total"], out["used"], out["avail"] = 1, st.total, st.used, st.total-min(st.used, st.total)
+	}
+	return out
+}
+
+// handleStorageStatus is GET /nodes/{node}/storage/{storage}/status (Status.pm read_status):
+// the storage's storage_info entry; a storage the cluster does not have is a 400 "No such
+// storage.".
 func (s *Server) handleStorageStatus(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -25,21 +43,73 @@ func (s *Server) handleStorageStatus(w http.ResponseWriter, r *http.Request) {
 		paramError(w, "storage", "invalid format - "+msg)
 		return
 	}
-	st := s.node(r.PathValue("node")).storage(name)
-	enabled := st != nil
-	if st == nil {
-		st = s.anyStorage(name)
-	}
+	st := s.anyStorage(name)
 	if st == nil {
 		paramError(w, "storage", "No such storage.")
 		return
 	}
-	out := map[string]any{"type": st.typ, "content": strings.Join(st.content, ","), "shared": b2i(st.shared),
-		"enabled": b2i(enabled), "active": 0, "total": 0, "used": 0, "avail": 0}
-	if enabled && !st.inactive {
-		out["active"], out["total"], out["used"], out["avail"] = 1, st.total, st.used, st.total-min(st.used, st.total)
+	writeData(w, storageInfo(s.node(r.PathValue("node")), st))
+}
+
+// handleNodeStorages is GET /nodes/{node}/storage (Status.pm index): every storage of the
+// cluster with its storage_info entry and used_fraction when it has a size, sorted by id.
+// content keeps the enabled storages holding one of the types, enabled those enabled, storage
+// one storage (400 when the cluster has none), target the shared storages enabled on both
+// nodes.
+func (s *Server) handleNodeStorages(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.onlineParams(w, r, "content", "enabled", "format", "storage", "target")
+	if !ok {
+		return
 	}
-	writeData(w, out)
+	n := s.node(r.PathValue("node"))
+	if id := p["storage"]; id != "" && s.anyStorage(id) == nil {
+		paramError(w, "storage", "No such storage.")
+		return
+	}
+	target := s.node(p["target"])
+	if p["target"] != "" && p["target"] != "localhost" && target == nil {
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("no such cluster node '%s'", p["target"]))
+		return
+	}
+	wanted := strings.FieldsFunc(p["content"], func(r rune) bool { return r == ',' || r == ';' || r == ' ' })
+	rows := []map[string]any{}
+	for _, st := range s.clusterStorages() {
+		info := storageInfo(n, st)
+		enabled := info["enabled"] == 1
+		switch {
+		case len(wanted) > 0 && (!enabled || !slices.ContainsFunc(wanted, func(c string) bool { return contains(st.content, c) })):
+			continue
+		case boolParam(p["enabled"]) && !enabled, p["storage"] != "" && p["storage"] != st.name:
+			continue
+		case target != nil && target != n && (!st.shared || !enabled || target.storage(st.name) == nil):
+			continue
+		}
+		info["storage"] = st.name
+		if total, _ := info["total"].(uint64); total > 0 {
+			info["used_fraction"] = float64(info["used"].(uint64)) / float64(total)
+		}
+		rows = append(rows, info)
+	}
+	writeData(w, rows)
+}
+
+// clusterStorages are the cluster's storages (storage.cfg), one per id, sorted by id.
+func (s *Server) clusterStorages() []*storage {
+	byName := map[string]*storage{}
+	for _, n := range s.nodes {
+		for _, st := range n.storages {
+			if byName[st.name] == nil {
+				byName[st.name] = st
+			}
+		}
+	}
+	out := make([]*storage, 0, len(byName))
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		out = append(out, byName[name])
+	}
+	return out
 }
 
 // anyStorage is storage name on whichever node has it, nil when the cluster has none.
