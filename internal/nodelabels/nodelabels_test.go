@@ -91,7 +91,10 @@ func TestParseNotes(t *testing.T) {
 		"  - qemu-scheduler/taints: dedicated=db:NoSchedule, old-hw:PreferNoSchedule\n" +
 		"see qemu-scheduler/labels: ignored=yes\n" +
 		"- qemu-scheduler/labels: Bad Key=x, rack = r4,, node.qemu-scheduler/name=fake, flag\n" +
-		"qemu-scheduler/taints: gpu, ok:NoExecute\n"
+		"qemu-scheduler/taints: gpu, ok:NoExecute\n" +
+		"qemu-scheduler/taint: nvidia:NoSchedule\n" +
+		"Qemu-Scheduler/Labels zone=c\n" +
+		"qemu-scheduler/labels: room=eu west\n"
 	set, warnings := ParseNotes("pve1", notes)
 	wantLabels := map[string]string{"zone": "a", "disk": "nvme", "gpu": "", "rack": "r4"}
 	if !reflect.DeepEqual(set.Labels, wantLabels) {
@@ -101,18 +104,24 @@ func TestParseNotes(t *testing.T) {
 	if !reflect.DeepEqual(set.Taints, wantTaints) {
 		t.Errorf("taints = %v, want %v", set.Taints, wantTaints)
 	}
-	wantWarnings := []string{
-		`node pve1, Notes line 5 "- qemu-scheduler/labels: Bad Key=x, rack = r4,, node.qemu-scheduler/name=fake, flag": label key "Bad Key": the name may hold only`,
-		`node pve1, Notes line 5 "- qemu-scheduler/labels: Bad Key=x, rack = r4,, node.qemu-scheduler/name=fake, flag": label key "node.qemu-scheduler/name" uses the prefix node.qemu-scheduler/, which is reserved`,
-		`node pve1, Notes line 5 "- qemu-scheduler/labels: Bad Key=x, rack = r4,, node.qemu-scheduler/name=fake, flag": label "flag" has no value; write key=value`,
-		`node pve1, Notes line 6 "qemu-scheduler/taints: gpu, ok:NoExecute": taint "gpu" has no effect`,
+	line5 := `node pve1, Notes line 5 "- qemu-scheduler/labels: Bad Key=x, rack = r4,, node.qemu-scheduler/name=fake, flag": `
+	wantWarnings := []struct{ prefix, suffix string }{
+		{line5 + `label key "Bad Key": the name may hold only`, "; the entry is skipped"},
+		{line5 + `label key "node.qemu-scheduler/name" uses the prefix node.qemu-scheduler/, which is reserved`, "; the entry is skipped"},
+		{line5 + `label "flag" has no value; write key=value`, "; the entry is skipped, so node pve1 has no label flag from its Notes"},
+		{`node pve1, Notes line 6 "qemu-scheduler/taints: gpu, ok:NoExecute": taint "gpu" has no effect`,
+			"; the entry is skipped, so node pve1 is not tainted gpu from its Notes: VMs that do not tolerate it may be placed there"},
+		{`node pve1, Notes line 7 "qemu-scheduler/taint: nvidia:NoSchedule": unknown key qemu-scheduler/taint; ` +
+			`the known keys are qemu-scheduler/labels and qemu-scheduler/taints (each followed by a colon); the line is ignored`, ""},
+		{`node pve1, Notes line 8 "Qemu-Scheduler/Labels zone=c": unknown key Qemu-Scheduler/Labels; the known keys are`, "; the line is ignored"},
+		{`node pve1, Notes line 9 "qemu-scheduler/labels: room=eu west": label "room": `, "; the entry is skipped, so node pve1 has no label room from its Notes"},
 	}
 	if len(warnings) != len(wantWarnings) {
 		t.Fatalf("warnings = %q", warnings)
 	}
 	for i, w := range wantWarnings {
-		if !strings.HasPrefix(warnings[i], w) || !strings.HasSuffix(warnings[i], "; the entry is skipped") {
-			t.Errorf("warning %d = %q, want prefix %q", i, warnings[i], w)
+		if !strings.HasPrefix(warnings[i], w.prefix) || !strings.HasSuffix(warnings[i], w.suffix) {
+			t.Errorf("warning %d = %q\nwant prefix %q\nand suffix %q", i, warnings[i], w.prefix, w.suffix)
 		}
 	}
 	if empty, w := ParseNotes("pve2", ""); len(empty.Labels) != 0 || empty.Taints != nil || w != nil {

@@ -15,10 +15,11 @@ const (
 	TaintHAFenced    = ReservedPrefix + "ha-fenced"
 )
 
-// The two Notes line formats.
+// The two Notes line formats, and the prefix a line of this provider starts with.
 const (
 	NotesLabels = "qemu-scheduler/labels:"
 	NotesTaints = "qemu-scheduler/taints:"
+	notesPrefix = "qemu-scheduler/"
 )
 
 // ValidateUserKey is ValidateKey for keys people write (node blocks, Notes): the built-in
@@ -41,8 +42,11 @@ type Set struct {
 //	qemu-scheduler/labels: zone=a, disk=nvme
 //	qemu-scheduler/taints: dedicated=db:NoSchedule, old-hw:PreferNoSchedule
 //
-// each on a line of its own, leading spaces and a leading "- " allowed; every other line is
-// ignored. A malformed entry is skipped with a warning that names the node and the line; the
+// each on a line of its own, leading spaces and a leading "- " allowed; lines not starting with
+// qemu-scheduler/ are ignored. Any other qemu-scheduler/ line (a typo such as
+// "qemu-scheduler/taint:") is ignored with a warning naming the known keys, so that a typo
+// cannot silently open a dedicated node to every VM. A malformed entry is skipped with a
+// warning that names the node, the line and the label or taint the node goes without; the
 // rest still counts.
 func ParseNotes(node, notes string) (Set, []string) {
 	set := Set{Labels: map[string]string{}}
@@ -56,6 +60,10 @@ func ParseNotes(node, notes string) (Set, []string) {
 		isTaints := false
 		if !isLabels {
 			if rest, isTaints = strings.CutPrefix(text, NotesTaints); !isTaints {
+				if len(text) >= len(notesPrefix) && strings.EqualFold(text[:len(notesPrefix)], notesPrefix) {
+					warnings = append(warnings, fmt.Sprintf("node %s, Notes line %d %q: unknown key %s; the known keys are %s and %s (each followed by a colon); the line is ignored",
+						node, i+1, strings.TrimSpace(line), notesKey(text), NotesLabels[:len(NotesLabels)-1], NotesTaints[:len(NotesTaints)-1]))
+				}
 				continue
 			}
 		}
@@ -74,11 +82,36 @@ func ParseNotes(node, notes string) (Set, []string) {
 				}
 			}
 			if err != nil {
-				warnings = append(warnings, fmt.Sprintf("node %s, Notes line %d %q: %v; the entry is skipped", node, i+1, strings.TrimSpace(line), err))
+				warnings = append(warnings, fmt.Sprintf("node %s, Notes line %d %q: %v; the entry is skipped%s", node, i+1, strings.TrimSpace(line), err, loses(node, entry, isLabels)))
 			}
 		}
 	}
 	return set, warnings
+}
+
+// notesKey is the key a qemu-scheduler/ line starts with: up to its colon or first space.
+func notesKey(text string) string {
+	if i := strings.IndexAny(text, ": \t"); i >= 0 {
+		return text[:i]
+	}
+	return text
+}
+
+// loses says what a node goes without when an entry is skipped: its label or taint of the key
+// the entry names, when one can be read.
+func loses(node, entry string, label bool) string {
+	key := entry
+	if i := strings.IndexAny(entry, "=:"); i >= 0 {
+		key = entry[:i]
+	}
+	key = strings.TrimSpace(key)
+	if ValidateUserKey(key) != nil {
+		return ""
+	}
+	if label {
+		return fmt.Sprintf(", so node %s has no label %s from its Notes", node, key)
+	}
+	return fmt.Sprintf(", so node %s is not tainted %s from its Notes: VMs that do not tolerate it may be placed there", node, key)
 }
 
 func addLabel(labels map[string]string, entry string) error {

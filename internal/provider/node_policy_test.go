@@ -21,7 +21,7 @@ import (
 // the offline pve4, pve2 in HA maintenance, pve1 reporting its arch.
 func policyCluster() pvesim.Cluster {
 	c := labCluster()
-	c.Nodes[0].Notes = "Rack 4\nqemu-scheduler/labels: zone=a, disk=nvme\n- qemu-scheduler/labels: Bad Key=x\nqemu-scheduler/taints: old-hw:PreferNoSchedule"
+	c.Nodes[0].Notes = "Rack 4\nqemu-scheduler/labels: zone=a, disk=nvme\n- qemu-scheduler/labels: Bad Key=x\nqemu-scheduler/taints: old-hw:PreferNoSchedule\nqemu-scheduler/taint: gpu:NoSchedule"
 	c.Nodes[0].Arch = "x86_64"
 	c.Nodes[1].HAState = "maintenance"
 	c.Nodes[1].Notes = "  - qemu-scheduler/labels: zone=b"
@@ -168,7 +168,7 @@ func policySnapshot(t *testing.T, np *nodePolicy, client *proxmox.Client) schedu
 }
 
 // Warnings about node facts are shown once per process: a malformed Notes entry (naming node
-// and line) and a block for a node the cluster does not have; the rest of the Notes applies.
+// and line), a qemu-scheduler/ line with a typo in its key (naming the known keys) and a block for a node the cluster does not have; the rest of the Notes applies.
 func TestNodePolicyWarnsOnce(t *testing.T) {
 	sim := pvesim.NewTestServer(t, policyCluster())
 	np, client := newTestPolicy(t, sim, map[string]nodelabels.Set{"pve9": {Labels: map[string]string{"zone": "x"}}})
@@ -177,9 +177,11 @@ func TestNodePolicyWarnsOnce(t *testing.T) {
 	for _, d := range np.warnings() {
 		texts = append(texts, d.Summary()+": "+d.Detail())
 	}
-	if len(texts) != 2 ||
+	if len(texts) != 3 ||
 		!strings.Contains(texts[0], `Malformed node Notes entry: node pve1, Notes line 3 "- qemu-scheduler/labels: Bad Key=x": label key "Bad Key"`) ||
-		!strings.Contains(texts[1], `node block "pve9" names no node of the cluster (nodes: pve1, pve2, pve3, pve4)`) {
+		!strings.Contains(texts[1], `Malformed node Notes entry: node pve1, Notes line 5 "qemu-scheduler/taint: gpu:NoSchedule": unknown key qemu-scheduler/taint; `+
+			`the known keys are qemu-scheduler/labels and qemu-scheduler/taints (each followed by a colon); the line is ignored. Fix the node's Notes`) ||
+		!strings.Contains(texts[2], `node block "pve9" names no node of the cluster (nodes: pve1, pve2, pve3, pve4)`) {
 		t.Errorf("warnings = %q", texts)
 	}
 	if want := map[string]string{"zone": "a", "disk": "nvme", nodelabels.LabelName: "pve1", nodelabels.LabelArch: "x86_64"}; !reflect.DeepEqual(snap.Nodes[0].Labels, want) {

@@ -354,13 +354,14 @@ func TestAccVMValidation(t *testing.T) {
     slot = "nvme0"
     size = 8
   }`, `disk\[0\]\.slot.*must be scsi0-30, virtio0-15, sata0-5 or ide0-3`},
-		{`memory = 8`, `memory.*between 16 and 4194304`},
+		{`memory = 8`, `memory = 8: memory is in MiB and must be 16 to 4194304; for 8 GiB write 8192`},
 		// Sizes whose products once wrapped past the filters (4 x 2^62 cores = 0 vCPUs).
 		{`cores   = 4611686018427387904
   sockets = 4`, `cores.*between 1 and 4096`},
 		{`cores   = 64
   sockets = 65`, `64 x 65 = 4160 vCPUs; Proxmox VE \(QEMU\) accepts at most 4096`},
-		{`memory = 17592186044416`, `memory.*between 16 and 4194304`},
+		{`memory = 17592186044416`, `memory is in MiB and must be 16 to 4194304`},
+		{`memory = 17179869184`, `memory = 17179869184: memory is in MiB and must be 16 to 4194304 \(PVE's 4 TiB\)\. 17179869184 looks like bytes: that is 16384 MiB`},
 		{`balloon = 4194305`, `balloon.*between 0 and 4194304`},
 		{`disk {
     slot = "scsi0"

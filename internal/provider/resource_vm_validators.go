@@ -229,3 +229,41 @@ func checkVCPUs(cores, sockets types.Int64, diags *diag.Diagnostics) {
 			fmt.Sprintf("cores x sockets = %d x %d = %d vCPUs; Proxmox VE (QEMU) accepts at most %d. Lower cores or sockets.", c, s, c*s, proxmox.MaxVCPUs))
 	}
 }
+
+// plausibleMemoryMiB is the least memory a VM plausibly has: below it, a number was most likely
+// meant in GiB.
+const plausibleMemoryMiB = 64
+
+// memoryMiB checks a memory attribute, which is in MiB: out of PVE's range is an error that
+// says the unit (and that a huge value looks like bytes), under 64 MiB a warning, since
+// `memory = 16` meant as 16 GiB would silently create a 16 MiB VM.
+type memoryMiB struct{}
+
+var _ validator.Int64 = memoryMiB{}
+
+func (memoryMiB) Description(context.Context) string {
+	return fmt.Sprintf("memory in MiB, %d to %d; under %d MiB warns", proxmox.MinMemoryMiB, proxmox.MaxMemoryMiB, plausibleMemoryMiB)
+}
+
+func (v memoryMiB) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (memoryMiB) ValidateInt64(_ context.Context, req validator.Int64Request, resp *validator.Int64Response) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	mib := req.ConfigValue.ValueInt64()
+	switch {
+	case mib > proxmox.MaxMemoryMiB:
+		detail := fmt.Sprintf("%s = %d: memory is in MiB and must be %d to %d (PVE's 4 TiB).", req.Path, mib, proxmox.MinMemoryMiB, proxmox.MaxMemoryMiB)
+		if mib >= 1<<20 {
+			detail += fmt.Sprintf(" %d looks like bytes: that is %d MiB.", mib, mib>>20)
+		}
+		resp.Diagnostics.AddAttributeError(req.Path, "Memory out of range", detail)
+	case mib < proxmox.MinMemoryMiB:
+		resp.Diagnostics.AddAttributeError(req.Path, "Memory out of range",
+			fmt.Sprintf("%s = %d: memory is in MiB and must be %d to %d; for %d GiB write %d.", req.Path, mib, proxmox.MinMemoryMiB, proxmox.MaxMemoryMiB, mib, mib*1024))
+	case mib < plausibleMemoryMiB:
+		resp.Diagnostics.AddAttributeWarning(req.Path, "Memory is in MiB",
+			fmt.Sprintf("%s = %d gives the VM %d MiB, too little for a VM to boot most systems; memory is in MiB: for %d GiB write %d.", req.Path, mib, mib, mib, mib*1024))
+	}
+}

@@ -153,3 +153,32 @@ func TestCheckVCPUs(t *testing.T) {
 		t.Errorf("an unknown count is checked: %v", diags)
 	}
 }
+
+// Memory is in MiB: a value meant in GiB warns, one given in bytes fails saying so.
+func TestMemoryMiB(t *testing.T) {
+	for _, tt := range []struct {
+		mib           int64
+		warning, fail string
+	}{
+		{512, "", ""},
+		{64, "", ""},
+		{16, "memory = 16 gives the VM 16 MiB, too little for a VM to boot most systems; memory is in MiB: for 16 GiB write 16384.", ""},
+		{8, "", "memory = 8: memory is in MiB and must be 16 to 4194304; for 8 GiB write 8192."},
+		{4194304, "", ""},
+		{8589934592, "", "memory = 8589934592: memory is in MiB and must be 16 to 4194304 (PVE's 4 TiB). 8589934592 looks like bytes: that is 8192 MiB."},
+	} {
+		resp := &validator.Int64Response{}
+		memoryMiB{}.ValidateInt64(context.Background(), validator.Int64Request{Path: path.Root("memory"), ConfigValue: types.Int64Value(tt.mib)}, resp)
+		var warning, fail string
+		for _, d := range resp.Diagnostics {
+			if d.Severity() == diag.SeverityWarning {
+				warning = d.Detail()
+			} else {
+				fail = d.Detail()
+			}
+		}
+		if warning != tt.warning || fail != tt.fail || len(resp.Diagnostics) > 1 {
+			t.Errorf("memory %d: warning %q, error %q; want %q, %q", tt.mib, warning, fail, tt.warning, tt.fail)
+		}
+	}
+}
