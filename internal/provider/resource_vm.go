@@ -175,6 +175,8 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 		if reasons := profile.CheckNode(snap, schedReq, target, vmid); len(reasons) > 0 {
 			resp.Diagnostics.AddAttributeError(path.Root("node"), "Cannot migrate to "+target,
 				fmt.Sprintf("%s fails the scheduling rules for this VM: %s.", target, strings.Join(reasons, "; ")))
+		} else if known(state.PlacementSummary) {
+			resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("placement_summary"), summaryOn(state.PlacementSummary.ValueString(), target))...)
 		}
 		return
 	}

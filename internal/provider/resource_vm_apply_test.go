@@ -192,6 +192,35 @@ func TestAccVMPinnedNodeMovedByHAMigratesBack(t *testing.T) {
 	})
 }
 
+// Unpinned, a move by hand is no drift, and placement_summary follows the VM: it names the
+// node it runs on and the one it was placed on, and the plan stays empty.
+func TestAccVMSummaryFollowsMove(t *testing.T) {
+	env, sim := simEnv(t, labCluster())
+	cfg := env.config(`resource "qemuscheduler_vm" "web" {
+  name = "web-1"
+}`)
+	runCase(t, resource.TestCase{
+		Steps: []resource.TestStep{
+			{Config: cfg, Check: resource.TestMatchResourceAttr(vmAddr, "placement_summary", regexp.MustCompile(`^web-1: pve2 \(score `))},
+			{
+				PreConfig: func() { must(t, sim.SetGuestNode(101, "pve3")) },
+				Config:    cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(vmAddr, "node", "pve3"),
+					resource.TestMatchResourceAttr(vmAddr, "placement_summary", regexp.MustCompile(`^web-1: pve3 \(migrated; placed on pve2 with score `)),
+				),
+			},
+			{
+				PreConfig: func() { must(t, sim.SetGuestNode(101, "pve2")) },
+				Config:    cfg,
+				Check:     resource.TestMatchResourceAttr(vmAddr, "placement_summary", regexp.MustCompile(`^web-1: pve2 \(score `)),
+			},
+		},
+		CheckDestroy: guestGone(sim, 101),
+	})
+}
+
 // The attributes TestAccVMUpdateInPlace does not cover, changed in place, added and removed;
 // devices keep their computed values by slot, not by list position.
 func TestAccVMUpdateDevicesAndCloudInit(t *testing.T) {

@@ -134,6 +134,33 @@ func boolString(b bool) string {
 	return "0"
 }
 
+// movedMark starts the parenthesis of a summary whose VM no longer runs where it was placed.
+const movedMark = "migrated; placed on "
+
+// summaryOn makes a placement summary ("web-1: pve2 (score 86.56; ...), vmid 500 ...") name
+// node, where the VM runs now: after a migration it reads "web-1: pve3 (migrated; placed on
+// pve2 with score 86.56; ...), ...", and back on pve2 it is the original again. A summary of
+// another form ("imported") is kept.
+func summaryOn(summary, node string) string {
+	name, rest, ok := strings.Cut(summary, ": ")
+	if !ok {
+		return summary
+	}
+	placed, decision, ok := strings.Cut(rest, " (")
+	if !ok {
+		return summary
+	}
+	if moved, ok := strings.CutPrefix(decision, movedMark); ok {
+		if placed, decision, ok = strings.Cut(moved, " with "); !ok {
+			return summary
+		}
+	}
+	if placed == node {
+		return name + ": " + node + " (" + decision
+	}
+	return name + ": " + node + " (" + movedMark + placed + " with " + decision
+}
+
 // readInto refreshes the model from PVE. Attributes PVE reports always are set; cloud-init is
 // read only when managed (PVE masks the password, so the planned value is kept).
 func (m *vmModel) readInto(ctx context.Context, vm *proxmox.VM, diags *diag.Diagnostics) {
@@ -141,6 +168,9 @@ func (m *vmModel) readInto(ctx context.Context, vm *proxmox.VM, diags *diag.Diag
 	m.ID = types.StringValue(strconv.Itoa(vm.VMID))
 	m.VMID = types.Int64Value(int64(vm.VMID))
 	m.Node = types.StringValue(vm.Node)
+	if known(m.PlacementSummary) {
+		m.PlacementSummary = types.StringValue(summaryOn(m.PlacementSummary.ValueString(), vm.Node))
+	}
 	m.Name = types.StringValue(cfg["name"])
 	m.Description = types.StringValue(userNotes(cfg["description"]))
 	m.CPUType = types.StringValue(cfg["cpu"])

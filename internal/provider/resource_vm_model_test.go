@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -117,5 +118,22 @@ func TestNormalizeTagsLikePVE(t *testing.T) {
 	}
 	if got := splitTags("db;prod, web x"); !reflect.DeepEqual(got, []string{"db", "prod", "web", "x"}) {
 		t.Fatalf("splitTags = %q", got)
+	}
+}
+
+func TestSummaryOn(t *testing.T) {
+	const placed = "web-1: pve2 (score 186.56; 3/4 nodes feasible), vmid 500 (range 500-599), storage ceph"
+	moved := "web-1: pve3 (migrated; placed on pve2 with score 186.56; 3/4 nodes feasible), vmid 500 (range 500-599), storage ceph"
+	for _, tt := range []struct{ summary, node, want string }{
+		{placed, "pve2", placed},
+		{placed, "pve3", moved},
+		{moved, "pve3", moved},
+		{moved, "pve1", strings.Replace(moved, "web-1: pve3", "web-1: pve1", 1)},
+		{moved, "pve2", placed},
+		{"imported", "pve1", "imported"},
+	} {
+		if got := summaryOn(tt.summary, tt.node); got != tt.want {
+			t.Errorf("summaryOn(%q, %s) = %q\nwant %q", tt.summary, tt.node, got, tt.want)
+		}
 	}
 }

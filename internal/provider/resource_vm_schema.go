@@ -62,7 +62,7 @@ func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 			"storage": schema.StringAttribute{Computed: true, PlanModifiers: keepString(),
 				Description: "The storage chosen for disks without their own `storage` (and for full clones without `clone.storage`)."},
 			"placement_summary": schema.StringAttribute{Computed: true, PlanModifiers: keepString(),
-				Description: "Why the VM went where it did, as decided at create."},
+				Description: "Why the VM went where it did, as decided at create; after a migration it names the node the VM runs on and where it was placed (`web-1: pve3 (migrated; placed on pve2 with score ...)`)."},
 			"name": schema.StringAttribute{Required: true,
 				Validators:  []validator.String{dnsNameCheck},
 				Description: "VM name: a DNS name (letters, digits and '-', dot-separated labels of at most 63 characters that neither start nor end with '-'), as PVE and DNS require; also the scheduler's tie-break seed."},

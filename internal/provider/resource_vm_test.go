@@ -110,6 +110,7 @@ func TestAccVMLifecycleFromScratch(t *testing.T) {
   node    = "pve3"`), Check: resource.ComposeAggregateTestCheckFunc(
 			resource.TestCheckResourceAttr(vmAddr, "node", "pve3"),
 			resource.TestCheckResourceAttr(vmAddr, "vmid", "500"),
+			resource.TestMatchResourceAttr(vmAddr, "placement_summary", regexp.MustCompile(`^web-1: pve3 \(migrated; placed on pve2 with score 186.56; 3/4 nodes feasible\), vmid 500`)),
 			guestCheck(sim, nil),
 		)},
 		resource.TestStep{ResourceName: vmAddr, ImportState: true, ImportStateId: "pve3/500", ImportStateVerify: true,
