@@ -29,8 +29,9 @@ func runningGuest(vmid int, node, name string, tags ...string) pvesim.GuestSpec 
 
 // An overloaded node gives opted-in guests to underused ones, largest first (a, then b: their
 // sizes differ, as their VMIDs depend on the order Terraform creates them); pinning the VMs to the moves'
-// targets migrates them, and reading again proposes nothing. The busiest guest, opted out,
-// never moves.
+// targets migrates them, and the same apply reads the data source after the moves (its
+// depends_on on the VMs): it proposes nothing, and the plan after it is empty, outputs too.
+// The busiest guest, opted out, never moves.
 func TestAccRebalanceLowNodeUtilizationThroughPins(t *testing.T) {
 	c := rebalanceCluster()
 	c.Guests = []pvesim.GuestSpec{{VMID: 500, Node: "pve1", Name: "outsider", Status: "running", Cores: 8, MemoryMiB: 1024}}
@@ -59,7 +60,8 @@ resource "qemuscheduler_vm" "c" {
 	}
 	rebalance := `
 data "qemuscheduler_rebalance" "r" {
-  tags = ["rebal"]
+  tags       = ["rebal"]
+  depends_on = [qemuscheduler_vm.a, qemuscheduler_vm.b, qemuscheduler_vm.c]
   low_node_utilization {
     cpu_threshold    = 30
     memory_threshold = 30
@@ -67,6 +69,7 @@ data "qemuscheduler_rebalance" "r" {
     memory_target    = 65
   }
 }
+output "summary" { value = data.qemuscheduler_rebalance.r.summary }
 `
 	runSteps(t,
 		resource.TestStep{Config: env.config(vms("pve1", "pve1"))},
@@ -83,7 +86,6 @@ data "qemuscheduler_rebalance" "r" {
 			resource.TestCheckResourceAttr(rb, "nodes_after.0.running_guests", "2"),
 			resource.TestCheckResourceAttr(rb, "kept.#", "0"),
 		)},
-		resource.TestStep{Config: env.config(vms("pve2", "pve3"), rebalance)},
 		resource.TestStep{Config: env.config(vms("pve2", "pve3"), rebalance), Check: resource.ComposeAggregateTestCheckFunc(
 			resource.TestCheckResourceAttr(rb, "moves.#", "0"),
 			resource.TestCheckResourceAttr(rb, "summary", "0 move(s)"),

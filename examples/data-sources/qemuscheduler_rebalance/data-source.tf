@@ -17,7 +17,9 @@ data "qemuscheduler_rebalance" "web" {
 }
 
 # Act on a move with qemuscheduler_vm: copy the `to` node into the VM's `node` (a pinned node
-# migrates), or with the bpg provider: node_name = <to>, migrate = true.
+# migrates), or with the bpg provider: node_name = <to>, migrate = true. Give the data source
+# `depends_on = [<those VMs>]` so that the apply that moves them reads it after the moves;
+# otherwise its outputs show the moves just made until the next apply.
 output "moves" {
   value = data.qemuscheduler_rebalance.web.summary
 }
