@@ -40,10 +40,32 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
 // MaxWeight bounds a preferred term's weight.
 const MaxWeight = 100
 
-// ValidateTerm checks a node affinity term: the key's syntax, a known operator, values present
-// or absent as the operator needs (In and NotIn one or more, Exists and DoesNotExist none, Gt
-// and Lt exactly one integer), and a weight of 0 (required) or 1..100 (preferred).
-func ValidateTerm(t scheduler.NodeAffinityTerm) error {
+// ValidateAffinity checks a node affinity: at least one term, each of at least one valid
+// expression, and a weight of 0 (required) or 1..100 (preferred).
+func ValidateAffinity(a scheduler.NodeAffinityTerm) error {
+	if len(a.Terms) == 0 {
+		return &FieldError{"key", "a node affinity needs an expression: key and operator, or match_expressions blocks"}
+	}
+	for _, term := range a.Terms {
+		if len(term) == 0 {
+			return &FieldError{"node_selector_term", "a node_selector_term needs at least one match_expressions block"}
+		}
+		for _, e := range term {
+			if err := ValidateExpression(e); err != nil {
+				return err
+			}
+		}
+	}
+	if a.Weight < 0 || a.Weight > MaxWeight {
+		return &FieldError{"weight", fmt.Sprintf("weight must be 1..%d (a preference), or unset for a requirement; got %d", MaxWeight, a.Weight)}
+	}
+	return nil
+}
+
+// ValidateExpression checks a node expression: the key's syntax, a known operator, values
+// present or absent as the operator needs (In and NotIn one or more, Exists and DoesNotExist
+// none, Gt and Lt exactly one integer).
+func ValidateExpression(t scheduler.NodeExpression) error {
 	if err := ValidateKey(t.Key); err != nil {
 		return &FieldError{"key", err.Error()}
 	}
@@ -71,16 +93,33 @@ func ValidateTerm(t scheduler.NodeAffinityTerm) error {
 	default:
 		return &FieldError{"operator", fmt.Sprintf("unknown operator %q; use one of %s", t.Operator, strings.Join(Operators, ", "))}
 	}
-	if t.Weight < 0 || t.Weight > MaxWeight {
-		return &FieldError{"weight", fmt.Sprintf("weight must be 1..%d (a preference), or unset for a requirement; got %d", MaxWeight, t.Weight)}
-	}
 	return nil
 }
 
-// MatchTerm reports whether a node's labels satisfy a term, with Kubernetes' semantics: NotIn
-// and DoesNotExist match a node without the key; Gt and Lt need the label and compare both
-// sides as integers, a label that is not one never matching.
-func MatchTerm(labels map[string]string, t scheduler.NodeAffinityTerm) bool {
+// MatchAffinity reports whether a node's labels satisfy a node affinity: every expression of
+// one of its terms, as kube's nodeSelectorTerms.
+func MatchAffinity(labels map[string]string, a scheduler.NodeAffinityTerm) bool {
+	for _, term := range a.Terms {
+		if matchAll(labels, term) {
+			return true
+		}
+	}
+	return false
+}
+
+func matchAll(labels map[string]string, term []scheduler.NodeExpression) bool {
+	for _, e := range term {
+		if !MatchExpression(labels, e) {
+			return false
+		}
+	}
+	return true
+}
+
+// MatchExpression reports whether a node's labels satisfy an expression, with Kubernetes'
+// semantics: NotIn and DoesNotExist match a node without the key; Gt and Lt need the label and
+// compare both sides as integers, a label that is not one never matching.
+func MatchExpression(labels map[string]string, t scheduler.NodeExpression) bool {
 	v, has := labels[t.Key]
 	switch t.Operator {
 	case OpIn:
@@ -108,8 +147,23 @@ func MatchTerm(labels map[string]string, t scheduler.NodeAffinityTerm) bool {
 	return false
 }
 
-// FormatTerm writes a term for messages: "disk In [nvme ssd]", "gpu Exists", "cores Gt 8".
-func FormatTerm(t scheduler.NodeAffinityTerm) string {
+// FormatAffinity writes a node affinity for messages: its terms joined by " or ", each one's
+// expressions by " and ": "disk In [nvme] and gpu Exists or zone In [b]".
+func FormatAffinity(a scheduler.NodeAffinityTerm) string {
+	terms := make([]string, len(a.Terms))
+	for i, term := range a.Terms {
+		exprs := make([]string, len(term))
+		for j, e := range term {
+			exprs[j] = FormatExpression(e)
+		}
+		terms[i] = strings.Join(exprs, " and ")
+	}
+	return strings.Join(terms, " or ")
+}
+
+// FormatExpression writes an expression for messages: "disk In [nvme ssd]", "gpu Exists",
+// "cores Gt 8".
+func FormatExpression(t scheduler.NodeExpression) string {
 	switch t.Operator {
 	case OpIn, OpNotIn:
 		return fmt.Sprintf("%s %s [%s]", t.Key, t.Operator, strings.Join(t.Values, " "))

@@ -8,26 +8,33 @@ import (
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
-func TestValidateTerm(t *testing.T) {
+func TestValidateAffinity(t *testing.T) {
+	expr := func(key, op string, values ...string) []scheduler.NodeExpression {
+		return []scheduler.NodeExpression{{Key: key, Operator: op, Values: values}}
+	}
 	tests := []struct {
 		term        scheduler.NodeAffinityTerm
 		field, want string
 	}{
-		{scheduler.NodeAffinityTerm{Key: "disk", Operator: "In", Values: []string{"nvme", "ssd"}, Weight: 40}, "", ""},
-		{scheduler.NodeAffinityTerm{Key: "gpu", Operator: "Exists"}, "", ""},
-		{scheduler.NodeAffinityTerm{Key: "cores", Operator: "Lt", Values: []string{"-3"}, Weight: 100}, "", ""},
-		{scheduler.NodeAffinityTerm{Key: "bad key", Operator: "Exists"}, "key", `key "bad key": the name may hold only`},
-		{scheduler.NodeAffinityTerm{Key: "disk", Operator: "in", Values: []string{"x"}}, "operator", `unknown operator "in"; use one of In, NotIn, Exists, DoesNotExist, Gt, Lt`},
-		{scheduler.NodeAffinityTerm{Key: "disk", Operator: "NotIn"}, "values", "operator NotIn needs at least one value"},
-		{scheduler.NodeAffinityTerm{Key: "disk", Operator: "In", Values: []string{"a b"}}, "values", `value "a b"`},
-		{scheduler.NodeAffinityTerm{Key: "disk", Operator: "DoesNotExist", Values: []string{"x"}}, "values", "operator DoesNotExist takes no values; remove values"},
-		{scheduler.NodeAffinityTerm{Key: "cores", Operator: "Gt", Values: []string{"1", "2"}}, "values", "operator Gt needs exactly one integer value, got 2 values"},
-		{scheduler.NodeAffinityTerm{Key: "cores", Operator: "Gt", Values: []string{"1.5"}}, "values", `operator Gt needs an integer value, got "1.5"`},
-		{scheduler.NodeAffinityTerm{Key: "gpu", Operator: "Exists", Weight: 101}, "weight", "weight must be 1..100 (a preference), or unset for a requirement; got 101"},
-		{scheduler.NodeAffinityTerm{Key: "gpu", Operator: "Exists", Weight: -1}, "weight", "got -1"},
+		{scheduler.Expression(40, "disk", "In", "nvme", "ssd"), "", ""},
+		{scheduler.Expression(0, "gpu", "Exists"), "", ""},
+		{scheduler.Expression(100, "cores", "Lt", "-3"), "", ""},
+		{scheduler.NodeAffinityTerm{Terms: [][]scheduler.NodeExpression{append(expr("gpu", "Exists"), expr("zone", "In", "a")...), expr("zone", "In", "b")}}, "", ""},
+		{scheduler.Expression(0, "bad key", "Exists"), "key", `key "bad key": the name may hold only`},
+		{scheduler.Expression(0, "disk", "in", "x"), "operator", `unknown operator "in"; use one of In, NotIn, Exists, DoesNotExist, Gt, Lt`},
+		{scheduler.Expression(0, "disk", "NotIn"), "values", "operator NotIn needs at least one value"},
+		{scheduler.Expression(0, "disk", "In", "a b"), "values", `value "a b"`},
+		{scheduler.Expression(0, "disk", "DoesNotExist", "x"), "values", "operator DoesNotExist takes no values; remove values"},
+		{scheduler.Expression(0, "cores", "Gt", "1", "2"), "values", "operator Gt needs exactly one integer value, got 2 values"},
+		{scheduler.Expression(0, "cores", "Gt", "1.5"), "values", `operator Gt needs an integer value, got "1.5"`},
+		{scheduler.Expression(101, "gpu", "Exists"), "weight", "weight must be 1..100 (a preference), or unset for a requirement; got 101"},
+		{scheduler.Expression(-1, "gpu", "Exists"), "weight", "got -1"},
+		{scheduler.NodeAffinityTerm{}, "key", "a node affinity needs an expression"},
+		{scheduler.NodeAffinityTerm{Terms: [][]scheduler.NodeExpression{expr("gpu", "Exists"), nil}}, "node_selector_term", "needs at least one match_expressions block"},
+		{scheduler.NodeAffinityTerm{Terms: [][]scheduler.NodeExpression{expr("gpu", "Exists"), expr("disk", "NotIn")}}, "values", "operator NotIn needs at least one value"},
 	}
 	for _, tt := range tests {
-		err := ValidateTerm(tt.term)
+		err := ValidateAffinity(tt.term)
 		checkFieldError(t, tt.term, err, tt.field, tt.want)
 	}
 }
@@ -64,7 +71,7 @@ func checkFieldError(t *testing.T, input any, err error, field, want string) {
 	}
 }
 
-func TestMatchTerm(t *testing.T) {
+func TestMatchExpression(t *testing.T) {
 	labels := map[string]string{"cores": "16", "zone": "a", "odd": "x1"}
 	tests := []struct {
 		op     string
@@ -92,9 +99,33 @@ func TestMatchTerm(t *testing.T) {
 		{"Near", "zone", []string{"a"}, false},
 	}
 	for _, tt := range tests {
-		term := scheduler.NodeAffinityTerm{Key: tt.key, Operator: tt.op, Values: tt.values}
-		if got := MatchTerm(labels, term); got != tt.want {
+		if got := MatchExpression(labels, scheduler.NodeExpression{Key: tt.key, Operator: tt.op, Values: tt.values}); got != tt.want {
 			t.Errorf("%s %s %v = %v, want %v", tt.key, tt.op, tt.values, got, tt.want)
 		}
+	}
+}
+
+// Terms are ORed, the expressions of one term ANDed, as kube's nodeSelectorTerms; the reasons
+// show them that way.
+func TestMatchAffinity(t *testing.T) {
+	gpuInA := []scheduler.NodeExpression{{Key: "gpu", Operator: "Exists"}, {Key: "zone", Operator: "In", Values: []string{"a"}}}
+	zoneB := []scheduler.NodeExpression{{Key: "zone", Operator: "In", Values: []string{"b"}}}
+	a := scheduler.NodeAffinityTerm{Terms: [][]scheduler.NodeExpression{gpuInA, zoneB}}
+	for _, tt := range []struct {
+		labels map[string]string
+		want   bool
+	}{
+		{map[string]string{"gpu": "", "zone": "a"}, true},
+		{map[string]string{"zone": "a"}, false},
+		{map[string]string{"gpu": "", "zone": "c"}, false},
+		{map[string]string{"zone": "b"}, true},
+		{nil, false},
+	} {
+		if got := MatchAffinity(tt.labels, a); got != tt.want {
+			t.Errorf("%v: %v, want %v", tt.labels, got, tt.want)
+		}
+	}
+	if got, want := FormatAffinity(a), "gpu Exists and zone In [a] or zone In [b]"; got != want {
+		t.Errorf("FormatAffinity = %q, want %q", got, want)
 	}
 }

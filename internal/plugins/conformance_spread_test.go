@@ -147,13 +147,13 @@ func TestKubePodTopologySpreadFilter(t *testing.T) {
 		{name: "pods spread across nodes as 2/1/0/3, but pod doesn't match itself", tags: bar, spreads: []scheduler.SpreadConstraint{byNode(1, "foo")},
 			nodes: fourNodes(nil), pods: pods(foo, "node-a:2", "node-b", "node-y:3"), fit: []string{"node-b", "node-x"}},
 		{name: "incoming pod has nodeAffinity, pods spread as 2/~1~/~0~/3, hence node-a fits", tags: foo,
-			affinity: []scheduler.NodeAffinityTerm{{Key: "node", Operator: "In", Values: []string{"node-a", "node-y"}}},
+			affinity: []scheduler.NodeAffinityTerm{scheduler.Expression(0, "node", "In", "node-a", "node-y")},
 			spreads:  []scheduler.SpreadConstraint{byNode(1, "foo")}, nodes: fourNodes(nil), pods: pods(foo, "node-a:2", "node-b", "node-y:3"),
 			// As in kube's unit test, node-b and node-x fit the spread filter alone; the
 			// node selector filter rejects them in the pipeline.
 			fit: []string{"node-a", "node-b", "node-x"}},
 		{name: "incoming pod has nodeAffinity, pods spread as 0/~2~/0/1, hence node-a fits", tags: foo,
-			affinity: []scheduler.NodeAffinityTerm{{Key: "node", Operator: "NotIn", Values: []string{"node-b"}}},
+			affinity: []scheduler.NodeAffinityTerm{scheduler.Expression(0, "node", "NotIn", "node-b")},
 			spreads:  []scheduler.SpreadConstraint{zone(1, "foo")}, nodes: fourNodes(nil), pods: pods(foo, "node-b:2", "node-y"),
 			fit: []string{"node-a", "node-b"}},
 		{name: "pods spread across nodes as 2/2/1, maxSkew is 2, and the number of domains < minDomains, then the third node fits", tags: foo,
@@ -175,11 +175,11 @@ func TestKubePodTopologySpreadFilter(t *testing.T) {
 			spreads: []scheduler.SpreadConstraint{byNode(1, "foo", affinityPolicy(PolicyIgnore))}, nodes: inclusionNodes,
 			pods: pods(foo, "node-a", "node-b", "node-y"), fit: []string{"node-x"}},
 		{name: "NodeAffinityPolicy honored with nodeAffinity", tags: foo,
-			affinity: []scheduler.NodeAffinityTerm{{Key: "foo", Operator: "In", Values: []string{""}}},
+			affinity: []scheduler.NodeAffinityTerm{scheduler.Expression(0, "foo", "In", "")},
 			spreads:  []scheduler.SpreadConstraint{byNode(1, "foo")}, nodes: inclusionNodes,
 			pods: pods(foo, "node-a", "node-b", "node-y"), fit: []string{"node-x", "node-y"}},
 		{name: "NodeAffinityPolicy ignored with labelSelectors", tags: foo, // kube's second case of this name uses nodeAffinity
-			affinity: []scheduler.NodeAffinityTerm{{Key: "foo", Operator: "In", Values: []string{""}}},
+			affinity: []scheduler.NodeAffinityTerm{scheduler.Expression(0, "foo", "In", "")},
 			spreads:  []scheduler.SpreadConstraint{byNode(1, "foo", affinityPolicy(PolicyIgnore))}, nodes: inclusionNodes,
 			pods: pods(foo, "node-a", "node-b", "node-y"), fit: []string{"node-x"}},
 		{name: "NodeTaintsPolicy honored", tags: foo, spreads: []scheduler.SpreadConstraint{byNode(1, "foo", taintsPolicy(PolicyHonor))},
@@ -292,7 +292,7 @@ func TestKubePodTopologySpreadScore(t *testing.T) {
 	}
 	const hostname = "kubernetes.io/hostname"
 	fooSel := map[string]string{"foo": ""}
-	fooAffinity := []scheduler.NodeAffinityTerm{{Key: "foo", Operator: "In", Values: []string{""}}}
+	fooAffinity := []scheduler.NodeAffinityTerm{scheduler.Expression(0, "foo", "In", "")}
 	inclusion := []scheduler.Node{kn("node-a", "node=node-a", "foo="), kn("node-b", "node=node-b", "foo="), kn("node-c", "node=node-c")}
 	tainted := []scheduler.Node{kn("node-a", "node=node-a"), kn("node-b", "node=node-b"), kn("node-c", "node=node-c", "unschedulable")}
 	inclusionPods := pods(foo, "node-a:2", "node-b", "node-c")
@@ -390,7 +390,7 @@ func TestKubePodTopologySpreadScore(t *testing.T) {
 func TestKubeSpreadSkipsMembersOnUnselectedNodes(t *testing.T) {
 	r := request("p")
 	r.Tags = foo
-	r.NodeAffinity = []scheduler.NodeAffinityTerm{{Key: "node", Operator: "NotIn", Values: []string{"node-b"}}}
+	r.NodeAffinity = []scheduler.NodeAffinityTerm{scheduler.Expression(0, "node", "NotIn", "node-b")}
 	r.TopologySpread = []scheduler.SpreadConstraint{{Tags: foo, TopologyKey: "zone", MaxSkew: 1, WhenUnsatisfiable: DoNotSchedule}}
 	snap := scheduler.Snapshot{Nodes: fourNodes(nil), Guests: pods(foo, "node-b:2", "node-y")}
 	for i := range snap.Guests {

@@ -68,22 +68,61 @@ func domainName(key, domain string) string {
 	return key + "=" + domain
 }
 
-// carriesAll reports whether tags hold every one of want; PVE tags are case-insensitive.
+// carries reports whether tags hold w; PVE tags are case-insensitive.
+func carries(tags []string, w string) bool {
+	for _, t := range tags {
+		// Most tags differ in length: skip the case fold for them.
+		if len(t) == len(w) && (t == w || strings.EqualFold(t, w)) {
+			return true
+		}
+	}
+	return false
+}
+
+// carriesAll reports whether tags hold every one of want.
 func carriesAll(tags, want []string) bool {
 	for _, w := range want {
-		found := false
-		for _, t := range tags {
-			// Most tags differ in length: skip the case fold for them.
-			if len(t) == len(w) && (t == w || strings.EqualFold(t, w)) {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !carries(tags, w) {
 			return false
 		}
 	}
 	return true
+}
+
+// carriesAny reports whether tags hold at least one of want.
+func carriesAny(tags, want []string) bool {
+	for _, w := range want {
+		if carries(tags, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// selects reports whether a guest with these tags is in the selector's group.
+func selects(s scheduler.TagSelector, tags []string) bool {
+	return carriesAll(tags, s.Tags) && (len(s.TagsAnyOf) == 0 || carriesAny(tags, s.TagsAnyOf)) && !carriesAny(tags, s.TagsNoneOf)
+}
+
+// describeGroup shows a selector in reasons: "[web]" for tags alone, else with "any of [a b]"
+// and "none of [c]".
+func describeGroup(s scheduler.TagSelector) string {
+	var parts []string
+	if len(s.Tags) > 0 || len(s.TagsAnyOf)+len(s.TagsNoneOf) == 0 {
+		parts = append(parts, fmt.Sprint(s.Tags))
+	}
+	if len(s.TagsAnyOf) > 0 {
+		parts = append(parts, fmt.Sprint("any of ", s.TagsAnyOf))
+	}
+	if len(s.TagsNoneOf) > 0 {
+		parts = append(parts, fmt.Sprint("none of ", s.TagsNoneOf))
+	}
+	return strings.Join(parts, " ")
+}
+
+// groupKey identifies a selector in the request's state, case folded as tags compare.
+func groupKey(s scheduler.TagSelector) string {
+	return strings.ToLower(strings.Join(s.Tags, "\x00") + "\x01" + strings.Join(s.TagsAnyOf, "\x00") + "\x01" + strings.Join(s.TagsNoneOf, "\x00"))
 }
 
 // listedIDs bounds the ids a reason lists.
@@ -128,8 +167,8 @@ func (m *members) String() string {
 	return s
 }
 
-// groupMembers is one group's members per node of the view: every non-template guest
-// carrying all the tags, stopped and assumed guests included.
+// groupMembers is one group's members per node of the view: every non-template guest the
+// selector picks, stopped and assumed guests included.
 type groupMembers struct {
 	total   int
 	perNode []members
@@ -137,15 +176,15 @@ type groupMembers struct {
 
 // membersOf walks the guests once per group and request, whatever the topology keys; the
 // result is kept in the request's state.
-func membersOf(state *scheduler.CycleState, nodes []*scheduler.NodeInfo, tags []string) *groupMembers {
-	cacheKey := "members\x00" + strings.ToLower(strings.Join(tags, "\x00"))
+func membersOf(state *scheduler.CycleState, nodes []*scheduler.NodeInfo, group scheduler.TagSelector) *groupMembers {
+	cacheKey := "members\x00" + groupKey(group)
 	if v, ok := state.Read(cacheKey); ok {
 		return v.(*groupMembers)
 	}
 	gm := &groupMembers{perNode: make([]members, len(nodes))}
 	for i, ni := range nodes {
 		for _, g := range ni.Guests {
-			if !g.Template && carriesAll(g.Tags, tags) {
+			if !g.Template && selects(group, g.Tags) {
 				gm.perNode[i].add(g)
 			}
 		}
@@ -188,12 +227,12 @@ func (c *groupCounts) holds(d string) *members {
 
 // countGroup sums the group's members per domain of key, once per request: the result is
 // kept in the request's state, so every plugin and every node reuses it.
-func countGroup(state *scheduler.CycleState, nodes []*scheduler.NodeInfo, tags []string, key string) *groupCounts {
-	cacheKey := "groups\x00" + key + "\x00" + strings.ToLower(strings.Join(tags, "\x00"))
+func countGroup(state *scheduler.CycleState, nodes []*scheduler.NodeInfo, group scheduler.TagSelector, key string) *groupCounts {
+	cacheKey := "groups\x00" + key + "\x00" + groupKey(group)
 	if v, ok := state.Read(cacheKey); ok {
 		return v.(*groupCounts)
 	}
-	gm := membersOf(state, nodes, tags)
+	gm := membersOf(state, nodes, group)
 	c := &groupCounts{key: key, total: gm.total, byDomain: make(map[string]*members, len(nodes))}
 	for i, ni := range nodes {
 		d, ok := domainOf(ni.Node, key)

@@ -47,7 +47,7 @@ func TestCountGroupOncePerRequest(t *testing.T) {
 	ns := infos(nodes, guests...)
 	ns[1].Guests = append(ns[1].Guests, &scheduler.Guest{VMID: 106, Node: "pve2", Tags: []string{"web", "prod"}, Assumed: true})
 	state := scheduler.NewCycleState()
-	c := countGroup(state, ns, []string{"web", "prod"}, "zone")
+	c := countGroup(state, ns, scheduler.TagSelector{Tags: []string{"web", "prod"}}, "zone")
 	if c.total != 4 || c.domains != 2 || c.in(&nodes[0]) != 2 || c.in(&nodes[2]) != 1 {
 		t.Fatalf("counts: total %d, domains %d, a %+v, b %+v", c.total, c.domains, c.byDomain["a"], c.byDomain["b"])
 	}
@@ -58,7 +58,7 @@ func TestCountGroupOncePerRequest(t *testing.T) {
 		t.Error("a node without the key counts members")
 	}
 	// Same group, tags in another case: the request's state answers without counting again.
-	if again := countGroup(state, nil, []string{"WEB", "PROD"}, "zone"); again != c {
+	if again := countGroup(state, nil, scheduler.TagSelector{Tags: []string{"WEB", "PROD"}}, "zone"); again != c {
 		t.Error("the group was counted twice for one request")
 	}
 }
@@ -69,7 +69,7 @@ func TestDomainMembersListsFewIDs(t *testing.T) {
 	for id := 100; id < 108; id++ {
 		guests = append(guests, tagged(id, "pve1", "web"))
 	}
-	c := countGroup(scheduler.NewCycleState(), infos(nodes, guests...), []string{"web"}, TopologyNode)
+	c := countGroup(scheduler.NewCycleState(), infos(nodes, guests...), scheduler.TagSelector{Tags: []string{"web"}}, TopologyNode)
 	if got := c.byDomain["pve1"].String(); got != "100, 101, 102, 103, 104 and 3 more" {
 		t.Errorf("got %q", got)
 	}

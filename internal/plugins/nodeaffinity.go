@@ -8,8 +8,8 @@ import (
 // NodeAffinityName is the config key of the preferred node affinity score.
 const NodeAffinityName = "NodeAffinity"
 
-// nodeAffinity sums the weights of the preferred node_affinity terms (weight 1..100) a node's
-// labels match, normalised as kube-scheduler does: 100*sum/max over the feasible nodes (all 0
+// nodeAffinity sums the weights of the preferred node_affinity blocks (weight 1..100) a node's
+// labels match (all the expressions of one of a block's terms), normalised as kube-scheduler does: 100*sum/max over the feasible nodes (all 0
 // when no node matches any).
 type nodeAffinity struct{}
 
@@ -25,7 +25,7 @@ func (nodeAffinity) Name() string { return NodeAffinityName }
 func (nodeAffinity) Score(_ *scheduler.CycleState, req *scheduler.Request, n *scheduler.NodeInfo) float64 {
 	sum := 0
 	for _, t := range req.NodeAffinity {
-		if t.Weight > 0 && nodelabels.MatchTerm(n.Node.Labels, t) {
+		if t.Weight > 0 && nodelabels.MatchAffinity(n.Node.Labels, t) {
 			sum += t.Weight
 		}
 	}

@@ -28,9 +28,9 @@ func BenchmarkScheduleNodePolicy(b *testing.B) {
 	r := benchRequest("web")
 	r.NodeSelector = map[string]string{"zone": "z1"}
 	r.NodeAffinity = []scheduler.NodeAffinityTerm{
-		{Key: "cores", Operator: nodelabels.OpGt, Values: []string{"16"}},
-		{Key: "disk", Operator: nodelabels.OpIn, Values: []string{"nvme", "ssd"}, Weight: 60},
-		{Key: "disk", Operator: nodelabels.OpNotIn, Values: []string{"hdd"}, Weight: 20},
+		scheduler.Expression(0, "cores", nodelabels.OpGt, "16"),
+		scheduler.Expression(60, "disk", nodelabels.OpIn, "nvme", "ssd"),
+		scheduler.Expression(20, "disk", nodelabels.OpNotIn, "hdd"),
 	}
 	r.Tolerations = []scheduler.Toleration{{Key: "dedicated", Operator: nodelabels.TolEqual, Value: "db"}, {Key: "old-hw", Operator: nodelabels.TolExists}}
 	reqs := []scheduler.Request{r}

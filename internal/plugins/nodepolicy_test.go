@@ -25,7 +25,7 @@ func labelled(name string, labels map[string]string, taints ...string) scheduler
 }
 
 func term(key, op string, weight int, values ...string) scheduler.NodeAffinityTerm {
-	return scheduler.NodeAffinityTerm{Key: key, Operator: op, Values: values, Weight: weight}
+	return scheduler.Expression(weight, key, op, values...)
 }
 
 func TestNodeSelectorFilter(t *testing.T) {

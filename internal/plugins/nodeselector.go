@@ -13,7 +13,9 @@ import (
 const NodeSelectorName = "NodeSelector"
 
 // nodeSelector keeps the nodes whose labels match every node_selector pair and every required
-// node_affinity term (weight unset), ANDed, with Kubernetes' operator semantics.
+// node_affinity (weight unset), ANDed; a node affinity matches through any one of its terms,
+// all of whose expressions match (kube's nodeSelectorTerms and matchExpressions), with
+// Kubernetes' operator semantics.
 type nodeSelector struct{}
 
 var (
@@ -36,7 +38,7 @@ func (nodeSelector) ValidateRequest(req *scheduler.Request) error {
 		}
 	}
 	for i, t := range req.NodeAffinity {
-		if err := nodelabels.ValidateTerm(t); err != nil {
+		if err := nodelabels.ValidateAffinity(t); err != nil {
 			return &scheduler.InputError{Attribute: "node_affinity", Message: fmt.Sprintf("block %d: %v", i+1, err)}
 		}
 	}
@@ -55,7 +57,7 @@ func (nodeSelector) PreFilter(state *scheduler.CycleState, req *scheduler.Reques
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		reqs = append(reqs, scheduler.NodeAffinityTerm{Key: k, Operator: nodelabels.OpIn, Values: []string{req.NodeSelector[k]}})
+		reqs = append(reqs, scheduler.Expression(0, k, nodelabels.OpIn, req.NodeSelector[k]))
 	}
 	for _, t := range req.NodeAffinity {
 		if t.Weight == 0 {
@@ -76,18 +78,18 @@ func (nodeSelector) Filter(state *scheduler.CycleState, req *scheduler.Request, 
 	var failures []string
 	group := ""
 	for i, t := range v.(requirements) {
-		if nodelabels.MatchTerm(n.Node.Labels, t) {
+		if nodelabels.MatchAffinity(n.Node.Labels, t) {
 			continue
 		}
-		selector := i < len(req.NodeSelector)
-		what, phrase := "node_affinity "+nodelabels.FormatTerm(t), "didn't match node affinity "+nodelabels.FormatTerm(t)
-		if selector {
-			what, phrase = "node_selector "+t.Key+"="+t.Values[0], "didn't match node selector "+t.Key+"="+t.Values[0]
+		what, phrase := "node_affinity "+nodelabels.FormatAffinity(t), "didn't match node affinity "+nodelabels.FormatAffinity(t)
+		if i < len(req.NodeSelector) {
+			e := t.Terms[0][0]
+			what, phrase = "node_selector "+e.Key+"="+e.Values[0], "didn't match node selector "+e.Key+"="+e.Values[0]
 		}
 		if group == "" {
 			group = phrase
 		}
-		failures = append(failures, describeLabel(n.Node.Labels, t.Key)+", "+what)
+		failures = append(failures, describeLabels(n.Node.Labels, t)+", "+what)
 	}
 	if failures == nil {
 		return nil
@@ -95,10 +97,23 @@ func (nodeSelector) Filter(state *scheduler.CycleState, req *scheduler.Request, 
 	return &scheduler.Rejection{Reason: "NodeSelector: " + strings.Join(failures, "; "), Group: group}
 }
 
-// describeLabel says what a node has under a key, for rejection reasons.
-func describeLabel(labels map[string]string, key string) string {
-	if v, ok := labels[key]; ok {
-		return fmt.Sprintf("label %s=%s", key, v)
+// describeLabels says what a node has under the keys of a node affinity, each once, for
+// rejection reasons: "label zone=b", "label zone=b, no label gpu".
+func describeLabels(labels map[string]string, a scheduler.NodeAffinityTerm) string {
+	var out []string
+	seen := map[string]bool{}
+	for _, term := range a.Terms {
+		for _, e := range term {
+			if seen[e.Key] {
+				continue
+			}
+			seen[e.Key] = true
+			if v, ok := labels[e.Key]; ok {
+				out = append(out, fmt.Sprintf("label %s=%s", e.Key, v))
+			} else {
+				out = append(out, "no label "+e.Key)
+			}
+		}
 	}
-	return "no label " + key
+	return strings.Join(out, ", ")
 }

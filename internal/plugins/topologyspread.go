@@ -44,13 +44,13 @@ const (
 type spread struct {
 	c scheduler.SpreadConstraint
 	// counts holds the members per eligible domain, 0 included: a domain is eligible when
-	// one of its nodes is (see countSpread). Members on other nodes are not counted at all,
+	// one of its nodes is (see prepareSpreads). Members on other nodes are not counted at all,
 	// as in kube.
 	counts map[string]int
 	// min is the fewest members in an eligible domain, math.MaxInt when there is none (then
 	// no node can exceed the skew, as in kube).
 	min int
-	// self is 1 when the request carries the group's tags (it joins the domain), else 0.
+	// self is 1 when the request is in the group (it joins the domain), else 0.
 	self int
 	// group is the phrase of the unschedulable summary and tags the group as reasons show it,
 	// both built once: a spread rejects most nodes, for every request.
@@ -94,7 +94,7 @@ func fitOf(r *scheduler.Request, n *scheduler.Node, cs []scheduler.SpreadConstra
 		}
 	}
 	for _, t := range r.NodeAffinity {
-		if t.Weight == 0 && !nodelabels.MatchTerm(n.Labels, t) {
+		if t.Weight == 0 && !nodelabels.MatchAffinity(n.Labels, t) {
 			f.affinity = false
 		}
 	}
@@ -132,13 +132,13 @@ func prepareSpreads(state *scheduler.CycleState, r *scheduler.Request, nodes []*
 	}
 	out := make([]spread, 0, len(cs))
 	for _, c := range cs {
-		s := spread{c: c, counts: map[string]int{}, min: math.MaxInt,
-			group: fmt.Sprintf("would exceed max_skew %d of topology_spread %v by %s", c.MaxSkew, c.Tags, c.TopologyKey),
-			tags:  fmt.Sprint(c.Tags)}
-		if carriesAll(r.Tags, c.Tags) {
+		tags := describeGroup(c.Group())
+		s := spread{c: c, counts: map[string]int{}, min: math.MaxInt, tags: tags,
+			group: fmt.Sprintf("would exceed max_skew %d of topology_spread %s by %s", c.MaxSkew, tags, c.TopologyKey)}
+		if selects(c.Group(), r.Tags) {
 			s.self = 1
 		}
-		gm := membersOf(state, nodes, c.Tags)
+		gm := membersOf(state, nodes, c.Group())
 		for i, ni := range nodes {
 			if !fits[i].eligible(c) {
 				continue
@@ -170,12 +170,12 @@ func (topologySpreadFilter) Filter(state *scheduler.CycleState, _ *scheduler.Req
 		return nil
 	}
 	for _, s := range v.([]spread) {
-		key, tags := s.c.TopologyKey, s.c.Tags
+		key, tags := s.c.TopologyKey, s.tags
 		d, hasKey := domainOf(n.Node, key)
 		if !hasKey {
 			// As in kube: a VM on a node outside every domain would escape the count.
 			return &scheduler.Rejection{
-				Reason: fmt.Sprintf("TopologySpread: %s has no label %s, which the spread of %v needs", n.Node.Name, key, tags),
+				Reason: fmt.Sprintf("TopologySpread: %s has no label %s, which the spread of %s needs", n.Node.Name, key, tags),
 				Group:  fmt.Sprintf("have no label %s (topology_spread)", key),
 			}
 		}

@@ -105,10 +105,10 @@ func TestTopologySpreadEligibleDomains(t *testing.T) {
 		}, false},
 		{"node selector", func(_ *scheduler.Node, r *scheduler.Request) { r.NodeSelector = map[string]string{"disk": "nvme"} }, true},
 		{"required node affinity", func(_ *scheduler.Node, r *scheduler.Request) {
-			r.NodeAffinity = []scheduler.NodeAffinityTerm{{Key: "zone", Operator: "NotIn", Values: []string{"c"}}}
+			r.NodeAffinity = []scheduler.NodeAffinityTerm{scheduler.Expression(0, "zone", "NotIn", "c")}
 		}, true},
 		{"preferred node affinity", func(_ *scheduler.Node, r *scheduler.Request) {
-			r.NodeAffinity = []scheduler.NodeAffinityTerm{{Key: "zone", Operator: "NotIn", Values: []string{"c"}, Weight: 10}}
+			r.NodeAffinity = []scheduler.NodeAffinityTerm{scheduler.Expression(10, "zone", "NotIn", "c")}
 		}, false},
 	}
 	for _, tc := range cases {

@@ -34,10 +34,11 @@ type requiredTerm struct {
 	anti   bool
 	term   scheduler.VMGroupTerm
 	counts *groupCounts
-	// self is true when the request carries the group's tags: the first member of an
-	// affinity group may go anywhere.
-	self  bool
-	group string
+	// self is true when the request is in the group itself: the first member of an affinity
+	// group may go anywhere.
+	self bool
+	// group is the phrase of the unschedulable summary, tags the group as reasons show it.
+	group, tags string
 }
 
 // vmAffinityState is what PreFilter computes once per request.
@@ -73,12 +74,13 @@ func (f vmAffinityFilter) PreFilter(state *scheduler.CycleState, r *scheduler.Re
 }
 
 func newRequiredTerm(state *scheduler.CycleState, nodes []*scheduler.NodeInfo, r *scheduler.Request, t scheduler.VMGroupTerm, anti bool) requiredTerm {
-	rt := requiredTerm{anti: anti, term: t, counts: countGroup(state, nodes, t.Tags, t.TopologyKey), self: carriesAll(r.Tags, t.Tags)}
+	rt := requiredTerm{anti: anti, term: t, counts: countGroup(state, nodes, t.Group(), t.TopologyKey), self: selects(t.Group(), r.Tags),
+		tags: describeGroup(t.Group())}
 	if !anti {
-		rt.group = fmt.Sprintf("run no guest tagged %v (required vm_affinity by %s)", t.Tags, t.TopologyKey)
+		rt.group = fmt.Sprintf("run no guest tagged %s (required vm_affinity by %s)", rt.tags, t.TopologyKey)
 		return rt
 	}
-	rt.group = fmt.Sprintf("already run a guest tagged %v (required vm_anti_affinity by %s)", t.Tags, t.TopologyKey)
+	rt.group = fmt.Sprintf("already run a guest tagged %s (required vm_anti_affinity by %s)", rt.tags, t.TopologyKey)
 	// Every domain taken means no node can ever pass while the group stays: say so, and
 	// what keeps a group larger than the domains apart.
 	if c := rt.counts; c.domains > 0 && c.occupied == c.domains {
@@ -86,8 +88,8 @@ func newRequiredTerm(state *scheduler.CycleState, nodes []*scheduler.NodeInfo, r
 		if t.TopologyKey != TopologyNode {
 			where = fmt.Sprintf("all %d domains of %s", c.domains, t.TopologyKey)
 		}
-		rt.group = fmt.Sprintf("already run a guest tagged %v (required vm_anti_affinity by %s; %s already run one, so no more VMs of the group can be kept apart: use topology_spread with max_skew = 1 to spread them evenly instead)",
-			t.Tags, t.TopologyKey, where)
+		rt.group = fmt.Sprintf("already run a guest tagged %s (required vm_anti_affinity by %s; %s already run one, so no more VMs of the group can be kept apart: use topology_spread with max_skew = 1 to spread them evenly instead)",
+			rt.tags, t.TopologyKey, where)
 	}
 	return rt
 }
@@ -128,7 +130,7 @@ func pinned(pins []string, node string) bool {
 
 // check applies one term to a node: design §2's rules for domains and missing keys.
 func (t *requiredTerm) check(n *scheduler.Node) *scheduler.Rejection {
-	key, tags, c := t.term.TopologyKey, t.term.Tags, t.counts
+	key, tags, c := t.term.TopologyKey, t.tags, t.counts
 	d, hasKey := domainOf(n, key)
 	if t.anti {
 		// A node without the key is in no domain, so no member shares one with it.
@@ -137,13 +139,13 @@ func (t *requiredTerm) check(n *scheduler.Node) *scheduler.Rejection {
 			return nil
 		}
 		return &scheduler.Rejection{
-			Reason: fmt.Sprintf("VMAntiAffinity: %s already runs %s tagged %v: %s", domainName(key, d), guests(m.count), tags, m),
+			Reason: fmt.Sprintf("VMAntiAffinity: %s already runs %s tagged %s: %s", domainName(key, d), guests(m.count), tags, m),
 			Group:  t.group,
 		}
 	}
 	if !hasKey {
 		return &scheduler.Rejection{
-			Reason: fmt.Sprintf("VMAffinity: %s has no label %s, so it shares no domain with guests tagged %v", n.Name, key, tags),
+			Reason: fmt.Sprintf("VMAffinity: %s has no label %s, so it shares no domain with guests tagged %s", n.Name, key, tags),
 			Group:  fmt.Sprintf("have no label %s (required vm_affinity)", key),
 		}
 	}
@@ -152,15 +154,15 @@ func (t *requiredTerm) check(n *scheduler.Node) *scheduler.Rejection {
 			return nil
 		}
 		return &scheduler.Rejection{
-			Reason: fmt.Sprintf("VMAffinity: no guest tagged %v exists, and this VM does not carry those tags to start the group", tags),
-			Group:  fmt.Sprintf("found no guest tagged %v in the cluster (required vm_affinity)", tags),
+			Reason: fmt.Sprintf("VMAffinity: no guest tagged %s exists, and this VM does not carry those tags to start the group", tags),
+			Group:  fmt.Sprintf("found no guest tagged %s in the cluster (required vm_affinity)", tags),
 		}
 	}
 	if c.holds(d) != nil {
 		return nil
 	}
 	return &scheduler.Rejection{
-		Reason: fmt.Sprintf("VMAffinity: %s runs no guest tagged %v (%s elsewhere)", domainName(key, d), tags, guests(c.total)),
+		Reason: fmt.Sprintf("VMAffinity: %s runs no guest tagged %s (%s elsewhere)", domainName(key, d), tags, guests(c.total)),
 		Group:  t.group,
 	}
 }

@@ -52,12 +52,12 @@ func (p vmAffinityScore) PreScore(state *scheduler.CycleState, r *scheduler.Requ
 	var groups []weightedGroup
 	for _, t := range affinity {
 		if t.Weight > 0 {
-			groups = append(groups, weightedGroup{weight: t.Weight, counts: countGroup(state, nodes, t.Tags, t.TopologyKey)})
+			groups = append(groups, weightedGroup{weight: t.Weight, counts: countGroup(state, nodes, t.Group(), t.TopologyKey)})
 		}
 	}
 	for _, t := range anti {
 		if t.Weight > 0 {
-			groups = append(groups, weightedGroup{weight: -t.Weight, counts: countGroup(state, nodes, t.Tags, t.TopologyKey)})
+			groups = append(groups, weightedGroup{weight: -t.Weight, counts: countGroup(state, nodes, t.Group(), t.TopologyKey)})
 		}
 	}
 	recorded := recordedAntiAffinity(r, nodes, true)

@@ -203,8 +203,8 @@ func TestAccVMSummaryFollowsMove(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: cfg, Check: resource.TestMatchResourceAttr(vmAddr, "placement_summary", regexp.MustCompile(`^web-1: pve2 \(score `))},
 			{
-				PreConfig: func() { must(t, sim.SetGuestNode(101, "pve3")) },
-				Config:    cfg,
+				PreConfig:        func() { must(t, sim.SetGuestNode(101, "pve3")) },
+				Config:           cfg,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 				Check: resource.ComposeAggregateTestCheckFunc(
 					resource.TestCheckResourceAttr(vmAddr, "node", "pve3"),

@@ -3,12 +3,14 @@ package provider
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -17,19 +19,29 @@ import (
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
+// groupSelectorModel is the group a block picks: kube's label selector over PVE tags.
+type groupSelectorModel struct {
+	Tags       types.List `tfsdk:"tags"`
+	TagsAnyOf  types.List `tfsdk:"tags_any_of"`
+	TagsNoneOf types.List `tfsdk:"tags_none_of"`
+}
+
 // vmGroupTermModel is one vm_affinity or vm_anti_affinity block.
 type vmGroupTermModel struct {
-	Tags        types.List   `tfsdk:"tags"`
+	groupSelectorModel
 	TopologyKey types.String `tfsdk:"topology_key"`
 	Weight      types.Int64  `tfsdk:"weight"`
 }
 
 // topologySpreadModel is one topology_spread block.
 type topologySpreadModel struct {
-	Tags              types.List   `tfsdk:"tags"`
-	TopologyKey       types.String `tfsdk:"topology_key"`
-	MaxSkew           types.Int64  `tfsdk:"max_skew"`
-	WhenUnsatisfiable types.String `tfsdk:"when_unsatisfiable"`
+	groupSelectorModel
+	TopologyKey        types.String `tfsdk:"topology_key"`
+	MaxSkew            types.Int64  `tfsdk:"max_skew"`
+	WhenUnsatisfiable  types.String `tfsdk:"when_unsatisfiable"`
+	MinDomains         types.Int64  `tfsdk:"min_domains"`
+	NodeAffinityPolicy types.String `tfsdk:"node_affinity_policy"`
+	NodeTaintsPolicy   types.String `tfsdk:"node_taints_policy"`
 }
 
 // groupTagFormat is PVE's tag syntax, case-insensitive as PVE compares tags.
@@ -43,9 +55,12 @@ var topologyKeyCheck = stringCheck{"topology key: \"node\" or a node label key s
 }}
 
 const (
-	groupTagsDescription = "The group: the guests that carry all of these tags (PVE tags, case-insensitive), whatever their " +
-		"status (stopped guests count, templates never), plus the VMs placed earlier in the same decision and the creates in " +
-		"flight in this provider process that will carry them."
+	groupTagsDescription = "The group: the guests that carry all of these tags (PVE tags, case-insensitive; kube's `matchLabels`), " +
+		"whatever their status (stopped guests count, templates never), plus the VMs placed earlier in the same decision and " +
+		"the creates in flight in this provider process that will carry them. With `tags_any_of` and `tags_none_of` the group " +
+		"must satisfy all three; at least one of them is needed."
+	groupAnyOfDescription  = "The group's guests carry at least one of these tags (kube's `In` with several values)."
+	groupNoneOfDescription = "The group's guests carry none of these tags (kube's `NotIn` and `DoesNotExist`)."
 	topologyKeyDescription = "The domain: `node` (default) makes every node its own domain; a node label key (e.g. `zone`, from the " +
 		"provider's `node` blocks or node Notes) makes the nodes sharing its value one domain. A node without the label is in " +
 		"no domain: `vm_affinity` fails it, `vm_anti_affinity` passes it, and `topology_spread` neither counts it nor " +
@@ -58,9 +73,10 @@ const (
 		"with more VMs than domains the extra ones cannot be placed, use `topology_spread` instead. With `weight` it is a " +
 		"preference (`VMAffinity` score) that still places the VM when it cannot be met."
 	topologySpreadDescription = "Spread a group evenly over the domains (kube's topology spread constraint): placing the VM in a " +
-		"domain must leave it at most `max_skew` members above the emptiest eligible domain (one with an online node that " +
-		"passes the node selector, required node affinity and NoSchedule taints). Repeatable. Unlike anti-affinity it works " +
-		"with more VMs than domains: six VMs with `max_skew = 1` on three nodes land 2-2-2."
+		"domain must leave it at most `max_skew` members above the emptiest eligible domain. Only eligible nodes count, for the " +
+		"members and the domains, as in kube: online, carrying the keys of all the VM's spreads of that kind and, under the " +
+		"policies, passing the node selector and required node affinity and tolerating their NoSchedule taints. Repeatable. " +
+		"Unlike anti-affinity it works with more VMs than domains: six VMs with `max_skew = 1` on three nodes land 2-2-2."
 	weightDescription = "1..100: a preference, scored and weighted by this number. Unset: a requirement."
 )
 
@@ -69,43 +85,85 @@ const (
 var (
 	groupTagsValid = listvalidator.ValueStringsAre(stringvalidator.RegexMatches(groupTagFormat,
 		"must be a PVE tag: letters, digits and _ - + ., not starting with - + ."))
-	groupTags        = listSpec{required: true, description: groupTagsDescription, validators: []validator.List{listvalidator.SizeAtLeast(1), groupTagsValid}}
 	groupTopologyKey = stringSpec{description: topologyKeyDescription, validators: []validator.String{topologyKeyCheck}}
 )
 
+// groupSelectorAttributes are the attributes every group block has.
+func groupSelectorAttributes[A, B any](k schemaKit[A, B]) map[string]A {
+	list := func(description string) A {
+		return k.list(listSpec{description: description, validators: []validator.List{listvalidator.SizeAtLeast(1), groupTagsValid}})
+	}
+	return map[string]A{
+		"tags":         list(groupTagsDescription),
+		"tags_any_of":  list(groupAnyOfDescription),
+		"tags_none_of": list(groupNoneOfDescription),
+		"topology_key": k.str(groupTopologyKey),
+	}
+}
+
 // groupTermAttributes are the attributes of vm_affinity and vm_anti_affinity.
 func groupTermAttributes[A, B any](k schemaKit[A, B]) map[string]A {
-	return map[string]A{
-		"tags":         k.list(groupTags),
-		"topology_key": k.str(groupTopologyKey),
-		"weight":       k.i64(int64Spec{description: weightDescription, validators: []validator.Int64{int64validator.Between(1, 100)}}),
-	}
+	attrs := groupSelectorAttributes(k)
+	attrs["weight"] = k.i64(int64Spec{description: weightDescription, validators: []validator.Int64{int64validator.Between(1, 100)}})
+	return attrs
+}
+
+// policyDescription documents node_affinity_policy or node_taints_policy against kube's default.
+func policyDescription(what, kubeDefault string) string {
+	return fmt.Sprintf("`Honor` (default): members on nodes that fail %s are not counted, nor are those nodes' domains "+
+		"eligible. `Ignore`: they count. Kube's default is `%s`.", what, kubeDefault)
 }
 
 // spreadAttributes are the attributes of topology_spread.
 func spreadAttributes[A, B any](k schemaKit[A, B]) map[string]A {
-	return map[string]A{
-		"tags":         k.list(groupTags),
-		"topology_key": k.str(groupTopologyKey),
+	attrs := groupSelectorAttributes(k)
+	policy := []validator.String{stringvalidator.OneOf(plugins.PolicyHonor, plugins.PolicyIgnore)}
+	maps.Copy(attrs, map[string]A{
 		"max_skew": k.i64(int64Spec{description: "How many more members one domain may hold than the emptiest eligible one. Default 1.",
 			validators: []validator.Int64{int64validator.AtLeast(1)}}),
 		"when_unsatisfiable": k.str(stringSpec{description: "`DoNotSchedule` (default): a node that would break the spread fails " +
 			"(`TopologySpread` filter). `ScheduleAnyway`: emptier domains are preferred (`TopologySpread` score).",
 			validators: []validator.String{stringvalidator.OneOf(plugins.DoNotSchedule, plugins.ScheduleAnyway)}}),
-	}
+		"min_domains": k.i64(int64Spec{description: "`DoNotSchedule` only (kube's `minDomains`): while fewer eligible domains " +
+			"exist, the emptiest one counts as holding 0 members, so the group spreads to new domains before it doubles up. Unset: 1.",
+			validators: []validator.Int64{int64validator.AtLeast(1)}}),
+		"node_affinity_policy": k.str(stringSpec{description: policyDescription("the VM's `node_selector` or required `node_affinity`", plugins.PolicyHonor),
+			validators: policy}),
+		"node_taints_policy": k.str(stringSpec{description: policyDescription("to tolerate, by the VM's `toleration`s, their `NoSchedule` and `NoExecute` taints (HA maintenance included)", plugins.PolicyIgnore),
+			validators: policy}),
+	})
+	return attrs
 }
 
-// groupTerms converts vm_affinity or vm_anti_affinity blocks; complete is cleared when a value
-// is known only after apply.
-func groupTerms(ctx context.Context, blocks []vmGroupTermModel, complete *bool, diags *diag.Diagnostics) []scheduler.VMGroupTerm {
+// selector reads a block's group; ok is false when a list is known only after apply or the
+// block selects nothing (an error on the block at).
+func (g groupSelectorModel) selector(ctx context.Context, at path.Path, diags *diag.Diagnostics) (s scheduler.TagSelector, ok bool) {
+	all, ok1 := knownStrings(ctx, g.Tags, diags)
+	anyOf, ok2 := knownStrings(ctx, g.TagsAnyOf, diags)
+	noneOf, ok3 := knownStrings(ctx, g.TagsNoneOf, diags)
+	if g.Tags.IsNull() && g.TagsAnyOf.IsNull() && g.TagsNoneOf.IsNull() {
+		diags.AddAttributeError(at, "Missing group", "name the group with tags (carries all of them), tags_any_of (at least one) or tags_none_of (none)")
+		return s, false
+	}
+	return scheduler.TagSelector{Tags: all, TagsAnyOf: anyOf, TagsNoneOf: noneOf}, ok1 && ok2 && ok3
+}
+
+// groupTerms converts the vm_affinity or vm_anti_affinity blocks named attr; complete is
+// cleared when a value is known only after apply.
+func groupTerms(ctx context.Context, attr string, blocks []vmGroupTermModel, complete *bool, diags *diag.Diagnostics) []scheduler.VMGroupTerm {
 	var out []scheduler.VMGroupTerm
-	for _, b := range blocks {
-		tags, ok := knownStrings(ctx, b.Tags, diags)
+	for i, b := range blocks {
+		errs := diags.ErrorsCount()
+		g, ok := b.selector(ctx, path.Root(attr).AtListIndex(i), diags)
+		if diags.ErrorsCount() > errs {
+			continue
+		}
 		if !ok || b.TopologyKey.IsUnknown() || b.Weight.IsUnknown() {
 			*complete = false
 			continue
 		}
-		out = append(out, scheduler.VMGroupTerm{Tags: tags, TopologyKey: topologyKey(b.TopologyKey), Weight: int(b.Weight.ValueInt64())})
+		out = append(out, scheduler.VMGroupTerm{Tags: g.Tags, TagsAnyOf: g.TagsAnyOf, TagsNoneOf: g.TagsNoneOf,
+			TopologyKey: topologyKey(b.TopologyKey), Weight: int(b.Weight.ValueInt64())})
 	}
 	return out
 }
@@ -113,18 +171,31 @@ func groupTerms(ctx context.Context, blocks []vmGroupTermModel, complete *bool, 
 // spreads converts topology_spread blocks, defaults filled in.
 func spreads(ctx context.Context, blocks []topologySpreadModel, complete *bool, diags *diag.Diagnostics) []scheduler.SpreadConstraint {
 	var out []scheduler.SpreadConstraint
-	for _, b := range blocks {
-		tags, ok := knownStrings(ctx, b.Tags, diags)
-		if !ok || b.TopologyKey.IsUnknown() || b.MaxSkew.IsUnknown() || b.WhenUnsatisfiable.IsUnknown() {
+	for i, b := range blocks {
+		at := path.Root("topology_spread").AtListIndex(i)
+		errs := diags.ErrorsCount()
+		g, ok := b.selector(ctx, at, diags)
+		if diags.ErrorsCount() > errs {
+			continue
+		}
+		if !ok || b.TopologyKey.IsUnknown() || b.MaxSkew.IsUnknown() || b.WhenUnsatisfiable.IsUnknown() || b.MinDomains.IsUnknown() ||
+			b.NodeAffinityPolicy.IsUnknown() || b.NodeTaintsPolicy.IsUnknown() {
 			*complete = false
 			continue
 		}
-		c := scheduler.SpreadConstraint{Tags: tags, TopologyKey: topologyKey(b.TopologyKey), MaxSkew: 1, WhenUnsatisfiable: plugins.DoNotSchedule}
+		c := scheduler.SpreadConstraint{Tags: g.Tags, TagsAnyOf: g.TagsAnyOf, TagsNoneOf: g.TagsNoneOf, TopologyKey: topologyKey(b.TopologyKey),
+			MaxSkew: 1, WhenUnsatisfiable: plugins.DoNotSchedule, MinDomains: int(b.MinDomains.ValueInt64()),
+			NodeAffinityPolicy: b.NodeAffinityPolicy.ValueString(), NodeTaintsPolicy: b.NodeTaintsPolicy.ValueString()}
 		if !b.MaxSkew.IsNull() {
 			c.MaxSkew = int(b.MaxSkew.ValueInt64())
 		}
 		if !b.WhenUnsatisfiable.IsNull() {
 			c.WhenUnsatisfiable = b.WhenUnsatisfiable.ValueString()
+		}
+		if c.MinDomains > 0 && c.WhenUnsatisfiable != plugins.DoNotSchedule {
+			diags.AddAttributeError(at.AtName("min_domains"), "Invalid min_domains",
+				"min_domains applies to when_unsatisfiable = \"DoNotSchedule\" only, as kube's minDomains; remove it or use DoNotSchedule")
+			continue
 		}
 		out = append(out, c)
 	}

@@ -292,6 +292,28 @@ func TestAccVMGroupsValidation(t *testing.T) {
     tags               = ["web"]
     when_unsatisfiable = "Sometimes"
   }`, `Attribute topology_spread\[0\].when_unsatisfiable value must be one of`},
+		{`vm_affinity {
+    topology_key = "zone"
+  }`, `Missing group[\s\S]*name the group with tags \(carries all of them\), tags_any_of \(at least one\) or\s+tags_none_of \(none\)`},
+		{`vm_anti_affinity {
+    tags_any_of = []
+  }`, `Attribute vm_anti_affinity\[0\].tags_any_of list must contain at least 1 elements`},
+		{`topology_spread {
+    tags_none_of = ["Old!"]
+  }`, `Attribute topology_spread\[0\].tags_none_of\[0\] must be a PVE tag`},
+		{`topology_spread {
+    tags               = ["web"]
+    when_unsatisfiable = "ScheduleAnyway"
+    min_domains        = 2
+  }`, `Invalid min_domains[\s\S]*min_domains = 2[\s\S]*min_domains applies to when_unsatisfiable = "DoNotSchedule" only`},
+		{`topology_spread {
+    tags        = ["web"]
+    min_domains = 0
+  }`, `Attribute topology_spread\[0\].min_domains value must be at least 1, got: 0`},
+		{`topology_spread {
+    tags               = ["web"]
+    node_taints_policy = "honor"
+  }`, `Attribute topology_spread\[0\].node_taints_policy value must be one of`},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
 			resource.ParallelTest(t, resource.TestCase{

@@ -75,8 +75,8 @@ func (m *schedulingModel) request(ctx context.Context, diags *diag.Diagnostics) 
 	complete = true
 	req.Annotations = annotationValues(ctx, m.Annotations, &complete, diags)
 	nodePolicyRequest(ctx, m.NodeSelector, m.NodeAffinity, m.Tolerations, &req, &complete, diags)
-	req.VMAffinity = groupTerms(ctx, m.VMAffinity, &complete, diags)
-	req.VMAntiAffinity = groupTerms(ctx, m.VMAntiAffinity, &complete, diags)
+	req.VMAffinity = groupTerms(ctx, "vm_affinity", m.VMAffinity, &complete, diags)
+	req.VMAntiAffinity = groupTerms(ctx, "vm_anti_affinity", m.VMAntiAffinity, &complete, diags)
 	req.TopologySpread = spreads(ctx, m.TopologySpread, &complete, diags)
 	return req, complete
 }

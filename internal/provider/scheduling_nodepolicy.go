@@ -14,12 +14,27 @@ import (
 )
 
 // nodeAffinityModel is one node_affinity block: required when weight is unset, a preference
-// of that weight otherwise.
+// of that weight otherwise. Its own expression (key, operator, values) and its
+// match_expressions make one term; node_selector_term blocks are terms ORed instead.
 type nodeAffinityModel struct {
+	Key               types.String            `tfsdk:"key"`
+	Operator          types.String            `tfsdk:"operator"`
+	Values            types.List              `tfsdk:"values"`
+	Weight            types.Int64             `tfsdk:"weight"`
+	MatchExpressions  []nodeExpressionModel   `tfsdk:"match_expressions"`
+	NodeSelectorTerms []nodeSelectorTermModel `tfsdk:"node_selector_term"`
+}
+
+// nodeExpressionModel is one match_expressions block.
+type nodeExpressionModel struct {
 	Key      types.String `tfsdk:"key"`
 	Operator types.String `tfsdk:"operator"`
 	Values   types.List   `tfsdk:"values"`
-	Weight   types.Int64  `tfsdk:"weight"`
+}
+
+// nodeSelectorTermModel is one node_selector_term block: its expressions ANDed.
+type nodeSelectorTermModel struct {
+	MatchExpressions []nodeExpressionModel `tfsdk:"match_expressions"`
 }
 
 // tolerationModel is one toleration block.
@@ -35,24 +50,46 @@ const (
 		"e.g. `{ zone = \"a\" }`. Labels come from the provider's `node` blocks, the nodes' Notes (`read_node_notes`) and the " +
 		"built-ins `" + nodelabels.LabelName + "` and `" + nodelabels.LabelArch + "`. The `NodeSelector` filter; a node that " +
 		"does not match is rejected with the label it has."
-	nodeAffinityDescription = "A node affinity term (Kubernetes' node affinity), repeatable. Without `weight` it is required: " +
-		"every required term and `node_selector` must match (the `NodeSelector` filter). With `weight` 1..100 it is a " +
-		"preference: the `NodeAffinity` score sums the weights of the terms a node matches, normalised to 0..100 over the " +
-		"feasible nodes."
+	nodeAffinityDescription = "A node affinity (Kubernetes' node affinity), repeatable. Its expression (`key`, `operator`, " +
+		"`values`) and its `match_expressions` blocks make one term, all of which a node must match (kube's `matchExpressions`); " +
+		"`node_selector_term` blocks instead give several terms, of which a node must match one (kube's `nodeSelectorTerms`). " +
+		"Without `weight` it is required: every required `node_affinity` block and `node_selector` must match (the " +
+		"`NodeSelector` filter). With `weight` 1..100 it is a preference of one term (kube's `preferredDuringScheduling`): the " +
+		"`NodeAffinity` score sums the weights of the blocks a node matches, normalised to 0..100 over the feasible nodes."
 	tolerationDescription = "Lets the VM onto nodes with a matching taint (Kubernetes' toleration), repeatable. A node with a " +
 		"`NoSchedule` or `NoExecute` taint the VM does not tolerate is rejected (the `TaintToleration` filter; HA maintenance " +
 		"is the taint `" + nodelabels.TaintMaintenance + ":NoSchedule`); `PreferNoSchedule` taints lower the score."
 )
 
-// nodeAffinityAttributes are the attributes of node_affinity.
-func nodeAffinityAttributes[A, B any](k schemaKit[A, B]) map[string]A {
+// expressionAttributes are the attributes of one node expression; required in a
+// match_expressions block, optional as node_affinity's own expression.
+func expressionAttributes[A, B any](k schemaKit[A, B], required bool) map[string]A {
 	return map[string]A{
-		"key": k.str(stringSpec{required: true, description: "The node label key."}),
-		"operator": k.str(stringSpec{required: true, description: "`In`, `NotIn` (also matches a node without the key), `Exists`, " +
+		"key": k.str(stringSpec{required: required, description: "The node label key."}),
+		"operator": k.str(stringSpec{required: required, description: "`In`, `NotIn` (also matches a node without the key), `Exists`, " +
 			"`DoesNotExist`, `Gt` or `Lt` (the label and the single value compared as integers; a label that is not one never matches)."}),
 		"values": k.list(listSpec{description: "Values for `In` and `NotIn` (one or more) and for `Gt` and `Lt` (exactly one integer); " +
 			"none for `Exists` and `DoesNotExist`."}),
-		"weight": k.i64(int64Spec{description: "1..100: a preference of that weight. Unset: a requirement."}),
+	}
+}
+
+// nodeAffinityAttributes are the attributes of node_affinity.
+func nodeAffinityAttributes[A, B any](k schemaKit[A, B]) map[string]A {
+	attrs := expressionAttributes(k, false)
+	attrs["weight"] = k.i64(int64Spec{description: "1..100: a preference of that weight. Unset: a requirement."})
+	return attrs
+}
+
+const matchExpressionsDescription = "One more expression of the term (kube's `matchExpressions`), repeatable: a node must match all of them."
+
+// nodeAffinityBlocks are the nested blocks of node_affinity.
+func nodeAffinityBlocks[A, B any](k schemaKit[A, B]) map[string]B {
+	expressions := func() B { return k.block(matchExpressionsDescription, expressionAttributes(k, true), nil) }
+	return map[string]B{
+		"match_expressions": expressions(),
+		"node_selector_term": k.block("A term (kube's `nodeSelectorTerms`), repeatable: a node matches the node affinity when it "+
+			"matches all the `match_expressions` of one of its terms. Not with the block's own expression or `match_expressions`; "+
+			"a preference (`weight`) takes one term.", nil, map[string]B{"match_expressions": expressions()}),
 	}
 }
 
@@ -96,33 +133,9 @@ func nodePolicyRequest(ctx context.Context, selector types.Map, affinity []nodeA
 		}
 	}
 	for i, a := range affinity {
-		at := path.Root("node_affinity").AtListIndex(i)
-		if !known(a.Key) || !known(a.Operator) || a.Values.IsUnknown() || a.Weight.IsUnknown() {
-			*complete = false
-			continue
+		if term, ok := affinityTerm(ctx, a, path.Root("node_affinity").AtListIndex(i), complete, diags); ok {
+			req.NodeAffinity = append(req.NodeAffinity, term)
 		}
-		term := scheduler.NodeAffinityTerm{Key: a.Key.ValueString(), Operator: a.Operator.ValueString(), Weight: int(a.Weight.ValueInt64())}
-		if !a.Weight.IsNull() && (term.Weight < 1 || term.Weight > nodelabels.MaxWeight) {
-			diags.AddAttributeError(at.AtName("weight"), "Invalid node_affinity weight",
-				fmt.Sprintf("weight must be 1..%d for a preference, got %d; remove weight to make the term required", nodelabels.MaxWeight, term.Weight))
-			continue
-		}
-		var values []types.String
-		diags.Append(a.Values.ElementsAs(ctx, &values, false)...)
-		valuesKnown := true
-		for _, v := range values {
-			valuesKnown = valuesKnown && known(v)
-			term.Values = append(term.Values, v.ValueString())
-		}
-		if !valuesKnown {
-			*complete = false
-			continue
-		}
-		if err := nodelabels.ValidateTerm(term); err != nil {
-			addFieldError(diags, at, "node_affinity", err)
-			continue
-		}
-		req.NodeAffinity = append(req.NodeAffinity, term)
 	}
 	for i, t := range tolerations {
 		at := path.Root("toleration").AtListIndex(i)
@@ -137,6 +150,94 @@ func nodePolicyRequest(ctx context.Context, selector types.Map, affinity []nodeA
 		}
 		req.Tolerations = append(req.Tolerations, tol)
 	}
+}
+
+// affinityTerm converts one node_affinity block; ok is false after an error or when a value is
+// known only after apply (complete is then cleared).
+func affinityTerm(ctx context.Context, a nodeAffinityModel, at path.Path, complete *bool, diags *diag.Diagnostics) (scheduler.NodeAffinityTerm, bool) {
+	if a.Weight.IsUnknown() {
+		*complete = false
+		return scheduler.NodeAffinityTerm{}, false
+	}
+	term := scheduler.NodeAffinityTerm{Weight: int(a.Weight.ValueInt64())}
+	if !a.Weight.IsNull() && (term.Weight < 1 || term.Weight > nodelabels.MaxWeight) {
+		diags.AddAttributeError(at.AtName("weight"), "Invalid node_affinity weight",
+			fmt.Sprintf("weight must be 1..%d for a preference, got %d; remove weight to make the block required", nodelabels.MaxWeight, term.Weight))
+		return term, false
+	}
+	own := !a.Key.IsNull() || !a.Operator.IsNull() || !a.Values.IsNull()
+	switch {
+	case len(a.NodeSelectorTerms) > 0 && (own || len(a.MatchExpressions) > 0):
+		diags.AddAttributeError(at, "Invalid node_affinity",
+			"node_selector_term blocks give the terms of this node_affinity; move its key, operator, values and match_expressions into one of them")
+		return term, false
+	case len(a.NodeSelectorTerms) > 1 && term.Weight > 0:
+		diags.AddAttributeError(at.AtName("node_selector_term"), "Invalid node_affinity",
+			"a preference (weight) takes one term, as kube's preferredDuringScheduling; write one node_affinity block per term")
+		return term, false
+	case len(a.NodeSelectorTerms) == 0 && !own && len(a.MatchExpressions) == 0:
+		diags.AddAttributeError(at, "Invalid node_affinity",
+			"a node_affinity needs an expression: key and operator (and values), match_expressions blocks or node_selector_term blocks")
+		return term, false
+	}
+	ok := true
+	if len(a.NodeSelectorTerms) == 0 {
+		var exprs []scheduler.NodeExpression
+		if own {
+			e, known := nodeExpression(ctx, nodeExpressionModel{Key: a.Key, Operator: a.Operator, Values: a.Values}, at, complete, diags)
+			exprs, ok = append(exprs, e), known
+		}
+		more, known := nodeExpressions(ctx, a.MatchExpressions, at.AtName("match_expressions"), complete, diags)
+		term.Terms = [][]scheduler.NodeExpression{append(exprs, more...)}
+		return term, ok && known
+	}
+	for i, t := range a.NodeSelectorTerms {
+		exprs, known := nodeExpressions(ctx, t.MatchExpressions, at.AtName("node_selector_term").AtListIndex(i).AtName("match_expressions"), complete, diags)
+		if len(t.MatchExpressions) == 0 {
+			diags.AddAttributeError(at.AtName("node_selector_term").AtListIndex(i), "Invalid node_selector_term", "a node_selector_term needs at least one match_expressions block")
+			known = false
+		}
+		term.Terms, ok = append(term.Terms, exprs), ok && known
+	}
+	return term, ok
+}
+
+// nodeExpressions converts match_expressions blocks at the list path at.
+func nodeExpressions(ctx context.Context, blocks []nodeExpressionModel, at path.Path, complete *bool, diags *diag.Diagnostics) ([]scheduler.NodeExpression, bool) {
+	out, ok := []scheduler.NodeExpression{}, true
+	for i, b := range blocks {
+		e, known := nodeExpression(ctx, b, at.AtListIndex(i), complete, diags)
+		out, ok = append(out, e), ok && known
+	}
+	return out, ok
+}
+
+// nodeExpression converts and checks one expression at the block path at; ok is false after
+// an error or when a value is known only after apply.
+func nodeExpression(ctx context.Context, b nodeExpressionModel, at path.Path, complete *bool, diags *diag.Diagnostics) (scheduler.NodeExpression, bool) {
+	if !known(b.Key) || !known(b.Operator) || b.Values.IsUnknown() {
+		if b.Key.IsNull() || b.Operator.IsNull() {
+			diags.AddAttributeError(at, "Invalid node_affinity", "an expression needs both key and operator")
+		} else {
+			*complete = false
+		}
+		return scheduler.NodeExpression{}, false
+	}
+	e := scheduler.NodeExpression{Key: b.Key.ValueString(), Operator: b.Operator.ValueString()}
+	var values []types.String
+	diags.Append(b.Values.ElementsAs(ctx, &values, false)...)
+	for _, v := range values {
+		if !known(v) {
+			*complete = false
+			return e, false
+		}
+		e.Values = append(e.Values, v.ValueString())
+	}
+	if err := nodelabels.ValidateExpression(e); err != nil {
+		addFieldError(diags, at, "node_affinity", err)
+		return e, false
+	}
+	return e, true
 }
 
 // addFieldError puts a nodelabels.FieldError on its field of the block at.

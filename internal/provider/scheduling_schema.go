@@ -33,7 +33,8 @@ type schemaKit[A, B any] struct {
 	str    func(stringSpec) A
 	i64    func(int64Spec) A
 	strMap func(description string) A
-	block  func(description string, attrs map[string]A) B
+	// block is a repeatable block of attrs and nested blocks (nil for none).
+	block func(description string, attrs map[string]A, blocks map[string]B) B
 }
 
 var dataSourceKit = schemaKit[dsschema.Attribute, dsschema.Block]{
@@ -49,8 +50,8 @@ var dataSourceKit = schemaKit[dsschema.Attribute, dsschema.Block]{
 	strMap: func(description string) dsschema.Attribute {
 		return dsschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: description}
 	},
-	block: func(description string, attrs map[string]dsschema.Attribute) dsschema.Block {
-		return dsschema.ListNestedBlock{Description: description, NestedObject: dsschema.NestedBlockObject{Attributes: attrs}}
+	block: func(description string, attrs map[string]dsschema.Attribute, blocks map[string]dsschema.Block) dsschema.Block {
+		return dsschema.ListNestedBlock{Description: description, NestedObject: dsschema.NestedBlockObject{Attributes: attrs, Blocks: blocks}}
 	},
 }
 
@@ -67,8 +68,8 @@ var resourceKit = schemaKit[rschema.Attribute, rschema.Block]{
 	strMap: func(description string) rschema.Attribute {
 		return rschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: description}
 	},
-	block: func(description string, attrs map[string]rschema.Attribute) rschema.Block {
-		return rschema.ListNestedBlock{Description: description, NestedObject: rschema.NestedBlockObject{Attributes: attrs}}
+	block: func(description string, attrs map[string]rschema.Attribute, blocks map[string]rschema.Block) rschema.Block {
+		return rschema.ListNestedBlock{Description: description, NestedObject: rschema.NestedBlockObject{Attributes: attrs, Blocks: blocks}}
 	},
 }
 
@@ -89,10 +90,10 @@ func schedulingSchema[A, B any](k schemaKit[A, B], pluginConfig B) (map[string]A
 
 func policyBlocks[A, B any](k schemaKit[A, B]) map[string]B {
 	return map[string]B{
-		"node_affinity":    k.block(nodeAffinityDescription, nodeAffinityAttributes(k)),
-		"toleration":       k.block(tolerationDescription, tolerationAttributes(k)),
-		"vm_affinity":      k.block(vmAffinityDescription, groupTermAttributes(k)),
-		"vm_anti_affinity": k.block(vmAntiAffinityDescription, groupTermAttributes(k)),
-		"topology_spread":  k.block(topologySpreadDescription, spreadAttributes(k)),
+		"node_affinity":    k.block(nodeAffinityDescription, nodeAffinityAttributes(k), nodeAffinityBlocks(k)),
+		"toleration":       k.block(tolerationDescription, tolerationAttributes(k), nil),
+		"vm_affinity":      k.block(vmAffinityDescription, groupTermAttributes(k), nil),
+		"vm_anti_affinity": k.block(vmAntiAffinityDescription, groupTermAttributes(k), nil),
+		"topology_spread":  k.block(topologySpreadDescription, spreadAttributes(k), nil),
 	}
 }

@@ -193,13 +193,26 @@ type Request struct {
 	CloneFrom string
 }
 
-// NodeAffinityTerm matches a node label: operator In, NotIn, Exists, DoesNotExist, Gt or Lt.
-// Weight 0 makes the term required; 1..100 makes it a preference.
-type NodeAffinityTerm struct {
+// NodeExpression matches a node label: operator In, NotIn, Exists, DoesNotExist, Gt or Lt
+// (kube's NodeSelectorRequirement).
+type NodeExpression struct {
 	Key      string
 	Operator string
 	Values   []string
-	Weight   int
+}
+
+// NodeAffinityTerm is one node_affinity block: a node matches it when it matches every
+// expression of at least one of Terms (kube's nodeSelectorTerms ORed, each one's
+// matchExpressions ANDed). Weight 0 makes it required (every required one must match);
+// 1..100 makes it a preference of that weight.
+type NodeAffinityTerm struct {
+	Terms  [][]NodeExpression
+	Weight int
+}
+
+// Expression is a node affinity of one term of one expression, the most common form.
+func Expression(weight int, key, operator string, values ...string) NodeAffinityTerm {
+	return NodeAffinityTerm{Terms: [][]NodeExpression{{{Key: key, Operator: operator, Values: values}}}, Weight: weight}
 }
 
 // Toleration lets a request onto a node with a matching taint. Operator is Equal (default)
@@ -212,23 +225,32 @@ type Toleration struct {
 	Effect   string
 }
 
-// VMGroupTerm relates the request to the guests carrying all of Tags within a topology
-// domain: the node ("node") or the nodes sharing the value of a node label. Weight 0 makes
-// the term required; 1..100 makes it a preference.
-type VMGroupTerm struct {
-	Tags        []string
-	TopologyKey string
-	Weight      int
+// TagSelector picks a group of guests by their tags, as kube's label selector picks pods: every
+// one of Tags (matchLabels), at least one of TagsAnyOf when set (a multi-value In) and none of
+// TagsNoneOf (NotIn, DoesNotExist). PVE tags compare case-insensitively.
+type TagSelector struct {
+	Tags, TagsAnyOf, TagsNoneOf []string
 }
 
-// SpreadConstraint keeps the group of guests carrying all of Tags evenly spread over the
-// domains of TopologyKey: WhenUnsatisfiable DoNotSchedule (a filter) or ScheduleAnyway (a
-// score).
+// VMGroupTerm relates the request to the guests its selector picks within a topology domain:
+// the node ("node") or the nodes sharing the value of a node label. Weight 0 makes the term
+// required; 1..100 makes it a preference.
+type VMGroupTerm struct {
+	Tags, TagsAnyOf, TagsNoneOf []string
+	TopologyKey                 string
+	Weight                      int
+}
+
+// Group is the term's selector.
+func (t VMGroupTerm) Group() TagSelector { return TagSelector{t.Tags, t.TagsAnyOf, t.TagsNoneOf} }
+
+// SpreadConstraint keeps the group of guests its selector picks evenly spread over the domains
+// of TopologyKey: WhenUnsatisfiable DoNotSchedule (a filter) or ScheduleAnyway (a score).
 type SpreadConstraint struct {
-	Tags              []string
-	TopologyKey       string
-	MaxSkew           int
-	WhenUnsatisfiable string
+	Tags, TagsAnyOf, TagsNoneOf []string
+	TopologyKey                 string
+	MaxSkew                     int
+	WhenUnsatisfiable           string
 	// MinDomains (DoNotSchedule only, 0 = unset) takes the minimum as 0 while fewer eligible
 	// domains exist, as kube's minDomains.
 	MinDomains int
@@ -239,6 +261,9 @@ type SpreadConstraint struct {
 	NodeAffinityPolicy string
 	NodeTaintsPolicy   string
 }
+
+// Group is the constraint's selector.
+func (c SpreadConstraint) Group() TagSelector { return TagSelector{c.Tags, c.TagsAnyOf, c.TagsNoneOf} }
 
 // VCPUs is the number of vCPUs the request adds to a node. ValidateRequest bounds cores and
 // sockets, so the product cannot overflow.

@@ -1,0 +1,257 @@
+package provider
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
+)
+
+// kubeCluster is four equal empty nodes with guests of the given tags ("pve2:foo" puts one
+// guest tagged foo on pve2), ids from 100.
+func kubeCluster(guests ...string) pvesim.Cluster {
+	c := pvesim.Cluster{Storages: []pvesim.StorageSpec{{Name: "local-lvm", Content: []string{"images"}, SizeGiB: 500}}}
+	for i := 1; i <= 4; i++ {
+		c.Nodes = append(c.Nodes, pvesim.NodeSpec{Name: fmt.Sprintf("pve%d", i), CPUs: 16, MemoryGiB: 64})
+	}
+	for i, g := range guests {
+		node, tags, _ := strings.Cut(g, ":")
+		c.Guests = append(c.Guests, runningGuest(100+i, node, fmt.Sprintf("g%d", 100+i), strings.Split(tags, ",")...))
+	}
+	return c
+}
+
+// providerNodeBlocks gives nodes labels (and taints) through the provider's node blocks.
+func providerNodeBlocks(nodes map[string]string) string {
+	var blocks []string
+	for node, body := range nodes {
+		blocks = append(blocks, fmt.Sprintf("node {\n  name = %q\n  %s\n}", node, body))
+	}
+	sort.Strings(blocks)
+	return strings.Join(blocks, "\n")
+}
+
+// checkPlacements checks attributes of several placement data sources, by name.
+func checkPlacements(want map[string]map[string]string) resource.TestCheckFunc {
+	var checks []resource.TestCheckFunc
+	for name, attrs := range want {
+		for k, v := range attrs {
+			checks = append(checks, resource.TestCheckResourceAttr("data.qemuscheduler_placement."+name, k, v))
+		}
+	}
+	return resource.ComposeAggregateTestCheckFunc(checks...)
+}
+
+// Kube's "incoming pod has nodeAffinity, pods spread as 0/~2~/0/1, hence node-a fits" through
+// Terraform: pve2's members do not count for a VM that may not use pve2, so zone1 is the
+// emptier zone and the VM lands on pve1; with node_affinity_policy = "Ignore" they count again
+// and zone1 is the fuller one. min_domains (kube's "pods spread across nodes as 2/2/1, maxSkew
+// is 2, and the number of domains < minDomains, then the third node fits"): with three eligible
+// nodes and min_domains 4 the minimum is 0, so only the node holding one member fits.
+func TestAccKubeSpreadCountsEligibleNodesOnly(t *testing.T) {
+	env := newAccEnv(t, kubeCluster("pve2:foo", "pve2:foo", "pve4:foo", "pve1:bar", "pve1:bar", "pve2:bar", "pve2:bar", "pve3:bar"))
+	env.needsSim(t)
+	zones := providerNodeBlocks(map[string]string{"pve1": `labels = { zone = "zone1" }`, "pve2": `labels = { zone = "zone1" }`,
+		"pve3": `labels = { zone = "zone2" }`, "pve4": `labels = { zone = "zone2" }`})
+	spread := func(name, policy string) string {
+		return fmt.Sprintf(`data "qemuscheduler_placement" %q {
+  name = %q
+  tags = ["foo"]
+  node_affinity {
+    key      = "node.qemu-scheduler/name"
+    operator = "NotIn"
+    values   = ["pve2"]
+  }
+  topology_spread {
+    tags         = ["foo"]
+    topology_key = "zone"
+    %s
+  }
+}
+`, name, name, policy)
+	}
+	minDomains := func(name, extra string) string {
+		return fmt.Sprintf(`data "qemuscheduler_placement" %q {
+  name = %q
+  tags = ["bar"]
+  node_affinity {
+    key      = "node.qemu-scheduler/name"
+    operator = "NotIn"
+    values   = ["pve4"]
+  }
+  topology_spread {
+    tags     = ["bar"]
+    max_skew = 2
+    %s
+  }
+}
+`, name, name, extra)
+	}
+	runParallel(t, resource.TestStep{
+		Config: env.providerBlock(zones) + spread("honor", "") + spread("ignore", `node_affinity_policy = "Ignore"`) +
+			minDomains("min4", "min_domains = 4") + minDomains("unset", ""),
+		Check: checkPlacements(map[string]map[string]string{
+			"honor": {"node": "pve1", "candidates.2.reasons.0": "TopologySpread: zone=zone2 would hold 2 of [foo], min 0, skew 2 > 1"},
+			"ignore": {"candidates.0.feasible": "false", "candidates.2.feasible": "true",
+				"candidates.0.reasons.0": "TopologySpread: zone=zone1 would hold 3 of [foo], min 1, skew 2 > 1"},
+			"min4": {"node": "pve3", "candidates.0.reasons.0": "TopologySpread: pve1 would hold 3 of [bar], min 0, skew 3 > 2",
+				"candidates.1.reasons.0": "TopologySpread: pve2 would hold 3 of [bar], min 0, skew 3 > 2"},
+			"unset": {"candidates.0.feasible": "true", "candidates.1.feasible": "true", "candidates.2.feasible": "true"},
+		}),
+	})
+}
+
+// node_taints_policy: pve4's members count for zone2 only under "Ignore" (kube's default); under
+// "Honor" (ours) the tainted node is not eligible, so zone2 holds none and takes the VM.
+func TestAccKubeSpreadTaintsPolicy(t *testing.T) {
+	env := newAccEnv(t, kubeCluster("pve2:foo", "pve4:foo", "pve4:foo"))
+	env.needsSim(t)
+	nodes := providerNodeBlocks(map[string]string{"pve1": `labels = { zone = "zone1" }`, "pve2": `labels = { zone = "zone1" }`,
+		"pve3": `labels = { zone = "zone2" }`, "pve4": "labels = { zone = \"zone2\" }\n  taints = [\"maint:NoSchedule\"]"})
+	spread := func(name, policy string) string {
+		return fmt.Sprintf(`data "qemuscheduler_placement" %q {
+  name = %q
+  tags = ["foo"]
+  topology_spread {
+    tags               = ["foo"]
+    topology_key       = "zone"
+    node_taints_policy = %q
+  }
+}
+`, name, name, policy)
+	}
+	runParallel(t, resource.TestStep{
+		Config: env.providerBlock(nodes) + spread("honor", "Honor") + spread("ignore", "Ignore"),
+		Check: checkPlacements(map[string]map[string]string{
+			"honor": {"node": "pve3", "candidates.0.reasons.0": "TopologySpread: zone=zone1 would hold 2 of [foo], min 0, skew 2 > 1"},
+			"ignore": {"candidates.0.feasible": "true", "candidates.1.feasible": "true",
+				"candidates.2.reasons.0": "TopologySpread: zone=zone2 would hold 3 of [foo], min 1, skew 2 > 1"},
+		}),
+	})
+}
+
+// Node affinity terms ORed, expressions ANDed, as kube's nodeSelectorTerms and matchExpressions;
+// a preference of two expressions; a block's own expression ANDed with its match_expressions.
+func TestAccKubeNodeAffinityTerms(t *testing.T) {
+	env := newAccEnv(t, kubeCluster())
+	env.needsSim(t)
+	nodes := providerNodeBlocks(map[string]string{"pve1": `labels = { zone = "a", gpu = "x" }`, "pve2": `labels = { zone = "a" }`,
+		"pve3": `labels = { zone = "b" }`, "pve4": `labels = { zone = "c" }`})
+	runParallel(t, resource.TestStep{
+		Config: env.providerBlock(nodes) + `
+data "qemuscheduler_placement" "terms" {
+  name = "terms"
+  node_affinity {
+    node_selector_term {
+      match_expressions {
+        key      = "zone"
+        operator = "In"
+        values   = ["a"]
+      }
+      match_expressions {
+        key      = "gpu"
+        operator = "Exists"
+      }
+    }
+    node_selector_term {
+      match_expressions {
+        key      = "zone"
+        operator = "In"
+        values   = ["c"]
+      }
+    }
+  }
+}
+data "qemuscheduler_placement" "preferred" {
+  name = "preferred"
+  node_affinity {
+    weight = 50
+    match_expressions {
+      key      = "zone"
+      operator = "In"
+      values   = ["a"]
+    }
+    match_expressions {
+      key      = "gpu"
+      operator = "DoesNotExist"
+    }
+  }
+}
+data "qemuscheduler_placement" "mixed" {
+  name = "mixed"
+  node_affinity {
+    key      = "zone"
+    operator = "In"
+    values   = ["a", "b"]
+    match_expressions {
+      key      = "gpu"
+      operator = "DoesNotExist"
+    }
+  }
+}
+`,
+		Check: checkPlacements(map[string]map[string]string{
+			"terms": {"candidates.0.feasible": "true", "candidates.3.feasible": "true",
+				"candidates.1.reasons.0": "NodeSelector: label zone=a, no label gpu, node_affinity zone In [a] and gpu Exists or zone In [c]",
+				"candidates.2.reasons.0": "NodeSelector: label zone=b, no label gpu, node_affinity zone In [a] and gpu Exists or zone In [c]"},
+			"preferred": {"node": "pve2", "candidates.1.scores.NodeAffinity": "100", "candidates.0.scores.NodeAffinity": "0",
+				"candidates.2.scores.NodeAffinity": "0"},
+			"mixed": {"candidates.1.feasible": "true", "candidates.2.feasible": "true", "candidates.3.feasible": "false",
+				"candidates.0.reasons.0": "NodeSelector: label zone=a, label gpu=x, node_affinity zone In [a b] and gpu DoesNotExist"},
+		}),
+	})
+}
+
+// Group selectors beyond "carries all these tags": any of several tags (kube's multi-value In)
+// and none of some (NotIn, DoesNotExist), for anti-affinity, affinity and spread. pve3's guest
+// carries web but also old, so it is in no group that excludes old.
+func TestAccKubeVMGroupSelectors(t *testing.T) {
+	env := newAccEnv(t, kubeCluster("pve1:web", "pve2:api", "pve3:web,old"))
+	env.needsSim(t)
+	runParallel(t, resource.TestStep{
+		Config: env.providerBlock("") + `
+data "qemuscheduler_placement" "anti" {
+  name = "anti"
+  node_affinity {
+    key      = "node.qemu-scheduler/name"
+    operator = "NotIn"
+    values   = ["pve4"]
+  }
+  vm_anti_affinity {
+    tags_any_of  = ["web", "api"]
+    tags_none_of = ["old"]
+  }
+}
+data "qemuscheduler_placement" "affinity" {
+  name = "affinity"
+  vm_affinity {
+    tags         = ["web"]
+    tags_none_of = ["old"]
+  }
+}
+data "qemuscheduler_placement" "spread" {
+  name = "spread"
+  tags = ["web"]
+  node_affinity {
+    key      = "node.qemu-scheduler/name"
+    operator = "NotIn"
+    values   = ["pve4"]
+  }
+  topology_spread {
+    tags_any_of  = ["web", "api"]
+    tags_none_of = ["old"]
+  }
+}
+`,
+		Check: checkPlacements(map[string]map[string]string{
+			"anti": {"node": "pve3", "candidates.0.reasons.0": "VMAntiAffinity: pve1 already runs 1 guest tagged any of [web api] none of [old]: 100",
+				"candidates.1.reasons.0": "VMAntiAffinity: pve2 already runs 1 guest tagged any of [web api] none of [old]: 101"},
+			"affinity": {"node": "pve1", "candidates.2.reasons.0": "VMAffinity: pve3 runs no guest tagged [web] none of [old] (1 guest elsewhere)"},
+			"spread": {"node": "pve3", "candidates.0.reasons.0": "TopologySpread: pve1 would hold 2 of any of [web api] none of [old], min 0, skew 2 > 1"},
+		}),
+	})
+}
