@@ -251,7 +251,7 @@ data "qemuscheduler_placement" "spread" {
 			"anti": {"node": "pve3", "candidates.0.reasons.0": "VMAntiAffinity: pve1 already runs 1 guest tagged any of [web api] none of [old]: 100",
 				"candidates.1.reasons.0": "VMAntiAffinity: pve2 already runs 1 guest tagged any of [web api] none of [old]: 101"},
 			"affinity": {"node": "pve1", "candidates.2.reasons.0": "VMAffinity: pve3 runs no guest tagged [web] none of [old] (1 guest elsewhere)"},
-			"spread": {"node": "pve3", "candidates.0.reasons.0": "TopologySpread: pve1 would hold 2 of any of [web api] none of [old], min 0, skew 2 > 1"},
+			"spread":   {"node": "pve3", "candidates.0.reasons.0": "TopologySpread: pve1 would hold 2 of any of [web api] none of [old], min 0, skew 2 > 1"},
 		}),
 	})
 }
