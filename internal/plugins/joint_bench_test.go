@@ -93,7 +93,7 @@ func planSnapshot() scheduler.Snapshot {
 // affinity and a toleration.
 func planRequest(name string) scheduler.Request {
 	r := groupRequest(name)
-	r.NodeAffinity = []scheduler.NodeAffinityTerm{{Key: "disk", Operator: nodelabels.OpIn, Values: []string{"nvme", "ssd"}, Weight: 60}}
+	r.NodeAffinity = []scheduler.NodeAffinityTerm{scheduler.Expression(60, "disk", nodelabels.OpIn, "nvme", "ssd")}
 	r.Tolerations = []scheduler.Toleration{{Key: "old-hw", Operator: nodelabels.TolExists}}
 	return r
 }

@@ -29,7 +29,7 @@ func recordedAntiAffinity(r *scheduler.Request, nodes []*scheduler.NodeInfo, pre
 				continue
 			}
 			for _, t := range g.Recorded.Policy.VMAntiAffinity {
-				if (t.Weight > 0) != preferred || !carriesAll(r.Tags, t.Tags) {
+				if (t.Weight > 0) != preferred || !selects(t.Group(), r.Tags) {
 					continue
 				}
 				if d, ok := domainOf(ni.Node, t.TopologyKey); ok {
@@ -47,9 +47,9 @@ func (t *recordedTerm) check(n *scheduler.Node) *scheduler.Rejection {
 		return nil
 	}
 	return &scheduler.Rejection{
-		Reason: fmt.Sprintf("VMAntiAffinity: %s runs guest %d (%s), whose recorded required vm_anti_affinity keeps guests tagged %v out of its %s",
-			domainName(t.term.TopologyKey, t.domain), t.guest.VMID, t.guest.Name, t.term.Tags, topologyWord(t.term.TopologyKey)),
-		Group: fmt.Sprintf("run a guest whose recorded required vm_anti_affinity keeps guests tagged %v out (by %s)", t.term.Tags, t.term.TopologyKey),
+		Reason: fmt.Sprintf("VMAntiAffinity: %s runs guest %d (%s), whose recorded required vm_anti_affinity keeps guests tagged %s out of its %s",
+			domainName(t.term.TopologyKey, t.domain), t.guest.VMID, t.guest.Name, describeGroup(t.term.Group()), topologyWord(t.term.TopologyKey)),
+		Group: fmt.Sprintf("run a guest whose recorded required vm_anti_affinity keeps guests tagged %s out (by %s)", describeGroup(t.term.Group()), t.term.TopologyKey),
 	}
 }
 

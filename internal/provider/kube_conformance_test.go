@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
@@ -254,4 +255,61 @@ data "qemuscheduler_placement" "spread" {
 			"spread":   {"node": "pve3", "candidates.0.reasons.0": "TopologySpread: pve1 would hold 2 of any of [web api] none of [old], min 0, skew 2 > 1"},
 		}),
 	})
+}
+
+// The placement record keeps the kube forms: node affinity terms, group selectors, spread
+// policies and min_domains, written at create and read back by import.
+func TestAccVMPlacementRecordKubeForms(t *testing.T) {
+	env, sim := simEnv(t, equalCluster())
+	config := env.config(`resource "qemuscheduler_vm" "web" {
+  name = "web-1"
+  tags = ["web"]
+  node_affinity {
+    node_selector_term {
+      match_expressions {
+        key      = "node.qemu-scheduler/name"
+        operator = "In"
+        values   = ["pve1", "pve2"]
+      }
+      match_expressions {
+        key      = "node.qemu-scheduler/arch"
+        operator = "DoesNotExist"
+      }
+    }
+    node_selector_term {
+      match_expressions {
+        key      = "node.qemu-scheduler/name"
+        operator = "In"
+        values   = ["pve3"]
+      }
+    }
+  }
+  vm_anti_affinity {
+    tags_any_of  = ["web", "api"]
+    tags_none_of = ["canary"]
+  }
+  topology_spread {
+    tags               = ["web"]
+    min_domains        = 3
+    node_taints_policy = "Ignore"
+  }
+}`)
+	runSteps(t,
+		resource.TestStep{Config: config, Check: recordIn(sim, "",
+			"qemu-scheduler/node-affinity: key=node.qemu-scheduler/name operator=In values=pve1,pve2 & key=node.qemu-scheduler/arch operator=DoesNotExist | key=node.qemu-scheduler/name operator=In values=pve3",
+			"qemu-scheduler/vm-anti-affinity: tags_any_of=web,api tags_none_of=canary topology_key=node",
+			"qemu-scheduler/topology-spread: tags=web topology_key=node max_skew=1 when_unsatisfiable=DoNotSchedule min_domains=3 node_taints_policy=Ignore")},
+		resource.TestStep{Config: config, ResourceName: vmAddr, ImportState: true, ImportStateId: "100", ImportStateCheck: func(is []*terraform.InstanceState) error {
+			a := is[0].Attributes
+			for k, v := range map[string]string{"node_affinity.0.node_selector_term.#": "2",
+				"node_affinity.0.node_selector_term.0.match_expressions.1.operator": "DoesNotExist",
+				"vm_anti_affinity.0.tags_any_of.1": "api", "vm_anti_affinity.0.tags_none_of.0": "canary",
+				"topology_spread.0.min_domains": "3", "topology_spread.0.node_taints_policy": "Ignore"} {
+				if a[k] != v {
+					return fmt.Errorf("imported %s = %q, want %q", k, a[k], v)
+				}
+			}
+			return nil
+		}},
+	)
 }

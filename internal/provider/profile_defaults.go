@@ -32,8 +32,8 @@ var providerKit = schemaKit[providerschema.Attribute, providerschema.Block]{
 	strMap: func(description string) providerschema.Attribute {
 		return providerschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: description}
 	},
-	block: func(description string, attrs map[string]providerschema.Attribute) providerschema.Block {
-		return providerschema.ListNestedBlock{Description: description, NestedObject: providerschema.NestedBlockObject{Attributes: attrs}}
+	block: func(description string, attrs map[string]providerschema.Attribute, blocks map[string]providerschema.Block) providerschema.Block {
+		return providerschema.ListNestedBlock{Description: description, NestedObject: providerschema.NestedBlockObject{Attributes: attrs, Blocks: blocks}}
 	},
 }
 
@@ -45,9 +45,9 @@ func profileDefaultsSchema(attrs map[string]providerschema.Attribute, blocks map
 		"for a tenant's VMID range." + defaultsNote + "an object's own `annotations` win per key.")
 	attrs["node_selector"] = providerKit.strMap("Default node selector." + defaultsNote + "an object's own `node_selector` wins per key.")
 	blocks["toleration"] = providerKit.block("Default tolerations."+defaultsNote+"an object with `toleration` blocks of its own uses only those.",
-		tolerationAttributes(providerKit))
+		tolerationAttributes(providerKit), nil)
 	blocks["topology_spread"] = providerKit.block("Default topology spread."+defaultsNote+"an object with `topology_spread` blocks of its own uses only those.",
-		spreadAttributes(providerKit))
+		spreadAttributes(providerKit), nil)
 }
 
 // profileDefaults checks each profile's defaults, each error on the profile's attribute, and

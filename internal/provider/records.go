@@ -204,9 +204,29 @@ func importRecord(ctx context.Context, m *vmModel, vm *proxmox.VM, diags *diag.D
 	}
 	m.Annotations = stringMap(ctx, rec.Annotations, diags)
 	m.NodeSelector = stringMap(ctx, rec.NodeSelector, diags)
-	for _, t := range rec.NodeAffinity {
-		m.NodeAffinity = append(m.NodeAffinity, nodeAffinityModel{Key: types.StringValue(t.Key), Operator: types.StringValue(t.Operator),
-			Values: recordList(ctx, t.Values, diags), Weight: optionalInt(t.Weight, 0)})
+	expression := func(e scheduler.NodeExpression) nodeExpressionModel {
+		return nodeExpressionModel{Key: types.StringValue(e.Key), Operator: types.StringValue(e.Operator), Values: recordList(ctx, e.Values, diags)}
+	}
+	for _, a := range rec.NodeAffinity {
+		// One term is the block's own expression and match_expressions; several are
+		// node_selector_term blocks.
+		b := nodeAffinityModel{Key: types.StringNull(), Operator: types.StringNull(), Values: types.ListNull(types.StringType), Weight: optionalInt(a.Weight, 0)}
+		if len(a.Terms) == 1 {
+			own := expression(a.Terms[0][0])
+			b.Key, b.Operator, b.Values = own.Key, own.Operator, own.Values
+			for _, e := range a.Terms[0][1:] {
+				b.MatchExpressions = append(b.MatchExpressions, expression(e))
+			}
+		} else {
+			for _, term := range a.Terms {
+				var t nodeSelectorTermModel
+				for _, e := range term {
+					t.MatchExpressions = append(t.MatchExpressions, expression(e))
+				}
+				b.NodeSelectorTerms = append(b.NodeSelectorTerms, t)
+			}
+		}
+		m.NodeAffinity = append(m.NodeAffinity, b)
 	}
 	for _, t := range rec.Tolerations {
 		m.Tolerations = append(m.Tolerations, tolerationModel{Key: optionalString(t.Key, ""), Operator: optionalString(t.Operator, ""),
@@ -215,17 +235,23 @@ func importRecord(ctx context.Context, m *vmModel, vm *proxmox.VM, diags *diag.D
 	groups := func(terms []scheduler.VMGroupTerm) []vmGroupTermModel {
 		var out []vmGroupTermModel
 		for _, t := range terms {
-			out = append(out, vmGroupTermModel{Tags: recordList(ctx, t.Tags, diags), TopologyKey: optionalString(t.TopologyKey, plugins.TopologyNode),
-				Weight: optionalInt(t.Weight, 0)})
+			out = append(out, vmGroupTermModel{groupSelectorModel: groupModel(ctx, t.Group(), diags),
+				TopologyKey: optionalString(t.TopologyKey, plugins.TopologyNode), Weight: optionalInt(t.Weight, 0)})
 		}
 		return out
 	}
 	m.VMAffinity, m.VMAntiAffinity = groups(rec.VMAffinity), groups(rec.VMAntiAffinity)
 	for _, c := range rec.TopologySpread {
-		m.TopologySpread = append(m.TopologySpread, topologySpreadModel{Tags: recordList(ctx, c.Tags, diags),
+		m.TopologySpread = append(m.TopologySpread, topologySpreadModel{groupSelectorModel: groupModel(ctx, c.Group(), diags),
 			TopologyKey: optionalString(c.TopologyKey, plugins.TopologyNode), MaxSkew: optionalInt(c.MaxSkew, 1),
-			WhenUnsatisfiable: optionalString(c.WhenUnsatisfiable, plugins.DoNotSchedule)})
+			WhenUnsatisfiable: optionalString(c.WhenUnsatisfiable, plugins.DoNotSchedule), MinDomains: optionalInt(c.MinDomains, 0),
+			NodeAffinityPolicy: optionalString(c.NodeAffinityPolicy, ""), NodeTaintsPolicy: optionalString(c.NodeTaintsPolicy, "")})
 	}
+}
+
+// groupModel is a record's group selector as the block's attributes.
+func groupModel(ctx context.Context, g scheduler.TagSelector, diags *diag.Diagnostics) groupSelectorModel {
+	return groupSelectorModel{Tags: recordList(ctx, g.Tags, diags), TagsAnyOf: recordList(ctx, g.TagsAnyOf, diags), TagsNoneOf: recordList(ctx, g.TagsNoneOf, diags)}
 }
 
 func stringMap(ctx context.Context, v map[string]string, diags *diag.Diagnostics) types.Map {

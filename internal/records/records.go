@@ -8,15 +8,17 @@
 //	qemu-scheduler/annotation: vmid.qemu-scheduler/range=1000-1099
 //	qemu-scheduler/node-selector: zone=a, disk=nvme
 //	qemu-scheduler/node-affinity: key=rack operator=In values=r1,r2 weight=50
+//	qemu-scheduler/node-affinity: key=zone operator=In values=a & key=gpu operator=Exists | key=zone operator=In values=b
 //	qemu-scheduler/toleration: key=dedicated operator=Equal value=db effect=NoSchedule
 //	qemu-scheduler/vm-affinity: tags=db topology_key=zone weight=20
 //	qemu-scheduler/vm-anti-affinity: tags=k8s,control-plane topology_key=node
-//	qemu-scheduler/topology-spread: tags=worker topology_key=rack max_skew=1 when_unsatisfiable=DoNotSchedule
+//	qemu-scheduler/topology-spread: tags=worker tags_none_of=canary topology_key=rack max_skew=1 when_unsatisfiable=DoNotSchedule min_domains=3
 //
 // The section starts at the record line and runs to the end of the Notes. Term lines repeat,
-// one term each, with the attribute names of qemuscheduler_vm's blocks (lists comma-separated,
-// defaults as there); annotation lines hold one key=value each, the value being the rest of
-// the line. Blank lines, leading spaces and a leading "- " are allowed, so that an admin can
+// one block each, with the attribute names of qemuscheduler_vm's blocks (lists comma-separated,
+// defaults as there); a node-affinity line joins the expressions of a term with " & " and its
+// terms with " | " (kube's matchExpressions and nodeSelectorTerms); annotation lines hold one
+// key=value each, the value being the rest of the line. Blank lines, leading spaces and a leading "- " are allowed, so that an admin can
 // write the section by hand. It is pure: the provider reads and writes the Notes.
 package records
 
@@ -114,12 +116,20 @@ func Format(r Record) string {
 		}
 		line(keySelector, strings.Join(pairs, ", "))
 	}
-	for _, t := range r.NodeAffinity {
-		f := fields{{"key", t.Key}, {"operator", t.Operator}}
-		if len(t.Values) > 0 {
-			f = append(f, field{"values", strings.Join(t.Values, ",")})
+	for _, a := range r.NodeAffinity {
+		terms := make([]string, len(a.Terms))
+		for i, term := range a.Terms {
+			exprs := make([]string, len(term))
+			for j, e := range term {
+				f := fields{{"key", e.Key}, {"operator", e.Operator}}
+				if len(e.Values) > 0 {
+					f = append(f, field{"values", strings.Join(e.Values, ",")})
+				}
+				exprs[j] = f.String()
+			}
+			terms[i] = strings.Join(exprs, " & ")
 		}
-		line(keyNodeAff, f.withWeight(t.Weight).String())
+		line(keyNodeAff, strings.TrimSpace(strings.Join(terms, " | ")+" "+fields{}.withWeight(a.Weight).String()))
 	}
 	for _, t := range r.Tolerations {
 		var f fields
@@ -135,14 +145,37 @@ func Format(r Record) string {
 		terms []scheduler.VMGroupTerm
 	}{{keyVMAffinity, r.VMAffinity}, {keyVMAnti, r.VMAntiAffinity}} {
 		for _, t := range set.terms {
-			line(set.key, fields{{"tags", strings.Join(t.Tags, ",")}, {"topology_key", orNode(t.TopologyKey)}}.withWeight(t.Weight).String())
+			line(set.key, append(groupFields(t.Group()), field{"topology_key", orNode(t.TopologyKey)}).withWeight(t.Weight).String())
 		}
 	}
 	for _, c := range r.TopologySpread {
-		line(keySpread, fields{{"tags", strings.Join(c.Tags, ",")}, {"topology_key", orNode(c.TopologyKey)},
-			{"max_skew", strconv.Itoa(max(1, c.MaxSkew))}, {"when_unsatisfiable", orDefault(c.WhenUnsatisfiable, doNotSchedule)}}.String())
+		f := append(groupFields(c.Group()), field{"topology_key", orNode(c.TopologyKey)},
+			field{"max_skew", strconv.Itoa(max(1, c.MaxSkew))}, field{"when_unsatisfiable", orDefault(c.WhenUnsatisfiable, doNotSchedule)})
+		if c.MinDomains > 0 {
+			f = append(f, field{"min_domains", strconv.Itoa(c.MinDomains)})
+		}
+		for _, p := range []field{{"node_affinity_policy", c.NodeAffinityPolicy}, {"node_taints_policy", c.NodeTaintsPolicy}} {
+			if p.value != "" {
+				f = append(f, p)
+			}
+		}
+		line(keySpread, f.String())
 	}
 	return b.String()
+}
+
+// groupFields writes a group's selector, each list only when given.
+func groupFields(g scheduler.TagSelector) fields {
+	var f fields
+	for _, l := range []struct {
+		name string
+		tags []string
+	}{{"tags", g.Tags}, {"tags_any_of", g.TagsAnyOf}, {"tags_none_of", g.TagsNoneOf}} {
+		if len(l.tags) > 0 {
+			f = append(f, field{l.name, strings.Join(l.tags, ",")})
+		}
+	}
+	return f
 }
 
 // Join puts the section below the user's text, a blank line between; nil leaves the text alone.
@@ -274,12 +307,12 @@ func (r *Record) add(key, value string) error {
 	case keyToleration:
 		return r.addToleration(value)
 	case keyVMAffinity, keyVMAnti:
-		f, err := parseFields(value, "tags", "topology_key", "weight")
+		f, err := parseFields(value, "tags", "tags_any_of", "tags_none_of", "topology_key", "weight")
 		if err != nil {
 			return err
 		}
 		t := scheduler.VMGroupTerm{TopologyKey: orNode(f["topology_key"])}
-		if t.Tags, err = groupTags(f); err != nil {
+		if t.Tags, t.TagsAnyOf, t.TagsNoneOf, err = groupTags(f); err != nil {
 			return err
 		}
 		if t.Weight, err = weight(f); err != nil {
@@ -325,19 +358,35 @@ func (r *Record) addSelector(value string) error {
 	return nil
 }
 
+// addNodeAffinity reads one node affinity: terms split by "|", expressions by "&", a weight
+// in any one expression.
 func (r *Record) addNodeAffinity(value string) error {
-	f, err := parseFields(value, "key", "operator", "values", "weight")
-	if err != nil {
+	var a scheduler.NodeAffinityTerm
+	weighted := false
+	for _, termText := range strings.Split(value, "|") {
+		var term []scheduler.NodeExpression
+		for _, exprText := range strings.Split(termText, "&") {
+			f, err := parseFields(exprText, "key", "operator", "values", "weight")
+			if err != nil {
+				return err
+			}
+			if _, ok := f["weight"]; ok {
+				if weighted {
+					return fmt.Errorf("weight given twice; a node affinity has one weight")
+				}
+				weighted = true
+				if a.Weight, err = weight(f); err != nil {
+					return err
+				}
+			}
+			term = append(term, scheduler.NodeExpression{Key: f["key"], Operator: f["operator"], Values: splitList(f["values"], ",")})
+		}
+		a.Terms = append(a.Terms, term)
+	}
+	if err := nodelabels.ValidateAffinity(a); err != nil {
 		return err
 	}
-	t := scheduler.NodeAffinityTerm{Key: f["key"], Operator: f["operator"], Values: splitList(f["values"], ",")}
-	if t.Weight, err = weight(f); err != nil {
-		return err
-	}
-	if err := nodelabels.ValidateTerm(t); err != nil {
-		return err
-	}
-	r.NodeAffinity = append(r.NodeAffinity, t)
+	r.NodeAffinity = append(r.NodeAffinity, a)
 	return nil
 }
 
@@ -355,13 +404,25 @@ func (r *Record) addToleration(value string) error {
 }
 
 func (r *Record) addSpread(value string) error {
-	f, err := parseFields(value, "tags", "topology_key", "max_skew", "when_unsatisfiable")
+	f, err := parseFields(value, "tags", "tags_any_of", "tags_none_of", "topology_key", "max_skew", "when_unsatisfiable",
+		"min_domains", "node_affinity_policy", "node_taints_policy")
 	if err != nil {
 		return err
 	}
-	c := scheduler.SpreadConstraint{TopologyKey: orNode(f["topology_key"]), MaxSkew: 1, WhenUnsatisfiable: orDefault(f["when_unsatisfiable"], doNotSchedule)}
-	if c.Tags, err = groupTags(f); err != nil {
+	c := scheduler.SpreadConstraint{TopologyKey: orNode(f["topology_key"]), MaxSkew: 1, WhenUnsatisfiable: orDefault(f["when_unsatisfiable"], doNotSchedule),
+		NodeAffinityPolicy: f["node_affinity_policy"], NodeTaintsPolicy: f["node_taints_policy"]}
+	if c.Tags, c.TagsAnyOf, c.TagsNoneOf, err = groupTags(f); err != nil {
 		return err
+	}
+	if s, ok := f["min_domains"]; ok {
+		if c.MinDomains, err = strconv.Atoi(s); err != nil || c.MinDomains < 1 {
+			return fmt.Errorf("min_domains must be a whole number of at least 1, got %q", s)
+		}
+	}
+	for _, p := range []string{c.NodeAffinityPolicy, c.NodeTaintsPolicy} {
+		if p != "" && p != plugins.PolicyHonor && p != plugins.PolicyIgnore {
+			return fmt.Errorf("a node inclusion policy must be %s or %s, got %q", plugins.PolicyHonor, plugins.PolicyIgnore, p)
+		}
 	}
 	if s, ok := f["max_skew"]; ok {
 		if c.MaxSkew, err = strconv.Atoi(s); err != nil || c.MaxSkew < 1 {
@@ -417,18 +478,23 @@ func parseFields(value string, known ...string) (map[string]string, error) {
 	return out, nil
 }
 
-func groupTags(f map[string]string) ([]string, error) {
-	tags := splitList(f["tags"], ",")
-	if len(tags) == 0 {
-		return nil, fmt.Errorf("tags is missing: write tags=a,b (the group: guests carrying all of them)")
-	}
-	for i, t := range tags {
-		if !validTag(t) {
-			return nil, fmt.Errorf("tag %q is not a PVE tag (letters, digits and _ - + ., not starting with - + .)", t)
+// groupTags reads a group's selector: tags (all of them), tags_any_of, tags_none_of; one is
+// needed.
+func groupTags(f map[string]string) (all, anyOf, noneOf []string, err error) {
+	lists := make([][]string, 3)
+	for i, name := range []string{"tags", "tags_any_of", "tags_none_of"} {
+		lists[i] = splitList(f[name], ",")
+		for j, t := range lists[i] {
+			if !validTag(t) {
+				return nil, nil, nil, fmt.Errorf("tag %q is not a PVE tag (letters, digits and _ - + ., not starting with - + .)", t)
+			}
+			lists[i][j] = strings.ToLower(t)
 		}
-		tags[i] = strings.ToLower(t)
 	}
-	return tags, nil
+	if len(lists[0])+len(lists[1])+len(lists[2]) == 0 {
+		return nil, nil, nil, fmt.Errorf("tags is missing: write tags=a,b (the group: guests carrying all of them), tags_any_of or tags_none_of")
+	}
+	return lists[0], lists[1], lists[2], nil
 }
 
 func validTag(t string) bool {

@@ -14,12 +14,17 @@ func full() Record {
 		Tags:         []string{"k8s", "control-plane"},
 		Annotations:  map[string]string{"vmid.qemu-scheduler/range": "1000-1099", "node.qemu-scheduler/regex": "pve[1-3]"},
 		NodeSelector: map[string]string{"zone": "a", "disk": "nvme"},
-		NodeAffinity: []scheduler.NodeAffinityTerm{{Key: "rack", Operator: "In", Values: []string{"r1", "r2"}, Weight: 50},
-			{Key: "gpu", Operator: "DoesNotExist"}},
-		Tolerations:    []scheduler.Toleration{{Key: "dedicated", Operator: "Equal", Value: "db", Effect: "NoSchedule"}, {Operator: "Exists"}},
-		VMAffinity:     []scheduler.VMGroupTerm{{Tags: []string{"db"}, TopologyKey: "zone", Weight: 20}},
-		VMAntiAffinity: []scheduler.VMGroupTerm{{Tags: []string{"k8s", "control-plane"}, TopologyKey: "node"}},
-		TopologySpread: []scheduler.SpreadConstraint{{Tags: []string{"worker"}, TopologyKey: "rack", MaxSkew: 2, WhenUnsatisfiable: "ScheduleAnyway"}},
+		NodeAffinity: []scheduler.NodeAffinityTerm{scheduler.Expression(50, "rack", "In", "r1", "r2"),
+			scheduler.Expression(0, "gpu", "DoesNotExist"),
+			{Terms: [][]scheduler.NodeExpression{{{Key: "zone", Operator: "In", Values: []string{"a"}}, {Key: "gpu", Operator: "Exists"}},
+				{{Key: "zone", Operator: "In", Values: []string{"b"}}}}}},
+		Tolerations: []scheduler.Toleration{{Key: "dedicated", Operator: "Equal", Value: "db", Effect: "NoSchedule"}, {Operator: "Exists"}},
+		VMAffinity:  []scheduler.VMGroupTerm{{Tags: []string{"db"}, TopologyKey: "zone", Weight: 20}},
+		VMAntiAffinity: []scheduler.VMGroupTerm{{Tags: []string{"k8s", "control-plane"}, TopologyKey: "node"},
+			{TagsAnyOf: []string{"web", "api"}, TagsNoneOf: []string{"canary"}, TopologyKey: "zone", Weight: 10}},
+		TopologySpread: []scheduler.SpreadConstraint{{Tags: []string{"worker"}, TopologyKey: "rack", MaxSkew: 2, WhenUnsatisfiable: "ScheduleAnyway"},
+			{Tags: []string{"worker"}, TagsNoneOf: []string{"canary"}, TopologyKey: "zone", MaxSkew: 1, WhenUnsatisfiable: "DoNotSchedule",
+				MinDomains: 3, NodeAffinityPolicy: "Ignore", NodeTaintsPolicy: "Honor"}},
 	}
 }
 
@@ -55,11 +60,14 @@ qemu-scheduler/annotation: vmid.qemu-scheduler/range=1000-1099
 qemu-scheduler/node-selector: disk=nvme, zone=a
 qemu-scheduler/node-affinity: key=rack operator=In values=r1,r2 weight=50
 qemu-scheduler/node-affinity: key=gpu operator=DoesNotExist
+qemu-scheduler/node-affinity: key=zone operator=In values=a & key=gpu operator=Exists | key=zone operator=In values=b
 qemu-scheduler/toleration: key=dedicated operator=Equal value=db effect=NoSchedule
 qemu-scheduler/toleration: operator=Exists
 qemu-scheduler/vm-affinity: tags=db topology_key=zone weight=20
 qemu-scheduler/vm-anti-affinity: tags=k8s,control-plane topology_key=node
+qemu-scheduler/vm-anti-affinity: tags_any_of=web,api tags_none_of=canary topology_key=zone weight=10
 qemu-scheduler/topology-spread: tags=worker topology_key=rack max_skew=2 when_unsatisfiable=ScheduleAnyway
+qemu-scheduler/topology-spread: tags=worker tags_none_of=canary topology_key=zone max_skew=1 when_unsatisfiable=DoNotSchedule min_domains=3 node_affinity_policy=Ignore node_taints_policy=Honor
 `
 	if got := Format(r); got != want {
 		t.Errorf("Format:\n%s\nwant\n%s", got, want)
