@@ -36,6 +36,15 @@ func providerNodeBlocks(nodes map[string]string) string {
 	return strings.Join(blocks, "\n")
 }
 
+// avoidNode is a required node_affinity that keeps a VM off node, by its built-in name label.
+func avoidNode(node string) string {
+	return fmt.Sprintf(`node_affinity {
+    key      = "node.qemu-scheduler/name"
+    operator = "NotIn"
+    values   = [%q]
+  }`, node)
+}
+
 // checkPlacements checks attributes of several placement data sources, by name.
 func checkPlacements(want map[string]map[string]string) resource.TestCheckFunc {
 	var checks []resource.TestCheckFunc
@@ -62,11 +71,7 @@ func TestAccKubeSpreadCountsEligibleNodesOnly(t *testing.T) {
 		return fmt.Sprintf(`data "qemuscheduler_placement" %q {
   name = %q
   tags = ["foo"]
-  node_affinity {
-    key      = "node.qemu-scheduler/name"
-    operator = "NotIn"
-    values   = ["pve2"]
-  }
+  ` + avoidNode("pve2") + `
   topology_spread {
     tags         = ["foo"]
     topology_key = "zone"
@@ -79,11 +84,7 @@ func TestAccKubeSpreadCountsEligibleNodesOnly(t *testing.T) {
 		return fmt.Sprintf(`data "qemuscheduler_placement" %q {
   name = %q
   tags = ["bar"]
-  node_affinity {
-    key      = "node.qemu-scheduler/name"
-    operator = "NotIn"
-    values   = ["pve4"]
-  }
+  ` + avoidNode("pve4") + `
   topology_spread {
     tags     = ["bar"]
     max_skew = 2
@@ -217,11 +218,7 @@ func TestAccKubeVMGroupSelectors(t *testing.T) {
 		Config: env.providerBlock("") + `
 data "qemuscheduler_placement" "anti" {
   name = "anti"
-  node_affinity {
-    key      = "node.qemu-scheduler/name"
-    operator = "NotIn"
-    values   = ["pve4"]
-  }
+  ` + avoidNode("pve4") + `
   vm_anti_affinity {
     tags_any_of  = ["web", "api"]
     tags_none_of = ["old"]
@@ -237,11 +234,7 @@ data "qemuscheduler_placement" "affinity" {
 data "qemuscheduler_placement" "spread" {
   name = "spread"
   tags = ["web"]
-  node_affinity {
-    key      = "node.qemu-scheduler/name"
-    operator = "NotIn"
-    values   = ["pve4"]
-  }
+  ` + avoidNode("pve4") + `
   topology_spread {
     tags_any_of  = ["web", "api"]
     tags_none_of = ["old"]
@@ -303,7 +296,7 @@ func TestAccVMPlacementRecordKubeForms(t *testing.T) {
 			a := is[0].Attributes
 			for k, v := range map[string]string{"node_affinity.0.node_selector_term.#": "2",
 				"node_affinity.0.node_selector_term.0.match_expressions.1.operator": "DoesNotExist",
-				"vm_anti_affinity.0.tags_any_of.1": "api", "vm_anti_affinity.0.tags_none_of.0": "canary",
+				"vm_anti_affinity.0.tags_any_of.1":                                  "api", "vm_anti_affinity.0.tags_none_of.0": "canary",
 				"topology_spread.0.min_domains": "3", "topology_spread.0.node_taints_policy": "Ignore"} {
 				if a[k] != v {
 					return fmt.Errorf("imported %s = %q, want %q", k, a[k], v)
