@@ -4,9 +4,11 @@ package pvesim_test
 // answered as PVE answers it; the PVE source of each behaviour is named in its test.
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
@@ -224,7 +226,13 @@ func TestAccessUsersAndPermissions(t *testing.T) {
 // those written on a hijacked connection (PVE's reason phrases) and 501s for what is not
 // routed: what an acceptance test with a real client asserts on.
 func TestRequestLog(t *testing.T) {
-	s, a := lab(t)
+	var hooked []pvesim.LoggedRequest
+	var mu sync.Mutex
+	s, a := lab(t, pvesim.WithRequestHook(func(r pvesim.LoggedRequest) {
+		mu.Lock()
+		defer mu.Unlock()
+		hooked = append(hooked, r)
+	}))
 	a.ok(a.get("/nodes/pve1/status/"))
 	a.get("/nodes/pve1/qemu/100/snapshot")
 	a.get("/nodes/pve1/storage/nope/status")
@@ -239,6 +247,11 @@ func TestRequestLog(t *testing.T) {
 		if got[i] != want[i] {
 			t.Errorf("log[%d] = %v, want %v", i, got[i], want[i])
 		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(hooked) != fmt.Sprint(want) {
+		t.Errorf("the hook saw %v, want %v", hooked, want)
 	}
 }
 

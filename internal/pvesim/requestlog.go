@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"net"
 	"net/http"
+	"strings"
 )
 
 // LoggedRequest is one API request as the server answered it.
@@ -26,13 +27,22 @@ func (s *Server) RequestLog() []LoggedRequest {
 	return append([]LoggedRequest(nil), s.requestLog...)
 }
 
+// WithRequestHook calls hook with every request once it is answered (outside the server's
+// lock), e.g. to print a log of the requests.
+func WithRequestHook(hook func(LoggedRequest)) Option { return func(s *Server) { s.requestHook = hook } }
+
 func (s *Server) logRequest(r *http.Request, status int) {
+	entry := LoggedRequest{Method: r.Method, Path: strings.TrimPrefix(r.URL.Path, apiPrefix), Status: status}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if len(s.requestLog) >= maxLoggedRequests {
 		s.requestLog = append(s.requestLog[:0], s.requestLog[len(s.requestLog)-maxLoggedRequests/2:]...)
 	}
-	s.requestLog = append(s.requestLog, LoggedRequest{Method: r.Method, Path: r.URL.Path[len(apiPrefix):], Status: status})
+	s.requestLog = append(s.requestLog, entry)
+	hook := s.requestHook
+	s.mu.Unlock()
+	if hook != nil {
+		hook(entry)
+	}
 }
 
 // statusWriter remembers the status of an answer, also one written on the hijacked

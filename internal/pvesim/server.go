@@ -44,6 +44,7 @@ type Server struct {
 
 	firstTaskStart, lastTaskEnd time.Time
 	requestLog                  []LoggedRequest
+	requestHook                 func(LoggedRequest)
 
 	latency      time.Duration
 	taskDuration time.Duration

@@ -45,6 +45,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	envOut := flags.String("env-out", "", "write PROXMOX_VE_ENDPOINT and PROXMOX_VE_API_TOKEN (shell syntax) to this file")
 	taskDuration := flags.Duration("task-duration", 0, "how long each task (create, clone, start, ...) runs; 0 finishes at once")
 	statsLag := flags.Bool("stats-lag", false, "new guests show in /cluster/resources without stats, as right after a create on PVE")
+	logRequests := flags.Bool("log", false, "print every request with its status to stderr (a 501 is an endpoint pvesim does not simulate)")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
@@ -59,6 +60,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	opts := []pvesim.Option{pvesim.WithTaskDuration(*taskDuration)}
 	if *statsLag {
 		opts = append(opts, pvesim.WithStatsLag())
+	}
+	if *logRequests {
+		opts = append(opts, pvesim.WithRequestHook(func(r pvesim.LoggedRequest) {
+			fmt.Fprintf(os.Stderr, "pvesim: %d %s %s\n", r.Status, r.Method, r.Path)
+		}))
 	}
 	sim, err := pvesim.New(cluster, opts...)
 	if err != nil {
