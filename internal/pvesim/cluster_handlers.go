@@ -25,6 +25,8 @@ func (s *Server) routes() {
 	h("GET /cluster/nextid", s.handleNextID)
 	h("GET /cluster/options", s.handleOptions)
 	h("GET /pools", s.handlePools)
+	h("GET /pools/{poolid}", s.handlePool)
+	h("PUT /pools/{poolid}", s.handlePoolUpdate)
 	h("GET /nodes", s.handleNodes)
 	h("GET /nodes/{node}/status", s.handleNodeStatus)
 	h("GET /nodes/{node}/storage", s.handleNodeStorages)
@@ -363,18 +365,6 @@ func (s *Server) handleClusterStatus(w http.ResponseWriter, _ *http.Request) {
 	for i, n := range s.nodes {
 		rows = append(rows, map[string]any{"type": "node", "id": "node/" + n.name, "name": n.name, "nodeid": i + 1,
 			"ip": fmt.Sprintf("10.0.0.%d", 11+i), "local": b2i(i == 0), "online": b2i(n.online), "level": ""})
-	}
-	writeData(w, rows)
-}
-
-func (s *Server) handlePools(w http.ResponseWriter, _ *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	// PVE (pve-manager API2/Pool.pm) lists the pools the token has Pool.Audit on, each with
-	// its comment only when the pool has one; the simulator's pools have none.
-	rows := []map[string]any{}
-	for _, p := range sortedKeys(s.pools) {
-		rows = append(rows, map[string]any{"poolid": p})
 	}
 	writeData(w, rows)
 }

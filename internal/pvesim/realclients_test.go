@@ -311,3 +311,41 @@ func TestCloudInitUpdateAndPowerParameters(t *testing.T) {
 		t.Errorf("shutdown with forceStop: %s", exit)
 	}
 }
+
+// pve-manager API2/Pool.pm: GET /pools/{poolid} lists the pool's guests as members, PUT
+// /pools/{poolid} adds VMs (moving one from another pool only with allow-move), removes them
+// with delete, and sets the comment; errors come as "update pools failed: ...". bpg moves a VM
+// between pools this way when pool_id changes.
+func TestPoolMembership(t *testing.T) {
+	s, a := lab(t)
+	members := a.ok(a.get("/pools/prod")).obj()["members"].([]any)
+	if len(members) != 1 || members[0].(map[string]any)["id"] != "qemu/100" {
+		t.Errorf("prod members = %v", members)
+	}
+	a.ok(a.form(http.MethodPut, "/pools/lab", url.Values{"vms": {"101,103"}, "comment": {"lab VMs"}}))
+	for _, tc := range []struct {
+		params url.Values
+		want   string
+	}{
+		{url.Values{"vms": {"101"}}, "500 update pools failed: VM 101 is already a pool member"},
+		{url.Values{"vms": {"100"}}, "500 update pools failed: VM 100 belongs already to pool 'prod' and 'allow-move' is not set"},
+		{url.Values{"vms": {"102"}, "delete": {"1"}}, "500 update pools failed: VM 102 is not a pool member"},
+	} {
+		if r := a.form(http.MethodPut, "/pools/lab", tc.params); r.status != tc.want {
+			t.Errorf("PUT /pools/lab %v: %s, want %s", tc.params, r.status, tc.want)
+		}
+	}
+	a.ok(a.form(http.MethodPut, "/pools/lab", url.Values{"vms": {"100"}, "allow-move": {"1"}}))
+	a.ok(a.form(http.MethodPut, "/pools/lab", url.Values{"vms": {"103"}, "delete": {"1"}}))
+	if s.MustGuest(t, 100).Pool != "lab" || s.MustGuest(t, 101).Pool != "lab" || s.MustGuest(t, 103).Pool != "" {
+		t.Errorf("pools: 100 %q, 101 %q, 103 %q", s.MustGuest(t, 100).Pool, s.MustGuest(t, 101).Pool, s.MustGuest(t, 103).Pool)
+	}
+	for _, p := range a.ok(a.get("/pools")).list() {
+		if p["poolid"] == "lab" && p["comment"] != "lab VMs" || p["poolid"] == "prod" && p["comment"] != nil {
+			t.Errorf("pool row %v", p)
+		}
+	}
+	if r := a.get("/pools/nope"); r.status != "500 pool 'nope' does not exist" {
+		t.Errorf("unknown pool: %s", r.status)
+	}
+}

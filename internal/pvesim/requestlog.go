@@ -29,7 +29,9 @@ func (s *Server) RequestLog() []LoggedRequest {
 
 // WithRequestHook calls hook with every request once it is answered (outside the server's
 // lock), e.g. to print a log of the requests.
-func WithRequestHook(hook func(LoggedRequest)) Option { return func(s *Server) { s.requestHook = hook } }
+func WithRequestHook(hook func(LoggedRequest)) Option {
+	return func(s *Server) { s.requestHook = hook }
+}
 
 func (s *Server) logRequest(r *http.Request, status int) {
 	entry := LoggedRequest{Method: r.Method, Path: strings.TrimPrefix(r.URL.Path, apiPrefix), Status: status}

@@ -19,19 +19,21 @@ const apiPrefix = "/api2/json"
 
 // Server is a simulated PVE cluster behind the PVE HTTP API. It is safe for concurrent use.
 type Server struct {
-	mu      sync.Mutex
-	nodes   []*node
-	guests  map[int]*guest
-	pools   map[string]bool
-	nextID  *NextIDSpec
-	tasks   map[string]*task
-	pid     int
-	rng     *mrand.Rand
-	mux     *http.ServeMux
-	admin   *http.ServeMux // the admin endpoint, see admin.go
-	counts  map[string]int
-	faults  []*fault
-	failing map[string]string // task type -> exit status for the next task of that type
+	mu     sync.Mutex
+	nodes  []*node
+	guests map[int]*guest
+	pools  map[string]bool
+	// poolComments are the pools' comments, set by PUT /pools/{poolid}.
+	poolComments map[string]string
+	nextID       *NextIDSpec
+	tasks        map[string]*task
+	pid          int
+	rng          *mrand.Rand
+	mux          *http.ServeMux
+	admin        *http.ServeMux // the admin endpoint, see admin.go
+	counts       map[string]int
+	faults       []*fault
+	failing      map[string]string // task type -> exit status for the next task of that type
 	// haActive: the HA manager has run, so node rows carry hastate.
 	haActive bool
 	// haRules are PVE 9 HA rules; nil = PVE 8, which has no rules endpoint.
@@ -91,7 +93,7 @@ func New(c Cluster, opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		guests: map[int]*guest{}, pools: map[string]bool{}, tasks: map[string]*task{},
+		guests: map[int]*guest{}, pools: map[string]bool{}, poolComments: map[string]string{}, tasks: map[string]*task{},
 		counts: map[string]int{}, failing: map[string]string{}, tickets: map[string]string{},
 		rng: mrand.New(mrand.NewSource(1)), nextID: c.NextID, pid: 0x1000, haRules: c.HARules,
 		tokenID: "root@pam!sim", tokenSecret: secretUUID(), username: "root@pam", password: randomHex(8),
