@@ -53,3 +53,26 @@ func TestVMAntiAffinityScoreRecordedSymmetry(t *testing.T) {
 		t.Errorf("scores %v, want pve1 0, pve2 100", got)
 	}
 }
+
+// Within one decision the VMs placed before keep their anti-affinity's group out too: the
+// symmetry does not wait for the record to exist.
+func TestVMAntiAffinitySymmetryWithinADecision(t *testing.T) {
+	p := mustProfile(scheduler.PluginConfig{})
+	// pve2 is busier, so both would choose pve1 if nothing kept them apart.
+	busy := node("pve2", 8, 32)
+	busy.CPU, busy.Mem = 0.8, 28*gib
+	snap := scheduler.Snapshot{Nodes: []scheduler.Node{node("pve1", 8, 32), busy}, Guests: []scheduler.Guest{running(900, "pve2", 4, 16)}}
+	loner := request("loner")
+	loner.Tags, loner.VMAntiAffinity = []string{"app"}, antiTerm(TopologyNode, 0, "db")
+	db := request("db")
+	db.Tags = []string{"db"}
+	for _, order := range [][]scheduler.Request{{loner, db}, {db, loner}} {
+		d, err := p.Schedule(snap, order, scheduler.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Placements[0].Node == d.Placements[1].Node {
+			t.Errorf("%s and %s share %s", d.Placements[0].Name, d.Placements[1].Name, d.Placements[0].Node)
+		}
+	}
+}

@@ -245,7 +245,7 @@ func (c *changeSet) sorted(snap scheduler.Snapshot, planTime bool) ([]scheduler.
 
 func reservationOf(r scheduler.Request, p scheduler.Placement) scheduler.Reservation {
 	return scheduler.Reservation{VMID: p.VMID, Node: p.Node, Name: r.Name, VCPUs: r.Cores * max(r.Sockets, 1),
-		MemoryMiB: r.MemoryMiB, Tags: r.Tags, Storage: p.Storage, DiskBytes: r.DiskBytes}
+		MemoryMiB: r.MemoryMiB, Tags: r.Tags, Storage: p.Storage, DiskBytes: r.DiskBytes, AntiAffinity: r.VMAntiAffinity}
 }
 
 // without is snap without the guest vmid (0: unchanged): a replaced VM's capacity is its

@@ -86,6 +86,16 @@ func (gr *guestRecords) remember(vmid int, rec *records.Record) {
 	gr.byID[vmid] = recorded(rec)
 }
 
+// forget drops a deleted VM's record: its VMID may come back as another guest.
+func (gr *guestRecords) forget(vmid int) {
+	if gr == nil {
+		return
+	}
+	gr.mu.Lock()
+	defer gr.mu.Unlock()
+	delete(gr.byID, vmid)
+}
+
 func recorded(rec *records.Record) *scheduler.Recorded {
 	if rec == nil {
 		return nil

@@ -56,4 +56,12 @@ func TestGuestRecordsReadOnce(t *testing.T) {
 	if n := sim.Requests(vmConfigReads); n != 2 {
 		t.Errorf("%d config reads for 3 snapshots, want 2 (the two marked guests, once each)", n)
 	}
+	// A VM this process deleted is forgotten: a guest taking its VMID is read anew.
+	data.records.forget(101)
+	if _, err := data.snapshotSince(context.Background(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if n := sim.Requests(vmConfigReads); n != 3 {
+		t.Errorf("%d config reads after forgetting 101, want 3", n)
+	}
 }

@@ -395,7 +395,9 @@ func (r *vmResource) Delete(ctx context.Context, req resource.DeleteRequest, res
 	}
 	if err != nil && !errors.Is(err, proxmox.ErrNotFound) {
 		resp.Diagnostics.AddError(fmt.Sprintf("Cannot delete VM %d", vmid), err.Error())
+		return
 	}
+	r.data.records.forget(vmid)
 }
 
 // timeoutTypes is the object type of the timeouts block.

@@ -122,7 +122,7 @@ func (p *Provisioner) Run(ctx context.Context) (Result, error) {
 			}
 			return scheduler.Reservation{VMID: placement.VMID, Node: placement.Node, Name: p.Request.Name,
 				VCPUs: p.Request.VCPUs(), MemoryMiB: p.Request.MemoryMiB, Tags: p.Request.Tags,
-				Storage: placement.Storage, DiskBytes: p.Request.DiskBytes}, nil
+				Storage: placement.Storage, DiskBytes: p.Request.DiskBytes, AntiAffinity: p.Request.VMAntiAffinity}, nil
 		})
 		if err != nil {
 			return Result{Attempts: attempt}, err

@@ -145,7 +145,8 @@ func (p *Profile) scheduleJointly(snap Snapshot, reqs []Request, opts Options) (
 // newGuest is a placed request as the assumed guest later decisions see.
 func newGuest(r *Request, node string, vmid int, storage string) *Guest {
 	return &Guest{VMID: vmid, Node: node, Name: r.Name, Type: GuestQEMU, Status: "running",
-		CPUs: float64(r.VCPUs()), MaxMem: uint64(r.MemoryMiB) * MiB, Tags: r.Tags, Assumed: true, DiskBytes: r.DiskBytes, Storage: storage}
+		CPUs: float64(r.VCPUs()), MaxMem: uint64(r.MemoryMiB) * MiB, Tags: r.Tags, Assumed: true, DiskBytes: r.DiskBytes, Storage: storage,
+		Recorded: antiAffinityRecord(r.VMAntiAffinity)}
 }
 
 // vmClass is a group of requests that differ in nothing but their names: any of them may

@@ -140,7 +140,7 @@ func buildNodeInfos(snap *Snapshot) ([]*NodeInfo, map[string]*NodeInfo) {
 func (r Reservation) guest() *Guest {
 	return &Guest{VMID: r.VMID, Node: r.Node, Name: r.Name, Type: GuestQEMU, Status: "running",
 		CPUs: float64(r.VCPUs), MaxMem: uint64(r.MemoryMiB) * MiB, Tags: r.Tags, Assumed: true,
-		Storage: r.Storage, DiskBytes: r.DiskBytes}
+		Storage: r.Storage, DiskBytes: r.DiskBytes, Recorded: antiAffinityRecord(r.AntiAffinity)}
 }
 
 // NodeInfos returns every node of the snapshot as a decision starts from it: guests listed,

@@ -161,6 +161,18 @@ type Reservation struct {
 	// on the placement's storage), debited until PVE counts them.
 	Storage   string
 	DiskBytes uint64
+	// AntiAffinity are the VM's vm_anti_affinity terms, which later decisions respect before
+	// the VM exists (the symmetry its placement record gives it once it does).
+	AntiAffinity []VMGroupTerm
+}
+
+// antiAffinityRecord is what a guest placed from a request with these anti-affinity terms
+// records of them, nil for none.
+func antiAffinityRecord(terms []VMGroupTerm) *Recorded {
+	if len(terms) == 0 {
+		return nil
+	}
+	return &Recorded{Policy: Request{VMAntiAffinity: terms}}
 }
 
 // Request asks for one VM to be placed.
