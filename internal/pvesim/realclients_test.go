@@ -349,3 +349,52 @@ func TestPoolMembership(t *testing.T) {
 		t.Errorf("unknown pool: %s", r.status)
 	}
 }
+
+// pve-ha-manager API2/HA/Groups.pm (PVE 8): groups are created, read with their digest,
+// updated (options set or deleted, never nodes) and deleted; the errors come as
+// lock_ha_domain reports them. PVE 9 migrated groups to rules: every call then
+// fails. bpg's hagroup resource uses these calls.
+func TestHAGroups(t *testing.T) {
+	_, a := lab(t)
+	a.ok(a.form(http.MethodPost, "/cluster/ha/groups", url.Values{"group": {"prefer-pve2"}, "nodes": {"pve2:2,pve3"}, "restricted": {"true"}, "comment": {"web"}}))
+	got := a.ok(a.get("/cluster/ha/groups/prefer-pve2")).obj()
+	if got["group"] != "prefer-pve2" || got["type"] != "group" || got["nodes"] != "pve2:2,pve3" || got["restricted"] != 1.0 || got["comment"] != "web" || got["digest"] == "" {
+		t.Errorf("group = %v", got)
+	}
+	for _, tc := range []struct {
+		method string
+		path   string
+		params url.Values
+		want   string
+	}{
+		{http.MethodPost, "/cluster/ha/groups", url.Values{"group": {"prefer-pve2"}, "nodes": {"pve1"}}, "500 create ha group failed: ha group ID 'prefer-pve2' already defined"},
+		{http.MethodPost, "/cluster/ha/groups", url.Values{"group": {"g2"}}, "400 Parameter verification failed."},
+		{http.MethodPost, "/cluster/ha/groups", url.Values{"group": {"g2"}, "nodes": {"pve1:x"}}, "400 Parameter verification failed."},
+		{http.MethodPut, "/cluster/ha/groups/prefer-pve2", url.Values{"delete": {"nodes"}}, "500 update ha group failed: unable to delete required option 'nodes'"},
+		{http.MethodPut, "/cluster/ha/groups/prefer-pve2", url.Values{"comment": {"x"}, "digest": {"0000"}}, "500 update ha group failed: detected modified configuration - file changed by other user? Try again."},
+		{http.MethodPut, "/cluster/ha/groups/nope", url.Values{"comment": {"x"}}, "500 update ha group failed: no such ha group 'nope'"},
+		{http.MethodGet, "/cluster/ha/groups/nope", nil, "500 no such ha group 'nope'"},
+	} {
+		if r := a.form(tc.method, tc.path, tc.params); r.status != tc.want {
+			t.Errorf("%s %s %v: %s, want %s", tc.method, tc.path, tc.params, r.status, tc.want)
+		}
+	}
+	a.ok(a.form(http.MethodPut, "/cluster/ha/groups/prefer-pve2", url.Values{"nodes": {"pve2"}, "delete": {"comment,restricted"}, "digest": {got["digest"].(string)}}))
+	if got = a.ok(a.get("/cluster/ha/groups")).list()[0]; got["nodes"] != "pve2" || got["comment"] != nil || got["restricted"] != nil {
+		t.Errorf("after the update: %v", got)
+	}
+	a.ok(a.form(http.MethodDelete, "/cluster/ha/groups/prefer-pve2", nil))
+	if rows := a.ok(a.get("/cluster/ha/groups")).list(); len(rows) != 0 {
+		t.Errorf("groups after delete = %v", rows)
+	}
+
+	c := labCluster(t)
+	c.HARules = []pvesim.HARuleSpec{{Rule: "r1", Type: "node-affinity", Resources: []string{"vm:102"}, Nodes: []string{"pve2"}}}
+	pve9 := newAPI(t, pvesim.NewTestServer(t, c))
+	if r := pve9.get("/cluster/ha/groups"); r.status != "500 cannot index groups: ha groups have been migrated to rules" {
+		t.Errorf("PVE 9 index: %s", r.status)
+	}
+	if r := pve9.form(http.MethodPost, "/cluster/ha/groups", url.Values{"group": {"g"}, "nodes": {"pve1"}}); r.status != "500 cannot create group: ha groups have been migrated to rules" {
+		t.Errorf("PVE 9 create: %s", r.status)
+	}
+}

@@ -38,6 +38,8 @@ type Server struct {
 	haActive bool
 	// haRules are PVE 9 HA rules; nil = PVE 8, which has no rules endpoint.
 	haRules []HARuleSpec
+	// haGroups are PVE 8's HA groups by id; see ha_groups.go.
+	haGroups map[string]*haGroup
 	// haResources are the HA resources by sid (vm:100); see ha_resources.go.
 	haResources map[string]*haResource
 	// agentDelay is how many guest agent calls after a start fail; brokenAgents never answer.
@@ -97,7 +99,7 @@ func New(c Cluster, opts ...Option) (*Server, error) {
 		counts: map[string]int{}, failing: map[string]string{}, tickets: map[string]string{},
 		rng: mrand.New(mrand.NewSource(1)), nextID: c.NextID, pid: 0x1000, haRules: c.HARules,
 		tokenID: "root@pam!sim", tokenSecret: secretUUID(), username: "root@pam", password: randomHex(8),
-		haResources: map[string]*haResource{}, agentDelay: 1, brokenAgents: map[int]bool{},
+		haResources: map[string]*haResource{}, haGroups: map[string]*haGroup{}, agentDelay: 1, brokenAgents: map[int]bool{},
 	}
 	for _, o := range opts {
 		o(s)
