@@ -99,14 +99,14 @@ func carriesAny(tags, want []string) bool {
 	return false
 }
 
-// selects reports whether a guest with these tags is in the selector's group.
-func selects(s scheduler.TagSelector, tags []string) bool {
+// Selects reports whether a guest with these tags is in the selector's group.
+func Selects(s scheduler.TagSelector, tags []string) bool {
 	return carriesAll(tags, s.Tags) && (len(s.TagsAnyOf) == 0 || carriesAny(tags, s.TagsAnyOf)) && !carriesAny(tags, s.TagsNoneOf)
 }
 
-// describeGroup shows a selector in reasons: "[web]" for tags alone, else with "any of [a b]"
+// DescribeGroup shows a selector in reasons: "[web]" for tags alone, else with "any of [a b]"
 // and "none of [c]".
-func describeGroup(s scheduler.TagSelector) string {
+func DescribeGroup(s scheduler.TagSelector) string {
 	var parts []string
 	if len(s.Tags) > 0 || len(s.TagsAnyOf)+len(s.TagsNoneOf) == 0 {
 		parts = append(parts, fmt.Sprint(s.Tags))
@@ -184,7 +184,7 @@ func membersOf(state *scheduler.CycleState, nodes []*scheduler.NodeInfo, group s
 	gm := &groupMembers{perNode: make([]members, len(nodes))}
 	for i, ni := range nodes {
 		for _, g := range ni.Guests {
-			if !g.Template && selects(group, g.Tags) {
+			if !g.Template && Selects(group, g.Tags) {
 				gm.perNode[i].add(g)
 			}
 		}

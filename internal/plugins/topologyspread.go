@@ -132,10 +132,10 @@ func prepareSpreads(state *scheduler.CycleState, r *scheduler.Request, nodes []*
 	}
 	out := make([]spread, 0, len(cs))
 	for _, c := range cs {
-		tags := describeGroup(c.Group())
+		tags := DescribeGroup(c.Group())
 		s := spread{c: c, counts: map[string]int{}, min: math.MaxInt, tags: tags,
 			group: fmt.Sprintf("would exceed max_skew %d of topology_spread %s by %s", c.MaxSkew, tags, c.TopologyKey)}
-		if selects(c.Group(), r.Tags) {
+		if Selects(c.Group(), r.Tags) {
 			s.self = 1
 		}
 		gm := membersOf(state, nodes, c.Group())

@@ -74,8 +74,8 @@ func (f vmAffinityFilter) PreFilter(state *scheduler.CycleState, r *scheduler.Re
 }
 
 func newRequiredTerm(state *scheduler.CycleState, nodes []*scheduler.NodeInfo, r *scheduler.Request, t scheduler.VMGroupTerm, anti bool) requiredTerm {
-	rt := requiredTerm{anti: anti, term: t, counts: countGroup(state, nodes, t.Group(), t.TopologyKey), self: selects(t.Group(), r.Tags),
-		tags: describeGroup(t.Group())}
+	rt := requiredTerm{anti: anti, term: t, counts: countGroup(state, nodes, t.Group(), t.TopologyKey), self: Selects(t.Group(), r.Tags),
+		tags: DescribeGroup(t.Group())}
 	if !anti {
 		rt.group = fmt.Sprintf("run no guest tagged %s (required vm_affinity by %s)", rt.tags, t.TopologyKey)
 		return rt

@@ -29,7 +29,7 @@ func recordedAntiAffinity(r *scheduler.Request, nodes []*scheduler.NodeInfo, pre
 				continue
 			}
 			for _, t := range g.Recorded.Policy.VMAntiAffinity {
-				if (t.Weight > 0) != preferred || !selects(t.Group(), r.Tags) {
+				if (t.Weight > 0) != preferred || !Selects(t.Group(), r.Tags) {
 					continue
 				}
 				if d, ok := domainOf(ni.Node, t.TopologyKey); ok {
@@ -48,8 +48,8 @@ func (t *recordedTerm) check(n *scheduler.Node) *scheduler.Rejection {
 	}
 	return &scheduler.Rejection{
 		Reason: fmt.Sprintf("VMAntiAffinity: %s runs guest %d (%s), whose recorded required vm_anti_affinity keeps guests tagged %s out of its %s",
-			domainName(t.term.TopologyKey, t.domain), t.guest.VMID, t.guest.Name, describeGroup(t.term.Group()), topologyWord(t.term.TopologyKey)),
-		Group: fmt.Sprintf("run a guest whose recorded required vm_anti_affinity keeps guests tagged %s out (by %s)", describeGroup(t.term.Group()), t.term.TopologyKey),
+			domainName(t.term.TopologyKey, t.domain), t.guest.VMID, t.guest.Name, DescribeGroup(t.term.Group()), topologyWord(t.term.TopologyKey)),
+		Group: fmt.Sprintf("run a guest whose recorded required vm_anti_affinity keeps guests tagged %s out (by %s)", DescribeGroup(t.term.Group()), t.term.TopologyKey),
 	}
 }
 

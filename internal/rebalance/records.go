@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/plugins"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
@@ -33,34 +34,38 @@ func (p *planner) profileOf(g *scheduler.Guest) *scheduler.Profile {
 // guest is a member of: the groups whose availability its move takes from.
 func budgetGroups(g *scheduler.Guest, req scheduler.Request) []string {
 	var keys []string
-	add := func(tags []string) {
-		if !hasAll(g.Tags, tags) {
+	add := func(group scheduler.TagSelector) {
+		if !plugins.Selects(group, g.Tags) {
 			return
 		}
-		key := groupKey(tags)
+		key := plugins.DescribeGroup(normalGroup(group))
 		if !slices.Contains(keys, key) {
 			keys = append(keys, key)
 		}
 	}
 	for _, t := range req.VMAntiAffinity {
 		if t.Weight == 0 {
-			add(t.Tags)
+			add(t.Group())
 		}
 	}
 	for _, c := range req.TopologySpread {
-		add(c.Tags)
+		add(c.Group())
 	}
 	return keys
 }
 
-// groupKey names a group: its tags, lowercased and sorted, as PVE compares tags.
-func groupKey(tags []string) string {
-	lower := make([]string, len(tags))
-	for i, t := range tags {
-		lower[i] = strings.ToLower(t)
+// normalGroup writes a selector's tags lowercased and sorted, as PVE compares tags, so that
+// one group has one name.
+func normalGroup(s scheduler.TagSelector) scheduler.TagSelector {
+	norm := func(tags []string) []string {
+		out := make([]string, len(tags))
+		for i, t := range tags {
+			out[i] = strings.ToLower(t)
+		}
+		slices.Sort(out)
+		return out
 	}
-	slices.Sort(lower)
-	return "[" + strings.Join(lower, " ") + "]"
+	return scheduler.TagSelector{Tags: norm(s.Tags), TagsAnyOf: norm(s.TagsAnyOf), TagsNoneOf: norm(s.TagsNoneOf)}
 }
 
 // overBudget says why the guest may not move because a group of its has used its disruption

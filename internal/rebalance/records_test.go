@@ -147,3 +147,24 @@ func TestMoveKeepsRecordedAntiAffinityOfGuestsThere(t *testing.T) {
 		t.Fatalf("moves %v, want vm102 to the busier pve2: pve1's guest keeps db guests out", got)
 	}
 }
+
+// The budget counts members by the group's whole selector: a tags_any_of group is one group,
+// and a guest its tags_none_of excludes is not in it.
+func TestMaxMovesPerGroupSelectors(t *testing.T) {
+	ns := nodes("pve1", "pve2", "pve3", "pve4", "pve5")
+	ns[0].Taints, ns[1].Taints = []scheduler.Taint{maintenance}, []scheduler.Taint{maintenance}
+	apart := scheduler.Request{VMAntiAffinity: []scheduler.VMGroupTerm{{TagsAnyOf: []string{"etcd", "cp"}, TagsNoneOf: []string{"canary"}, TopologyKey: "node"}}}
+	in := input(t, ns,
+		recorded(vm(101, "pve1", 1, 1, "cp", "web"), apart),
+		recorded(vm(102, "pve2", 1, 1, "etcd", "web"), apart),
+		recorded(vm(103, "pve3", 1, 1, "etcd", "web"), apart))
+	in.MaxMovesPerGroup = 1
+	plan := mustPlan(t, in)
+	if len(plan.Moves) != 1 || len(plan.Kept) != 1 || !strings.Contains(plan.Kept[0].Reason, "max_moves_per_group (1) reached for the group tagged any of [cp etcd] none of [canary]") {
+		t.Fatalf("plan %+v, want one move and vm102 kept by the budget of the any-of group", plan)
+	}
+	in.Snapshot.Guests[1].Tags = []string{"etcd", "web", "canary"}
+	if plan := mustPlan(t, in); len(plan.Moves) != 2 {
+		t.Fatalf("a canary is not in the group, so not in its budget: moves %v, kept %+v", moves(plan), plan.Kept)
+	}
+}
