@@ -32,6 +32,7 @@ type Server struct {
 	mux          *http.ServeMux
 	admin        *http.ServeMux // the admin endpoint, see admin.go
 	counts       map[string]int
+	failed       map[string]int // requests answered with an error, by endpoint
 	faults       []*fault
 	failing      map[string]string // task type -> exit status for the next task of that type
 	// haActive: the HA manager has run, so node rows carry hastate.
@@ -96,7 +97,7 @@ func New(c Cluster, opts ...Option) (*Server, error) {
 	}
 	s := &Server{
 		guests: map[int]*guest{}, pools: map[string]bool{}, poolComments: map[string]string{}, tasks: map[string]*task{},
-		counts: map[string]int{}, failing: map[string]string{}, tickets: map[string]string{},
+		counts: map[string]int{}, failed: map[string]int{}, failing: map[string]string{}, tickets: map[string]string{},
 		rng: mrand.New(mrand.NewSource(1)), nextID: c.NextID, pid: 0x1000, haRules: c.HARules,
 		tokenID: "root@pam!sim", tokenSecret: secretUUID(), username: "root@pam", password: randomHex(8),
 		haResources: map[string]*haResource{}, haGroups: map[string]*haGroup{}, agentDelay: 1, brokenAgents: map[int]bool{},
@@ -204,6 +205,14 @@ func (s *Server) Requests(endpoint string) int {
 	return s.counts[endpoint]
 }
 
+// FailedRequests returns how many requests to an endpoint were answered with an error
+// (status 400 or above), e.g. writes that lost a race.
+func (s *Server) FailedRequests(endpoint string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed[endpoint]
+}
+
 // TotalRequests returns how many API requests were served, login included.
 func (s *Server) TotalRequests() int {
 	s.mu.Lock()
@@ -219,7 +228,7 @@ func (s *Server) TotalRequests() int {
 func (s *Server) ResetRequests() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.counts = map[string]int{}
+	s.counts, s.failed = map[string]int{}, map[string]int{}
 }
 
 // ServeHTTP applies latency, counting, auth and faults, then routes.
@@ -247,6 +256,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.counts[endpoint]++
 	s.mu.Unlock()
+	defer func() {
+		if sw.status >= 400 {
+			s.mu.Lock()
+			s.failed[endpoint]++
+			s.mu.Unlock()
+		}
+	}()
 	if (r.Method == http.MethodGet || r.Method == http.MethodDelete) && r.ContentLength > 0 {
 		writeError(w, http.StatusNotImplemented, fmt.Sprintf("Unexpected content for method '%s'", r.Method))
 		return
