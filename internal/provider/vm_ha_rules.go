@@ -236,6 +236,7 @@ func (r *vmResource) planHARules(ctx context.Context, resp *resource.ModifyPlanR
 	if creating {
 		return
 	}
+	checkHAMove(snap, view.rules.Rules, plan, state, vmid, &resp.Diagnostics)
 	// In sync, the plan keeps what the state read: a plan without refresh must not show the
 	// members peers added since as a change.
 	rules := types.ListUnknown(types.StringType)
@@ -248,6 +249,24 @@ func (r *vmResource) planHARules(ctx context.Context, resp *resource.ModifyPlanR
 		}
 	}
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("ha").AtName("rules"), rules)...)
+}
+
+// checkHAMove fails the plan of a changed pin that the HA manager would refuse to carry out
+// (the migration goes through it): a node outside the VM's node-affinity rule, next to a
+// negative peer, or away from its positive peers.
+func checkHAMove(snap scheduler.Snapshot, rules []scheduler.HARule, plan, state *vmModel, vmid int, diags *diag.Diagnostics) {
+	target := plan.Node.ValueString()
+	if !haManaged(state.HA) || !haManaged(plan.HA) || !known(plan.Node) || plan.Node.Equal(state.Node) {
+		return
+	}
+	where := func(id int) (string, bool) {
+		node, err := proxmox.LocateIn(snap, id)
+		return node, err == nil
+	}
+	if why := scheduler.HARefusal(rules, vmid, target, where); why != "" {
+		diags.AddAttributeError(path.Root("node"), "Cannot migrate to "+target,
+			fmt.Sprintf("The HA manager would refuse to move VM %d to %s: %s. Choose another node, or change the rule.", vmid, target, why))
+	}
 }
 
 // syncHARules brings the cluster's rules to what the VM vmid wants in mode and records the

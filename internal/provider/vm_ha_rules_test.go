@@ -7,8 +7,12 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -276,4 +280,40 @@ func TestAccVMHARulesThreeProcesses(t *testing.T) {
 		}
 		return fmt.Errorf("the rule does not hold the three VMs %v: %+v", web, simRules(t, sim))
 	})
+}
+
+// A changed pin of an HA-managed VM is a plan error where the HA manager would refuse the
+// move: next to a negative peer or outside its node rule.
+func TestCheckHAMove(t *testing.T) {
+	snap := scheduler.Snapshot{Guests: []scheduler.Guest{{VMID: 150, Node: "pve1", Type: scheduler.GuestQEMU}, {VMID: 151, Node: "pve2", Type: scheduler.GuestQEMU}}}
+	rules := []scheduler.HARule{
+		{Name: "apart", Type: scheduler.HAResourceAffinity, Affinity: scheduler.HANegative, VMIDs: []int{150, 151}},
+		{Name: "pin", Type: scheduler.HANodeAffinity, Strict: true, VMIDs: []int{150}, Nodes: []string{"pve1", "pve2"}},
+	}
+	ha := haBlockOf("started", 1, 1, types.StringNull())
+	state := &vmModel{Node: types.StringValue("pve1"), HA: ha}
+	for target, want := range map[string]string{"pve2": "vm 151 runs there", "pve3": "allows only pve1, pve2", "pve1": ""} {
+		var diags diag.Diagnostics
+		checkHAMove(snap, rules, &vmModel{Node: types.StringValue(target), HA: ha}, state, 150, &diags)
+		if got := fmt.Sprint(diags.Errors()); (want == "") != !diags.HasError() || !strings.Contains(got, want) {
+			t.Errorf("move to %s: %v, want %q", target, diags, want)
+		}
+	}
+	// Not HA-managed after the plan: a plain migration, none of the HA manager's business.
+	var diags diag.Diagnostics
+	checkHAMove(snap, rules, &vmModel{Node: types.StringValue("pve2")}, state, 150, &diags)
+	if diags.HasError() {
+		t.Errorf("leaving HA: %v", diags)
+	}
+}
+
+// PVE 8 keeps no rules: one warning per provider process, however many VMs want rules.
+func TestWarnPVE8Once(t *testing.T) {
+	var c haCache
+	var diags diag.Diagnostics
+	c.warnPVE8(&diags)
+	c.warnPVE8(&diags)
+	if len(diags) != 1 || diags.HasError() || !strings.Contains(diags[0].Detail(), "PVE 8") {
+		t.Fatalf("diagnostics %v, want one warning", diags)
+	}
 }
