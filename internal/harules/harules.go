@@ -59,13 +59,14 @@ func Want(in Input) []Rule {
 	}
 	terms := func(list []scheduler.VMGroupTerm, affinity, attr, verb string) {
 		for _, t := range list {
-			if t.Weight != 0 || t.TopologyKey != topologyNode || len(t.Tags) == 0 {
+			sel := t.Group()
+			if t.Weight != 0 || t.TopologyKey != topologyNode || len(sel.Tags)+len(sel.TagsAnyOf) == 0 {
 				continue
 			}
 			members := []int{in.VMID}
 			var cts []int
 			for _, g := range in.Snap.Guests {
-				if g.VMID != in.VMID && in.Managed[g.VMID] && carriesAll(g.Tags, t.Tags) && !slices.Contains(members, g.VMID) {
+				if g.VMID != in.VMID && in.Managed[g.VMID] && sel.Selects(g.Tags) && !slices.Contains(members, g.VMID) {
 					members = append(members, g.VMID)
 					if g.Type == scheduler.GuestLXC {
 						cts = append(cts, g.VMID)
@@ -76,10 +77,9 @@ func Want(in Input) []Rule {
 				continue
 			}
 			sort.Ints(members)
-			key := groupKey(t.Tags)
-			add(Rule{HARule: scheduler.HARule{Name: Prefix + verb + "-" + key, Type: scheduler.HAResourceAffinity, Affinity: affinity,
-				VMIDs: members, CTs: cts, Comment: fmt.Sprintf("qemuscheduler: VMs tagged %s %s (required %s)", strings.Join(t.Tags, ","), verb, attr)},
-				Policy: fmt.Sprintf("required %s on tags %s with topology_key node", attr, strings.Join(t.Tags, ","))})
+			add(Rule{HARule: scheduler.HARule{Name: Prefix + verb + "-" + groupKey(sel), Type: scheduler.HAResourceAffinity, Affinity: affinity,
+				VMIDs: members, CTs: cts, Comment: fmt.Sprintf("qemuscheduler: VMs tagged %s %s (required %s)", describe(sel), verb, attr)},
+				Policy: fmt.Sprintf("required %s on tags %s with topology_key node", attr, describe(sel))})
 		}
 	}
 	terms(in.Request.VMAntiAffinity, scheduler.HANegative, "vm_anti_affinity", "apart")
@@ -172,30 +172,43 @@ func NodeRuleNodes(profile *scheduler.Profile, snap scheduler.Snapshot, req sche
 	return out
 }
 
-// carriesAll reports whether tags hold every one of want; PVE tags are case-insensitive.
-func carriesAll(tags, want []string) bool {
-	for _, w := range want {
-		if !slices.ContainsFunc(tags, func(t string) bool { return strings.EqualFold(t, w) }) {
-			return false
-		}
+// describe shows a group's selector: its tags, then "any of" and "none of" parts when set.
+func describe(s scheduler.TagSelector) string {
+	parts := []string{strings.Join(s.Tags, ",")}
+	if len(s.TagsAnyOf) > 0 {
+		parts = append(parts, "any of "+strings.Join(s.TagsAnyOf, ","))
 	}
-	return true
+	if len(s.TagsNoneOf) > 0 {
+		parts = append(parts, "none of "+strings.Join(s.TagsNoneOf, ","))
+	}
+	return strings.TrimSpace(strings.Join(parts, " "))
 }
 
 var notID = regexp.MustCompile(`[^a-z0-9_-]+`)
 
-// groupKey names a group of tags in a rule id: the tags, lowercased and sorted, joined by
-// "_"; a hash of them follows when a tag had to be changed to fit an id.
-func groupKey(tags []string) string {
-	lower := make([]string, len(tags))
-	for i, t := range tags {
-		lower[i] = strings.ToLower(t)
+// groupKey names a group in a rule id: its tags, lowercased and sorted, joined by "_", then
+// "-any-" and "-none-" with those of a selector's other parts; a hash of the whole follows
+// when a tag had to be changed to fit an id.
+func groupKey(s scheduler.TagSelector) string {
+	norm := func(tags []string) string {
+		lower := make([]string, len(tags))
+		for i, t := range tags {
+			lower[i] = strings.ToLower(t)
+		}
+		sort.Strings(lower)
+		return strings.Join(lower, "_")
 	}
-	sort.Strings(lower)
-	joined := strings.Join(lower, "_")
+	joined := norm(s.Tags)
+	if len(s.TagsAnyOf) > 0 {
+		joined += "-any-" + norm(s.TagsAnyOf)
+	}
+	if len(s.TagsNoneOf) > 0 {
+		joined += "-none-" + norm(s.TagsNoneOf)
+	}
+	joined = strings.TrimPrefix(joined, "-")
 	key := notID.ReplaceAllString(joined, "_")
 	if key != joined || len(key) > 64 {
-		sum := sha1.Sum([]byte(strings.Join(lower, ",")))
+		sum := sha1.Sum([]byte(joined))
 		key = key[:min(len(key), 48)] + "-" + hex.EncodeToString(sum[:4])
 	}
 	return key

@@ -39,7 +39,7 @@ func TestNodeRuleNodes(t *testing.T) {
 		t.Errorf("nodes %v, want all but the tainted pve4", got)
 	}
 	req := scheduler.Request{NodeSelector: map[string]string{"zone": "b"}, Tolerations: []scheduler.Toleration{{Key: "gpu", Operator: "Exists"}},
-		NodeAffinity: []scheduler.NodeAffinityTerm{{Key: "zone", Operator: "In", Values: []string{"a"}, Weight: 10}}}
+		NodeAffinity: []scheduler.NodeAffinityTerm{scheduler.Expression(10, "zone", "In", "a")}}
 	if got := NodeRuleNodes(profile(t), snap, req); !reflect.DeepEqual(got, []string{"pve3", "pve4"}) {
 		t.Errorf("nodes %v, want zone b with the tolerated taint (the preferred term adds nothing)", got)
 	}
@@ -79,10 +79,13 @@ func TestWant(t *testing.T) {
 }
 
 func TestGroupKey(t *testing.T) {
-	if k := groupKey([]string{"web", "Prod"}); k != "prod_web" {
+	if k := groupKey(scheduler.TagSelector{Tags: []string{"web", "Prod"}}); k != "prod_web" {
 		t.Errorf("key %q", k)
 	}
-	if a, b := groupKey([]string{"a.b"}), groupKey([]string{"a+b"}); a == b || !strings.HasPrefix(a, "a_b-") {
+	if k := groupKey(scheduler.TagSelector{TagsAnyOf: []string{"b", "a"}, TagsNoneOf: []string{"old"}}); k != "any-a_b-none-old" {
+		t.Errorf("key %q", k)
+	}
+	if a, b := groupKey(scheduler.TagSelector{Tags: []string{"a.b"}}), groupKey(scheduler.TagSelector{Tags: []string{"a+b"}}); a == b || !strings.HasPrefix(a, "a_b-") {
 		t.Errorf("keys %q and %q must differ and stay readable", a, b)
 	}
 }

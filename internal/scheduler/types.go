@@ -1,6 +1,10 @@
 package scheduler
 
-import "time"
+import (
+	"slices"
+	"strings"
+	"time"
+)
 
 // Annotation keys understood by the reference plugins (same keys as CAPPX's qemu-scheduler).
 const (
@@ -255,6 +259,15 @@ type VMGroupTerm struct {
 
 // Group is the term's selector.
 func (t VMGroupTerm) Group() TagSelector { return TagSelector{t.Tags, t.TagsAnyOf, t.TagsNoneOf} }
+
+// Selects reports whether a guest carrying tags is in the selector's group.
+func (s TagSelector) Selects(tags []string) bool {
+	carries := func(want string) bool {
+		return slices.ContainsFunc(tags, func(t string) bool { return strings.EqualFold(t, want) })
+	}
+	return !slices.ContainsFunc(s.Tags, func(w string) bool { return !carries(w) }) &&
+		(len(s.TagsAnyOf) == 0 || slices.ContainsFunc(s.TagsAnyOf, carries)) && !slices.ContainsFunc(s.TagsNoneOf, carries)
+}
 
 // SpreadConstraint keeps the group of guests its selector picks evenly spread over the domains
 // of TopologyKey: WhenUnsatisfiable DoNotSchedule (a filter) or ScheduleAnyway (a score).
