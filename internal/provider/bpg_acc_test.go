@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
 
@@ -143,7 +145,7 @@ func TestAccBpgProviderFedByPlacement(t *testing.T) {
 	// The lab cluster's template 9000 on pve1, its ceph storage and the request log.
 	env, sim := simEnv(t, c)
 	bpgMirror(t)
-	before := sim.Guests()
+	before, usedBefore := sim.Guests(), storageUse(t, sim)
 	clones := []string{"proxmox_virtual_environment_vm.clone[0]", "proxmox_virtual_environment_vm.clone[1]"}
 	all := append(clones, "proxmox_virtual_environment_vm.scratch")
 	updated := []plancheck.PlanCheck{}
@@ -161,6 +163,9 @@ func TestAccBpgProviderFedByPlacement(t *testing.T) {
 		CheckDestroy: func(*terraform.State) error {
 			if after := sim.Guests(); fmt.Sprint(after) != fmt.Sprint(before) {
 				return fmt.Errorf("guests after destroy = %v, want the lab's %v", after, before)
+			}
+			if used := storageUse(t, sim); used != usedBefore {
+				return fmt.Errorf("storage use after destroy = %s, want the lab's %s: disks were left behind", used, usedBefore)
 			}
 			return nil
 		},
@@ -210,4 +215,24 @@ func bpgPlaced(sim *pvesim.Server, memory int) resource.TestCheckFunc {
 		}
 		return nil
 	}
+}
+
+// storageUse is every storage's used bytes on every node, as the cluster reports them.
+func storageUse(t *testing.T, sim *pvesim.Server) string {
+	t.Helper()
+	c, err := proxmox.New(proxmox.Config{Endpoint: sim.URL(), APIToken: sim.APIToken(), CACertPEM: sim.CACertPEM()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := c.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var use []string
+	for _, n := range snap.Nodes {
+		for _, st := range n.Storages {
+			use = append(use, fmt.Sprintf("%s/%s=%d", n.Name, st.Name, st.Used))
+		}
+	}
+	return strings.Join(use, " ")
 }
