@@ -12,9 +12,8 @@ import (
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
-// burstWindow is how long a create waits for the plans of the creates that arrive with it,
-// so that they are decided together: Terraform plans the creates of one count within
-// milliseconds of each other, and a PVE task takes far longer than this.
+// burstWindow is how long a placement data source waits for the plan's other reads, so that
+// they are decided together: Terraform reads them within milliseconds of each other.
 const burstWindow = 50 * time.Millisecond
 
 // firstBurstQuiet and firstBurstMax bound the wait of the apply's first creates: they wait
@@ -55,8 +54,6 @@ type setMember struct {
 	replaces int
 	// tentative is where the member would go beside the others; nil when it does not fit.
 	tentative *scheduler.Placement
-	// arrived is when it was planned.
-	arrived time.Time
 }
 
 // plannedSize is an existing VM's size after the plan.
@@ -77,8 +74,7 @@ func newChangeSet() *changeSet {
 func (c *changeSet) plan(snap scheduler.Snapshot, m setMember) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	m.arrived = time.Now()
-	c.lastArrival = m.arrived
+	c.lastArrival = time.Now()
 	c.members[m.req.Name] = &m
 	base := c.withPicks(snap, "")
 	c.withSizes(&base)
@@ -135,20 +131,17 @@ func (c *changeSet) done(name string) {
 	delete(c.members, name)
 }
 
-// settle waits before a create decides, so that the creates of one burst find each other's
-// plans. Until the process has decided a create, the wait lasts until no create has been
-// planned for firstBurstQuiet (the apply's first wave, planned together); later creates
-// wait burstWindow from their own plan.
-func (c *changeSet) settle(ctx context.Context, name string) {
+// settle waits before a create decides, so that the apply's first wave of creates, planned
+// together, is decided together: until the process has decided a create, it waits until no
+// create has been planned for firstBurstQuiet (at most firstBurstMax). Later creates arrive
+// one by one as earlier ones end, so waiting would only slow them.
+func (c *changeSet) settle(ctx context.Context) {
 	start := time.Now()
 	for {
 		c.mu.Lock()
-		var wait time.Duration
-		if m := c.members[name]; m != nil {
-			wait = time.Until(m.arrived.Add(burstWindow))
-			if !c.decided {
-				wait = time.Until(c.lastArrival.Add(firstBurstQuiet))
-			}
+		wait := time.Until(c.lastArrival.Add(firstBurstQuiet))
+		if c.decided {
+			wait = 0
 		}
 		c.mu.Unlock()
 		if rest := firstBurstMax - time.Since(start); wait > rest {

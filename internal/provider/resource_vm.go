@@ -226,7 +226,7 @@ func (r *vmResource) Create(ctx context.Context, req resource.CreateRequest, res
 			tflog.SubsystemInfo(ctx, logSubsystem, msg, fields)
 		},
 	}
-	r.data.changes.settle(ctx, schedReq.Name)
+	r.data.changes.settle(ctx)
 	res, err := prov.Run(ctx)
 	r.data.changes.done(schedReq.Name)
 	// A plan with unknown values skipped the cluster read, so node warnings may wait here.
