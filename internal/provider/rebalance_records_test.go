@@ -2,9 +2,12 @@ package provider
 
 import (
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
@@ -62,12 +65,16 @@ func TestAccRebalanceRecordBudget(t *testing.T) {
 		c.Nodes = append(c.Nodes, pvesim.NodeSpec{Name: fmt.Sprintf("pve%d", i), CPUs: 16, MemoryGiB: 64})
 	}
 	apart := "qemu-scheduler/vm-anti-affinity: tags=cp\n"
+	unmarked := runningGuest(104, "pve3", "unmarked", "db")
+	unmarked.Config = map[string]string{"description": "qemu-scheduler/record: v1\n" + apart}
 	c.Guests = []pvesim.GuestSpec{
 		handRecorded(101, "pve1", "cp-1", apart, "cp", "rebal"),
 		handRecorded(102, "pve2", "cp-2", apart, "cp", "rebal"),
 		handRecorded(103, "pve3", "cp-3", apart, "cp", "rebal"),
+		unmarked,
 	}
-	env, _ := simEnv(t, c)
+	reads := &configReads{byPath: map[string]int{}}
+	env, _ := simEnv(t, c, pvesim.WithRequestHook(reads.log))
 	config := func(budget string) string {
 		return env.providerBlock(`
 node {
@@ -97,8 +104,47 @@ data "qemuscheduler_rebalance" "r" {
 			resource.TestCheckResourceAttr(rb, "moves.#", "2"),
 			resource.TestCheckResourceAttr(rb, "moves.1.vmid", "102"),
 			resource.TestCheckResourceAttr(rb, "moves.1.to", "pve5"),
+			reads.check,
 		)},
 	)
+}
+
+// configReads counts the simulator's reads of VM configs and of the cluster view.
+type configReads struct {
+	mu      sync.Mutex
+	byPath  map[string]int
+	cluster int
+}
+
+func (c *configReads) log(r pvesim.LoggedRequest) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case r.Method == "GET" && r.Path == "/cluster/resources":
+		c.cluster++
+	case r.Method == "GET" && strings.HasSuffix(r.Path, "/config") && strings.Contains(r.Path, "/qemu/"):
+		c.byPath[r.Path]++
+	}
+}
+
+// check: only the marked guests' configs are read; cp-3, which does not move, at most once
+// per provider process (every process reads the cluster view at least once; the guests that
+// move also have their disks' storages read).
+func (c *configReads) check(*terraform.State) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for p, n := range c.byPath {
+		switch {
+		case strings.Contains(p, "/qemu/104/"):
+			return fmt.Errorf("the unmarked guest's config was read (%s, %d times)", p, n)
+		case strings.Contains(p, "/qemu/103/") && n > c.cluster:
+			return fmt.Errorf("%s read %d times in %d cluster reads", p, n, c.cluster)
+		}
+	}
+	if len(c.byPath) != 3 {
+		return fmt.Errorf("configs read: %v, want the three marked guests'", c.byPath)
+	}
+	return nil
 }
 
 // HighNodeUtilization empties the least-used node onto the fullest node that takes each guest.
