@@ -28,6 +28,13 @@ provider "qemuscheduler" {
     name               = "cappx"
     plugin_config_yaml = file("plugin-config.yaml") # a CAPPX file is a whole profile
   }
+  profile {
+    name = "tenant-a" # defaults for the objects that select it; their own attributes win
+    annotations = {
+      "vmid.qemu-scheduler/range" = "4000-4099" # the tenant's VMID range, set once
+    }
+    node_selector = { zone = "a" }
+  }
 
   # Node labels and taints (PVE nodes have none), for node_selector, node_affinity and
   # toleration. One block per node; blocks win per key over the nodes' Notes.

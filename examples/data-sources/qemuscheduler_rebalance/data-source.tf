@@ -2,7 +2,8 @@
 data "qemuscheduler_rebalance" "web" {
   tags = ["rebalance"] # only guests carrying every one of these tags may move
 
-  # The rules the group must obey, as when it was placed.
+  # The rules of the guests without a placement record; a guest with one (every VM
+  # qemuscheduler_vm created with a policy) is checked against its own.
   annotations = { "node.qemu-scheduler/regex" = "pve[0-9]+" }
 
   # Balance by configured size: nodes above a target give guests to nodes under the thresholds.
@@ -12,8 +13,9 @@ data "qemuscheduler_rebalance" "web" {
     cpu_target       = 70
     memory_target    = 70
   }
-  max_moves          = 5
-  max_moves_per_node = 2
+  max_moves           = 5
+  max_moves_per_node  = 2
+  max_moves_per_group = 1 # the disruption budget of each anti-affinity or spread group
 }
 
 # Act on a move with qemuscheduler_vm: copy the `to` node into the VM's `node` (a pinned node
