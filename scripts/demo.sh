@@ -55,3 +55,16 @@ sim() { "$work/pvesim" --ca-cert "$work/ca.pem" "$@"; }
 sim load pve2 cpu_load=0.95
 echo "== terraform plan: the database's placement follows the load (outputs only, no VM changes)"
 "$terraform_bin" -chdir="$work/demo" plan -input=false -compact-warnings | sed -n '/Changes to Outputs/,/^$/p'
+
+echo "== a node of the HA web tier fails: pvesim recover pve4 (a spare node), then pvesim fail the node of web-1"
+# The HA manager recovers web-1 where the HA rules allow: not next to another web server
+# (negative resource affinity), not on the GPU node pve5 (node affinity from the node regex),
+# although pve5 is the least loaded; that leaves pve4.
+sim recover pve4
+web1=$("$terraform_bin" -chdir="$work/demo" output -json web_nodes | sed -n 's/.*"web-1":"\([^"]*\)".*/\1/p')
+sim fail "$web1"
+echo "== terraform plan after the failover: no change to any VM; web-1 runs elsewhere, its rules hold"
+"$terraform_bin" -chdir="$work/demo" plan -input=false -compact-warnings | sed -n '/No changes/p;/Changes to Outputs/,/^$/p'
+"$terraform_bin" -chdir="$work/demo" apply -refresh-only -auto-approve -input=false -compact-warnings >/dev/null
+"$terraform_bin" -chdir="$work/demo" output web_nodes
+"$terraform_bin" -chdir="$work/demo" output web_ha_rules

@@ -71,6 +71,11 @@ resource "qemuscheduler_vm" "web" {
     user      = "debian"
     ip_config = ["ip=dhcp"]
   }
+  # HA-managed: PVE's HA manager restarts a web server elsewhere when its node fails. The
+  # provider keeps PVE 9 HA rules from the placement rules above, so the recovery honours
+  # them: a negative resource-affinity rule over the web tier (never two on one node) and a
+  # node-affinity rule per VM for the node regex (never on the GPU node pve5).
+  ha {}
 }
 
 # The database wants a big node in zone a and an id that reads as 2xxx.
@@ -119,6 +124,16 @@ data "qemuscheduler_nodes" "lab" {}
 output "web" {
   description = "Where each web server went, and why."
   value       = { for vm in qemuscheduler_vm.web : vm.name => vm.placement_summary }
+}
+
+output "web_ha_rules" {
+  description = "The PVE HA rules that hold each web server."
+  value       = { for vm in qemuscheduler_vm.web : vm.name => join(", ", vm.ha.rules) }
+}
+
+output "web_nodes" {
+  description = "Where each web server runs now."
+  value       = { for vm in qemuscheduler_vm.web : vm.name => vm.node }
 }
 
 output "web_why" {
