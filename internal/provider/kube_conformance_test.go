@@ -71,7 +71,7 @@ func TestAccKubeSpreadCountsEligibleNodesOnly(t *testing.T) {
 		return fmt.Sprintf(`data "qemuscheduler_placement" %q {
   name = %q
   tags = ["foo"]
-  ` + avoidNode("pve2") + `
+  `+avoidNode("pve2")+`
   topology_spread {
     tags         = ["foo"]
     topology_key = "zone"
@@ -84,7 +84,7 @@ func TestAccKubeSpreadCountsEligibleNodesOnly(t *testing.T) {
 		return fmt.Sprintf(`data "qemuscheduler_placement" %q {
   name = %q
   tags = ["bar"]
-  ` + avoidNode("pve4") + `
+  `+avoidNode("pve4")+`
   topology_spread {
     tags     = ["bar"]
     max_skew = 2
