@@ -63,43 +63,46 @@ func checkPlacements(want map[string]map[string]string) resource.TestCheckFunc {
 // is 2, and the number of domains < minDomains, then the third node fits"): with three eligible
 // nodes and min_domains 4 the minimum is 0, so only the node holding one member fits.
 func TestAccKubeSpreadCountsEligibleNodesOnly(t *testing.T) {
-	env := newAccEnv(t, kubeCluster("pve2:foo", "pve2:foo", "pve4:foo", "pve1:bar", "pve1:bar", "pve2:bar", "pve2:bar", "pve3:bar"))
+	// Each data source has a group of its own (foo and foo2, bar and bar2 lie alike): a
+	// placement at plan time stands for its VM in the later ones of the same process.
+	env := newAccEnv(t, kubeCluster("pve2:foo", "pve2:foo", "pve4:foo", "pve2:foo2", "pve2:foo2", "pve4:foo2",
+		"pve1:bar", "pve1:bar", "pve2:bar", "pve2:bar", "pve3:bar", "pve1:bar2", "pve1:bar2", "pve2:bar2", "pve2:bar2", "pve3:bar2"))
 	env.needsSim(t)
 	zones := providerNodeBlocks(map[string]string{"pve1": `labels = { zone = "zone1" }`, "pve2": `labels = { zone = "zone1" }`,
 		"pve3": `labels = { zone = "zone2" }`, "pve4": `labels = { zone = "zone2" }`})
-	spread := func(name, policy string) string {
+	spread := func(name, tag, policy string) string {
 		return fmt.Sprintf(`data "qemuscheduler_placement" %q {
   name = %q
-  tags = ["foo"]
+  tags = [%q]
   `+avoidNode("pve2")+`
   topology_spread {
-    tags         = ["foo"]
+    tags         = [%q]
     topology_key = "zone"
     %s
   }
 }
-`, name, name, policy)
+`, name, name, tag, tag, policy)
 	}
-	minDomains := func(name, extra string) string {
+	minDomains := func(name, tag, extra string) string {
 		return fmt.Sprintf(`data "qemuscheduler_placement" %q {
   name = %q
-  tags = ["bar"]
+  tags = [%q]
   `+avoidNode("pve4")+`
   topology_spread {
-    tags     = ["bar"]
+    tags     = [%q]
     max_skew = 2
     %s
   }
 }
-`, name, name, extra)
+`, name, name, tag, tag, extra)
 	}
 	runParallel(t, resource.TestStep{
-		Config: env.providerBlock(zones) + spread("honor", "") + spread("ignore", `node_affinity_policy = "Ignore"`) +
-			minDomains("min4", "min_domains = 4") + minDomains("unset", ""),
+		Config: env.providerBlock(zones) + spread("honor", "foo", "") + spread("ignore", "foo2", `node_affinity_policy = "Ignore"`) +
+			minDomains("min4", "bar", "min_domains = 4") + minDomains("unset", "bar2", ""),
 		Check: checkPlacements(map[string]map[string]string{
 			"honor": {"node": "pve1", "candidates.2.reasons.0": "TopologySpread: zone=zone2 would hold 2 of [foo], min 0, skew 2 > 1"},
 			"ignore": {"candidates.0.feasible": "false", "candidates.2.feasible": "true",
-				"candidates.0.reasons.0": "TopologySpread: zone=zone1 would hold 3 of [foo], min 1, skew 2 > 1"},
+				"candidates.0.reasons.0": "TopologySpread: zone=zone1 would hold 3 of [foo2], min 1, skew 2 > 1"},
 			"min4": {"node": "pve3", "candidates.0.reasons.0": "TopologySpread: pve1 would hold 3 of [bar], min 0, skew 3 > 2",
 				"candidates.1.reasons.0": "TopologySpread: pve2 would hold 3 of [bar], min 0, skew 3 > 2"},
 			"unset": {"candidates.0.feasible": "true", "candidates.1.feasible": "true", "candidates.2.feasible": "true"},
@@ -110,28 +113,28 @@ func TestAccKubeSpreadCountsEligibleNodesOnly(t *testing.T) {
 // node_taints_policy: pve4's members count for zone2 only under "Ignore" (kube's default); under
 // "Honor" (ours) the tainted node is not eligible, so zone2 holds none and takes the VM.
 func TestAccKubeSpreadTaintsPolicy(t *testing.T) {
-	env := newAccEnv(t, kubeCluster("pve2:foo", "pve4:foo", "pve4:foo"))
+	env := newAccEnv(t, kubeCluster("pve2:foo", "pve4:foo", "pve4:foo", "pve2:foo2", "pve4:foo2", "pve4:foo2"))
 	env.needsSim(t)
 	nodes := providerNodeBlocks(map[string]string{"pve1": `labels = { zone = "zone1" }`, "pve2": `labels = { zone = "zone1" }`,
 		"pve3": `labels = { zone = "zone2" }`, "pve4": "labels = { zone = \"zone2\" }\n  taints = [\"maint:NoSchedule\"]"})
-	spread := func(name, policy string) string {
+	spread := func(name, tag, policy string) string {
 		return fmt.Sprintf(`data "qemuscheduler_placement" %q {
   name = %q
-  tags = ["foo"]
+  tags = [%q]
   topology_spread {
-    tags               = ["foo"]
+    tags               = [%q]
     topology_key       = "zone"
     node_taints_policy = %q
   }
 }
-`, name, name, policy)
+`, name, name, tag, tag, policy)
 	}
 	runParallel(t, resource.TestStep{
-		Config: env.providerBlock(nodes) + spread("honor", "Honor") + spread("ignore", "Ignore"),
+		Config: env.providerBlock(nodes) + spread("honor", "foo", "Honor") + spread("ignore", "foo2", "Ignore"),
 		Check: checkPlacements(map[string]map[string]string{
 			"honor": {"node": "pve3", "candidates.0.reasons.0": "TopologySpread: zone=zone1 would hold 2 of [foo], min 0, skew 2 > 1"},
 			"ignore": {"candidates.0.feasible": "true", "candidates.1.feasible": "true",
-				"candidates.2.reasons.0": "TopologySpread: zone=zone2 would hold 3 of [foo], min 1, skew 2 > 1"},
+				"candidates.2.reasons.0": "TopologySpread: zone=zone2 would hold 3 of [foo2], min 1, skew 2 > 1"},
 		}),
 	})
 }
@@ -231,6 +234,22 @@ data "qemuscheduler_placement" "affinity" {
     tags_none_of = ["old"]
   }
 }
+`,
+		Check: checkPlacements(map[string]map[string]string{
+			"anti": {"node": "pve3", "candidates.0.reasons.0": "VMAntiAffinity: pve1 already runs 1 guest tagged any of [web api] none of [old]: 100",
+				"candidates.1.reasons.0": "VMAntiAffinity: pve2 already runs 1 guest tagged any of [web api] none of [old]: 101"},
+			"affinity": {"node": "pve1", "candidates.2.reasons.0": "VMAffinity: pve3 runs no guest tagged [web] none of [old] (1 guest elsewhere)"},
+		}),
+	})
+}
+
+// The same selector for a spread, on a cluster of its own: a placement at plan time stands
+// for its VM, with its anti-affinity, in the later data sources of the same process.
+func TestAccKubeSpreadSelector(t *testing.T) {
+	env := newAccEnv(t, kubeCluster("pve1:web", "pve2:api", "pve3:web,old"))
+	env.needsSim(t)
+	runParallel(t, resource.TestStep{
+		Config: env.providerBlock("") + `
 data "qemuscheduler_placement" "spread" {
   name = "spread"
   tags = ["web"]
@@ -242,10 +261,7 @@ data "qemuscheduler_placement" "spread" {
 }
 `,
 		Check: checkPlacements(map[string]map[string]string{
-			"anti": {"node": "pve3", "candidates.0.reasons.0": "VMAntiAffinity: pve1 already runs 1 guest tagged any of [web api] none of [old]: 100",
-				"candidates.1.reasons.0": "VMAntiAffinity: pve2 already runs 1 guest tagged any of [web api] none of [old]: 101"},
-			"affinity": {"node": "pve1", "candidates.2.reasons.0": "VMAffinity: pve3 runs no guest tagged [web] none of [old] (1 guest elsewhere)"},
-			"spread":   {"node": "pve3", "candidates.0.reasons.0": "TopologySpread: pve1 would hold 2 of any of [web api] none of [old], min 0, skew 2 > 1"},
+			"spread": {"node": "pve3", "candidates.0.reasons.0": "TopologySpread: pve1 would hold 2 of any of [web api] none of [old], min 0, skew 2 > 1"},
 		}),
 	})
 }
