@@ -68,42 +68,6 @@ func domainName(key, domain string) string {
 	return key + "=" + domain
 }
 
-// carries reports whether tags hold w; PVE tags are case-insensitive.
-func carries(tags []string, w string) bool {
-	for _, t := range tags {
-		// Most tags differ in length: skip the case fold for them.
-		if len(t) == len(w) && (t == w || strings.EqualFold(t, w)) {
-			return true
-		}
-	}
-	return false
-}
-
-// carriesAll reports whether tags hold every one of want.
-func carriesAll(tags, want []string) bool {
-	for _, w := range want {
-		if !carries(tags, w) {
-			return false
-		}
-	}
-	return true
-}
-
-// carriesAny reports whether tags hold at least one of want.
-func carriesAny(tags, want []string) bool {
-	for _, w := range want {
-		if carries(tags, w) {
-			return true
-		}
-	}
-	return false
-}
-
-// Selects reports whether a guest with these tags is in the selector's group.
-func Selects(s scheduler.TagSelector, tags []string) bool {
-	return carriesAll(tags, s.Tags) && (len(s.TagsAnyOf) == 0 || carriesAny(tags, s.TagsAnyOf)) && !carriesAny(tags, s.TagsNoneOf)
-}
-
 // DescribeGroup shows a selector in reasons: "[web]" for tags alone, else with "any of [a b]"
 // and "none of [c]".
 func DescribeGroup(s scheduler.TagSelector) string {
@@ -184,7 +148,7 @@ func membersOf(state *scheduler.CycleState, nodes []*scheduler.NodeInfo, group s
 	gm := &groupMembers{perNode: make([]members, len(nodes))}
 	for i, ni := range nodes {
 		for _, g := range ni.Guests {
-			if !g.Template && Selects(group, g.Tags) {
+			if !g.Template && group.Selects(g.Tags) {
 				gm.perNode[i].add(g)
 			}
 		}

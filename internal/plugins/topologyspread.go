@@ -135,7 +135,7 @@ func prepareSpreads(state *scheduler.CycleState, r *scheduler.Request, nodes []*
 		tags := DescribeGroup(c.Group())
 		s := spread{c: c, counts: map[string]int{}, min: math.MaxInt, tags: tags,
 			group: fmt.Sprintf("would exceed max_skew %d of topology_spread %s by %s", c.MaxSkew, tags, c.TopologyKey)}
-		if Selects(c.Group(), r.Tags) {
+		if c.Group().Selects(r.Tags) {
 			s.self = 1
 		}
 		gm := membersOf(state, nodes, c.Group())

@@ -74,7 +74,7 @@ func (f vmAffinityFilter) PreFilter(state *scheduler.CycleState, r *scheduler.Re
 }
 
 func newRequiredTerm(state *scheduler.CycleState, nodes []*scheduler.NodeInfo, r *scheduler.Request, t scheduler.VMGroupTerm, anti bool) requiredTerm {
-	rt := requiredTerm{anti: anti, term: t, counts: countGroup(state, nodes, t.Group(), t.TopologyKey), self: Selects(t.Group(), r.Tags),
+	rt := requiredTerm{anti: anti, term: t, counts: countGroup(state, nodes, t.Group(), t.TopologyKey), self: t.Group().Selects(r.Tags),
 		tags: DescribeGroup(t.Group())}
 	if !anti {
 		rt.group = fmt.Sprintf("run no guest tagged %s (required vm_affinity by %s)", rt.tags, t.TopologyKey)

@@ -29,7 +29,7 @@ func recordedAntiAffinity(r *scheduler.Request, nodes []*scheduler.NodeInfo, pre
 				continue
 			}
 			for _, t := range g.Recorded.Policy.VMAntiAffinity {
-				if (t.Weight > 0) != preferred || !Selects(t.Group(), r.Tags) {
+				if (t.Weight > 0) != preferred || !t.Group().Selects(r.Tags) {
 					continue
 				}
 				if d, ok := domainOf(ni.Node, t.TopologyKey); ok {

@@ -35,7 +35,7 @@ func (p *planner) profileOf(g *scheduler.Guest) *scheduler.Profile {
 func budgetGroups(g *scheduler.Guest, req scheduler.Request) []string {
 	var keys []string
 	add := func(group scheduler.TagSelector) {
-		if !plugins.Selects(group, g.Tags) {
+		if !group.Selects(g.Tags) {
 			return
 		}
 		key := plugins.DescribeGroup(normalGroup(group))

@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"slices"
 	"strings"
 	"time"
 )
@@ -260,13 +259,34 @@ type VMGroupTerm struct {
 // Group is the term's selector.
 func (t VMGroupTerm) Group() TagSelector { return TagSelector{t.Tags, t.TagsAnyOf, t.TagsNoneOf} }
 
-// Selects reports whether a guest carrying tags is in the selector's group.
+// Selects reports whether a guest carrying tags is in the selector's group; PVE tags are
+// case-insensitive. It runs for every guest of every group of every request: no closures.
 func (s TagSelector) Selects(tags []string) bool {
-	carries := func(want string) bool {
-		return slices.ContainsFunc(tags, func(t string) bool { return strings.EqualFold(t, want) })
+	for _, w := range s.Tags {
+		if !carries(tags, w) {
+			return false
+		}
 	}
-	return !slices.ContainsFunc(s.Tags, func(w string) bool { return !carries(w) }) &&
-		(len(s.TagsAnyOf) == 0 || slices.ContainsFunc(s.TagsAnyOf, carries)) && !slices.ContainsFunc(s.TagsNoneOf, carries)
+	return (len(s.TagsAnyOf) == 0 || carriesAny(tags, s.TagsAnyOf)) && !carriesAny(tags, s.TagsNoneOf)
+}
+
+func carriesAny(tags, want []string) bool {
+	for _, w := range want {
+		if carries(tags, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func carries(tags []string, w string) bool {
+	for _, t := range tags {
+		// Most tags differ in length: skip the case fold for them.
+		if len(t) == len(w) && (t == w || strings.EqualFold(t, w)) {
+			return true
+		}
+	}
+	return false
 }
 
 // SpreadConstraint keeps the group of guests its selector picks evenly spread over the domains
