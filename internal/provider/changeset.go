@@ -268,7 +268,7 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // destroyHint is what a refused set adds, since terraform destroy plans the configuration
 // first and a provider cannot tell that plan from any other.
-const destroyHint = "Nothing has been created. Reduce the set (count, for_each) or make room, then plan again. " +
+const destroyHint = "The plan stops before anything is created. Reduce the plan's new VMs (count, for_each) or make room, then plan again. " +
 	"If this is terraform destroy, which plans the configuration first, run terraform destroy -refresh=false."
 
 // replacesKey is the private-state key under which a planned VM names the VMID it would be

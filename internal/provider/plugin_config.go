@@ -228,6 +228,18 @@ func relabel(err error, attribute string) error {
 	return err
 }
 
+// addPlanError is addSchedulerError for a plan-time placement (a new VM, a data source read):
+// a refusal also says how to destroy anyway, as terraform destroy plans the configuration
+// first and a provider cannot tell that plan from any other.
+func addPlanError(diags *diag.Diagnostics, err error) {
+	var ue *scheduler.UnschedulableError
+	if !errors.As(err, &ue) {
+		addSchedulerError(diags, err)
+		return
+	}
+	diags.AddError("No placement for "+quoteOr(ue.Request, "the VM"), ue.Message+explainCandidates(ue.Candidates)+"\n\n"+destroyHint)
+}
+
 // addSchedulerError turns a scheduler error into a diagnostic on the attribute to blame.
 func addSchedulerError(diags *diag.Diagnostics, err error) {
 	addSchedulerErrorAt(diags, path.Empty(), err)
@@ -237,7 +249,6 @@ func addSchedulerError(diags *diag.Diagnostics, err error) {
 func addSchedulerErrorAt(diags *diag.Diagnostics, base path.Path, err error) {
 	var ie *scheduler.InputError
 	var ue *scheduler.UnschedulableError
-	var se *scheduler.SetError
 	switch {
 	case errors.As(err, &ie):
 		p := base.AtName(ie.Attribute)
@@ -245,8 +256,6 @@ func addSchedulerErrorAt(diags *diag.Diagnostics, base path.Path, err error) {
 			p = p.AtMapKey(ie.Key)
 		}
 		diags.AddAttributeError(p, "Invalid "+ie.Attribute, ie.Message)
-	case errors.As(err, &se):
-		diags.AddError("No placement for "+quoteOr(se.Request, "the VM"), se.Message+explainCandidates(se.Candidates)+"\n\n"+destroyHint)
 	case errors.As(err, &ue):
 		diags.AddError("No placement for "+quoteOr(ue.Request, "the VM"), ue.Message+explainCandidates(ue.Candidates))
 	default:

@@ -154,7 +154,7 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 			err = r.data.changes.plan(snap, setMember{profile: profile, req: schedReq, replaces: replacedVMID(ctx, req.Private, &resp.Diagnostics)})
 		}
 		if err != nil {
-			addSchedulerError(&resp.Diagnostics, underProfile(err, plan.Profile))
+			addPlanError(&resp.Diagnostics, underProfile(err, plan.Profile))
 		}
 		return
 	}
