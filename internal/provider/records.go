@@ -6,9 +6,11 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -44,10 +46,15 @@ func (gr *guestRecords) apply(ctx context.Context, snap *scheduler.Snapshot) {
 	}
 	gr.mu.Lock()
 	defer gr.mu.Unlock()
+	online := map[string]bool{}
+	for _, n := range snap.Nodes {
+		online[n.Name] = n.Online
+	}
 	var missing []*scheduler.Guest
 	for i := range snap.Guests {
 		g := &snap.Guests[i]
-		if _, read := gr.byID[g.VMID]; !read && g.Type == scheduler.GuestQEMU && !g.Assumed && slices.Contains(g.Tags, proxmox.RecordTag) {
+		// A guest of an offline node cannot be read (PVE answers 595): a later process will.
+		if _, read := gr.byID[g.VMID]; !read && online[g.Node] && g.Type == scheduler.GuestQEMU && !g.Assumed && slices.Contains(g.Tags, proxmox.RecordTag) {
 			missing = append(missing, g)
 		}
 	}
@@ -57,11 +64,19 @@ func (gr *guestRecords) apply(ctx context.Context, snap *scheduler.Snapshot) {
 		refs[i] = proxmox.GuestRef{Node: g.Node, VMID: g.VMID}
 	}
 	notes, errs := gr.client.VMNotes(ctx, refs)
+	var forbidden []string
 	for i, g := range missing {
 		who := guestName(g)
-		if errs[i] != nil {
+		switch err := errs[i]; {
+		case errors.Is(err, proxmox.ErrNodeOffline), errors.Is(err, proxmox.ErrNotFound):
+			continue // gone or moved since the view was read: the next view has it
+		case errors.Is(err, proxmox.ErrForbidden):
+			forbidden = append(forbidden, who)
+			gr.byID[g.VMID] = nil
+			continue
+		case err != nil:
 			gr.warn("Placement record not read", fmt.Sprintf("VM %s carries the %s mark, but its Notes could not be read: %v. "+
-				"Its recorded policy does not count in this run.", who, proxmox.RecordTag, errs[i]))
+				"Its recorded policy does not count in this run.", who, proxmox.RecordTag, err))
 			gr.byID[g.VMID] = nil
 			continue
 		}
@@ -70,6 +85,11 @@ func (gr *guestRecords) apply(ctx context.Context, snap *scheduler.Snapshot) {
 			gr.warn("Malformed placement record", w+". Fix the VM's Notes in the PVE UI (VM > Summary > Notes); the README shows the format.")
 		}
 		gr.byID[g.VMID] = recorded(rec)
+	}
+	if len(forbidden) > 0 {
+		gr.warn("Placement records not read", fmt.Sprintf("The credentials may not read the configs of %d VM(s) carrying the %s mark "+
+			"(PVE needs VM.Audit on them): %s. Their recorded policies do not count; grant VM.Audit to make them count.",
+			len(forbidden), proxmox.RecordTag, strings.Join(forbidden, ", ")))
 	}
 	for i := range snap.Guests {
 		snap.Guests[i].Recorded = gr.byID[snap.Guests[i].VMID]

@@ -65,3 +65,34 @@ func TestGuestRecordsReadOnce(t *testing.T) {
 		t.Errorf("%d config reads after forgetting 101, want 3", n)
 	}
 }
+
+// Without VM.Audit the records are not read: one warning lists the VMs; a guest of an offline
+// node is not read (nor warned about) until a view shows its node online.
+func TestGuestRecordsForbiddenAndOffline(t *testing.T) {
+	c := equalCluster()
+	c.Nodes[2].Offline = true
+	marked := map[string]string{"tags": "qemuscheduler-record", "description": "qemu-scheduler/record: v1\nqemu-scheduler/vm-anti-affinity: tags=a\n"}
+	c.Guests = []pvesim.GuestSpec{
+		{VMID: 101, Node: "pve1", Name: "a", Config: marked},
+		{VMID: 102, Node: "pve2", Name: "b", Config: marked},
+		{VMID: 103, Node: "pve3", Name: "c", Config: marked},
+	}
+	sim := pvesim.NewTestServer(t, c)
+	sim.Forbid(vmConfigReads, "/vms/{vmid}", "VM.Audit")
+	client, err := proxmox.New(proxmox.Config{Endpoint: sim.URL(), APIToken: sim.APIToken(), CACertPEM: sim.CACertPEM()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := &providerData{client: client, nodes: newNodePolicy(nil, nil), maxAge: time.Hour}
+	data.records = newGuestRecords(client, data.nodes.queue)
+	if _, err := data.snapshotSince(context.Background(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	w := data.nodes.warnings()
+	if len(w) != 1 || !strings.Contains(w[0].Detail(), "configs of 2 VM(s) carrying the qemuscheduler-record mark (PVE needs VM.Audit on them): 101 (a), 102 (b)") {
+		t.Errorf("warnings %v, want one listing 101 and 102", w)
+	}
+	if n := sim.Requests(vmConfigReads); n != 2 {
+		t.Errorf("%d config reads, want 2 (103's node is offline)", n)
+	}
+}
