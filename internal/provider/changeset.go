@@ -3,7 +3,8 @@ package provider
 import (
 	"context"
 	"encoding/json"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -179,7 +180,7 @@ func (c *changeSet) withPicks(snap scheduler.Snapshot, except ...string) schedul
 		skip[n] = true
 	}
 	res := append([]scheduler.Reservation(nil), snap.Reservations...)
-	for _, name := range sortedKeys(c.picks) {
+	for _, name := range slices.Sorted(maps.Keys(c.picks)) {
 		if !skip[name] {
 			res = append(res, c.picks[name])
 		}
@@ -191,7 +192,7 @@ func (c *changeSet) withPicks(snap scheduler.Snapshot, except ...string) schedul
 // withTentative adds the other members' tentative placements as reservations.
 func (c *changeSet) withTentative(snap scheduler.Snapshot, except string) scheduler.Snapshot {
 	res := append([]scheduler.Reservation(nil), snap.Reservations...)
-	for _, name := range sortedKeys(c.members) {
+	for _, name := range slices.Sorted(maps.Keys(c.members)) {
 		m := c.members[name]
 		if name == except || m.tentative == nil {
 			continue
@@ -223,7 +224,7 @@ func (c *changeSet) withSizes(snap *scheduler.Snapshot) {
 // decided by its own): the joint search is deterministic for a set, whatever order Terraform
 // planned it in. planTime leaves out the VMs the members replace.
 func (c *changeSet) sorted(snap scheduler.Snapshot, planTime bool) ([]scheduler.Request, *scheduler.Profile, scheduler.Snapshot) {
-	names := sortedKeys(c.members)
+	names := slices.Sorted(maps.Keys(c.members))
 	reqs := make([]scheduler.Request, len(names))
 	byName := make(map[string]*scheduler.Profile, len(names))
 	for i, n := range names {
@@ -255,15 +256,6 @@ func without(snap scheduler.Snapshot, vmid int) scheduler.Snapshot {
 	}
 	snap.Guests = guests
 	return snap
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // destroyHint is what a refused set adds, since terraform destroy plans the configuration

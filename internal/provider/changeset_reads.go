@@ -2,6 +2,8 @@ package provider
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -61,7 +63,7 @@ func (c *changeSet) decideReads(snap scheduler.Snapshot) {
 		}
 	}
 	if distinct && len(batch) > 1 {
-		view := c.withPicks(snap, sortedKeys(byName)...)
+		view := c.withPicks(snap, slices.Sorted(maps.Keys(byName))...)
 		if d, err := scheduler.SetProfile(batch[0].profile, byName).ScheduleSet(view, all, scheduler.Options{Sticky: true}); err == nil {
 			for _, r := range batch {
 				r.d.Placements, d.Placements = d.Placements[:len(r.reqs)], d.Placements[len(r.reqs):]
