@@ -125,6 +125,26 @@ type haPolicy struct {
 	name    string
 }
 
+// haSnapshot is the cluster view a VM's rules are computed from: read after since when the
+// policy has groups (their members registered before this VM must show), else the shared
+// view when it shows the VM (its node matters), else a new read.
+func (r *vmResource) haSnapshot(ctx context.Context, vmid int, p haPolicy, since time.Time) (scheduler.Snapshot, error) {
+	if !p.hasGroups() {
+		snap, err := r.data.snapshotSince(ctx, time.Now().Add(-r.data.maxAge))
+		if _, missing := proxmox.LocateIn(snap, vmid); err != nil || missing == nil {
+			return snap, err
+		}
+	}
+	return r.data.snapshotSince(ctx, since)
+}
+
+// hasGroups tells whether the policy has required terms over nodes, whose groups' members
+// must be read after the VM's HA resource exists.
+func (p haPolicy) hasGroups() bool {
+	required := func(t scheduler.VMGroupTerm) bool { return t.Weight == 0 && t.TopologyKey == "node" }
+	return slices.ContainsFunc(p.req.VMAntiAffinity, required) || slices.ContainsFunc(p.req.VMAffinity, required)
+}
+
 // wantedRules are the rules the VM vmid (running on node, "" before it exists) must be in.
 func wantedRules(mode haRuleMode, p haPolicy, vmid int, node string, snap scheduler.Snapshot, v haView) []harules.Rule {
 	switch mode {
@@ -287,7 +307,7 @@ func (r *vmResource) syncHARules(ctx context.Context, m *vmModel, vmid int, mode
 		}
 		var snap scheduler.Snapshot
 		if mode == haRulesKeep {
-			if snap, err = r.data.snapshotSince(ctx, since); err != nil {
+			if snap, err = r.haSnapshot(ctx, vmid, p, since); err != nil {
 				return err
 			}
 		}

@@ -185,7 +185,7 @@ func TestAccVMHARulesGroup(t *testing.T) {
 }
 
 // A required term over zones keeps the VM in its zone: a strict node rule listing the zone's
-// nodes, which the HA manager's recovery honours.
+// nodes, which the HA manager's recovery honours; import reads the rule back.
 func TestAccVMHARulesZone(t *testing.T) {
 	env, sim := simEnv(t, haRulesCluster())
 	config := env.providerBlock("  read_node_notes = true") + `resource "qemuscheduler_vm" "db" {
@@ -222,6 +222,14 @@ func TestAccVMHARulesZone(t *testing.T) {
 			Check: func(*terraform.State) error {
 				if g, _ := sim.Guest(150); !slices.Contains(zone, g.Node) || g.Status != "running" {
 					return fmt.Errorf("VM 150 %s on %s after the failover, want running in its zone %v", g.Status, g.Node, zone)
+				}
+				return nil
+			}},
+		// Import reads the rules back.
+		resource.TestStep{Config: config, ResourceName: "qemuscheduler_vm.db", ImportState: true, ImportStateId: "150",
+			ImportStateCheck: func(states []*terraform.InstanceState) error {
+				if a := states[0].Attributes; a["ha.rules.#"] != "1" || a["ha.rules.0"] != "qemuscheduler-vm-150" || a["ha.placement_rules"] != "true" {
+					return fmt.Errorf("imported ha: %v", a)
 				}
 				return nil
 			}},
