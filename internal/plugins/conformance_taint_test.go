@@ -19,7 +19,9 @@ func tainted(name string, taints ...scheduler.Taint) scheduler.Node {
 }
 
 func TestKubeTaintTolerationScore(t *testing.T) {
-	prefer := func(key, value string) scheduler.Taint { return scheduler.Taint{Key: key, Value: value, Effect: "PreferNoSchedule"} }
+	prefer := func(key, value string) scheduler.Taint {
+		return scheduler.Taint{Key: key, Value: value, Effect: "PreferNoSchedule"}
+	}
 	for _, tc := range []struct {
 		name  string
 		tols  []scheduler.Toleration
@@ -60,7 +62,9 @@ func TestKubeTaintTolerationScore(t *testing.T) {
 }
 
 func TestKubeTaintTolerationFilter(t *testing.T) {
-	taint := func(key, value, effect string) scheduler.Taint { return scheduler.Taint{Key: key, Value: value, Effect: effect} }
+	taint := func(key, value, effect string) scheduler.Taint {
+		return scheduler.Taint{Key: key, Value: value, Effect: effect}
+	}
 	for _, tc := range []struct {
 		name   string
 		tols   []scheduler.Toleration
