@@ -153,3 +153,28 @@ output "ids" {
 		Check: resource.TestCheckOutput("ids", "101,102,103,104"),
 	})
 }
+
+// Four 16 GiB workers, two per 64 GiB node, grow to 40 GiB in one plan: each alone would fit
+// its node, the plan's growth does not, and the warning gives the node's figure after the
+// plan, not the figure of one VM grown alone.
+func TestAccChangeSetGrowthInPlace(t *testing.T) {
+	env, _ := simEnv(t, sizedCluster(2, 16, 64))
+	workers := func(memory int) string {
+		return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "worker" {
+  count  = 4
+  name   = "worker-${count.index}"
+  memory = %d
+  node   = count.index %% 2 == 0 ? "pve1" : "pve2"
+}`, memory))
+	}
+	log := &warningLog{}
+	runLoggingWarnings(t, log, resource.TestStep{
+		Config: workers(16384),
+	}, resource.TestStep{
+		// Growth is a warning, not a refusal: the apply goes ahead.
+		Config: workers(40960),
+		Check: resource.ComposeTestCheckFunc(
+			log.has("no longer fits its node", "MemoryOvercommit: (40960+40960)/65536 MiB = 1.25 > 1", "on pve1"),
+			log.has("no longer fits its node", "MemoryOvercommit: (40960+40960)/65536 MiB = 1.25 > 1", "on pve2")),
+	})
+}
