@@ -338,6 +338,10 @@ func stringValues(names []string) []attr.Value {
 
 // writeHARules writes changes, the first update with the digest the rules were read with;
 // done is false when a second update waits for a new read (the first changed the digest).
+// PVE's create and delete take no digest: a create that finds the rule made meanwhile is a
+// conflict and starts over, but a delete (the last-but-one member leaving) can drop a member
+// that joined between the read and the delete. That VM's next plan then shows the change on
+// ha.rules, and its apply writes the rule again.
 func (r *vmResource) writeHARules(ctx context.Context, changes []harules.Change, digest string) (done bool, err error) {
 	c := r.data.client
 	updated := false
