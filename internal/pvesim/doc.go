@@ -23,6 +23,13 @@
 //   - nodes: host-arch, node config with Notes (description, stored and digested as PVE does),
 //     HA node states (hastate on /cluster/resources node rows once HA has run, and
 //     /cluster/ha/status/manager_status), switched at run time like node-maintenance;
+//   - HA: resources (/cluster/ha/resources, removal purges them from the rules) and the HA
+//     manager's rounds; PVE 9 rules (/cluster/ha/rules: list with type and resource filters,
+//     read, create, update with digest and delete, remove) with pve-ha-manager's feasibility
+//     checks and messages; recovery after FailNode on a node the rules allow (strict node
+//     affinity, no negative peer running or migrating there, with positive peers, then the
+//     node with the fewest HA services) or none (the service stays in recovery, retried every
+//     round); a migration next to a negative peer answered with blocking-resources and refused;
 //   - VM lifecycle as tasks with real UPIDs, run at once or after a set duration: create,
 //     clone (on the source node; full or linked; target node only from shared storage),
 //     config get/set with digest and locks, pending changes on running VMs, resize (grow only),
