@@ -219,6 +219,17 @@ func TestHARules(t *testing.T) {
 		!strings.Contains(plan.Kept[0].Reason, "HA rule apart (negative resource-affinity): vm 101 runs there") {
 		t.Fatalf("plan %+v, want kept with both HA rules named", plan)
 	}
+	// A positive peer holds the guest: it moves only to the peer's node, as the HA manager
+	// keeps the pair together.
+	in = input(t, ns, vm(100, "pve3", 1, 1, "web"), vm(101, "pve2", 1, 1))
+	in.Policy.Annotations[scheduler.AnnotationNodeRegex] = "pve[12]"
+	if got := moves(mustPlan(t, in)); !reflect.DeepEqual(got, []string{"vm100:pve3>pve1"}) {
+		t.Fatalf("without rules: moves %v, want the emptier pve1", got)
+	}
+	in.Snapshot.HARules = []scheduler.HARule{{Name: "together", Type: "resource-affinity", Affinity: "positive", VMIDs: []int{100, 101}}}
+	if got := moves(mustPlan(t, in)); !reflect.DeepEqual(got, []string{"vm100:pve3>pve2"}) {
+		t.Fatalf("positive affinity with vm101 on pve2: moves %v, want pve2", got)
+	}
 }
 
 // Each kind of hard policy makes a violation: a NoExecute or NoSchedule taint, a node
