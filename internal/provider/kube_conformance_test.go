@@ -322,3 +322,33 @@ func TestAccVMPlacementRecordKubeForms(t *testing.T) {
 		}},
 	)
 }
+
+// The spread score rounds each node's raw score before it normalises, as kube: its "two
+// Constraints on zone and node, with different labelSelectors" case scores 60, 20, 100, 60,
+// node-a and node-y tied (the fractions would rank them apart).
+func TestAccKubeSpreadScoreRounds(t *testing.T) {
+	env := newAccEnv(t, kubeCluster("pve1:foo", "pve2:foo,bar", "pve4:foo", "pve4:bar"))
+	env.needsSim(t)
+	zones := providerNodeBlocks(map[string]string{"pve1": `labels = { zone = "zone1" }`, "pve2": `labels = { zone = "zone1" }`,
+		"pve3": `labels = { zone = "zone2" }`, "pve4": `labels = { zone = "zone2" }`})
+	runParallel(t, resource.TestStep{
+		Config: env.providerBlock(zones) + `
+data "qemuscheduler_placement" "p" {
+  name = "p"
+  tags = ["foo", "bar"]
+  topology_spread {
+    tags               = ["foo"]
+    topology_key       = "zone"
+    when_unsatisfiable = "ScheduleAnyway"
+  }
+  topology_spread {
+    tags               = ["bar"]
+    when_unsatisfiable = "ScheduleAnyway"
+  }
+}
+`,
+		Check: checkPlacements(map[string]map[string]string{"p": {"node": "pve3",
+			"candidates.0.scores.TopologySpread": "60", "candidates.1.scores.TopologySpread": "20",
+			"candidates.2.scores.TopologySpread": "100", "candidates.3.scores.TopologySpread": "60"}}),
+	})
+}
