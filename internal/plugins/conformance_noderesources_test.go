@@ -8,14 +8,16 @@ import (
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
-// Kube-scheduler's NodeResourcesFit LeastAllocated and MostAllocated tables
-// (pkg/scheduler/framework/plugins/noderesources, least_allocated_test.go and
-// most_allocated_test.go), replayed against our plugins under kube's case names. A kube cpu
+// Kube-scheduler's NodeResourcesFit LeastAllocated and MostAllocated tables and its
+// BalancedAllocation table (pkg/scheduler/framework/plugins/noderesources,
+// least_allocated_test.go, most_allocated_test.go, balanced_allocation_test.go), replayed
+// against our plugins under kube's case names. A kube cpu
 // quantity of 1000 is one of our vCPUs and a memory quantity of 1 one MiB. Kube truncates each
 // resource's score to an integer before it averages; ours keeps the fractions, so the scores
 // compare truncated, in cases whose per-resource scores are whole. Left out: weights outside
-// 1..100 (config errors here too, tested with the args), extended resources (none on PVE) and
-// kube's non-zero defaults for pods without requests.
+// 1..100 (config errors here too, tested with the args), extended resources and DRA (none on
+// PVE), fractional CPUs, and kube's non-zero defaults and PreScore skip for pods without
+// requests.
 
 // kubeResourceNode is a node of cpu (kube quantity) and memory; pods are [cpu, memory] pairs.
 func kubeResourceNode(name string, cpu, mem int, pods ...[2]int) (scheduler.Node, []scheduler.Guest) {
@@ -110,5 +112,19 @@ func TestKubeMostAllocated(t *testing.T) {
 		{name: "nothing scheduled, resources requested, differently sized nodes", request: [2]int{3000, 5000},
 			nodes: [][]any{{"node1", 4000, 10000}, {"node2", 6000, 10000}}, weights: memoryTwice,
 			want: map[string]float64{"node1": 58, "node2": 50}},
+	})
+}
+
+func TestKubeBalancedAllocation(t *testing.T) {
+	cpuOnly, cpuAndMemory := [2]int{3000, 0}, [2]int{3000, 5000}
+	runKubeResourceCases(t, newBalancedAllocation, []kubeResourceCase{
+		{name: "nothing scheduled, resources requested, differently sized nodes", request: cpuAndMemory,
+			nodes: [][]any{{"node1", 4000, 10000}, {"node2", 6000, 10000}}, want: map[string]float64{"node1": 87, "node2": 100}},
+		{name: "resources requested, pods scheduled with resources", request: cpuAndMemory,
+			nodes: [][]any{{"node1", 10000, 20000, cpuOnly}, {"node2", 10000, 20000, cpuAndMemory}}, want: map[string]float64{"node1": 82, "node2": 95}},
+		{name: "resources requested, pods scheduled with resources, differently sized nodes", request: cpuAndMemory,
+			nodes: [][]any{{"node1", 10000, 20000, cpuOnly}, {"node2", 10000, 50000, cpuAndMemory}}, want: map[string]float64{"node1": 82, "node2": 80}},
+		{name: "requested resources at node capacity", request: cpuOnly,
+			nodes: [][]any{{"node1", 6000, 10000, cpuOnly}, {"node2", 6000, 10000, cpuAndMemory}}, want: map[string]float64{"node1": 50, "node2": 75}},
 	})
 }
