@@ -282,6 +282,91 @@ func TestScheduleSetAgainstExhaustiveSearch(t *testing.T) {
 	t.Logf("%d sets fit (%d of them only jointly), %d do not", fits, joint, refused)
 }
 
+// Random small sets with terms whose verdict a later placement can turn (a DoNotSchedule
+// spread, a required affinity) beside anti-affinity, against every assignment of nodes
+// checked with the whole set in place: ScheduleSet places exactly the sets that some
+// assignment places, and counts the most VMs that fit together.
+func TestScheduleSetSpreadAndAffinityAgainstExhaustiveSearch(t *testing.T) {
+	rng := rand.New(rand.NewSource(21))
+	p := mustProfile(ratioOne())
+	var fits, refused int
+	for inst := 0; inst < 150; inst++ {
+		var snap scheduler.Snapshot
+		for i := 0; i < 2+rng.Intn(2); i++ {
+			snap.Nodes = append(snap.Nodes, node(fmt.Sprintf("pve%d", i+1), 2+2*rng.Intn(3), uint64(2+2*rng.Intn(4))))
+			if rng.Intn(4) == 0 {
+				g := running(900+i, snap.Nodes[i].Name, 1, 1)
+				g.Tags = []string{"s"}
+				snap.Guests = append(snap.Guests, g)
+			}
+		}
+		reqs := make([]scheduler.Request, 2+rng.Intn(4))
+		for i := range reqs {
+			reqs[i] = sized(fmt.Sprintf("vm-%d", i), 1+rng.Intn(2), 1+rng.Intn(3))
+			switch rng.Intn(4) {
+			case 0:
+				reqs[i].Tags = []string{"s"}
+				reqs[i].TopologySpread = spreadOf(TopologyNode, 1, DoNotSchedule, "s")
+			case 1:
+				reqs[i].VMAffinity = antiTerm(TopologyNode, 0, "s")
+			case 2:
+				reqs[i].Tags = []string{"a"}
+				reqs[i].VMAntiAffinity = antiTerm(TopologyNode, 0, "a")
+			}
+		}
+		most := wholeSetSubset(p, snap, reqs, make([]int, len(reqs)), 0)
+		d, err := p.ScheduleSet(snap, reqs, scheduler.Options{})
+		switch {
+		case err == nil && most == len(reqs):
+			fits++
+			checkPlacements(t, p, snap, reqs, d)
+		case err == nil:
+			t.Fatalf("instance %d: ScheduleSet placed a set no assignment places:\n%v\n%s", inst, summaries(d), describeInstance(snap, reqs))
+		case most == len(reqs):
+			t.Fatalf("instance %d: an assignment places the set, ScheduleSet says: %v\n%s", inst, err, describeInstance(snap, reqs))
+		default:
+			refused++
+			var se *scheduler.SetError
+			if !errors.As(err, &se) || se.Placed != most {
+				t.Fatalf("instance %d: %v; %d fit together\n%s", inst, err, most, describeInstance(snap, reqs))
+			}
+		}
+	}
+	if fits < 30 || refused < 30 {
+		t.Fatalf("%d sets fit and %d do not: the instances do not test both sides", fits, refused)
+	}
+	t.Logf("%d sets fit, %d do not", fits, refused)
+}
+
+// wholeSetSubset is the most requests that fit together, each checked beside all the others
+// placed: at[i] is request i's node index plus one (0: left out), tried for every request
+// from i on.
+func wholeSetSubset(p *scheduler.Profile, snap scheduler.Snapshot, reqs []scheduler.Request, at []int, i int) int {
+	if i < len(reqs) {
+		most := 0
+		for n := 0; n <= len(snap.Nodes); n++ {
+			at[i] = n
+			most = max(most, wholeSetSubset(p, snap, reqs, at, i+1))
+		}
+		return most
+	}
+	all := snap
+	all.Guests = append([]scheduler.Guest(nil), snap.Guests...)
+	placed := 0
+	for j, n := range at {
+		if n > 0 {
+			all.Guests = append(all.Guests, placedGuest(reqs[j], snap.Nodes[n-1].Name, 10000+j))
+			placed++
+		}
+	}
+	for j, n := range at {
+		if n > 0 && p.CheckNode(all, reqs[j], snap.Nodes[n-1].Name, 10000+j) != nil {
+			return 0
+		}
+	}
+	return placed
+}
+
 // randomInstance is 2-4 nodes of random size with a few guests, and 2-7 VMs of random size,
 // some of them kept apart by a required anti-affinity.
 func randomInstance(rng *rand.Rand) (scheduler.Snapshot, []scheduler.Request) {

@@ -36,10 +36,13 @@ const (
 // Schedule does, so that scores decide as they always did. When a request does not fit, the
 // whole set is placed again jointly: the existing guests Options.Sticky keeps stay where they
 // are, and the new VMs are searched for together (largest first, then a branch and bound over
-// the nodes the hard filters allow, then a local repair beyond the search's bounds). For sets
-// of up to 12 new VMs on up to 8 nodes the search is complete. VMIDs are chosen after the
-// nodes, in request order, with the same rules as Schedule. The same inputs always give the
-// same decision; placements are in request order.
+// the nodes the hard filters allow, then a local repair beyond the search's bounds). A joint
+// placement holds with the whole set in place, in no particular order: every new VM passes
+// every hard filter beside all the others (as CheckNode checks an existing guest), which is
+// what a set created in any order needs. For sets of up to 12 new VMs on up to 8 nodes the
+// search is complete. VMIDs are chosen after the nodes, in request order, with the same rules
+// as Schedule. The same inputs always give the same decision; placements are in request
+// order.
 //
 // When the set cannot be placed, the error is a *SetError naming the request that does not
 // fit beside the largest subset the search placed, with every node's verdict.
@@ -118,25 +121,21 @@ func (p *Profile) scheduleJointly(snap Snapshot, reqs []Request, opts Options) (
 			return Decision{}, err
 		}
 	}
-	// Replayed in the search's order, every placement sees the ones before it, as each was
-	// checked; its candidates and score are the pipeline's on that view.
-	for _, st := range s.placedSteps() {
+	// Each placement is explained as it holds: beside the whole set, itself left out.
+	for _, st := range s.stack {
 		i := st.req
 		r := &reqs[i]
+		chosen := run.infos[st.node]
+		restore := s.leaveOut(st)
 		ev, err := p.evaluate(r, run.infos)
+		restore()
 		if err != nil {
 			return Decision{}, err
 		}
-		if !ev.cands[st.node].Feasible {
-			return Decision{}, fmt.Errorf("joint placement of %q on %s fails on replay: %s", r.Name, run.infos[st.node].Node.Name, strings.Join(ev.cands[st.node].Reasons, "; "))
-		}
-		chosen := run.infos[st.node]
-		storage, _, _ := ChooseStorage(chosen, r)
-		chosen.add(newGuest(r, chosen.Node.Name, vmids[i], storage))
 		placements[i] = Placement{
-			Name: r.Name, Node: chosen.Node.Name, VMID: vmids[i], Storage: storage, Candidates: ev.cands,
-			Summary: fmt.Sprintf("%s: %s (score %s; %d/%d nodes feasible; placed jointly with the set's other %d new VMs), vmid %d (%s), storage %s",
-				r.Name, chosen.Node.Name, FormatNumber(ev.cands[st.node].Score), ev.feasible, len(run.infos), len(fresh)-1, vmids[i], rules[i], storage),
+			Name: r.Name, Node: chosen.Node.Name, VMID: vmids[i], Storage: st.guest.Storage, Candidates: ev.cands,
+			Summary: fmt.Sprintf("%s: %s (score %s; %d/%d nodes feasible beside the set's other %d new VMs, placed jointly), vmid %d (%s), storage %s",
+				r.Name, chosen.Node.Name, FormatNumber(ev.cands[st.node].Score), ev.feasible, len(run.infos), len(fresh)-1, vmids[i], rules[i], st.guest.Storage),
 		}
 	}
 	return Decision{Placements: placements}, nil
@@ -153,9 +152,18 @@ func newGuest(r *Request, node string, vmid int, storage string) *Guest {
 // take any other's node, so the search places "the next one of the class", never a
 // particular one, and counts states by how many of each class sit on each node.
 type vmClass struct {
-	// reqs are the members' request indexes, in request order; vmids their ids.
+	// reqs are the members' request indexes, in request order.
 	reqs []int
 	rep  *Request
+	// probe is what the search checks nodes with while it builds a branch: the request
+	// without the terms whose verdict a later placement can turn to a pass (a required
+	// vm_affinity, a DoNotSchedule spread). Those are checked on the whole placement.
+	probe *Request
+	// groups are the tag sets of the terms the probe leaves out; carrier is true when the
+	// class carries the tags of some class's left-out term, so that placing it can change
+	// that term's verdict.
+	groups  []TagSelector
+	carrier bool
 	// left is how many members are not placed on the current branch.
 	left int
 }
@@ -183,14 +191,15 @@ type search struct {
 	stack []step
 	// dead holds the states (canonical keys) from which no completion exists.
 	dead map[string]struct{}
-	// monotone is true when no request of the set has a required vm_affinity or a
-	// DoNotSchedule spread: then a placement never makes a node feasible for another VM,
-	// so a class without a feasible node ends the branch and any order of classes will do.
-	monotone bool
+	// loose is true when some class's probe leaves terms out: a full branch must then pass
+	// the whole check before it counts.
+	loose bool
 	// prefilterCost is the work of one class's pre-filters, on top of one unit per node
 	// checked; work and budget count it.
 	prefilterCost, work, budget int
-	// best is the largest number of new VMs one branch placed, with that branch's steps.
+	// deepest is the longest branch the search built (where the repair starts); best is the
+	// largest subset found that passes the whole check (what the error counts).
+	deepest   []step
 	best      int
 	bestSteps []step
 	// proven is true when the exact search showed that the whole set cannot be placed.
@@ -198,18 +207,16 @@ type search struct {
 }
 
 func newSearch(p *Profile, infos []*NodeInfo, snap *Snapshot, reqs []Request, fresh []int, vmids map[int]int) *search {
-	s := &search{p: p, infos: infos, reqs: reqs, vmids: vmids, total: len(fresh), dead: map[string]struct{}{}, monotone: true,
+	s := &search{p: p, infos: infos, reqs: reqs, vmids: vmids, total: len(fresh), dead: map[string]struct{}{},
 		prefilterCost: 1 + len(infos)/8 + len(snap.Guests)/64}
 	byKey := map[string]*vmClass{}
 	for _, i := range fresh {
 		r := &reqs[i]
-		if !monotoneRequest(r) {
-			s.monotone = false
-		}
 		k := fmt.Sprintf("%p %s", p.of(r), classKey(r))
 		c := byKey[k]
 		if c == nil {
-			c = &vmClass{rep: r}
+			c = &vmClass{rep: r, probe: probeOf(r), groups: looseGroups(r)}
+			s.loose = s.loose || c.probe != r
 			byKey[k] = c
 			s.classes = append(s.classes, c)
 		}
@@ -229,6 +236,13 @@ func newSearch(p *Profile, infos []*NodeInfo, snap *Snapshot, reqs []Request, fr
 		}
 		return x.Name < y.Name
 	})
+	for _, c := range s.classes {
+		for _, other := range s.classes {
+			for _, g := range other.groups {
+				c.carrier = c.carrier || g.Selects(c.rep.Tags)
+			}
+		}
+	}
 	s.count = make([][]int, len(infos))
 	for n := range s.count {
 		s.count[n] = make([]int, len(s.classes))
@@ -241,17 +255,59 @@ func newSearch(p *Profile, infos []*NodeInfo, snap *Snapshot, reqs []Request, fr
 	return s
 }
 
-// monotoneRequest reports whether the request's filters can only lose nodes as VMs are placed:
-// a required vm_affinity gains the nodes its group moves to, a DoNotSchedule spread the
-// domains whose neighbours fill up.
-func monotoneRequest(r *Request) bool {
+// probeOf is the request as the search checks it while building a branch: the filters must
+// only lose nodes as VMs are placed, so that a class without a feasible node ends the branch
+// and the classes may be placed in any order. A required vm_affinity gains the nodes its
+// group moves to, and a DoNotSchedule spread the domains whose neighbours fill up: the probe
+// leaves them out (they are checked on the whole placement). The request itself when it has
+// neither.
+func probeOf(r *Request) *Request {
+	loose := slices.ContainsFunc(r.VMAffinity, func(t VMGroupTerm) bool { return t.Weight == 0 }) ||
+		slices.ContainsFunc(r.TopologySpread, func(c SpreadConstraint) bool { return c.WhenUnsatisfiable == "DoNotSchedule" })
+	if !loose {
+		return r
+	}
+	c := *r
+	c.VMAffinity = slices.DeleteFunc(slices.Clone(r.VMAffinity), func(t VMGroupTerm) bool { return t.Weight == 0 })
+	c.TopologySpread = slices.DeleteFunc(slices.Clone(r.TopologySpread), func(c SpreadConstraint) bool { return c.WhenUnsatisfiable == "DoNotSchedule" })
+	return &c
+}
+
+// looseGroups lists the groups of the terms probeOf leaves out.
+func looseGroups(r *Request) []TagSelector {
+	var groups []TagSelector
 	for _, t := range r.VMAffinity {
 		if t.Weight == 0 {
-			return false
+			groups = append(groups, t.Group())
 		}
 	}
 	for _, c := range r.TopologySpread {
 		if c.WhenUnsatisfiable == "DoNotSchedule" {
+			groups = append(groups, c.Group())
+		}
+	}
+	return groups
+}
+
+// settled reports whether no VM left to place is in the group of any left-out term of class
+// c: the groups those terms count are final, so the whole request's verdict on a
+// placed member can only get worse (its other filters only lose nodes).
+func (s *search) settled(c *vmClass) bool {
+	for _, g := range c.groups {
+		for _, other := range s.classes {
+			if other.left > 0 && g.Selects(other.rep.Tags) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// settledHold checks the placed members of the classes whose left-out terms are settled, as
+// holds checks a full branch: one that fails already fails every completion.
+func (s *search) settledHold() bool {
+	for _, st := range s.stack {
+		if c := s.classes[st.class]; c.probe != c.rep && s.settled(c) && !s.stepHolds(st) {
 			return false
 		}
 	}
@@ -367,7 +423,13 @@ func guestsKey(ni *NodeInfo) string {
 			c.Tags[j] = strings.ToLower(c.Tags[j])
 		}
 		slices.Sort(c.Tags)
-		guests[i] = fmt.Sprintf("%v", c)
+		// The record by its content: guests alike carry records alike, not the same one.
+		var record Recorded
+		if c.Recorded != nil {
+			record = *c.Recorded
+		}
+		c.Recorded = nil
+		guests[i] = fmt.Sprintf("%v|%#v", c, record)
 	}
 	slices.Sort(guests)
 	return strings.Join(guests, "\n")
@@ -404,7 +466,7 @@ func (s *search) key() string {
 	return string(b)
 }
 
-// feasible lists the nodes where the class's next VM passes every filter and finds storage,
+// feasible lists the nodes where the class's probe passes every filter and finds storage,
 // in view order, with the state its pre-filters wrote (nil when a pre-filter refuses it). Only
 // the nodes of within are checked, all of them when within is nil.
 func (s *search) feasible(c *vmClass, within []int) ([]int, *CycleState) {
@@ -413,7 +475,7 @@ func (s *search) feasible(c *vmClass, within []int) ([]int, *CycleState) {
 		checked = len(within)
 	}
 	s.work += s.prefilterCost + checked
-	r := s.member(c)
+	r := c.probe
 	state := NewCycleState()
 	state.nodes = s.infos
 	if s.p.preFilter(state, r, s.infos) != nil {
@@ -472,6 +534,22 @@ func (s *search) byScore(c *vmClass, at []int, state *CycleState) []int {
 	s.p.score(state, r, feasible, at, cands)
 	ordered := slices.Clone(at)
 	sort.SliceStable(ordered, func(a, b int) bool { return better(r.Name, cands[ordered[a]], cands[ordered[b]]) })
+	if c.probe == c.rep {
+		return ordered
+	}
+	// The terms the probe leaves out are best met by placing as Schedule would: the nodes
+	// the whole request passes now come first.
+	s.work += s.prefilterCost + len(at)
+	full := NewCycleState()
+	full.nodes = s.infos
+	if s.p.preFilter(full, r, s.infos) != nil {
+		return ordered
+	}
+	passing := make(map[int]bool, len(at))
+	for _, n := range at {
+		passing[n] = s.passes(full, r, s.infos[n])
+	}
+	sort.SliceStable(ordered, func(a, b int) bool { return passing[ordered[a]] && !passing[ordered[b]] })
 	return ordered
 }
 
@@ -487,10 +565,70 @@ func (s *search) push(ci, n int) {
 	ni.add(g)
 	c.left--
 	s.count[n][ci]++
-	if len(s.stack) > s.best {
+	if len(s.stack) > len(s.deepest) {
+		s.deepest = slices.Clone(s.stack)
+	}
+}
+
+// record keeps the branch as the largest subset found when it is larger than the best and
+// passes the whole check.
+func (s *search) record() {
+	if len(s.stack) > s.best && s.holds() {
 		s.best = len(s.stack)
 		s.bestSteps = slices.Clone(s.stack)
 	}
+}
+
+// holds checks the branch as a placement of its own: every VM on it passes every filter of
+// its whole request, on its storage, beside all the others, itself left out.
+func (s *search) holds() bool {
+	for _, st := range s.stack {
+		if !s.stepHolds(st) {
+			return false
+		}
+	}
+	return true
+}
+
+// stepHolds checks one placement of the branch beside all the others.
+func (s *search) stepHolds(st step) bool {
+	s.work += s.prefilterCost + 1
+	r := s.reqs[st.req]
+	r.Storage = st.guest.Storage
+	restore := s.leaveOut(st)
+	defer restore()
+	state := NewCycleState()
+	state.nodes = s.infos
+	return s.p.preFilter(state, &r, s.infos) == nil && s.passes(state, &r, s.infos[st.node])
+}
+
+// leaveOut takes a placement's guest out of its node for a check, as view.without does an
+// existing guest; the returned function puts it back.
+func (s *search) leaveOut(st step) (restore func()) {
+	ni := s.infos[st.node]
+	saved := *ni
+	s.recount(ni, st.guest)
+	return func() {
+		*ni = saved
+		ni.chargeDisks(st.guest, true)
+	}
+}
+
+// recount lists the node's guests but g, counts its figures again from them (the same
+// additions in the same order as before g came, so the figures are exactly those) and
+// credits g's disks back.
+func (s *search) recount(ni *NodeInfo, g *Guest) {
+	kept := make([]*Guest, 0, len(ni.Guests))
+	fresh := NodeInfo{Node: ni.Node, CPU: ni.Node.CPU, Mem: ni.Node.Mem, storageDebits: ni.storageDebits}
+	for _, other := range ni.Guests {
+		if other != g {
+			kept = append(kept, other)
+			fresh.tally(other)
+		}
+	}
+	fresh.Guests = kept
+	*ni = fresh
+	ni.chargeDisks(g, false)
 }
 
 func (s *search) pop() { s.remove(len(s.stack) - 1) }
@@ -500,14 +638,6 @@ func (s *search) unwind() {
 	for len(s.stack) > 0 {
 		s.pop()
 	}
-}
-
-// placedSteps is the placements of the solution, in the order they were made, taken back from
-// the view so that the caller replays them.
-func (s *search) placedSteps() []step {
-	steps := slices.Clone(s.stack)
-	s.unwind()
-	return steps
 }
 
 // solve searches for a placement of every class's members: the first branch is the largest
@@ -525,6 +655,14 @@ func (s *search) solve() bool {
 	return s.repair()
 }
 
+// before reports whether the dfs branches on class a rather than b.
+func (s *search) before(a, b int, feasible [][]int) bool {
+	if ca, cb := s.classes[a].carrier, s.classes[b].carrier; ca != cb {
+		return ca
+	}
+	return len(feasible[a]) < len(feasible[b])
+}
+
 type outcome int
 
 const (
@@ -533,15 +671,14 @@ const (
 	exhausted
 )
 
-// dfs extends the branch. In a monotone set it branches on one class, the one with the fewest
-// feasible nodes (largest first among equals), over its nodes best score first; otherwise on
-// every class that has a feasible node. A state proven dead is remembered under its key.
-// within is each class's feasible nodes in the parent state (nil: unknown): in a monotone set
-// no other node can have become feasible, so only those are checked again.
+// dfs extends the branch on one class, the one with the fewest feasible nodes (largest first
+// among equals; the carriers of left-out terms before all, so that those terms settle
+// early), over its nodes best score first. The probes only lose nodes as VMs are
+// placed, so a class without a feasible node ends the branch, the order of classes does not
+// matter, and only the nodes of within (each class's feasible nodes in the parent state; nil:
+// all) need checking again. A full branch must pass the whole check. A state proven dead is
+// remembered under its key.
 func (s *search) dfs(within [][]int) outcome {
-	if len(s.stack) == s.total {
-		return found
-	}
 	if s.work > s.budget {
 		return exhausted
 	}
@@ -549,9 +686,20 @@ func (s *search) dfs(within [][]int) outcome {
 	if _, ok := s.dead[key]; ok {
 		return deadEnd
 	}
+	if len(s.stack) == s.total {
+		if s.holds() {
+			return found
+		}
+		s.dead[key] = struct{}{}
+		return deadEnd
+	}
+	if s.loose && !s.settledHold() {
+		s.dead[key] = struct{}{}
+		return deadEnd
+	}
 	feasible := make([][]int, len(s.classes))
-	states := make([]*CycleState, len(s.classes))
-	var options []int
+	branch := -1
+	var state *CycleState
 	for ci, c := range s.classes {
 		if c.left == 0 {
 			continue
@@ -560,33 +708,24 @@ func (s *search) dfs(within [][]int) outcome {
 		if within != nil {
 			prev = within[ci]
 		}
-		feasible[ci], states[ci] = s.feasible(c, prev)
+		var st *CycleState
+		feasible[ci], st = s.feasible(c, prev)
 		if len(feasible[ci]) == 0 {
-			if s.monotone {
-				s.dead[key] = struct{}{}
-				return deadEnd
-			}
-			continue
+			s.dead[key] = struct{}{}
+			return deadEnd
 		}
-		options = append(options, ci)
+		if branch < 0 || s.before(ci, branch, feasible) {
+			branch, state = ci, st
+		}
 	}
-	next := feasible
-	if s.monotone {
-		sort.SliceStable(options, func(a, b int) bool { return len(feasible[options[a]]) < len(feasible[options[b]]) })
-		options = options[:min(1, len(options))]
-	} else {
-		next = nil
-	}
-	for _, ci := range options {
-		for _, n := range s.byScore(s.classes[ci], feasible[ci], states[ci]) {
-			s.push(ci, n)
-			outcome := s.dfs(next)
-			if outcome != found {
-				s.pop()
-			}
-			if outcome != deadEnd {
-				return outcome
-			}
+	for _, n := range s.byScore(s.classes[branch], feasible[branch], state) {
+		s.push(branch, n)
+		outcome := s.dfs(feasible)
+		if outcome != found {
+			s.pop()
+		}
+		if outcome != deadEnd {
+			return outcome
 		}
 	}
 	s.dead[key] = struct{}{}
@@ -595,11 +734,11 @@ func (s *search) dfs(within [][]int) outcome {
 
 // repair starts from the deepest branch the search reached and places the rest one by one:
 // where a VM fits nowhere, it takes the node of one placed VM of another class that can move
-// to another node. It returns whether every VM is placed.
+// to another node. It returns whether every VM is placed and the placement holds.
 func (s *search) repair() bool {
 	s.work = 0
 	s.budget = repairBudget
-	for _, st := range s.bestSteps {
+	for _, st := range s.deepest {
 		s.push(st.class, st.node)
 	}
 	for progress := true; progress && len(s.stack) < s.total && s.work <= s.budget; {
@@ -611,16 +750,14 @@ func (s *search) repair() bool {
 					progress = true
 					continue
 				}
-				// Moving a VM changes the order its branch was checked in, which only a
-				// monotone set does not mind.
-				if !s.monotone || !s.eject(ci) {
+				if !s.eject(ci) {
 					break
 				}
 				progress = true
 			}
 		}
 	}
-	return len(s.stack) == s.total
+	return len(s.stack) == s.total && s.holds()
 }
 
 // eject places class ci's next VM on a node by moving one placed VM of another class from
@@ -647,24 +784,11 @@ func (s *search) eject(ci int) bool {
 	return false
 }
 
-// remove takes the placement at stack index k back, in any order: its node's figures are
-// counted again from its remaining guests, as view.without does (the same additions in the
-// same order, so the figures are exactly those before the placement).
+// remove takes the placement at stack index k back, in any order.
 func (s *search) remove(k int) step {
 	st := s.stack[k]
 	s.stack = slices.Delete(s.stack, k, k+1)
-	ni := s.infos[st.node]
-	kept := make([]*Guest, 0, len(ni.Guests))
-	fresh := NodeInfo{Node: ni.Node, CPU: ni.Node.CPU, Mem: ni.Node.Mem, storageDebits: ni.storageDebits}
-	for _, g := range ni.Guests {
-		if g != st.guest {
-			kept = append(kept, g)
-			fresh.tally(g)
-		}
-	}
-	fresh.Guests = kept
-	*ni = fresh
-	ni.chargeDisks(st.guest, false)
+	s.recount(s.infos[st.node], st.guest)
 	s.classes[st.class].left++
 	s.count[st.node][st.class]--
 	return st
@@ -677,6 +801,7 @@ func (s *search) remove(k int) step {
 func (s *search) failure(run *run) error {
 	s.unwind()
 	s.fill()
+	s.record()
 	s.unwind()
 	// A subset one VM short of a set proven not to fit is the largest already.
 	if !s.proven || s.best < s.total-1 {
@@ -688,7 +813,7 @@ func (s *search) failure(run *run) error {
 	}
 	// What the search could not prove maximal may still take a VM more.
 	s.fill()
-	if len(s.stack) == s.total {
+	if len(s.stack) == s.total && s.holds() {
 		return nil
 	}
 	defer s.unwind()
@@ -720,7 +845,8 @@ func (s *search) failure(run *run) error {
 	return &SetError{UnschedulableError: ue, Placed: len(s.stack), Total: s.total, Unplaced: unplaced}
 }
 
-// fill adds every VM that fits, largest class first, each on its best node.
+// fill adds every VM that fits, largest class first, each on its best node; where probes
+// leave terms out, only while the branch still holds.
 func (s *search) fill() {
 	for ci, c := range s.classes {
 		for c.left > 0 {
@@ -729,16 +855,19 @@ func (s *search) fill() {
 				break
 			}
 			s.push(ci, s.byScore(c, at, state)[0])
+			if s.loose && !s.holds() {
+				s.pop()
+				break
+			}
 		}
 	}
 }
 
-// grow is a branch and bound for the largest subset of the set that fits: classes in order,
+// grow is a branch and bound for the largest subset of the set that holds: classes in order,
 // each placing its members one by one on every feasible node or leaving the rest out, cut
-// where even placing everything left cannot beat the best found (in a monotone set, a class
-// that fits nowhere now never will), and ended when the best is one short of a set the exact
-// search proved too large. seen holds the states (class, key) already grown; within is as
-// for dfs.
+// where even placing everything left cannot beat the best found (a class that fits nowhere
+// now never will), and ended when the best is one short of a set the exact search proved
+// too large. seen holds the states (class, key) already grown; within is as for dfs.
 func (s *search) grow(ci int, within [][]int, seen map[string]struct{}) {
 	most := s.total
 	if s.proven {
@@ -760,10 +889,6 @@ func (s *search) grow(ci int, within [][]int, seen map[string]struct{}) {
 		if c.left == 0 {
 			continue
 		}
-		if !s.monotone && cj != ci {
-			left += c.left
-			continue
-		}
 		var prev []int
 		if within != nil {
 			prev = within[cj]
@@ -773,25 +898,22 @@ func (s *search) grow(ci int, within [][]int, seen map[string]struct{}) {
 		if cj == ci {
 			state = st
 		}
-		if len(feasible[cj]) > 0 || !s.monotone {
+		if len(feasible[cj]) > 0 {
 			left += c.left
 		}
 	}
 	if len(s.stack)+left <= s.best {
 		return
 	}
-	var next [][]int
-	if s.monotone {
-		next = feasible
-	}
 	if c := s.classes[ci]; c.left > 0 {
 		for _, n := range s.byScore(c, feasible[ci], state) {
 			s.push(ci, n)
-			s.grow(ci, next, seen)
+			s.record()
+			s.grow(ci, feasible, seen)
 			s.pop()
 		}
 	}
-	s.grow(ci+1, next, seen)
+	s.grow(ci+1, feasible, seen)
 }
 
 // blockedByAntiAffinity reports whether a required vm_anti_affinity of the request is among

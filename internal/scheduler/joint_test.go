@@ -59,13 +59,14 @@ func TestScheduleSetPacksWhatGreedyStrands(t *testing.T) {
 	if load["n1"] != 8 || load["n2"] != 8 {
 		t.Fatalf("loads %v, want both nodes full", load)
 	}
-	_, err = p.ScheduleSet(snap, append(reqs, cpuRequests(1)[0]), Options{})
+	extra := cpuRequests(3, 3, 4, 4, 2, 1)
+	_, err = p.ScheduleSet(snap, extra, Options{})
 	var se *SetError
 	var ue *UnschedulableError
-	if !errors.As(err, &se) || !errors.As(err, &ue) || se.Placed != 5 || se.Total != 6 {
+	if !errors.As(err, &se) || !errors.As(err, &ue) || se.Placed != 5 || se.Total != 6 || len(se.Unplaced) != 1 || ue.Request != se.Unplaced[0] {
 		t.Fatalf("err = %#v, want a SetError with 5 of 6 placed", err)
 	}
-	want := "cannot place \"vm-0\": 0/2 nodes are available: 2 node(s) had too few CPUs\nonly 5 of the plan's 6 new VMs can be placed together; cannot place: vm-0"
+	want := fmt.Sprintf("cannot place %q: 0/2 nodes are available: 2 node(s) had too few CPUs\nonly 5 of the plan's 6 new VMs can be placed together; cannot place: %s", ue.Request, ue.Request)
 	if err.Error() != want {
 		t.Fatalf("err = %q\nwant  %q", err, want)
 	}
