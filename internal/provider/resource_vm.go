@@ -328,7 +328,10 @@ func (r *vmResource) Update(ctx context.Context, req resource.UpdateRequest, res
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	err := r.update(ctx, &plan, &state, want, old, node, vmid)
+	err := r.haBeforeMove(ctx, &plan, &state, vmid, &resp.Diagnostics)
+	if err == nil {
+		err = r.update(ctx, &plan, &state, want, old, node, vmid)
+	}
 	if err == nil {
 		r.data.records.remember(vmid, rec)
 	}

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -123,26 +124,40 @@ type haPolicy struct {
 	profile *scheduler.Profile
 	req     scheduler.Request
 	name    string
+	// node is where the VM is about to run, "" for where the cluster view shows it.
+	node string
 }
 
 // haSnapshot is the cluster view a VM's rules are computed from: read after since when the
-// policy has groups (their members registered before this VM must show), else the shared
-// view when it shows the VM (its node matters), else a new read.
-func (r *vmResource) haSnapshot(ctx context.Context, vmid int, p haPolicy, since time.Time) (scheduler.Snapshot, error) {
-	if !p.hasGroups() {
-		snap, err := r.data.snapshotSince(ctx, time.Now().Add(-r.data.maxAge))
-		if _, missing := proxmox.LocateIn(snap, vmid); err != nil || missing == nil {
-			return snap, err
-		}
+// rules depend on other guests (group members registered before this VM must show) or on
+// where the VM runs (a domain it must stay in, which a migration of this apply may have
+// changed); else the shared view, for the nodes alone.
+func (r *vmResource) haSnapshot(ctx context.Context, p haPolicy, since time.Time) (scheduler.Snapshot, error) {
+	if !p.hasGroups() && !p.hasDomains() {
+		since = time.Now().Add(-r.data.maxAge)
 	}
 	return r.data.snapshotSince(ctx, since)
 }
 
 // hasGroups tells whether the policy has required terms over nodes, whose groups' members
-// must be read after the VM's HA resource exists.
+// make resource-affinity rules.
 func (p haPolicy) hasGroups() bool {
-	required := func(t scheduler.VMGroupTerm) bool { return t.Weight == 0 && t.TopologyKey == "node" }
-	return slices.ContainsFunc(p.req.VMAntiAffinity, required) || slices.ContainsFunc(p.req.VMAffinity, required)
+	return slices.ContainsFunc(p.req.VMAntiAffinity, requiredOver(true)) || slices.ContainsFunc(p.req.VMAffinity, requiredOver(true))
+}
+
+// hasDomains tells whether the policy keeps the VM in the domain it runs in: required terms
+// over another topology key.
+func (p haPolicy) hasDomains() bool {
+	spread := func(c scheduler.SpreadConstraint) bool {
+		return c.WhenUnsatisfiable == "DoNotSchedule" && c.TopologyKey != "node"
+	}
+	return slices.ContainsFunc(p.req.VMAntiAffinity, requiredOver(false)) || slices.ContainsFunc(p.req.VMAffinity, requiredOver(false)) ||
+		slices.ContainsFunc(p.req.TopologySpread, spread)
+}
+
+// requiredOver matches required terms over nodes (node true) or over another key.
+func requiredOver(node bool) func(scheduler.VMGroupTerm) bool {
+	return func(t scheduler.VMGroupTerm) bool { return t.Weight == 0 && (t.TopologyKey == "node") == node }
 }
 
 // wantedRules are the rules the VM vmid (running on node, "" before it exists) must be in.
@@ -272,8 +287,8 @@ func (r *vmResource) planHARules(ctx context.Context, resp *resource.ModifyPlanR
 }
 
 // checkHAMove fails the plan of a changed pin that the HA manager would refuse to carry out
-// (the migration goes through it): a node outside the VM's node-affinity rule, next to a
-// negative peer, or away from its positive peers.
+// (the migration goes through it): a node outside a node-affinity rule other than the VM's
+// own, next to a negative peer, or away from its positive peers.
 func checkHAMove(snap scheduler.Snapshot, rules []scheduler.HARule, plan, state *vmModel, vmid int, diags *diag.Diagnostics) {
 	target := plan.Node.ValueString()
 	if !haManaged(state.HA) || !haManaged(plan.HA) || !known(plan.Node) || plan.Node.Equal(state.Node) {
@@ -283,7 +298,10 @@ func checkHAMove(snap scheduler.Snapshot, rules []scheduler.HARule, plan, state 
 		node, err := proxmox.LocateIn(snap, id)
 		return node, err == nil
 	}
-	if why := scheduler.HARefusal(rules, vmid, target, where); why != "" {
+	// The VM's own node rule is rewritten for the target before the move (haBeforeMove).
+	own := harules.Prefix + "vm-" + strconv.Itoa(vmid)
+	others := slices.DeleteFunc(slices.Clone(rules), func(r scheduler.HARule) bool { return r.Name == own })
+	if why := scheduler.HARefusal(others, vmid, target, where); why != "" {
 		diags.AddAttributeError(path.Root("node"), "Cannot migrate to "+target,
 			fmt.Sprintf("The HA manager would refuse to move VM %d to %s: %s. Choose another node, or change the rule.", vmid, target, why))
 	}
@@ -307,11 +325,14 @@ func (r *vmResource) syncHARules(ctx context.Context, m *vmModel, vmid int, mode
 		}
 		var snap scheduler.Snapshot
 		if mode == haRulesKeep {
-			if snap, err = r.haSnapshot(ctx, vmid, p, since); err != nil {
+			if snap, err = r.haSnapshot(ctx, p, since); err != nil {
 				return err
 			}
 		}
-		node, _ := proxmox.LocateIn(snap, vmid)
+		node := p.node
+		if node == "" {
+			node, _ = proxmox.LocateIn(snap, vmid)
+		}
 		want := wantedRules(mode, p, vmid, node, snap, view)
 		changes := harules.Changes(vmid, want, view.rules.Rules, view.managed)
 		if refused := refusals(changes, view.rules.Rules, len(snap.Nodes)); len(refused) > 0 && mode == haRulesKeep {
@@ -376,6 +397,18 @@ func (r *vmResource) haPolicy(ctx context.Context, m *vmModel, diags *diag.Diagn
 	}
 	req, _, _ := r.request(ctx, m, false, diags)
 	return haPolicy{profile: r.data.pipeline(ctx, &m.schedulingModel, diags), req: req, name: m.Name.ValueString()}
+}
+
+// haBeforeMove, before an update moves an HA-managed VM to a new pinned node, rewrites its
+// rules for that node: its node rule follows the domain it moves to, and the HA manager must
+// not take it back to the old one.
+func (r *vmResource) haBeforeMove(ctx context.Context, plan, state *vmModel, vmid int, diags *diag.Diagnostics) error {
+	if !haManaged(state.HA) || ruleMode(plan.HA) != haRulesKeep || !known(plan.Node) || plan.Node.Equal(state.Node) {
+		return nil
+	}
+	p := r.haPolicy(ctx, plan, diags)
+	p.node = plan.Node.ValueString()
+	return r.syncHARules(ctx, nil, vmid, haRulesKeep, p, time.Now())
 }
 
 // knownRules makes ha.rules known for the state after a failed write left it unknown.

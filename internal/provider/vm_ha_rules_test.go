@@ -185,12 +185,15 @@ func TestAccVMHARulesGroup(t *testing.T) {
 }
 
 // A required term over zones keeps the VM in its zone: a strict node rule listing the zone's
-// nodes, which the HA manager's recovery honours; import reads the rule back.
+// nodes, which the HA manager's recovery honours; a pin moved to the other zone takes the rule
+// along; import reads the rule back.
 func TestAccVMHARulesZone(t *testing.T) {
 	env, sim := simEnv(t, haRulesCluster())
-	config := env.providerBlock("  read_node_notes = true") + `resource "qemuscheduler_vm" "db" {
+	config := func(node string) string {
+		return env.providerBlock("  read_node_notes = true") + fmt.Sprintf(`resource "qemuscheduler_vm" "db" {
   name   = "db"
   vmid   = 150
+  node   = %q
   memory = 512
   tags   = ["db"]
   clone {
@@ -201,32 +204,40 @@ func TestAccVMHARulesZone(t *testing.T) {
     topology_key = "zone"
   }
   ha {}
-}`
-	var zone []string
-	runSteps(t,
-		resource.TestStep{Config: config, Check: func(*terraform.State) error {
-			g, _ := sim.Guest(150)
-			zone = map[bool][]string{true: {"pve1", "pve2"}, false: {"pve3", "pve4"}}[g.Node == "pve1" || g.Node == "pve2"]
+}`, node)
+	}
+	nodeRule := func(nodes ...string) resource.TestCheckFunc {
+		return func(*terraform.State) error {
 			for _, r := range simRules(t, sim) {
-				if r.Name == "qemuscheduler-vm-150" && r.Strict && slices.Equal(r.Nodes, zone) && slices.Equal(r.VMIDs, []int{150}) {
+				if r.Name == "qemuscheduler-vm-150" && r.Strict && slices.Equal(r.Nodes, nodes) && slices.Equal(r.VMIDs, []int{150}) {
 					return nil
 				}
 			}
-			return fmt.Errorf("no strict node rule for VM 150 on %v: %+v", zone, simRules(t, sim))
-		}},
+			return fmt.Errorf("no strict node rule for VM 150 on %v: %+v", nodes, simRules(t, sim))
+		}
+	}
+	runs := func(node string) resource.TestCheckFunc {
+		return func(*terraform.State) error {
+			if g, _ := sim.Guest(150); g.Node != node || g.Status != "running" {
+				return fmt.Errorf("VM 150 %s on %s, want running on %s", g.Status, g.Node, node)
+			}
+			return nil
+		}
+	}
+	runSteps(t,
+		resource.TestStep{Config: config("pve1"), Check: nodeRule("pve1", "pve2")},
+		// pve1 fails: the HA manager recovers the VM in its zone, on pve2 (pve3 and pve4 are
+		// as empty); the pinned node stays the state's, an empty plan.
 		resource.TestStep{PreConfig: func() {
-			g, _ := sim.Guest(150)
-			_, err := sim.FailNode(g.Node)
+			_, err := sim.FailNode("pve1")
 			must(t, err)
-		}, Config: config, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
-			Check: func(*terraform.State) error {
-				if g, _ := sim.Guest(150); !slices.Contains(zone, g.Node) || g.Status != "running" {
-					return fmt.Errorf("VM 150 %s on %s after the failover, want running in its zone %v", g.Status, g.Node, zone)
-				}
-				return nil
-			}},
+		}, Config: config("pve1"), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			Check: runs("pve2")},
+		// Pinned to a node of the other zone: the node rule follows, before the move.
+		resource.TestStep{PreConfig: func() { must(t, sim.SetNodeOnline("pve1", true)) }, Config: config("pve3"),
+			Check: resource.ComposeTestCheckFunc(runs("pve3"), nodeRule("pve3", "pve4"))},
 		// Import reads the rules back.
-		resource.TestStep{Config: config, ResourceName: "qemuscheduler_vm.db", ImportState: true, ImportStateId: "150",
+		resource.TestStep{Config: config("pve3"), ResourceName: "qemuscheduler_vm.db", ImportState: true, ImportStateId: "150",
 			ImportStateCheck: func(states []*terraform.InstanceState) error {
 				if a := states[0].Attributes; a["ha.rules.#"] != "1" || a["ha.rules.0"] != "qemuscheduler-vm-150" || a["ha.placement_rules"] != "true" {
 					return fmt.Errorf("imported ha: %v", a)
