@@ -143,7 +143,7 @@ func (w *warningLog) has(parts ...string) resource.TestCheckFunc {
 	}
 }
 
-// warningServer is the provider with its plan and read warnings logged.
+// warningServer is the provider with its validation, plan and read warnings logged.
 type warningServer struct {
 	tfprotov6.ProviderServer
 	log *warningLog
@@ -151,6 +151,14 @@ type warningServer struct {
 
 func (s warningServer) ReadDataSource(ctx context.Context, req *tfprotov6.ReadDataSourceRequest) (*tfprotov6.ReadDataSourceResponse, error) {
 	resp, err := s.ProviderServer.ReadDataSource(ctx, req)
+	if resp != nil {
+		s.log.add(resp.Diagnostics)
+	}
+	return resp, err
+}
+
+func (s warningServer) ValidateResourceConfig(ctx context.Context, req *tfprotov6.ValidateResourceConfigRequest) (*tfprotov6.ValidateResourceConfigResponse, error) {
+	resp, err := s.ProviderServer.ValidateResourceConfig(ctx, req)
 	if resp != nil {
 		s.log.add(resp.Diagnostics)
 	}
