@@ -23,7 +23,7 @@ const (
 // beyond them the exact search gives up early and the repair takes over. Budgets count
 // work, not time, so the same inputs always give the same decision.
 const (
-	exactBudget  = 30_000_000
+	exactBudget  = 5_000_000
 	searchBudget = 150_000
 	repairBudget = 150_000
 	// growBudget bounds the search for the largest subset that fits, which only words
@@ -303,6 +303,15 @@ func (s *search) settled(c *vmClass) bool {
 	return true
 }
 
+// probe is what class c is checked with now: its probe, or the whole request once its
+// left-out terms are settled.
+func (s *search) probe(c *vmClass) *Request {
+	if c.probe != c.rep && s.settled(c) {
+		return c.rep
+	}
+	return c.probe
+}
+
 // settledHold checks the placed members of the classes whose left-out terms are settled, as
 // holds checks a full branch: one that fails already fails every completion.
 func (s *search) settledHold() bool {
@@ -475,7 +484,7 @@ func (s *search) feasible(c *vmClass, within []int) ([]int, *CycleState) {
 		checked = len(within)
 	}
 	s.work += s.prefilterCost + checked
-	r := c.probe
+	r := s.probe(c)
 	state := NewCycleState()
 	state.nodes = s.infos
 	if s.p.preFilter(state, r, s.infos) != nil {
@@ -534,7 +543,7 @@ func (s *search) byScore(c *vmClass, at []int, state *CycleState) []int {
 	s.p.score(state, r, feasible, at, cands)
 	ordered := slices.Clone(at)
 	sort.SliceStable(ordered, func(a, b int) bool { return better(r.Name, cands[ordered[a]], cands[ordered[b]]) })
-	if c.probe == c.rep {
+	if s.probe(c) == c.rep {
 		return ordered
 	}
 	// The terms the probe leaves out are best met by placing as Schedule would: the nodes
