@@ -47,7 +47,7 @@ func paramError(w http.ResponseWriter, param, problem string) {
 // (a recorder) gets the standard status line and the same body.
 func writeRaw(w http.ResponseWriter, code int, reason string, body []byte) {
 	if sw, logged := w.(*statusWriter); logged {
-		sw.status = code
+		sw.setStatus(code)
 	}
 	if hj, ok := w.(http.Hijacker); ok {
 		conn, buf, err := hj.Hijack()

@@ -48,6 +48,7 @@ type Server struct {
 	brokenAgents map[int]bool
 
 	firstTaskStart, lastTaskEnd time.Time
+	logMu                       sync.Mutex // guards requestLog
 	requestLog                  []LoggedRequest
 	requestHook                 func(LoggedRequest)
 
@@ -248,9 +249,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.URL.Path, r.URL.RawPath = skipEmptySegments(r.URL.Path), skipEmptySegments(r.URL.RawPath)
-	sw := &statusWriter{ResponseWriter: w}
+	sw := &statusWriter{ResponseWriter: w, log: func(status int) { s.logRequest(r, status) }}
 	w = sw
-	defer func() { s.logRequest(r, sw.status) }()
+	defer sw.setStatus(0) // a request that got no answer (a lost response) is logged with 0
 	_, pattern := s.mux.Handler(r)
 	endpoint := strings.Replace(pattern, apiPrefix, "", 1)
 	s.mu.Lock()
