@@ -28,7 +28,7 @@ const (
 	repairBudget = 150_000
 	// growBudget bounds the search for the largest subset that fits, which only words
 	// the error.
-	growBudget = 100_000
+	growBudget = 30_000
 )
 
 // ScheduleSet places every request of a set jointly: all or nothing, and whether it succeeds
@@ -204,6 +204,9 @@ type search struct {
 	bestSteps []step
 	// proven is true when the exact search showed that the whole set cannot be placed.
 	proven bool
+	// open is the first class that may still be placed: the largest-subset search leaves
+	// the rest of the classes before it out.
+	open int
 }
 
 func newSearch(p *Profile, infos []*NodeInfo, snap *Snapshot, reqs []Request, fresh []int, vmids map[int]int) *search {
@@ -223,10 +226,20 @@ func newSearch(p *Profile, infos []*NodeInfo, snap *Snapshot, reqs []Request, fr
 		c.reqs = append(c.reqs, i)
 		c.left++
 	}
-	// Largest first: memory, then vCPUs, then disks; names make the order total.
+	for _, c := range s.classes {
+		for _, other := range s.classes {
+			for _, g := range other.groups {
+				c.carrier = c.carrier || g.Selects(c.rep.Tags)
+			}
+		}
+	}
+	// The carriers of left-out terms first, so that those terms settle early; then largest
+	// first: memory, then vCPUs, then disks; names make the order total.
 	sort.SliceStable(s.classes, func(a, b int) bool {
 		x, y := s.classes[a].rep, s.classes[b].rep
 		switch {
+		case s.classes[a].carrier != s.classes[b].carrier:
+			return s.classes[a].carrier
 		case x.MemoryMiB != y.MemoryMiB:
 			return x.MemoryMiB > y.MemoryMiB
 		case x.VCPUs() != y.VCPUs():
@@ -236,13 +249,6 @@ func newSearch(p *Profile, infos []*NodeInfo, snap *Snapshot, reqs []Request, fr
 		}
 		return x.Name < y.Name
 	})
-	for _, c := range s.classes {
-		for _, other := range s.classes {
-			for _, g := range other.groups {
-				c.carrier = c.carrier || g.Selects(c.rep.Tags)
-			}
-		}
-	}
 	s.count = make([][]int, len(infos))
 	for n := range s.count {
 		s.count[n] = make([]int, len(s.classes))
@@ -294,7 +300,7 @@ func looseGroups(r *Request) []TagSelector {
 // placed member can only get worse (its other filters only lose nodes).
 func (s *search) settled(c *vmClass) bool {
 	for _, g := range c.groups {
-		for _, other := range s.classes {
+		for _, other := range s.classes[s.open:] {
 			if other.left > 0 && g.Selects(other.rep.Tags) {
 				return false
 			}
@@ -312,11 +318,20 @@ func (s *search) probe(c *vmClass) *Request {
 	return c.probe
 }
 
-// settledHold checks the placed members of the classes whose left-out terms are settled, as
-// holds checks a full branch: one that fails already fails every completion.
+// settledHold checks the placed members of the classes whose left-out terms the last
+// placement settled, as holds checks a full branch: one that fails already fails every
+// completion. Members placed after their terms settled were checked with the whole request,
+// and what later placements do to them the full branch's check sees.
 func (s *search) settledHold() bool {
-	for _, st := range s.stack {
-		if c := s.classes[st.class]; c.probe != c.rep && s.settled(c) && !s.stepHolds(st) {
+	if len(s.stack) == 0 {
+		return true
+	}
+	last := s.stack[len(s.stack)-1]
+	tags := s.classes[last.class].rep.Tags
+	for _, st := range s.stack[:len(s.stack)-1] {
+		c := s.classes[st.class]
+		if c.probe != c.rep && slices.ContainsFunc(c.groups, func(g TagSelector) bool { return g.Selects(tags) }) &&
+			s.settled(c) && !s.stepHolds(st) {
 			return false
 		}
 	}
@@ -890,6 +905,11 @@ func (s *search) grow(ci int, within [][]int, seen map[string]struct{}) {
 		return
 	}
 	seen[key] = struct{}{}
+	defer func(open int) { s.open = open }(s.open)
+	s.open = ci
+	if s.loose && !s.settledHold() {
+		return
+	}
 	feasible := make([][]int, len(s.classes))
 	var state *CycleState
 	left := 0
