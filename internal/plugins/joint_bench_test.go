@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -128,7 +129,10 @@ func planRequest(name string) scheduler.Request {
 //     (50 calls of one request);
 //   - set: the 50 in one call, which the greedy pass places;
 //   - joint: the 50 in one call that the greedy pass cannot place (the first 49 require the
-//     company of the last, a database, in its zone), so the joint search places them all.
+//     company of the last, a database, in its zone), so the joint search places them all;
+//   - refused: the 50 in one call with a required anti-affinity by zone among them, of which
+//     there are 8: the search runs out of its budget, the repair finds nothing, and the error
+//     counts what fits.
 func BenchmarkScheduleSetPlan50(b *testing.B) {
 	snap := planSnapshot()
 	p := mustProfile(everyPlugin())
@@ -173,6 +177,20 @@ func BenchmarkScheduleSetPlan50(b *testing.B) {
 		for b.Loop() {
 			if _, err := p.ScheduleSet(snap, joint, scheduler.Options{Sticky: true}); err != nil {
 				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("refused", func(b *testing.B) {
+		apart := make([]scheduler.Request, len(reqs))
+		for i := range apart {
+			apart[i] = planRequest(fmt.Sprintf("x-%d", i))
+			apart[i].Tags, apart[i].TopologySpread = []string{"x"}, nil
+			apart[i].VMAntiAffinity = antiTerm("zone", 0, "x")
+		}
+		for b.Loop() {
+			var se *scheduler.SetError
+			if _, err := p.ScheduleSet(snap, apart, scheduler.Options{Sticky: true}); !errors.As(err, &se) || se.Placed != 8 {
+				b.Fatalf("err = %v, want 8 placed", err)
 			}
 		}
 	})

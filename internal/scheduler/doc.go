@@ -22,6 +22,11 @@
 // request's tags, so group plugins see them. Sticky placement and CheckNode build the same
 // view with the guest being checked left out and run the same filter function.
 //
+// ScheduleSet places a set of requests all or nothing, whatever their order: the greedy pass
+// of Schedule first, then, when a request does not fit, a joint search over the nodes the
+// hard filters allow (joint.go); a set that cannot be placed is a *SetError counting how many
+// fit together.
+//
 // To add a plugin: write one file in internal/plugins with a type implementing FilterPlugin,
 // ScorePlugin or VMIDPlugin (plus any optional interface above, asserted at compile time),
 // and add one PluginSpec line to the registry, listing its args and the annotation keys it
