@@ -3,6 +3,7 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -115,5 +116,36 @@ func TestScheduleSetPassesThroughInputAndVMIDErrors(t *testing.T) {
 	var ie *InputError
 	if !errors.As(err, &ie) || ie.Attribute != "cores" {
 		t.Fatalf("err = %v, want the input error on cores", err)
+	}
+}
+
+// The repair, which takes over beyond the exact search's budget, moves a placed VM to make
+// room: from a branch with both small VMs on one node, the third 5-CPU VM fits only once a
+// small one moves next to another 5.
+func TestRepairMovesAPlacedVM(t *testing.T) {
+	p := cpuFitProfile(t)
+	snap := Snapshot{Nodes: testNodes("n1", "n2", "n3")}
+	reqs := cpuRequests(5, 5, 5, 3, 3, 3)
+	run := p.newRun(&snap, reqs, Options{})
+	fresh := []int{0, 1, 2, 3, 4, 5}
+	vmids := map[int]int{}
+	for _, i := range fresh {
+		vmids[i] = 100 + i
+	}
+	s := newSearch(p, run.infos, &snap, reqs, fresh, vmids)
+	small := slices.IndexFunc(s.classes, func(c *vmClass) bool { return c.rep.Cores == 3 })
+	s.push(small, 0)
+	s.push(small, 0)
+	s.deepest = slices.Clone(s.stack)
+	s.unwind()
+	if !s.repair() {
+		t.Fatal("the repair did not place the set")
+	}
+	load := make([]int, 3)
+	for _, st := range s.stack {
+		load[st.node] += reqs[st.req].Cores
+	}
+	if !slices.Equal(load, []int{8, 8, 8}) {
+		t.Fatalf("loads %v, want a 5 and a 3 on every node", load)
 	}
 }
