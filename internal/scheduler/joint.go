@@ -91,8 +91,7 @@ func setLine(placed, total int, unplaced []string, antiAffinity bool) string {
 }
 
 // scheduleJointly is ScheduleSet's joint pass: keeps first, then VMIDs in request order, then
-// the search for the nodes of the new VMs, then the placements replayed in the search's order
-// to explain each.
+// the search for the nodes of the new VMs, then each placement explained beside the others.
 func (p *Profile) scheduleJointly(snap Snapshot, reqs []Request, opts Options) (Decision, error) {
 	run := p.newRun(&snap, reqs, opts)
 	placements := make([]Placement, len(reqs))
@@ -835,9 +834,16 @@ func (s *search) failure(run *run) error {
 	for _, st := range s.bestSteps {
 		s.push(st.class, st.node)
 	}
-	// What the search could not prove maximal may still take a VM more.
+	// What the search could not prove maximal may still take a VM more, if the whole still
+	// holds.
 	s.fill()
-	if len(s.stack) == s.total && s.holds() {
+	if !s.holds() {
+		s.unwind()
+		for _, st := range s.bestSteps {
+			s.push(st.class, st.node)
+		}
+	}
+	if len(s.stack) == s.total {
 		return nil
 	}
 	defer s.unwind()
