@@ -11,8 +11,9 @@ const BalancedAllocationName = "BalancedAllocation"
 
 // balancedAllocation prefers the node whose configured cpu and memory would be allocated in
 // the most equal fractions after the request, kube's NodeResourcesBalancedAllocation:
-// (1 - std) * 100, where std of two fractions (each capped at 1) is |cpu - memory| / 2. It
-// keeps nodes from running out of one resource while the other sits idle.
+// (1 - std) * 100 truncated to an integer, where std of two fractions (each capped at 1) is
+// |cpu - memory| / 2. It keeps nodes from running out of one resource while the other sits
+// idle.
 type balancedAllocation struct{}
 
 var _ scheduler.ScorePlugin = balancedAllocation{}
@@ -28,6 +29,6 @@ func (balancedAllocation) Score(_ *scheduler.CycleState, r *scheduler.Request, n
 	if a.cpuCap <= 0 || a.memCap <= 0 {
 		return 100 // one fraction or none: kube's std is 0
 	}
-	cpu, mem := min(a.cpu/a.cpuCap, 1), min(a.mem/a.memCap, 1)
-	return (1 - math.Abs(cpu-mem)/2) * 100
+	cpu, mem := min(float64(a.cpu)/float64(a.cpuCap), 1), min(float64(a.mem)/float64(a.memCap), 1)
+	return math.Trunc((1 - math.Abs(cpu-mem)/2) * 100)
 }

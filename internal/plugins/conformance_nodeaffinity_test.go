@@ -1,7 +1,6 @@
 package plugins
 
 import (
-	"math"
 	"reflect"
 	"testing"
 
@@ -71,8 +70,8 @@ func TestKubeNodeAffinityFilter(t *testing.T) {
 	}
 }
 
-// Kube's NodeAffinity score normalises in integers (100*score/max truncated); ours keeps the
-// fraction, so the scores compare truncated.
+// Kube's NodeAffinity score normalises in integers (100*score/max truncated), as ours; the
+// scores compare exactly.
 func TestKubeNodeAffinityScore(t *testing.T) {
 	label1 := map[string]string{"foo": "bar"}
 	label2 := map[string]string{"key": "value"}
@@ -110,9 +109,6 @@ func TestKubeNodeAffinityScore(t *testing.T) {
 			r := request("p")
 			r.NodeAffinity = tc.affinity
 			got := scoreNodes(nodeAffinity{}, &r, infos(tc.nodes))
-			for n, s := range got {
-				got[n] = math.Floor(s)
-			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got %v, kube %v", got, tc.want)
 			}

@@ -1,7 +1,6 @@
 package plugins
 
 import (
-	"math"
 	"reflect"
 	"testing"
 
@@ -12,9 +11,9 @@ import (
 // BalancedAllocation table (pkg/scheduler/framework/plugins/noderesources,
 // least_allocated_test.go, most_allocated_test.go, balanced_allocation_test.go), replayed
 // against our plugins under kube's case names. A kube cpu
-// quantity of 1000 is one of our vCPUs and a memory quantity of 1 one MiB. Kube truncates each
-// resource's score to an integer before it averages; ours keeps the fractions, so the scores
-// compare truncated, in cases whose per-resource scores are whole. Left out: weights outside
+// quantity of 1000 is one of our vCPUs and a memory quantity of 1 one MiB (the scores are
+// ratios, the same in any unit). The scores compare exactly: ours truncate where kube's
+// integer arithmetic does. Left out: weights outside
 // 1..100 (config errors here too, tested with the args), extended resources and DRA (none on
 // PVE), fractional CPUs, and kube's non-zero defaults and PreScore skip for pods without
 // requests.
@@ -55,9 +54,6 @@ func runKubeResourceCases(t *testing.T, build func(map[string]string) (scheduler
 			r := request("p")
 			r.Cores, r.MemoryMiB = tc.request[0]/1000, tc.request[1]
 			got := scoreNodes(newPlugin[scheduler.ScorePlugin](t, build, tc.weights), &r, infos(nodes, guests...))
-			for n, s := range got {
-				got[n] = math.Floor(s)
-			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got %v, kube %v", got, tc.want)
 			}

@@ -7,7 +7,8 @@ const LeastAllocatedName = "LeastAllocated"
 
 // leastAllocated prefers the node with the most configured capacity left after the request,
 // kube's NodeResourcesFit LeastAllocated: per resource (capacity - allocated) * 100 /
-// capacity, 0 when over capacity, averaged by weight. Equal nodes fill evenly by size.
+// capacity, 0 when over capacity, averaged by weight, each step truncated to an integer as
+// kube's. Equal nodes fill evenly by size.
 type leastAllocated struct{ w resourceWeights }
 
 var _ scheduler.ScorePlugin = leastAllocated{}
@@ -24,7 +25,7 @@ func (p leastAllocated) Score(_ *scheduler.CycleState, r *scheduler.Request, n *
 	return p.w.average(leastRequested(a.cpu, a.cpuCap), leastRequested(a.mem, a.memCap))
 }
 
-func leastRequested(requested, capacity float64) float64 {
+func leastRequested(requested, capacity int64) int64 {
 	if capacity <= 0 || requested > capacity {
 		return 0
 	}

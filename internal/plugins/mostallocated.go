@@ -7,7 +7,8 @@ const MostAllocatedName = "MostAllocated"
 
 // mostAllocated prefers the fullest node that still passes the filters, kube's
 // NodeResourcesFit MostAllocated: per resource allocated * 100 / capacity (capped at 100),
-// averaged by weight. It fills one node before the next, leaving whole nodes free.
+// averaged by weight, each step truncated to an integer as kube's. It fills one node before
+// the next, leaving whole nodes free.
 type mostAllocated struct{ w resourceWeights }
 
 var _ scheduler.ScorePlugin = mostAllocated{}
@@ -24,7 +25,7 @@ func (p mostAllocated) Score(_ *scheduler.CycleState, r *scheduler.Request, n *s
 	return p.w.average(mostRequested(a.cpu, a.cpuCap), mostRequested(a.mem, a.memCap))
 }
 
-func mostRequested(requested, capacity float64) float64 {
+func mostRequested(requested, capacity int64) int64 {
 	if capacity <= 0 {
 		return 0
 	}

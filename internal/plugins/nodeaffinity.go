@@ -9,8 +9,9 @@ import (
 const NodeAffinityName = "NodeAffinity"
 
 // nodeAffinity sums the weights of the preferred node_affinity blocks (weight 1..100) a node's
-// labels match (all the expressions of one of a block's terms), normalised as kube-scheduler does: 100*sum/max over the feasible nodes (all 0
-// when no node matches any).
+// labels match (all the expressions of one of a block's terms), normalised as kube-scheduler
+// does: 100*sum/max over the feasible nodes, truncated to an integer (all 0 when no node
+// matches any).
 type nodeAffinity struct{}
 
 var (
@@ -33,20 +34,5 @@ func (nodeAffinity) Score(_ *scheduler.CycleState, req *scheduler.Request, n *sc
 }
 
 func (nodeAffinity) NormalizeScores(_ *scheduler.CycleState, _ *scheduler.Request, scores []scheduler.NodeScore) {
-	highest := highestScore(scores)
-	if highest == 0 {
-		return
-	}
-	for i := range scores {
-		scores[i].Score = 100 * scores[i].Score / highest
-	}
-}
-
-// highestScore is the largest raw score, at least 0: the divisor of kube's normalisers.
-func highestScore(scores []scheduler.NodeScore) float64 {
-	highest := 0.0
-	for _, s := range scores {
-		highest = max(highest, s.Score)
-	}
-	return highest
+	normalizeToMax(scores, false)
 }

@@ -7,7 +7,7 @@ import (
 
 // taintScore prefers nodes with fewer PreferNoSchedule taints the request does not tolerate
 // (only tolerations with an empty or PreferNoSchedule effect count), normalised as
-// kube-scheduler does: 100 - 100*count/max over the feasible nodes, and 100 for every node
+// kube-scheduler does: 100 - 100*count/max (integer division) over the feasible nodes, and 100 for every node
 // when no feasible node has such a taint, so that totals compare with kube's.
 type taintScore struct{}
 
@@ -31,12 +31,5 @@ func (taintScore) Score(_ *scheduler.CycleState, req *scheduler.Request, n *sche
 }
 
 func (taintScore) NormalizeScores(_ *scheduler.CycleState, _ *scheduler.Request, scores []scheduler.NodeScore) {
-	highest := highestScore(scores)
-	for i := range scores {
-		if highest == 0 {
-			scores[i].Score = 100
-			continue
-		}
-		scores[i].Score = 100 - 100*scores[i].Score/highest
-	}
+	normalizeToMax(scores, true)
 }

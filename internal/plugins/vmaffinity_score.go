@@ -1,6 +1,8 @@
 package plugins
 
 import (
+	"math"
+
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
@@ -8,7 +10,8 @@ import (
 // those the preferred vm_anti_affinity terms push it from, ProxLB's plb_affinity* and
 // plb_anti_affinity* tags included (weight 100, by node). As kube's InterPodAffinity score:
 // each term adds (affinity) or takes (anti-affinity) its weight once per member in the node's
-// domain, and the sums are scaled min-max to 0..100 over the feasible nodes.
+// domain, and the sums are scaled min-max to 0..100 over the feasible nodes, truncated to an
+// integer as kube's.
 type vmAffinityScore struct {
 	proxLB bool
 }
@@ -88,7 +91,7 @@ func (vmAffinityScore) Score(state *scheduler.CycleState, _ *scheduler.Request, 
 	return sum
 }
 
-// NormalizeScores scales min-max to 0..100; when every node scores the same (or the request
+// NormalizeScores scales min-max to 0..100 as kube, 100 * ((score-min) / (max-min)) truncated; when every node scores the same (or the request
 // has no preferred term) every node gets 0, which cannot change the decision.
 func (vmAffinityScore) NormalizeScores(_ *scheduler.CycleState, _ *scheduler.Request, scores []scheduler.NodeScore) {
 	if len(scores) == 0 {
@@ -100,7 +103,7 @@ func (vmAffinityScore) NormalizeScores(_ *scheduler.CycleState, _ *scheduler.Req
 	}
 	for i := range scores {
 		if hi > lo {
-			scores[i].Score = 100 * (scores[i].Score - lo) / (hi - lo)
+			scores[i].Score = math.Trunc(100 * ((scores[i].Score - lo) / (hi - lo)))
 		} else {
 			scores[i].Score = 0
 		}

@@ -194,8 +194,8 @@ func TestVMAffinityScorePreferred(t *testing.T) {
 	r.VMAntiAffinity = antiTerm(TopologyNode, 50, "web")
 	r.VMAffinity = antiTerm("zone", 100, "db")
 	// Raw pve1 = -50*2 + 100*1 = 0, pve2 = 0 + 100 = 100, pve3 = -50, pve4 = 0 (no zone);
-	// min-max over -50..100.
-	want := map[string]float64{"pve1": 100.0 / 3, "pve2": 100, "pve3": 0, "pve4": 100.0 / 3}
+	// min-max over -50..100, truncated as kube: 100*50/150 = 33.
+	want := map[string]float64{"pve1": 33, "pve2": 100, "pve3": 0, "pve4": 33}
 	if got := scoreNodes(s, &r, ns); !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %v\nwant %v", got, want)
 	}

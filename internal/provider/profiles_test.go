@@ -174,15 +174,15 @@ func TestAccProfilesPackVersusSpread(t *testing.T) {
 		Steps: []resource.TestStep{{
 			Config: config,
 			Check: resource.ComposeAggregateTestCheckFunc(
-				// MostAllocated on pve1: cpu (4+1)*100/8 = 62.5, memory (4096+512)*100/16384 = 28.125, mean 45.31
+				// MostAllocated on pve1, in integers as kube: cpu (4+1)*100/8 = 62, memory (4096+512)*100/16384 = 28, mean 90/2 = 45
 				resource.TestCheckResourceAttr(ds, "node", "pve1"),
-				resource.TestCheckResourceAttr(ds, "candidates.0.scores.MostAllocated", "45.31"),
+				resource.TestCheckResourceAttr(ds, "candidates.0.scores.MostAllocated", "45"),
 				resource.TestCheckNoResourceAttr(ds, "candidates.0.scores.NodeResource"),
-				resource.TestCheckResourceAttr(ds, "summary", "web: pve1 (score 145.31; 3/4 nodes feasible), vmid 101 (next free id), storage ceph, profile packing"),
-				// LeastAllocated on pve3: cpu (8-1)*100/8 = 87.5, memory (16384-512)*100/16384 = 96.875, mean 92.19
+				resource.TestCheckResourceAttr(ds, "summary", "web: pve1 (score 145; 3/4 nodes feasible), vmid 101 (next free id), storage ceph, profile packing"),
+				// LeastAllocated on pve3: cpu (8-1)*100/8 = 87, memory (16384-512)*100/16384 = 96, mean 183/2 = 91
 				resource.TestCheckResourceAttr(spread, "node", "pve3"),
-				resource.TestCheckResourceAttr(spread, "candidates.2.scores.LeastAllocated", "92.19"),
-				resource.TestCheckResourceAttr(spread, "summary", "web: pve3 (score 192.19; 3/4 nodes feasible), vmid 101 (next free id), storage ceph, profile spreading"),
+				resource.TestCheckResourceAttr(spread, "candidates.2.scores.LeastAllocated", "91"),
+				resource.TestCheckResourceAttr(spread, "summary", "web: pve3 (score 191; 3/4 nodes feasible), vmid 101 (next free id), storage ceph, profile spreading"),
 			),
 		}, {
 			Config:   config,
