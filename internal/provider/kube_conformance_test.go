@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
@@ -320,6 +321,57 @@ func TestAccVMPlacementRecordKubeForms(t *testing.T) {
 			}
 			return nil
 		}},
+	)
+}
+
+// A node affinity written as one node_selector_term, or as match_expressions blocks alone,
+// imports in the same form, so that the configuration plans no change after an import: the
+// record keeps the form (form=...), ImportStateVerify compares the import with the created
+// state, and an import block on the forgotten VM plans no change and leaves an empty plan.
+func TestAccVMImportKeepsNodeAffinityForm(t *testing.T) {
+	env, sim := simEnv(t, equalCluster())
+	const vm = `resource "qemuscheduler_vm" "web" {
+  name = "web-1"
+  node_affinity {
+    node_selector_term {
+      match_expressions {
+        key      = "node.qemu-scheduler/name"
+        operator = "In"
+        values   = ["pve1", "pve2"]
+      }
+    }
+  }
+  node_affinity {
+    weight = 10
+    match_expressions {
+      key      = "node.qemu-scheduler/name"
+      operator = "In"
+      values   = ["pve2"]
+    }
+  }
+}`
+	config := env.config(vm)
+	runSteps(t,
+		resource.TestStep{Config: config, Check: resource.ComposeAggregateTestCheckFunc(
+			resource.TestCheckResourceAttr(vmAddr, "node", "pve2"),
+			recordIn(sim, "",
+				"qemu-scheduler/node-affinity: key=node.qemu-scheduler/name operator=In values=pve1,pve2 form=node_selector_term",
+				"qemu-scheduler/node-affinity: key=node.qemu-scheduler/name operator=In values=pve2 form=match_expressions weight=10"))},
+		resource.TestStep{Config: config, ResourceName: vmAddr, ImportState: true, ImportStateId: "100", ImportStateVerify: true,
+			ImportStateVerifyIgnore: []string{"annotations", "placement_summary", "storage", "cloud_init", "timeouts", "%"}},
+		resource.TestStep{Config: env.config(`removed {
+  from = qemuscheduler_vm.web
+  lifecycle {
+    destroy = false
+  }
+}`)},
+		resource.TestStep{Config: env.config(vm + `
+import {
+  to = qemuscheduler_vm.web
+  id = "100"
+}`), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionNoop)}},
+			Check: resource.TestCheckResourceAttr(vmAddr, "node_affinity.0.node_selector_term.0.match_expressions.0.values.1", "pve2")},
+		resource.TestStep{Config: config, PlanOnly: true},
 	)
 }
 

@@ -150,6 +150,11 @@ func (m *vmModel) recordWith(ctx context.Context, data *providerData, diags *dia
 	if rec.Empty() {
 		return nil
 	}
+	if len(req.NodeAffinity) == len(m.NodeAffinity) { // else a block was left out: unknown or invalid
+		for _, a := range m.NodeAffinity {
+			rec.NodeAffinityForms = append(rec.NodeAffinityForms, a.form())
+		}
+	}
 	return &rec
 }
 
@@ -237,17 +242,21 @@ func importRecord(ctx context.Context, m *vmModel, vm *proxmox.VM, diags *diag.D
 	expression := func(e scheduler.NodeExpression) nodeExpressionModel {
 		return nodeExpressionModel{Key: types.StringValue(e.Key), Operator: types.StringValue(e.Operator), Values: recordList(ctx, e.Values, diags)}
 	}
-	for _, a := range rec.NodeAffinity {
-		// One term is the block's own expression and match_expressions; several are
-		// node_selector_term blocks.
+	for i, a := range rec.NodeAffinity {
+		// The blocks as the configuration wrote them (records.NodeAffinityForm).
 		b := nodeAffinityModel{Key: types.StringNull(), Operator: types.StringNull(), Values: types.ListNull(types.StringType), Weight: optionalInt(a.Weight, 0)}
-		if len(a.Terms) == 1 {
+		switch rec.Form(i) {
+		case records.FormOwn:
 			own := expression(a.Terms[0][0])
 			b.Key, b.Operator, b.Values = own.Key, own.Operator, own.Values
 			for _, e := range a.Terms[0][1:] {
 				b.MatchExpressions = append(b.MatchExpressions, expression(e))
 			}
-		} else {
+		case records.FormMatchExpressions:
+			for _, e := range a.Terms[0] {
+				b.MatchExpressions = append(b.MatchExpressions, expression(e))
+			}
+		default:
 			for _, term := range a.Terms {
 				var t nodeSelectorTermModel
 				for _, e := range term {

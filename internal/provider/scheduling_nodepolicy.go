@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/nodelabels"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/records"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
@@ -23,6 +24,17 @@ type nodeAffinityModel struct {
 	Weight            types.Int64             `tfsdk:"weight"`
 	MatchExpressions  []nodeExpressionModel   `tfsdk:"match_expressions"`
 	NodeSelectorTerms []nodeSelectorTermModel `tfsdk:"node_selector_term"`
+}
+
+// form is how the block writes its terms, kept in the placement record for an import.
+func (a nodeAffinityModel) form() records.NodeAffinityForm {
+	switch {
+	case len(a.NodeSelectorTerms) > 0:
+		return records.FormSelectorTerms
+	case a.Key.IsNull() && a.Operator.IsNull() && a.Values.IsNull() && len(a.MatchExpressions) > 0:
+		return records.FormMatchExpressions
+	}
+	return records.FormOwn
 }
 
 // nodeExpressionModel is one match_expressions block.

@@ -9,6 +9,7 @@
 //	qemu-scheduler/node-selector: zone=a, disk=nvme
 //	qemu-scheduler/node-affinity: key=rack operator=In values=r1,r2 weight=50
 //	qemu-scheduler/node-affinity: key=zone operator=In values=a & key=gpu operator=Exists | key=zone operator=In values=b
+//	qemu-scheduler/node-affinity: key=zone operator=In values=c form=node_selector_term
 //	qemu-scheduler/toleration: key=dedicated operator=Equal value=db effect=NoSchedule
 //	qemu-scheduler/vm-affinity: tags=db topology_key=zone weight=20
 //	qemu-scheduler/vm-anti-affinity: tags=k8s,control-plane topology_key=node
@@ -17,7 +18,8 @@
 // The section starts at the record line and runs to the end of the Notes. Term lines repeat,
 // one block each, with the attribute names of qemuscheduler_vm's blocks (lists comma-separated,
 // defaults as there); a node-affinity line joins the expressions of a term with " & " and its
-// terms with " | " (kube's matchExpressions and nodeSelectorTerms); annotation lines hold one
+// terms with " | " (kube's matchExpressions and nodeSelectorTerms), and form= says how the
+// block wrote them where the terms alone do not tell (NodeAffinityForm); annotation lines hold one
 // key=value each, the value being the rest of the line. Blank lines, leading spaces and a leading "- " are allowed, so that an admin can
 // write the section by hand. It is pure: the provider reads and writes the Notes.
 package records
@@ -60,15 +62,42 @@ const (
 
 // Record is a VM's placement policy.
 type Record struct {
-	Profile        string
-	Tags           []string
-	Annotations    map[string]string
-	NodeSelector   map[string]string
-	NodeAffinity   []scheduler.NodeAffinityTerm
-	Tolerations    []scheduler.Toleration
-	VMAffinity     []scheduler.VMGroupTerm
-	VMAntiAffinity []scheduler.VMGroupTerm
-	TopologySpread []scheduler.SpreadConstraint
+	Profile      string
+	Tags         []string
+	Annotations  map[string]string
+	NodeSelector map[string]string
+	NodeAffinity []scheduler.NodeAffinityTerm
+	// NodeAffinityForms, when set, holds NodeAffinity[i]'s form at i, so that an import writes
+	// the blocks back as the configuration wrote them.
+	NodeAffinityForms []NodeAffinityForm
+	Tolerations       []scheduler.Toleration
+	VMAffinity        []scheduler.VMGroupTerm
+	VMAntiAffinity    []scheduler.VMGroupTerm
+	TopologySpread    []scheduler.SpreadConstraint
+}
+
+// NodeAffinityForm is how a node_affinity block writes its terms.
+type NodeAffinityForm string
+
+const (
+	// FormOwn is the block's own expression (key, operator, values) followed by its
+	// match_expressions: one term. It is what a single term imports as unless told otherwise.
+	FormOwn NodeAffinityForm = ""
+	// FormMatchExpressions is one term of match_expressions blocks only.
+	FormMatchExpressions NodeAffinityForm = "match_expressions"
+	// FormSelectorTerms is node_selector_term blocks; several terms always have this form.
+	FormSelectorTerms NodeAffinityForm = "node_selector_term"
+)
+
+// Form is node affinity i's form: as recorded, or implied by its number of terms.
+func (r *Record) Form(i int) NodeAffinityForm {
+	if len(r.NodeAffinity[i].Terms) > 1 {
+		return FormSelectorTerms
+	}
+	if i < len(r.NodeAffinityForms) {
+		return r.NodeAffinityForms[i]
+	}
+	return FormOwn
 }
 
 // FromRequest is the record of a request's policy (its size and pins are no policy).
@@ -116,7 +145,7 @@ func Format(r Record) string {
 		}
 		line(keySelector, strings.Join(pairs, ", "))
 	}
-	for _, a := range r.NodeAffinity {
+	for i, a := range r.NodeAffinity {
 		terms := make([]string, len(a.Terms))
 		for i, term := range a.Terms {
 			exprs := make([]string, len(term))
@@ -129,7 +158,11 @@ func Format(r Record) string {
 			}
 			terms[i] = strings.Join(exprs, " & ")
 		}
-		line(keyNodeAff, strings.TrimSpace(strings.Join(terms, " | ")+" "+fields{}.withWeight(a.Weight).String()))
+		var f fields
+		if form := r.Form(i); form != FormOwn && len(a.Terms) == 1 {
+			f = fields{{"form", string(form)}}
+		}
+		line(keyNodeAff, strings.TrimSpace(strings.Join(terms, " | ")+" "+f.withWeight(a.Weight).String()))
 	}
 	for _, t := range r.Tolerations {
 		var f fields
@@ -359,16 +392,25 @@ func (r *Record) addSelector(value string) error {
 }
 
 // addNodeAffinity reads one node affinity: terms split by "|", expressions by "&", a weight
-// in any one expression.
+// and a form each in any one expression.
 func (r *Record) addNodeAffinity(value string) error {
 	var a scheduler.NodeAffinityTerm
-	weighted := false
+	weighted, form := false, FormOwn
 	for _, termText := range strings.Split(value, "|") {
 		var term []scheduler.NodeExpression
 		for _, exprText := range strings.Split(termText, "&") {
-			f, err := parseFields(exprText, "key", "operator", "values", "weight")
+			f, err := parseFields(exprText, "key", "operator", "values", "weight", "form")
 			if err != nil {
 				return err
+			}
+			if v, ok := f["form"]; ok {
+				switch {
+				case form != FormOwn:
+					return fmt.Errorf("form given twice; a node affinity has one form")
+				case v != string(FormMatchExpressions) && v != string(FormSelectorTerms):
+					return fmt.Errorf("form must be %s or %s, got %q", FormMatchExpressions, FormSelectorTerms, v)
+				}
+				form = NodeAffinityForm(v)
 			}
 			if _, ok := f["weight"]; ok {
 				if weighted {
@@ -385,6 +427,13 @@ func (r *Record) addNodeAffinity(value string) error {
 	}
 	if err := nodelabels.ValidateAffinity(a); err != nil {
 		return err
+	}
+	if form != FormOwn {
+		// Earlier affinities keep their own (implied) forms.
+		for len(r.NodeAffinityForms) < len(r.NodeAffinity) {
+			r.NodeAffinityForms = append(r.NodeAffinityForms, FormOwn)
+		}
+		r.NodeAffinityForms = append(r.NodeAffinityForms, form)
 	}
 	r.NodeAffinity = append(r.NodeAffinity, a)
 	return nil

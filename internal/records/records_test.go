@@ -157,3 +157,42 @@ func TestEmpty(t *testing.T) {
 		t.Error("a profile is a policy")
 	}
 }
+
+// A node affinity's form comes back from the record where its terms alone do not tell it:
+// one term written as node_selector_term or as match_expressions only; several terms are
+// always node_selector_term blocks and write no form.
+func TestNodeAffinityForms(t *testing.T) {
+	twoTerms := scheduler.NodeAffinityTerm{Terms: [][]scheduler.NodeExpression{{{Key: "zone", Operator: "Exists"}}, {{Key: "gpu", Operator: "Exists"}}}}
+	r := Record{NodeAffinity: []scheduler.NodeAffinityTerm{scheduler.Expression(0, "zone", "In", "a"), scheduler.Expression(0, "zone", "In", "b"),
+		scheduler.Expression(5, "rack", "Exists"), twoTerms, scheduler.Expression(0, "disk", "Exists")},
+		NodeAffinityForms: []NodeAffinityForm{FormOwn, FormSelectorTerms, FormMatchExpressions, FormSelectorTerms, FormOwn}}
+	text := Format(r)
+	for _, want := range []string{"node-affinity: key=zone operator=In values=a\n", "node-affinity: key=zone operator=In values=b form=node_selector_term\n",
+		"node-affinity: key=rack operator=Exists form=match_expressions weight=5\n", "node-affinity: key=zone operator=Exists | key=gpu operator=Exists\n",
+		"node-affinity: key=disk operator=Exists\n"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("record lacks %q:\n%s", want, text)
+		}
+	}
+	_, got, warnings := Parse("1", text)
+	if len(warnings) > 0 {
+		t.Fatal(warnings)
+	}
+	for i := range r.NodeAffinity {
+		if got.Form(i) != r.Form(i) {
+			t.Errorf("affinity %d: form %q came back as %q", i, r.Form(i), got.Form(i))
+		}
+	}
+	if !reflect.DeepEqual(got.NodeAffinity, r.NodeAffinity) || Format(*got) != text {
+		t.Errorf("record changed on the way back:\n%s\n---\n%s", text, Format(*got))
+	}
+	for line, want := range map[string]string{
+		"key=zone operator=Exists form=own": `form must be match_expressions or node_selector_term, got "own"`,
+		"key=zone operator=Exists form=match_expressions & key=a operator=Exists form=node_selector_term": "form given twice",
+	} {
+		_, got, warnings := Parse("1", "qemu-scheduler/record: v1\nqemu-scheduler/node-affinity: "+line+"\n")
+		if len(warnings) != 1 || !strings.Contains(warnings[0], want) || len(got.NodeAffinity) != 0 {
+			t.Errorf("%q: warnings %v, want one saying %q and the line skipped", line, warnings, want)
+		}
+	}
+}
