@@ -5,13 +5,16 @@ package pvesim
 // (under /pvesim/, which PVE does not have) and takes the simulator's API token or ticket.
 // The `pvesim` command's subcommands call it.
 //
-//	POST /pvesim/nodes/{node}/maintenance  enable=1|0  HA maintenance on or off (the node's hastate)
+//	POST /pvesim/nodes/{node}/maintenance  enable=1|0  HA maintenance on or off (the node's hastate);
+//	                                                   its HA services are migrated away, and back
+
 //	POST /pvesim/nodes/{node}/fail                     the node fails; the HA manager recovers its services
 //	POST /pvesim/nodes/{node}/recover                  the node is back online
 //	PUT  /pvesim/nodes/{node}/load  cpu_load=0.5 mem_used_gib=20   the host's own load
 //
 // Each answers {"data": {...}} with the node's state afterwards (and, for fail, where each
-// recovered guest went), or an error with the reason.
+// recovered guest went; for maintenance, where each HA guest is being migrated), or an error
+// with the reason.
 
 import (
 	"fmt"
@@ -66,11 +69,12 @@ func (s *Server) handleAdminMaintenance(w http.ResponseWriter, r *http.Request) 
 	if enable {
 		state = "maintenance"
 	}
-	if err := s.SetNodeHAState(r.PathValue("node"), state); err != nil {
+	moves, err := s.setNodeHAState(r.PathValue("node"), state)
+	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	writeData(w, s.nodeState(r.PathValue("node")))
+	writeData(w, s.nodeStateWith(r.PathValue("node"), "migrating", moves))
 }
 
 func (s *Server) handleAdminFail(w http.ResponseWriter, r *http.Request) {
@@ -82,13 +86,19 @@ func (s *Server) handleAdminFail(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	out := s.nodeState(r.PathValue("node"))
-	moved := map[string]string{}
-	for vmid, node := range recovered {
-		moved[strconv.Itoa(vmid)] = node
+	writeData(w, s.nodeStateWith(r.PathValue("node"), "recovered", recovered))
+}
+
+// nodeStateWith is nodeState with where the HA manager moved or is moving each guest, under
+// key.
+func (s *Server) nodeStateWith(name, key string, moves map[int]string) map[string]any {
+	out := s.nodeState(name)
+	byID := map[string]string{}
+	for vmid, node := range moves {
+		byID[strconv.Itoa(vmid)] = node
 	}
-	out["recovered"] = moved
-	writeData(w, out)
+	out[key] = byID
+	return out
 }
 
 func (s *Server) handleAdminRecover(w http.ResponseWriter, r *http.Request) {

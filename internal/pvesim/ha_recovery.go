@@ -70,7 +70,8 @@ func (s *Server) negativeBlockers(res *haResource, node string) []string {
 // reachable; a strict node-affinity rule keeps only its nodes (a non-strict one prefers its
 // highest priority class of them); nodes where a negative peer runs or is being migrated to
 // are dropped; nodes of positive peers are preferred; then the node running the fewest HA
-// services, in cluster order. None: the service stays in recovery. The caller holds s.mu.
+// services, in cluster order. None: the service stays in recovery. Maintenance moves choose
+// with it too (maintenanceStep). The caller holds s.mu.
 func (s *Server) recoveryNodes(res *haResource) []string {
 	g := s.guests[res.vmid]
 	var cands []string
@@ -106,10 +107,10 @@ func (s *Server) recoveryNodes(res *haResource) []string {
 	for _, r := range rules {
 		if r.Type == "resource-affinity" && r.Affinity == "positive" && slices.Contains(r.Resources, res.sid) {
 			for _, peer := range r.Resources {
-				for _, n := range s.serviceNodes(peer) {
-					if peer != res.sid && slices.Contains(cands, n) {
-						together[n]++
-					}
+				// A peer being migrated counts only on its target, so that services which
+				// already moved do not draw the others back to the source (#6801).
+				if nodes := s.serviceNodes(peer); peer != res.sid && len(nodes) > 0 && slices.Contains(cands, nodes[len(nodes)-1]) {
+					together[nodes[len(nodes)-1]]++
 				}
 			}
 		}
@@ -121,10 +122,13 @@ func (s *Server) recoveryNodes(res *haResource) []string {
 		}
 		cands = slices.DeleteFunc(cands, func(n string) bool { return together[n] < most })
 	}
+	// A service being migrated counts on both nodes, as the HA manager's node usage does.
 	load := map[string]int{}
 	for _, other := range s.haResources {
-		if og := s.guests[other.vmid]; og != nil && other != res && other.state() != "ignored" && !other.recovering {
-			load[og.node]++
+		if other != res {
+			for _, n := range s.serviceNodes(other.sid) {
+				load[n]++
+			}
 		}
 	}
 	sort.SliceStable(cands, func(i, j int) bool { return load[cands[i]] < load[cands[j]] })

@@ -31,11 +31,15 @@ type haResource struct {
 	pickedUp bool
 	// seen: the CRM has seen the current request and carries it out next round.
 	seen bool
-	// migrateTo is a queued migrate or relocate command; relocate stops the VM first.
+	// migrateTo is a migrate or relocate command, queued, then carried out while the guest is
+	// locked "migrate"; relocate stops the VM first.
 	migrateTo string
 	relocate  bool
 	// recovering: its node failed and the CRM has found no node the rules allow yet.
 	recovering bool
+	// maintenanceNode is the node the service was moved off for maintenance, where it returns
+	// (Manager.pm maintenance_node).
+	maintenanceNode string
 }
 
 // state is the requested state, with PVE's defaults and aliases (enabled = started).
@@ -458,7 +462,7 @@ func (s *Server) crmRound() {
 			continue
 		}
 		node := s.node(g.node)
-		if node == nil || !node.online || g.lock != "" {
+		if node == nil || !node.online || g.lock != "" || s.maintenanceStep(res) != "" {
 			continue
 		}
 		pending := res.migrateTo != "" || (res.state() == "started") != (g.status == "running")
@@ -474,7 +478,7 @@ func (s *Server) crmRound() {
 			res.migrateTo = ""
 			// The CRM refuses a move next to a service in negative affinity.
 			if len(s.negativeBlockers(res, target)) == 0 {
-				s.haMove(g, target, res.relocate)
+				s.haMigrate(res, target, res.relocate)
 			}
 			continue
 		}
@@ -487,24 +491,35 @@ func (s *Server) crmRound() {
 	}
 }
 
-// haMove moves g to target as the LRM's migration does; the CRM drops a move it cannot do
-// (unknown or offline target, disks on local storage).
-func (s *Server) haMove(g *guest, target string, relocate bool) {
-	t := s.node(target)
-	if t == nil || !t.online || t.name == g.node {
-		return
+// haMigrate is the LRM carrying out a move the CRM ordered: qemu-server's migration
+// (startMigration: a qmigrate task, the guest locked "migrate", online when it runs); a
+// relocate shuts the guest down first and starts it again on target. Until the task ends the
+// service shows the move and counts on both nodes. A move the LRM cannot do is dropped: a
+// target that is unknown, not online for the HA manager or the guest's own node, disks on
+// local storage. It tells whether the move started. The caller holds s.mu.
+func (s *Server) haMigrate(res *haResource, target string, relocate bool) bool {
+	g, t := s.guests[res.vmid], s.node(target)
+	res.migrateTo, res.relocate = "", false
+	if t == nil || t.reportedHAState() != "online" || t.name == g.node {
+		return false
 	}
 	for _, v := range g.volumes() {
 		if st := s.storageOf(g, v.storage); st == nil || !st.shared {
-			return
+			return false
 		}
 	}
-	running := g.status == "running"
-	g.node = t.name
-	if relocate && running {
+	restart := relocate && g.status == "running"
+	if restart {
 		g.status = "stopped"
-		g.boot()
 	}
+	res.migrateTo, res.relocate = t.name, relocate
+	s.startMigration(nil, g, t, nil, func(ok bool) {
+		res.migrateTo, res.relocate = "", false
+		if restart {
+			g.boot()
+		}
+	})
+	return true
 }
 
 // FailOver plays a node failure and the HA manager's recovery of an HA-managed guest on it:

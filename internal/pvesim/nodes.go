@@ -32,16 +32,11 @@ func (n *node) setHAState(state string) {
 
 // SetNodeHAState sets a node's HA state at run time (online, maintenance, unknown, fence or
 // gone), as `ha-manager crm-command node-maintenance enable|disable` or a fence would. From then
-// on HA counts as running: every node row carries hastate.
+// on HA counts as running: every node row carries hastate. Entering maintenance migrates the
+// node's started HA services away, leaving it brings them back (see maintenanceStep).
 func (s *Server) SetNodeHAState(name, state string) error {
-	return s.withNode(name, func(n *node) error {
-		if !contains(haNodeStates, state) {
-			return fmt.Errorf("pvesim: hastate %q is not one of %s", state, strings.Join(haNodeStates, ", "))
-		}
-		n.setHAState(state)
-		s.haActive = true
-		return nil
-	})
+	_, err := s.setNodeHAState(name, state)
+	return err
 }
 
 // withNode runs change on node name under s.mu, or says there is no such node.

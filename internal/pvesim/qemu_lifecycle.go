@@ -226,11 +226,7 @@ func (s *Server) handleMigrate(w http.ResponseWriter, r *http.Request) {
 	}
 	// Disks on local storage move with the VM: they need the storage (or targetstorage) on the
 	// target, and a live migration must be told to copy them.
-	type move struct {
-		from, to *storage
-		key, vol string
-	}
-	var moves []move
+	var moves []diskMove
 	for _, v := range g.volumes() {
 		from := s.storageOf(g, v.storage)
 		if from == nil || from.shared {
@@ -249,10 +245,28 @@ func (s *Server) handleMigrate(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusInternalServerError, fmt.Sprintf("storage '%s' is not available on node '%s'", toName, target.name))
 			return
 		}
-		moves = append(moves, move{from, to, v.key, v.name})
+		moves = append(moves, diskMove{from, to, v.key, v.name})
 	}
+	writeData(w, s.startMigration(r, g, target, moves, nil))
+}
+
+// diskMove is a disk on local storage that a migration copies to the target's storage.
+type diskMove struct {
+	from, to *storage
+	key, vol string
+}
+
+// startMigration runs qemu-server's migration of g to target (an HA move runs the same, from
+// the LRM): a qmigrate task on the source node, with g locked "migrate" until it ends; then the
+// disks in moves are on the target's storage and g is on target. done, when set, runs after
+// the task either way. The caller holds s.mu and has checked the request.
+func (s *Server) startMigration(r *http.Request, g *guest, target *node, moves []diskMove, done func(ok bool)) string {
 	g.lock = "migrate"
-	writeData(w, s.startTask(r, g.node, "qmigrate", g.vmid, func() outcome {
+	source := g.node
+	return s.startTask(r, source, "qmigrate", g.vmid, func() outcome {
+		if !s.stillThere(g, source) {
+			return missingConfig(source, g.vmid) // recovered elsewhere meanwhile
+		}
 		for _, m := range moves {
 			// The copy on the target is a full volume, even of a linked clone's disk.
 			size := m.from.volumes[m.vol].size
@@ -264,7 +278,12 @@ func (s *Server) handleMigrate(w http.ResponseWriter, r *http.Request) {
 		}
 		g.node = target.name
 		return taskOK()
-	}, func(bool) { g.lock = "" }))
+	}, func(ok bool) {
+		g.lock = ""
+		if done != nil {
+			done(ok)
+		}
+	})
 }
 
 // clonedVolume renames a source volume for the clone: base-9000-disk-0 becomes

@@ -17,7 +17,7 @@ import (
 
 // adminUsage lists the subcommands that act on a running simulator through its admin
 // endpoint (see the pvesim package's admin.go).
-const adminUsage = `pvesim [--ca-cert FILE] maintenance NODE on|off   HA maintenance of a node on or off
+const adminUsage = `pvesim [--ca-cert FILE] maintenance NODE on|off   HA maintenance of a node on or off; HA services move away and back
 pvesim [--ca-cert FILE] fail NODE                  the node fails; HA services are recovered elsewhere
 pvesim [--ca-cert FILE] recover NODE               the node is back online
 pvesim [--ca-cert FILE] load NODE [cpu_load=F] [mem_used_gib=F]   the host's own load
@@ -139,7 +139,7 @@ func adminClient(caFile string) (*http.Client, error) {
 }
 
 // describeNode is one line about a node's state: online, HA state, live load, and where a
-// failure's HA services went.
+// failure's HA services went or maintenance's are being migrated.
 func describeNode(d map[string]any) string {
 	status := "online"
 	if d["online"] != 1.0 {
@@ -149,13 +149,17 @@ func describeNode(d map[string]any) string {
 	maxmem, _ := d["maxmem"].(float64)
 	cpu, _ := d["cpu"].(float64)
 	line := fmt.Sprintf("%v: %s, hastate %v, cpu %.0f%%, memory %.1f/%.0f GiB", d["node"], status, d["hastate"], cpu*100, mem/(1<<30), maxmem/(1<<30))
-	if moved, ok := d["recovered"].(map[string]any); ok {
+	for _, key := range []string{"recovered", "migrating"} {
+		moved, ok := d[key].(map[string]any)
+		if !ok {
+			continue
+		}
 		var parts []string
 		for vmid, node := range moved {
 			parts = append(parts, fmt.Sprintf("%s -> %v", vmid, node))
 		}
 		sort.Strings(parts)
-		line += "; HA recovered: " + strings.Join(parts, ", ")
+		line += "; HA " + key + ": " + strings.Join(parts, ", ")
 		if len(parts) == 0 {
 			line += "none"
 		}
