@@ -50,6 +50,16 @@ func TestAdminEndpoint(t *testing.T) {
 	// VM 102 on pve2 (ceph) as an HA resource, picked up by the next CRM round (any GET).
 	a.ok(a.form(http.MethodPost, "/cluster/ha/resources", url.Values{"sid": {"vm:102"}, "state": {"started"}}))
 	a.get("/cluster/ha/status/current")
+	// Maintenance migrates it away and, when it ends, back.
+	drained := a.ok(adminCall(a, http.MethodPost, "/pvesim/nodes/pve2/maintenance", url.Values{"enable": {"1"}})).obj()
+	away, _ := drained["migrating"].(map[string]any)
+	if g := s.MustGuest(t, 102); away["102"] == nil || g.Node != away["102"] {
+		t.Errorf("maintenance of pve2: %v; VM 102 on %s", drained, g.Node)
+	}
+	returned := a.ok(adminCall(a, http.MethodPost, "/pvesim/nodes/pve2/maintenance", url.Values{"enable": {"0"}})).obj()
+	if back, _ := returned["migrating"].(map[string]any); back["102"] != "pve2" || s.MustGuest(t, 102).Node != "pve2" {
+		t.Errorf("end of maintenance of pve2: %v", returned)
+	}
 	failed := a.ok(adminCall(a, http.MethodPost, "/pvesim/nodes/pve2/fail", nil)).obj()
 	moved, _ := failed["recovered"].(map[string]any)
 	if failed["online"] != 0.0 || moved["102"] == nil || moved["102"] == "pve2" {

@@ -30,6 +30,9 @@
 //     affinity, no negative peer running or migrating there, with positive peers, then the
 //     node with the fewest HA services) or none (the service stays in recovery, retried every
 //     round); a migration next to a negative peer answered with blocking-resources and refused;
+//     node maintenance migrates the node's started HA services (qmigrate under lock) to the
+//     nodes that recovery would choose, or leaves them when none is allowed, and brings them
+//     back to their maintenance node when it ends;
 //   - VM lifecycle as tasks with real UPIDs, run at once or after a set duration: create,
 //     clone (on the source node; full or linked; target node only from shared storage),
 //     config get/set with digest and locks, pending changes on running VMs, resize (grow only),

@@ -1,0 +1,119 @@
+package pvesim_test
+
+import (
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
+)
+
+// wantOn asserts where a guest is, that it runs and that no migration holds it.
+func wantOn(t *testing.T, s *pvesim.Server, vmid int, node string) {
+	t.Helper()
+	if g := s.MustGuest(t, vmid); g.Node != node || g.Status != "running" || g.Lock != "" {
+		t.Errorf("vm %d %s on %s (lock %q), want running on %s", vmid, g.Status, g.Node, g.Lock, node)
+	}
+}
+
+func setHAState(t *testing.T, s *pvesim.Server, node, state string) {
+	t.Helper()
+	if err := s.SetNodeHAState(node, state); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHAMaintenance: a node entering maintenance has its started HA services migrated (a
+// qmigrate under lock, online) to the nodes the HA manager picks under the rules, its other
+// guests stay; when maintenance ends they return to it.
+func TestHAMaintenance(t *testing.T) {
+	t.Run("moved off under the rules, back when it ends", func(t *testing.T) {
+		// pve1 runs HA services 100 and 101 and the plain VM 105; the other nodes one HA
+		// service each, so without rules vm 100 would go to pve2, the first of them.
+		s, a := haCluster(t, map[int]string{100: "pve1", 101: "pve1", 102: "pve2", 103: "pve3", 104: "pve4", 105: "pve1"})
+		a.ok(a.form(http.MethodPost, "/cluster/ha/resources", url.Values{"sid": {"vm:104"}}))
+		a.get("/cluster/ha/status/current")
+		a.ok(a.form(http.MethodPost, "/cluster/ha/rules", rule("rule", "apart", "type", "resource-affinity", "affinity", "negative", "resources", "vm:100,vm:102")))
+		a.ok(a.form(http.MethodPost, "/cluster/ha/rules", rule("rule", "pin", "type", "node-affinity", "strict", "1", "nodes", "pve1,pve4", "resources", "vm:101")))
+		s.HoldTasks()
+		setHAState(t, s, "pve1", "maintenance")
+		for _, sid := range []string{"vm:100", "vm:101"} {
+			if row := serviceRow(a, sid); row["state"] != "migrate" || row["node"] != "pve1" {
+				t.Errorf("%s during the migration: %v, want state migrate on pve1", sid, row)
+			}
+		}
+		if g := s.MustGuest(t, 100); g.Lock != "migrate" || g.Status != "running" {
+			t.Errorf("vm 100 during the migration: lock %q, %s; want locked migrate, running", g.Lock, g.Status)
+		}
+		s.ReleaseTasks()
+		wantOn(t, s, 100, "pve3") // pve2 runs its negative peer
+		wantOn(t, s, 101, "pve4") // its strict rule leaves pve4 only
+		wantOn(t, s, 105, "pve1")
+
+		setHAState(t, s, "pve1", "online")
+		wantOn(t, s, 100, "pve1")
+		wantOn(t, s, 101, "pve1")
+		wantOn(t, s, 105, "pve1")
+		a.get("/cluster/ha/status/current") // later rounds leave them there
+		wantOn(t, s, 100, "pve1")
+		if row := serviceRow(a, "vm:100"); row["state"] != "started" {
+			t.Errorf("vm:100 back: %v", row)
+		}
+	})
+	t.Run("migrations under way count as load", func(t *testing.T) {
+		s, _ := haCluster(t, map[int]string{100: "pve1", 101: "pve1", 102: "pve2", 103: "pve3"})
+		s.HoldTasks()
+		setHAState(t, s, "pve1", "maintenance")
+		s.ReleaseTasks()
+		wantOn(t, s, 100, "pve4")
+		wantOn(t, s, 101, "pve2") // pve4 got vm 100 while it was still migrating; pve2 comes first of the rest
+	})
+	t.Run("a positive peer follows", func(t *testing.T) {
+		s, a := haCluster(t, map[int]string{100: "pve1", 101: "pve1", 102: "pve2", 103: "pve3"})
+		a.ok(a.form(http.MethodPost, "/cluster/ha/rules", rule("rule", "together", "type", "resource-affinity", "affinity", "positive", "resources", "vm:100,vm:101")))
+		setHAState(t, s, "pve1", "maintenance")
+		wantOn(t, s, 100, "pve4")
+		wantOn(t, s, 101, "pve4")
+	})
+	t.Run("no allowed node: it stays, and moves once one is allowed", func(t *testing.T) {
+		s, a := haCluster(t, map[int]string{100: "pve1", 101: "pve2", 102: "pve3", 103: "pve4"})
+		a.ok(a.form(http.MethodPost, "/cluster/ha/rules", rule("rule", "apart", "type", "resource-affinity", "affinity", "negative", "resources", "vm:100,vm:101,vm:102,vm:103")))
+		setHAState(t, s, "pve1", "maintenance")
+		if row := serviceRow(a, "vm:100"); row["state"] != "started" || row["node"] != "pve1" {
+			t.Errorf("vm:100 %v, want started on pve1", row)
+		}
+		wantOn(t, s, 100, "pve1")
+		// The CRM tries every round: without the rule, the next round moves it.
+		a.ok(a.form(http.MethodDelete, "/cluster/ha/rules/apart", nil))
+		a.get("/cluster/ha/status/current")
+		if g := s.MustGuest(t, 100); g.Node == "pve1" {
+			t.Errorf("vm 100 still on pve1 after the rule is gone")
+		}
+	})
+	t.Run("no return while the rules forbid it, nor with failback off", func(t *testing.T) {
+		s, a := haCluster(t, map[int]string{100: "pve1", 101: "pve1", 102: "pve3", 103: "pve3"})
+		a.ok(a.form(http.MethodPut, "/cluster/ha/resources/vm:101", url.Values{"failback": {"0"}}))
+		setHAState(t, s, "pve1", "maintenance")
+		wantOn(t, s, 100, "pve2")
+		wantOn(t, s, 101, "pve4")
+		a.ok(a.form(http.MethodPost, "/cluster/ha/rules", rule("rule", "pin", "type", "node-affinity", "strict", "1", "nodes", "pve2", "resources", "vm:100")))
+		setHAState(t, s, "pve1", "online")
+		wantOn(t, s, 100, "pve2")
+		wantOn(t, s, 101, "pve4")
+		// It remembers its maintenance node: once the rule is gone, the next round takes it back.
+		a.ok(a.form(http.MethodDelete, "/cluster/ha/rules/pin", nil))
+		a.get("/cluster/ha/status/current")
+		wantOn(t, s, 100, "pve1")
+		wantOn(t, s, 101, "pve4")
+	})
+	t.Run("stopped services stay", func(t *testing.T) {
+		s, a := haCluster(t, map[int]string{100: "pve1"})
+		a.ok(a.form(http.MethodPut, "/cluster/ha/resources/vm:100", url.Values{"state": {"stopped"}}))
+		a.get("/cluster/ha/status/current")
+		a.get("/cluster/ha/status/current")
+		setHAState(t, s, "pve1", "maintenance")
+		if g := s.MustGuest(t, 100); g.Node != "pve1" || g.Status != "stopped" {
+			t.Errorf("stopped vm 100 %s on %s, want stopped on pve1", g.Status, g.Node)
+		}
+	})
+}
