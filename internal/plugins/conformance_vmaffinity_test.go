@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -229,6 +230,113 @@ func TestKubeInterPodAffinityMultipleNodes(t *testing.T) {
 			}
 			if tc.differs != "" && reflect.DeepEqual(tc.kube, want) {
 				t.Errorf("a case marked as differing from kube must differ")
+			}
+		})
+	}
+}
+
+// Kube's InterPodAffinity score table (scoring_test.go, TestPreferredAffinity, with kube's
+// default hardPodAffinityWeight 1), under kube's case names: an existing pod's affinity is its
+// guest's placement record, preferred terms with their weight and required ones without.
+// All agree, scores exactly.
+// Left out: namespaces and namespace selectors, invalid label values (config errors here) and
+// IgnorePreferredTermsOfExistingPods (no such arg).
+func TestKubeInterPodAffinityScore(t *testing.T) {
+	s1, s2 := []string{"security", "security-s1"}, []string{"security", "security-s2"}
+	china, india := map[string]string{"region": "China"}, map[string]string{"region": "India"}
+	az1, az2, chinaAz1 := map[string]string{"az": "az1"}, map[string]string{"az": "az2"}, map[string]string{"region": "China", "az": "az1"}
+	weighted := func(w int, t scheduler.VMGroupTerm) scheduler.VMGroupTerm { t.Weight = w; return t }
+	stayWithS1InRegion := weighted(5, inValues("security", "region", "s1"))
+	stayWithS2InRegion := weighted(6, inValues("security", "region", "s2"))
+	awayFromS1InAz, awayFromS2InAz := weighted(5, inValues("security", "az", "s1")), weighted(5, inValues("security", "az", "s2"))
+	stayWithS1 := weighted(8, inValues("security", "region", "s1"))
+	// kube's affinity3: NotIn S1 and In S2 weight 8, Exists security and DoesNotExist wrongkey weight 2.
+	affinity3 := []scheduler.VMGroupTerm{
+		{TagsAnyOf: []string{"security-s2"}, TagsNoneOf: []string{"security-s1"}, TopologyKey: "region", Weight: 8},
+		{Tags: []string{"security"}, TagsNoneOf: []string{"wrongkey"}, TopologyKey: "region", Weight: 2}}
+	// kube's hardAffinity: In S1, value2 and Exists security with DoesNotExist wrongkey, required.
+	hardAffinity := []scheduler.VMGroupTerm{inValues("security", "region", "s1", "value2"),
+		{Tags: []string{"security"}, TagsNoneOf: []string{"wrongkey"}, TopologyKey: "region"}}
+	pod := func(vmid int, node string, tags []string, affinity, anti []scheduler.VMGroupTerm) scheduler.Guest {
+		g := tagged(vmid, node, tags...)
+		g.Recorded = &scheduler.Recorded{Policy: scheduler.Request{VMAffinity: affinity, VMAntiAffinity: anti}}
+		return g
+	}
+	plain := func(vmid int, node string, tags []string) scheduler.Guest { return tagged(vmid, node, tags...) }
+	nodes := func(labels ...map[string]string) []scheduler.Node {
+		out := make([]scheduler.Node, len(labels))
+		for i, l := range labels {
+			out[i] = labelled(fmt.Sprintf("node%d", i+1), l)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name           string
+		tags           []string
+		affinity, anti []scheduler.VMGroupTerm
+		pods           []scheduler.Guest
+		nodes          []scheduler.Node
+		want           []float64
+	}{
+		{name: "all nodes are same priority as Affinity is nil", tags: s1, nodes: nodes(china, india, az1), want: []float64{0, 0, 0}},
+		{name: "Affinity: pod that matches topology key & pods in nodes will get high score comparing to others" +
+			"which doesn't match either pods in nodes or in topology key", tags: s1, affinity: []scheduler.VMGroupTerm{stayWithS1InRegion},
+			pods: []scheduler.Guest{plain(101, "node1", s1), plain(102, "node2", s2), plain(103, "node3", s1)}, nodes: nodes(china, india, az1), want: []float64{100, 0, 0}},
+		{name: "All the nodes that have the same topology key & label value with one of them has an existing pod that match the affinity rules, have the same score",
+			affinity: []scheduler.VMGroupTerm{stayWithS1InRegion}, pods: []scheduler.Guest{plain(101, "node1", s1)}, nodes: nodes(china, chinaAz1, india), want: []float64{100, 100, 0}},
+		{name: "Affinity: nodes in one region has more matching pods comparing to other region, so the region which has more matches will get high score",
+			tags: s1, affinity: []scheduler.VMGroupTerm{stayWithS2InRegion},
+			pods:  []scheduler.Guest{plain(101, "node1", s2), plain(102, "node1", s2), plain(103, "node2", s2), plain(104, "node3", s2), plain(105, "node4", s2), plain(106, "node5", s2)},
+			nodes: nodes(china, india, china, china, india), want: []float64{100, 0, 100, 100, 0}},
+		{name: "Affinity: different Label operators and values for pod affinity scheduling preference, including some match failures ",
+			tags: s1, affinity: affinity3, pods: []scheduler.Guest{plain(101, "node1", s1), plain(102, "node2", s2), plain(103, "node3", s1)},
+			nodes: nodes(china, india, az1), want: []float64{20, 100, 0}},
+		{name: "Affinity symmetry: considered only the preferredDuringSchedulingIgnoredDuringExecution in pod affinity symmetry", tags: s2,
+			pods:  []scheduler.Guest{pod(101, "node1", s1, []scheduler.VMGroupTerm{stayWithS1InRegion}, nil), pod(102, "node2", s2, []scheduler.VMGroupTerm{stayWithS2InRegion}, nil)},
+			nodes: nodes(china, india, az1), want: []float64{0, 100, 0}},
+		{name: "Affinity symmetry: considered RequiredDuringSchedulingIgnoredDuringExecution in pod affinity symmetry", tags: s1,
+			pods: []scheduler.Guest{pod(101, "node1", s1, hardAffinity, nil), pod(102, "node2", s2, hardAffinity, nil)}, nodes: nodes(china, india, az1), want: []float64{100, 100, 0}},
+		{name: "Anti Affinity: pod that does not match existing pods in node will get high score ", tags: s1, anti: []scheduler.VMGroupTerm{awayFromS1InAz},
+			pods: []scheduler.Guest{plain(101, "node1", s1), plain(102, "node2", s2)}, nodes: nodes(az1, china), want: []float64{0, 100}},
+		{name: "Anti Affinity: pod that does not match topology key & match the pods in nodes will get higher score comparing to others ", tags: s1,
+			anti: []scheduler.VMGroupTerm{awayFromS1InAz}, pods: []scheduler.Guest{plain(101, "node1", s1), plain(102, "node2", s1)}, nodes: nodes(az1, china), want: []float64{0, 100}},
+		{name: "Anti Affinity: one node has more matching pods comparing to other node, so the node which has more unmatches will get high score", tags: s1,
+			anti: []scheduler.VMGroupTerm{awayFromS1InAz}, pods: []scheduler.Guest{plain(101, "node1", s1), plain(102, "node1", s1), plain(103, "node2", s2)},
+			nodes: nodes(az1, india), want: []float64{0, 100}},
+		{name: "Anti Affinity symmetry: the existing pods in node which has anti affinity match will get high score", tags: s2,
+			pods:  []scheduler.Guest{pod(101, "node1", s1, nil, []scheduler.VMGroupTerm{awayFromS2InAz}), pod(102, "node2", s2, nil, []scheduler.VMGroupTerm{awayFromS1InAz})},
+			nodes: nodes(az1, az2), want: []float64{0, 100}},
+		{name: "Affinity and Anti Affinity: considered only preferredDuringSchedulingIgnoredDuringExecution in both pod affinity & anti affinity", tags: s1,
+			affinity: []scheduler.VMGroupTerm{stayWithS1}, anti: []scheduler.VMGroupTerm{awayFromS2InAz},
+			pods: []scheduler.Guest{plain(101, "node1", s1), plain(102, "node2", s1)}, nodes: nodes(china, az1), want: []float64{100, 0}},
+		{name: "Affinity and Anti Affinity: considering both affinity and anti-affinity, the pod to schedule and existing pods have the same labels", tags: s1,
+			affinity: []scheduler.VMGroupTerm{stayWithS1}, anti: []scheduler.VMGroupTerm{awayFromS2InAz},
+			pods: []scheduler.Guest{plain(101, "node1", s1), plain(102, "node1", s1), plain(103, "node2", s1), plain(104, "node3", s1), plain(105, "node3", s1),
+				plain(106, "node4", s1), plain(107, "node5", s1)},
+			nodes: nodes(chinaAz1, india, china, china, india), want: []float64{100, 0, 100, 100, 0}},
+		{name: "Affinity and Anti Affinity and symmetry: considered only preferredDuringSchedulingIgnoredDuringExecution in both pod affinity & anti affinity & symmetry", tags: s1,
+			affinity: []scheduler.VMGroupTerm{stayWithS1}, anti: []scheduler.VMGroupTerm{awayFromS2InAz},
+			pods: []scheduler.Guest{plain(101, "node1", s1), plain(102, "node2", s2),
+				pod(103, "node3", nil, []scheduler.VMGroupTerm{stayWithS1}, []scheduler.VMGroupTerm{awayFromS2InAz}), pod(104, "node4", nil, nil, []scheduler.VMGroupTerm{awayFromS1InAz})},
+			nodes: nodes(china, az1, india, az2), want: []float64{100, 0, 100, 0}},
+		{name: "Avoid panic when partial nodes in a topology don't have pods with affinity", tags: s1,
+			pods:  []scheduler.Guest{plain(101, "node1", s1), pod(102, "node2", nil, []scheduler.VMGroupTerm{stayWithS1}, []scheduler.VMGroupTerm{awayFromS2InAz})},
+			nodes: nodes(china, china), want: []float64{0, 0}},
+		{name: "Do not ignore preferred terms of existing pods", tags: s2,
+			pods:  []scheduler.Guest{pod(101, "node1", s1, []scheduler.VMGroupTerm{stayWithS1}, []scheduler.VMGroupTerm{awayFromS2InAz}), pod(102, "node2", s2, []scheduler.VMGroupTerm{stayWithS2InRegion}, nil)},
+			nodes: nodes(china, india), want: []float64{0, 100}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := request("p")
+			r.Tags, r.VMAffinity, r.VMAntiAffinity = tc.tags, tc.affinity, tc.anti
+			s := newPlugin[scheduler.ScorePlugin](t, newVMAffinityScore, nil)
+			got := scoreNodes(s, &r, infos(tc.nodes, tc.pods...))
+			want := map[string]float64{}
+			for i, n := range tc.nodes {
+				want[n.Name] = tc.want[i]
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("got %v, kube %v", got, want)
 			}
 		})
 	}

@@ -66,7 +66,7 @@ func (f vmAffinityFilter) PreFilter(state *scheduler.CycleState, r *scheduler.Re
 			s.terms = append(s.terms, newRequiredTerm(state, nodes, r, t, true))
 		}
 	}
-	s.recorded = recordedAntiAffinity(r, allNodes(state, nodes), false)
+	s.recorded = recordedAntiAffinity(r, allNodes(state, nodes))
 	if len(s.terms) > 0 || len(s.pins) > 0 || len(s.recorded) > 0 {
 		state.Write(vmAffinityFilterKey, s)
 	}

@@ -10,7 +10,9 @@ import (
 // those the preferred vm_anti_affinity terms push it from, ProxLB's plb_affinity* and
 // plb_anti_affinity* tags included (weight 100, by node). As kube's InterPodAffinity score:
 // each term adds (affinity) or takes (anti-affinity) its weight once per member in the node's
-// domain, and the sums are scaled min-max to 0..100 over the feasible nodes, truncated to an
+// domain; existing guests' recorded terms that select the VM weigh on their own domain
+// (symmetry: preferred affinity +weight, required affinity +1, preferred anti-affinity
+// -weight); and the sums are scaled min-max to 0..100 over the feasible nodes, truncated to an
 // integer as kube's.
 type vmAffinityScore struct {
 	proxLB bool
@@ -32,7 +34,7 @@ func (vmAffinityScore) Name() string { return VMAffinityName }
 // vmAffinityScoreState is what PreScore computes once per request.
 type vmAffinityScoreState struct {
 	groups []weightedGroup
-	// recorded are existing guests' recorded preferred anti-affinity terms against the request.
+	// recorded are existing guests' recorded terms that weigh on the request (recordedScoreTerms).
 	recorded []recordedTerm
 }
 
@@ -63,7 +65,7 @@ func (p vmAffinityScore) PreScore(state *scheduler.CycleState, r *scheduler.Requ
 			groups = append(groups, weightedGroup{weight: -t.Weight, counts: countGroup(state, nodes, t.Group(), t.TopologyKey)})
 		}
 	}
-	recorded := recordedAntiAffinity(r, nodes, true)
+	recorded := recordedScoreTerms(r, nodes)
 	if len(groups) > 0 || len(recorded) > 0 {
 		state.Write(vmAffinityScoreKey, &vmAffinityScoreState{groups: groups, recorded: recorded})
 	}
@@ -84,7 +86,7 @@ func (vmAffinityScore) Score(state *scheduler.CycleState, _ *scheduler.Request, 
 		return 0
 	}
 	s := v.(*vmAffinityScoreState)
-	sum := recordedPenalty(s.recorded, n.Node)
+	sum := recordedWeight(s.recorded, n.Node)
 	for _, g := range s.groups {
 		sum += float64(g.weight * g.counts.in(n.Node))
 	}

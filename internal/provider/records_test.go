@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -226,6 +227,29 @@ resource "qemuscheduler_vm" "other" {
 `), Check: resource.ComposeAggregateTestCheckFunc(
 		resource.TestCheckResourceAttr(vmAddr, "node", "pve2"),
 		resource.TestCheckResourceAttr("qemuscheduler_vm.other", "node", "pve1"),
+	)})
+}
+
+// Affinity symmetry in the score: an existing guest whose (hand-written) record prefers web
+// VMs by node draws a web VM that declares no rule to its node, pve3, although pve3 is the
+// busiest; a VM outside the group goes to an idle node.
+func TestAccVMDrawnByRecordedAffinity(t *testing.T) {
+	c := equalCluster()
+	c.Nodes[2].CPULoad, c.Nodes[2].MemUsedGiB = 0.2, 10
+	c.Guests = []pvesim.GuestSpec{handRecorded(150, "pve3", "cache", "qemu-scheduler/vm-affinity: tags=web weight=100\n", "cache")}
+	env, _ := simEnv(t, c)
+	runSteps(t, resource.TestStep{Config: env.config(`
+resource "qemuscheduler_vm" "web" {
+  name = "web-1"
+  tags = ["web"]
+}
+resource "qemuscheduler_vm" "other" {
+  name = "db-1"
+  tags = ["db"]
+}
+`), Check: resource.ComposeAggregateTestCheckFunc(
+		resource.TestCheckResourceAttr(vmAddr, "node", "pve3"),
+		resource.TestMatchResourceAttr("qemuscheduler_vm.other", "node", regexp.MustCompile(`^pve[12]$`)),
 	)})
 }
 
