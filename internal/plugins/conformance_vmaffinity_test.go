@@ -43,11 +43,7 @@ func TestKubeInterPodAffinitySingleNode(t *testing.T) {
 		return scheduler.TagSelector{TagsNoneOf: s.TagsAnyOf}
 	}
 	existing := func(tags []string, anti ...scheduler.VMGroupTerm) scheduler.Guest {
-		g := tagged(100, "machine1", tags...)
-		if len(anti) > 0 {
-			g.Recorded = &scheduler.Recorded{Policy: scheduler.Request{VMAntiAffinity: anti}}
-		}
-		return g
+		return recordedGuest(100, "machine1", tags, nil, anti)
 	}
 	for _, tc := range []struct {
 		name           string
@@ -105,14 +101,19 @@ func TestKubeInterPodAffinitySingleNode(t *testing.T) {
 	}
 }
 
-// kubeGuest is an existing pod: a guest with tags on a node, its required anti-affinity in its
-// placement record.
-func kubeGuest(vmid int, node string, tags []string, anti ...scheduler.VMGroupTerm) scheduler.Guest {
+// recordedGuest is an existing pod: a guest with tags on a node, its affinity and
+// anti-affinity in its placement record.
+func recordedGuest(vmid int, node string, tags []string, affinity, anti []scheduler.VMGroupTerm) scheduler.Guest {
 	g := tagged(vmid, node, tags...)
-	if len(anti) > 0 {
-		g.Recorded = &scheduler.Recorded{Policy: scheduler.Request{VMAntiAffinity: anti}}
+	if len(affinity) > 0 || len(anti) > 0 {
+		g.Recorded = &scheduler.Recorded{Policy: scheduler.Request{VMAffinity: affinity, VMAntiAffinity: anti}}
 	}
 	return g
+}
+
+// kubeGuest is an existing pod with required anti-affinity only.
+func kubeGuest(vmid int, node string, tags []string, anti ...scheduler.VMGroupTerm) scheduler.Guest {
+	return recordedGuest(vmid, node, tags, nil, anti)
 }
 
 // exists is kube's PodAffinityExists / PodAntiAffinityExists term on label key over topology
@@ -257,12 +258,7 @@ func TestKubeInterPodAffinityScore(t *testing.T) {
 	// kube's hardAffinity: In S1, value2 and Exists security with DoesNotExist wrongkey, required.
 	hardAffinity := []scheduler.VMGroupTerm{inValues("security", "region", "s1", "value2"),
 		{Tags: []string{"security"}, TagsNoneOf: []string{"wrongkey"}, TopologyKey: "region"}}
-	pod := func(vmid int, node string, tags []string, affinity, anti []scheduler.VMGroupTerm) scheduler.Guest {
-		g := tagged(vmid, node, tags...)
-		g.Recorded = &scheduler.Recorded{Policy: scheduler.Request{VMAffinity: affinity, VMAntiAffinity: anti}}
-		return g
-	}
-	plain := func(vmid int, node string, tags []string) scheduler.Guest { return tagged(vmid, node, tags...) }
+	pod, plain := recordedGuest, func(vmid int, node string, tags []string) scheduler.Guest { return tagged(vmid, node, tags...) }
 	nodes := func(labels ...map[string]string) []scheduler.Node {
 		out := make([]scheduler.Node, len(labels))
 		for i, l := range labels {
