@@ -459,6 +459,66 @@ func TestAccVMHAPinnedFailover(t *testing.T) {
 	)
 }
 
+// HA VMs on a node put into maintenance (ha-manager crm-command node-maintenance enable): the
+// HA manager migrates them away and back when maintenance ends, and neither move is drift.
+// One VM pins the node, the other was placed there by its node selector; the provider asks
+// for no migration of its own.
+func TestAccVMHAMaintenance(t *testing.T) {
+	env, sim := simEnv(t, labCluster())
+	config := env.config(`resource "qemuscheduler_vm" "web" {
+  name   = "ha-pinned"
+  vmid   = 160
+  memory = 1024
+  node   = "pve2"
+  clone {
+    source_vmid = 9000
+  }
+  ha {}
+}
+resource "qemuscheduler_vm" "api" {
+  name          = "ha-selected"
+  vmid          = 161
+  memory        = 1024
+  node_selector = { "node.qemu-scheduler/name" = "pve2" }
+  clone {
+    source_vmid = 9000
+  }
+  ha {}
+  depends_on = [qemuscheduler_vm.web]
+}`)
+	managed := &proxmox.HASettings{State: "started", MaxRestart: 1, MaxRelocate: 1}
+	noMigration := map[string]int{"POST /cluster/ha/resources/{sid}/migrate": 0, "POST /nodes/{node}/qemu/{vmid}/migrate": 0}
+	// maintenance switches pve2's HA state; then the plan is empty, the pinned VM keeps pve2 as
+	// its node while it runs on web, and the other one's node is where it runs, api.
+	maintenance := func(state, web, api string) resource.TestStep {
+		return resource.TestStep{
+			PreConfig: func() {
+				must(t, sim.SetNodeHAState("pve2", state))
+				sim.ResetRequests()
+			},
+			Config:           config,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			Check: resource.ComposeTestCheckFunc(
+				resource.TestCheckResourceAttr(vmAddr, "node", "pve2"),
+				haIs(t, sim, 160, managed, web, "running"),
+				haIs(t, sim, 161, managed, api, "running"),
+				resource.TestCheckResourceAttr("qemuscheduler_vm.api", "node", api),
+				requests(sim, noMigration),
+			),
+		}
+	}
+	runSteps(t,
+		resource.TestStep{Config: config, Check: resource.ComposeTestCheckFunc(
+			haIs(t, sim, 160, managed, "pve2", "running"),
+			haIs(t, sim, 161, managed, "pve2", "running"),
+		)},
+		// pve4 is down: vm 160 goes to pve1, the first of the nodes without HA services, and
+		// vm 161 to pve3, which has none while pve1 has vm 160.
+		maintenance("maintenance", "pve1", "pve3"),
+		maintenance("online", "pve2", "pve2"),
+	)
+}
+
 // An HA VM that the HA manager moved away from its node, imported by node/VMID with the
 // configuration that pins it there: the node is its pin, the plan is empty, and a changed pin
 // migrates it through the HA manager.
