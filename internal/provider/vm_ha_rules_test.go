@@ -8,11 +8,14 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -335,4 +338,87 @@ func TestWarnPVE8Once(t *testing.T) {
 	if len(diags) != 1 || diags.HasError() || !strings.Contains(diags[0].Detail(), "PVE 8") {
 		t.Fatalf("diagnostics %v, want one warning", diags)
 	}
+}
+
+// processWarnings logs the warnings of each provider process (each Terraform command starts
+// one) apart.
+type processWarnings struct {
+	mu    sync.Mutex
+	procs []*warningLog
+}
+
+func (p *processWarnings) factories() map[string]func() (tfprotov6.ProviderServer, error) {
+	return map[string]func() (tfprotov6.ProviderServer, error){"qemuscheduler": func() (tfprotov6.ProviderServer, error) {
+		log := &warningLog{}
+		p.mu.Lock()
+		p.procs = append(p.procs, log)
+		p.mu.Unlock()
+		s, err := providerserver.NewProtocol6WithError(New("test")())()
+		return warningServer{s, log}, err
+	}}
+}
+
+// count is how many warnings hold summary in each process.
+func (p *processWarnings) count(summary string) []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]int, len(p.procs))
+	for i, log := range p.procs {
+		log.mu.Lock()
+		for _, text := range log.texts {
+			if strings.HasPrefix(text, summary+":") {
+				out[i]++
+			}
+		}
+		log.mu.Unlock()
+	}
+	return out
+}
+
+// PVE 8 (no /cluster/ha/rules): three HA VMs kept apart, which want a rule, plan with one
+// warning per provider process, not one per VM, and no rules request other than the reads is
+// made, through the create, a replan and the destroy; ha.rules stays empty.
+func TestAccVMHARulesPVE8(t *testing.T) {
+	c := haRulesCluster()
+	c.HARules = nil // PVE 8
+	env, sim := simEnv(t, c)
+	var procs processWarnings
+	const summary = "No HA rules on this Proxmox VE"
+	noWrites := func() error {
+		for _, w := range []string{"POST /cluster/ha/rules", "PUT /cluster/ha/rules/{rule}", "DELETE /cluster/ha/rules/{rule}"} {
+			if n := sim.Requests(w); n != 0 {
+				return fmt.Errorf("%d requests %s on PVE 8", n, w)
+			}
+		}
+		return nil
+	}
+	resource.Test(t, resource.TestCase{ProtoV6ProviderFactories: procs.factories(),
+		Steps: []resource.TestStep{
+			{Config: haGroup(env, 3, ""), Check: apartOnNodes(sim, 100, 101, 102)},
+			// The three are HA resources now: each wants the group's rule.
+			{Config: haGroup(env, 3, ""), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+				Check: resource.ComposeTestCheckFunc(
+					resource.TestCheckResourceAttr("qemuscheduler_vm.web.0", "ha.rules.#", "0"),
+					resource.TestCheckResourceAttr("qemuscheduler_vm.web.2", "ha.rules.#", "0"),
+					func(*terraform.State) error {
+						counts := procs.count(summary)
+						warned := 0
+						for _, n := range counts {
+							if n > 1 {
+								return fmt.Errorf("a provider process warned %d times: %v", n, counts)
+							}
+							warned += n
+						}
+						if warned == 0 {
+							return fmt.Errorf("no process warned %q: %v", summary, counts)
+						}
+						if sim.Requests("GET /cluster/ha/rules") == 0 {
+							return fmt.Errorf("the rules were never read")
+						}
+						return noWrites()
+					},
+				)},
+		},
+		CheckDestroy: func(*terraform.State) error { return noWrites() },
+	})
 }
