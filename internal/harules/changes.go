@@ -2,6 +2,7 @@ package harules
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -79,7 +80,8 @@ func same(a, b scheduler.HARule) bool {
 	sorted := func(v []int) []int { v = slices.Clone(v); sort.Ints(v); return v }
 	names := func(v []string) []string { v = slices.Clone(v); sort.Strings(v); return v }
 	return a.Type == b.Type && a.Affinity == b.Affinity && a.Strict == b.Strict && a.Disabled == b.Disabled &&
-		a.Comment == b.Comment && slices.Equal(sorted(a.VMIDs), sorted(b.VMIDs)) && slices.Equal(names(a.Nodes), names(b.Nodes))
+		a.Comment == b.Comment && slices.Equal(sorted(a.VMIDs), sorted(b.VMIDs)) && slices.Equal(names(a.Nodes), names(b.Nodes)) &&
+		maps.Equal(a.Priorities, b.Priorities)
 }
 
 // Apply is the rule set cur after changes.
@@ -146,6 +148,7 @@ func Check(rules []scheduler.HARule, nodes int) []Problem {
 			add(r.Name, fmt.Sprintf("rule defines more resources (%d) than available nodes (%d)", len(r.VMIDs), nodes))
 		}
 		var paired []string
+		multiple := false
 		located, allowed := map[int]bool{}, map[string]bool{}
 		for _, n := range nodeRules {
 			common := overlap(r.VMIDs, n.VMIDs)
@@ -153,11 +156,20 @@ func Check(rules []scheduler.HARule, nodes int) []Problem {
 				continue
 			}
 			paired = append(paired, n.Name)
+			multiple = multiple || n.MultiplePriorities()
 			for _, m := range common {
 				located[m] = true
 			}
 			for _, node := range n.Nodes {
 				allowed[node] = true
+			}
+		}
+		// PVE cannot tell which priority class the group may use when its nodes are up or down,
+		// so it refuses the pair and names both sides.
+		if multiple {
+			add(r.Name, "resources are in node affinity rules with multiple priorities", paired...)
+			for _, n := range paired {
+				add(n, "resources are in a resource affinity rule and cannot be in a node affinity rule with multiple priorities", r.Name)
 			}
 		}
 		if r.Affinity == scheduler.HAPositive && len(paired) > 1 {

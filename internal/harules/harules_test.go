@@ -2,6 +2,7 @@ package harules
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -129,6 +130,11 @@ func TestCheck(t *testing.T) {
 	pin := func(name string, vmid int, nodes ...string) scheduler.HARule {
 		return scheduler.HARule{Name: name, Type: "node-affinity", VMIDs: []int{vmid}, Nodes: nodes, Strict: true}
 	}
+	prio := func(name string, vmid int, priorities map[string]int, nodes ...string) scheduler.HARule {
+		r := pin(name, vmid, nodes...)
+		r.Priorities = priorities
+		return r
+	}
 	tests := []struct {
 		name  string
 		rules []scheduler.HARule
@@ -142,6 +148,18 @@ func TestCheck(t *testing.T) {
 		{"restricted", []scheduler.HARule{neg, pin("p0", 100, "pve1"), pin("p1", 101, "pve1")}, 3, "apart: 2 resources are restricted to less nodes (1)"},
 		{"positive in two node rules", []scheduler.HARule{pos, pin("p0", 100, "pve1"), pin("p1", 101, "pve1")}, 3, "together: resources are in multiple node affinity rules (with rule p0, p1)"},
 		{"one resource", []scheduler.HARule{{Name: "x", Type: "resource-affinity", Affinity: "negative", VMIDs: []int{1}}}, 3, "x: rule is ineffective"},
+		// PVE's check_single_priority_node_affinity_in_resource_affinity_rules, both sides named.
+		{"node rule with priorities", []scheduler.HARule{neg, prio("p0", 100, map[string]int{"pve1": 2}, "pve1", "pve2")}, 3,
+			"apart: resources are in node affinity rules with multiple priorities (with rule p0)"},
+		{"node rule with priorities, its side", []scheduler.HARule{prio("p0", 100, map[string]int{"pve1": 2}, "pve1", "pve2"), pos}, 3,
+			"p0: resources are in a resource affinity rule and cannot be in a node affinity rule with multiple priorities (with rule together)"},
+		{"one priority class", []scheduler.HARule{neg, prio("p0", 100, map[string]int{"pve1": 2, "pve2": 2}, "pve1", "pve2")}, 3, ""},
+		{"priorities without resource affinity", []scheduler.HARule{prio("p0", 100, map[string]int{"pve1": 2}, "pve1", "pve2")}, 3, ""},
+		{"priorities of a disabled rule", []scheduler.HARule{neg, func() scheduler.HARule {
+			r := prio("p0", 100, map[string]int{"pve1": 2}, "pve1", "pve2")
+			r.Disabled = true
+			return r
+		}()}, 3, ""},
 		{"disabled rules do not count", []scheduler.HARule{neg, {Name: "off", Type: "resource-affinity", Affinity: "positive", VMIDs: []int{100, 101}, Disabled: true}}, 3, ""},
 	}
 	for _, tc := range tests {
@@ -149,7 +167,7 @@ func TestCheck(t *testing.T) {
 		for _, p := range Check(tc.rules, tc.nodes) {
 			got = append(got, p.Rule+": "+p.String())
 		}
-		if (tc.want == "") != (len(got) == 0) || (tc.want != "" && !strings.HasPrefix(got[0], tc.want)) {
+		if (tc.want == "") != (len(got) == 0) || (tc.want != "" && !slices.ContainsFunc(got, func(p string) bool { return strings.HasPrefix(p, tc.want) })) {
 			t.Errorf("%s: problems %q, want %q", tc.name, got, tc.want)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/harules"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
@@ -421,4 +422,23 @@ func TestAccVMHARulesPVE8(t *testing.T) {
 		},
 		CheckDestroy: func(*terraform.State) error { return noWrites() },
 	})
+}
+
+// The pre-write check names PVE's refusal of a group rule over a VM an admin's node rule
+// holds with two priority classes, and the admin's rule.
+func TestRefusalsMultiplePriorities(t *testing.T) {
+	admin := scheduler.HARule{Name: "admin-prefer", Type: scheduler.HANodeAffinity, VMIDs: []int{100}, Nodes: []string{"pve1", "pve2"},
+		Priorities: map[string]int{"pve1": 2}}
+	apart := scheduler.HARule{Name: apartWeb, Type: scheduler.HAResourceAffinity, Affinity: scheduler.HANegative, VMIDs: []int{100, 101}}
+	changes := []harules.Change{{Op: harules.Create, Rule: apart, Policy: "required vm_anti_affinity on tags web with topology_key node"}}
+	got := refusals(changes, []scheduler.HARule{admin}, 3)
+	want := "HA rule qemuscheduler-apart-web (keeping required vm_anti_affinity on tags web with topology_key node): " +
+		"resources are in node affinity rules with multiple priorities (with rule admin-prefer)"
+	if len(got) != 1 || got[0] != want {
+		t.Fatalf("refusals %q, want %q", got, want)
+	}
+	admin.Priorities["pve2"] = 2 // one class
+	if got := refusals(changes, []scheduler.HARule{admin}, 3); len(got) != 0 {
+		t.Fatalf("one priority class: refusals %q", got)
+	}
 }

@@ -66,8 +66,14 @@ func (c *Client) ReadHARules(ctx context.Context) (HARuleSet, error) {
 			}
 		}
 		for _, n := range splitList(r.Nodes) {
-			name, _, _ := strings.Cut(n, ":")
+			name, prio, _ := strings.Cut(n, ":")
 			rule.Nodes = append(rule.Nodes, name)
+			if p, err := strconv.Atoi(prio); err == nil && p != 0 {
+				if rule.Priorities == nil {
+					rule.Priorities = map[string]int{}
+				}
+				rule.Priorities[name] = p
+			}
 		}
 		set.Rules = append(set.Rules, rule)
 		set.Digest = r.Digest
@@ -87,7 +93,14 @@ func haRuleBody(r scheduler.HARule) map[string]any {
 	}
 	body := map[string]any{"type": r.Type, "resources": strings.Join(sids, ",")}
 	if r.Type == scheduler.HANodeAffinity {
-		body["nodes"] = strings.Join(r.Nodes, ",")
+		nodes := make([]string, len(r.Nodes))
+		for i, n := range r.Nodes {
+			nodes[i] = n
+			if p := r.Priorities[n]; p != 0 {
+				nodes[i] = n + ":" + strconv.Itoa(p)
+			}
+		}
+		body["nodes"] = strings.Join(nodes, ",")
 		body["strict"] = boolInt(r.Strict)
 	} else {
 		body["affinity"] = r.Affinity

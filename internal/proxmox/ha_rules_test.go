@@ -22,7 +22,7 @@ func TestHARules(t *testing.T) {
 	}
 	rules, err := newClient(t, pvesim.NewTestServer(t, c)).HARules(context.Background())
 	want := []scheduler.HARule{
-		{Name: "pin", Type: "node-affinity", VMIDs: []int{100}, Nodes: []string{"pve1", "pve2"}, Strict: true},
+		{Name: "pin", Type: "node-affinity", VMIDs: []int{100}, Nodes: []string{"pve1", "pve2"}, Priorities: map[string]int{"pve2": 2}, Strict: true},
 		{Name: "apart", Type: "resource-affinity", VMIDs: []int{101, 100}, CTs: []int{101}, Affinity: "negative", Disabled: true},
 	}
 	if err != nil || !reflect.DeepEqual(rules, want) {
@@ -64,7 +64,7 @@ func TestHARuleWrites(t *testing.T) {
 	if err := client.CreateHARule(ctx, pin); err != nil {
 		t.Fatal(err)
 	}
-	pin.Nodes = []string{"pve1", "pve2"}
+	pin.Nodes, pin.Priorities = []string{"pve1", "pve2"}, map[string]int{"pve1": 3, "pve2": 3} // one class: 100 is in apart
 	if err := client.UpdateHARule(ctx, pin, set.Digest); !errors.Is(err, proxmox.ErrHARuleConflict) {
 		t.Fatalf("update with a stale digest: %v, want a conflict", err)
 	}
@@ -76,7 +76,8 @@ func TestHARuleWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	rules, err := client.HARules(ctx)
-	if err != nil || len(rules) != 2 || !reflect.DeepEqual(rules[1].Nodes, []string{"pve1", "pve2"}) || !rules[1].Strict {
+	if err != nil || len(rules) != 2 || !reflect.DeepEqual(rules[1].Nodes, []string{"pve1", "pve2"}) || !rules[1].Strict ||
+		!reflect.DeepEqual(rules[1].Priorities, map[string]int{"pve1": 3, "pve2": 3}) {
 		t.Fatalf("after the update: %+v, %v", rules, err)
 	}
 	for i := 0; i < 2; i++ { // a rule already gone is fine

@@ -24,8 +24,11 @@ type HARule struct {
 	VMIDs []int
 	// CTs are the VMIDs that are containers (ct:N); the others are VMs (vm:N).
 	CTs []int
-	// Nodes are a node-affinity rule's nodes (priorities aside).
+	// Nodes are a node-affinity rule's nodes.
 	Nodes []string
+	// Priorities are the priorities of Nodes that are not 0 (PVE's node:priority; a node
+	// without one has 0, and the HA manager prefers the highest class).
+	Priorities map[string]int
 	// Strict node affinity keeps the resources on Nodes only; a non-strict rule prefers
 	// them, and the HA manager moves a resource back to them (failback), so a move elsewhere
 	// would be undone: both are kept.
@@ -34,6 +37,17 @@ type HARule struct {
 	Affinity string
 	Disabled bool
 	Comment  string
+}
+
+// MultiplePriorities tells a node-affinity rule whose nodes are of more than one priority
+// class (pve-ha-manager Rules.pm has_multiple_priorities).
+func (r HARule) MultiplePriorities() bool {
+	for _, n := range r.Nodes {
+		if r.Priorities[n] != r.Priorities[r.Nodes[0]] {
+			return true
+		}
+	}
+	return false
 }
 
 // HARefusal says why moving the guest vmid to node would break an enabled HA rule of the
