@@ -120,7 +120,7 @@ func TestTaskUserAndLog(t *testing.T) {
 	}
 
 	for path, want := range map[string]string{
-		"/nodes/pve2/tasks/UPID:pve2:bad/status": "unable to parse worker upid 'UPID:pve2:bad'",
+		"/nodes/pve2/tasks/UPID:pve2:bad/status": "unable to parse worker upid",
 		"/nodes/pve3/tasks/" + upid + "/status":  "no such task",
 	} {
 		if r := a.get(path); r.code != http.StatusBadRequest || r.env.Errors["upid"] != want {

@@ -20,6 +20,9 @@ type Cluster struct {
 	// HARules are PVE 9 HA rules (rules.cfg). Without the key the simulator is PVE 8, which
 	// has no /cluster/ha/rules; an empty list (ha_rules: []) is PVE 9 without rules.
 	HARules []HARuleSpec `yaml:"ha_rules" json:"ha_rules"`
+	// RemoteFiles are the files the simulated web serves to download-url (the simulator
+	// reaches no real URL).
+	RemoteFiles []RemoteFileSpec `yaml:"remote_files" json:"remote_files"`
 }
 
 // HARuleSpec is one PVE 9 HA rule as rules.cfg holds it.
@@ -130,6 +133,11 @@ func (c Cluster) validate() error {
 			return fmt.Errorf("cluster file: node %q has notes of %d characters; PVE allows %d", n.Name, len(n.Notes), maxNodeDescription)
 		}
 		nodes[n.Name] = true
+	}
+	for _, f := range c.RemoteFiles {
+		if !remoteURL.MatchString(f.URL) || f.Size <= 0 {
+			return fmt.Errorf("cluster file: remote file %q needs an http(s) url and a size > 0", f.URL)
+		}
 	}
 	storages := map[string]bool{}
 	for _, st := range c.Storages {

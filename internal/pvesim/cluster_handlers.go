@@ -33,6 +33,10 @@ func (s *Server) routes() {
 	h("GET /nodes/{node}/storage/{storage}/content", s.handleStorageContent)
 	h("GET /nodes/{node}/storage/{storage}/content/{volume...}", s.handleVolumeInfo)
 	h("GET /nodes/{node}/storage/{storage}/status", s.handleStorageStatus)
+	h("DELETE /nodes/{node}/storage/{storage}/content/{volume...}", s.handleVolumeDelete)
+	h("POST /nodes/{node}/storage/{storage}/upload", s.handleUpload)
+	h("POST /nodes/{node}/storage/{storage}/download-url", s.handleDownloadURL)
+	h("GET /nodes/{node}/query-url-metadata", s.handleQueryURLMetadata)
 	h("GET /nodes/{node}/config", s.handleNodeConfigGet)
 	h("PUT /nodes/{node}/config", s.handleNodeConfigSet)
 	h("GET /cluster/ha/status/manager_status", s.handleHAManagerStatus)
@@ -72,6 +76,7 @@ func (s *Server) routes() {
 	h("DELETE /nodes/{node}/qemu/{vmid}", s.handleDelete)
 	h("GET /nodes/{node}/tasks/{upid}/status", s.handleTaskStatus)
 	h("GET /nodes/{node}/tasks/{upid}/log", s.handleTaskLog)
+	h("DELETE /nodes/{node}/tasks/{upid}", s.handleTaskStop)
 	m.HandleFunc("/", notImplemented)
 	s.mux = m
 }

@@ -46,6 +46,8 @@ type Server struct {
 	// agentDelay is how many guest agent calls after a start fail; brokenAgents never answer.
 	agentDelay   int
 	brokenAgents map[int]bool
+	// remoteFiles is the simulated web download-url fetches from, by URL (storage_files.go).
+	remoteFiles map[string]RemoteFileSpec
 
 	firstTaskStart, lastTaskEnd time.Time
 	logMu                       sync.Mutex // guards requestLog
@@ -102,6 +104,10 @@ func New(c Cluster, opts ...Option) (*Server, error) {
 		rng: mrand.New(mrand.NewSource(1)), nextID: c.NextID, pid: 0x1000, haRules: c.HARules,
 		tokenID: "root@pam!sim", tokenSecret: secretUUID(), username: "root@pam", password: randomHex(8),
 		haResources: map[string]*haResource{}, haGroups: map[string]*haGroup{}, agentDelay: 1, brokenAgents: map[int]bool{},
+		remoteFiles: map[string]RemoteFileSpec{},
+	}
+	for _, f := range c.RemoteFiles {
+		s.remoteFiles[f.URL] = f
 	}
 	for _, o := range opts {
 		o(s)

@@ -131,6 +131,14 @@ func (s *Server) handleStorageContent(w http.ResponseWriter, r *http.Request) {
 				"format": "snippet", "size": size, "ctime": volumeCTime})
 		}
 	}
+	// So do the template, ISO and import files (storage_files.go).
+	for volname, f := range st.files {
+		c, file, _ := strings.Cut(volname, "/")
+		if (content == "" || content == c) && contains(st.content, c) && vmid < 0 {
+			rows = append(rows, map[string]any{"volid": st.name + ":" + volname, "content": c,
+				"format": fileFormat(c, file), "size": f.size, "ctime": volumeCTime})
+		}
+	}
 	slices.SortFunc(rows, func(a, b map[string]any) int {
 		return strings.Compare(strings.ToLower(a["volid"].(string)), strings.ToLower(b["volid"].(string)))
 	})

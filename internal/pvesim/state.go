@@ -39,6 +39,7 @@ type storage struct {
 	inactive bool
 	volumes  map[string]volumeSize // volume name (vm-100-disk-0) -> its size
 	snippets map[string]int        // snippets directory: file name -> size in bytes
+	files    map[string]storedFile // iso, vztmpl and import files by volume name (iso/x.iso)
 }
 
 // volumeSize is a volume's virtual size and the space it takes on its storage: both the same

@@ -21,6 +21,10 @@ type task struct {
 	done      bool
 	exit      string
 	log       []string
+	// finish ends the task with its action's outcome, or with interrupted's when the task
+	// was stopped first; it does nothing once the task is done.
+	finish      func()
+	interrupted bool
 }
 
 // outcome is what a task's action reports: "" for OK, or the error text; warnings are logged
@@ -40,20 +44,33 @@ func taskError(format string, a ...any) outcome { return outcome{err: fmt.Sprint
 // the locks the task held; ok says whether the task succeeded. Both run under s.mu, which
 // the caller holds.
 func (s *Server) startTask(r *http.Request, nodeName, typ string, id int, action func() outcome, release func(ok bool)) string {
+	return s.startWorker(r, nodeName, typ, strconv.Itoa(id), action, release)
+}
+
+// startWorker is startTask for a worker whose id is not a VMID: a storage's (imgdel
+// "100@local"), a file name (download), or none (imgcopy).
+func (s *Server) startWorker(r *http.Request, nodeName, typ, id string, action func() outcome, release func(ok bool)) string {
 	s.pid++
 	now := time.Now()
-	t := &task{node: nodeName, typ: typ, id: strconv.Itoa(id), user: requestUser(r), pid: s.pid, pstart: s.pid * 7, startTime: now.Unix()}
+	t := &task{node: nodeName, typ: typ, id: id, user: requestUser(r), pid: s.pid, pstart: s.pid * 7, startTime: now.Unix()}
 	t.upid = fmt.Sprintf("UPID:%s:%08X:%08X:%08X:%s:%s:%s:", nodeName, t.pid, t.pstart, t.startTime, typ, t.id, t.user)
 	s.tasks[t.upid] = t
 	if s.firstTaskStart.IsZero() {
 		s.firstTaskStart = now
 	}
-	finish := func() {
+	t.finish = func() {
+		if t.done {
+			return
+		}
 		var res outcome
-		if msg, failing := s.failing[typ]; failing {
+		switch msg, failing := s.failing[typ]; {
+		case t.interrupted:
+			// fork_worker's SIGTERM handler dies, so the worker's action never completes.
+			res = outcome{err: "received interrupt"}
+		case failing:
 			delete(s.failing, typ)
 			res = outcome{err: msg}
-		} else {
+		default:
 			res = action()
 		}
 		t.log = append(t.log, res.warnings...)
@@ -76,16 +93,16 @@ func (s *Server) startTask(r *http.Request, nodeName, typ string, id int, action
 	}
 	switch {
 	case s.holding:
-		s.held = append(s.held, finish)
+		s.held = append(s.held, t.finish)
 		return t.upid
 	case s.taskDuration <= 0:
-		finish()
+		t.finish()
 		return t.upid
 	}
 	time.AfterFunc(s.taskDuration, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		finish()
+		t.finish()
 	})
 	return t.upid
 }
@@ -100,7 +117,7 @@ func (s *Server) taskFor(w http.ResponseWriter, r *http.Request) *task {
 	}
 	upid := r.PathValue("upid")
 	if !upidPattern.MatchString(upid) {
-		paramError(w, "upid", "unable to parse worker upid '"+upid+"'")
+		paramError(w, "upid", "unable to parse worker upid")
 		return nil
 	}
 	t, found := s.tasks[upid]
@@ -152,6 +169,28 @@ func (s *Server) handleTaskLog(w http.ResponseWriter, r *http.Request) {
 		rows = append(rows, map[string]any{"n": i + 1, "t": lines[i]})
 	}
 	writeEnvelope(w, map[string]any{"data": rows, "total": len(lines)})
+}
+
+// handleTaskStop is DELETE /nodes/{node}/tasks/{upid} (pve-manager API2/Tasks.pm stop_task,
+// RESTEnvironment check_worker with killit): a running task gets SIGTERM, its worker dies
+// "received interrupt" and the task ends with that error; a finished task is left as it is.
+// Either way the answer is null. The simulator's users own every task (and are all-powerful),
+// so the Sys.Modify check for another user's task always passes.
+func (s *Server) handleTaskStop(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.taskFor(w, r)
+	if t == nil {
+		return
+	}
+	if _, ok := readAllowedParams(w, r); !ok {
+		return
+	}
+	if !t.done {
+		t.interrupted = true
+		t.finish()
+	}
+	writeData(w, nil)
 }
 
 // TaskWindow returns when the first task started and the last one finished: the wall time a
