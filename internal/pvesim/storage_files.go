@@ -462,19 +462,10 @@ func (s *Server) handleVolumeDelete(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	storeID, volume := r.PathValue("storage"), r.PathValue("volume")
-	volname := volume
-	if strings.Contains(volume, ":") {
-		m := volumeIDText.FindStringSubmatch(volume)
-		switch {
-		case m == nil:
-			paramError(w, "volume", fmt.Sprintf("unable to parse volume ID '%s'\n", volume))
-			return
-		case m[1] != storeID:
-			paramError(w, "volume", fmt.Sprintf("storage ID mismatch (%s != %s)\n", m[1], storeID))
-			return
-		}
-		volname = m[2]
+	storeID := r.PathValue("storage")
+	volname, ok := realVolumeName(w, storeID, r.PathValue("volume"))
+	if !ok {
+		return
 	}
 	typ := s.storageType(storeID)
 	if !s.storageExists(storeID) {

@@ -5,6 +5,8 @@ package pvesim
 // reads when a drive names an existing volume.
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"net/http"
@@ -132,19 +134,10 @@ func (s *Server) handleVolumeInfo(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.onlineParams(w, r); !ok {
 		return
 	}
-	storeID, volume := r.PathValue("storage"), r.PathValue("volume")
-	volname := volume
-	if strings.Contains(volume, ":") {
-		m := volumeIDText.FindStringSubmatch(volume)
-		switch {
-		case m == nil:
-			paramError(w, "volume", fmt.Sprintf("unable to parse volume ID '%s'\n", volume))
-			return
-		case m[1] != storeID:
-			paramError(w, "volume", fmt.Sprintf("storage ID mismatch (%s != %s)\n", m[1], storeID))
-			return
-		}
-		volname = m[2]
+	storeID := r.PathValue("storage")
+	volname, ok := realVolumeName(w, storeID, r.PathValue("volume"))
+	if !ok {
+		return
 	}
 	st, msg := s.activeStorage(r.PathValue("node"), storeID)
 	if msg != "" {
@@ -160,6 +153,24 @@ func (s *Server) handleVolumeInfo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeData(w, map[string]any{"path": st.volumePath(volname), "size": v.size, "used": v.used, "format": "raw"})
+}
+
+// realVolumeName is Content.pm's real_volume_id for the content calls: the volume's name on
+// storeID, from a name or a full volume id of that storage, or a 400 for the volume.
+func realVolumeName(w http.ResponseWriter, storeID, volume string) (string, bool) {
+	if !strings.Contains(volume, ":") {
+		return volume, true
+	}
+	m := volumeIDText.FindStringSubmatch(volume)
+	switch {
+	case m == nil:
+		paramError(w, "volume", fmt.Sprintf("unable to parse volume ID '%s'\n", volume))
+		return "", false
+	case m[1] != storeID:
+		paramError(w, "volume", fmt.Sprintf("storage ID mismatch (%s != %s)\n", m[1], storeID))
+		return "", false
+	}
+	return m[2], true
 }
 
 // volumeSize is volume_size_info of an image volume: its sizes, or the storage plugin's
@@ -194,4 +205,62 @@ func (st *storage) volumePath(volname string) string {
 		return fmt.Sprintf("/dev/zvol/%s/%s", st.name, volname)
 	}
 	return fmt.Sprintf("/mnt/pve/%s/images/%s", st.name, volname)
+}
+
+// handleStorageConfig is GET /storage/{storage} (pve-storage API2/Storage/Config.pm read): the
+// storage's storage.cfg section with its id and the file's digest; content and nodes as comma
+// lists, shared 1 where storage.cfg (or the type) makes it shared, path for file based types.
+// Type-specific keys (vgname, pool, server, export...) are not simulated.
+func (s *Server) handleStorageConfig(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := readAllowedParams(w, r); !ok {
+		return
+	}
+	name := r.PathValue("storage")
+	if msg := checkStorageID(name); msg != "" {
+		paramError(w, "storage", "invalid format - "+msg)
+		return
+	}
+	st := s.anyStorage(name)
+	if st == nil {
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("storage '%s' does not exist", name))
+		return
+	}
+	writeData(w, s.storageSection(st))
+}
+
+// storageSection is a storage's storage.cfg section as Config.pm answers it.
+func (s *Server) storageSection(st *storage) map[string]any {
+	out := map[string]any{"storage": st.name, "type": st.typ, "content": strings.Join(st.content, ","), "digest": s.storageDigest()}
+	if st.shared {
+		out["shared"] = 1
+	}
+	if fileStorage(st.typ) {
+		out["path"] = "/mnt/pve/" + st.name
+	}
+	var nodes []string
+	for _, n := range s.nodes {
+		if n.storage(st.name) != nil {
+			nodes = append(nodes, n.name)
+		}
+	}
+	if len(nodes) < len(s.nodes) {
+		out["nodes"] = strings.Join(nodes, ",")
+	}
+	return out
+}
+
+// storageDigest is the SHA-1 of storage.cfg as the simulator would write it.
+func (s *Server) storageDigest() string {
+	h := sha1.New()
+	for _, st := range s.clusterStorages() {
+		fmt.Fprintf(h, "%s: %s\n\tcontent %s\n\tshared %d\n", st.typ, st.name, strings.Join(st.content, ","), b2i(st.shared))
+		for _, n := range s.nodes {
+			if n.storage(st.name) != nil {
+				fmt.Fprintf(h, "\tnode %s\n", n.name)
+			}
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
