@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
@@ -261,6 +262,14 @@ func (d *rebalanceDataSource) Read(ctx context.Context, req datasource.ReadReque
 	case err != nil:
 		resp.Diagnostics.AddError("Cannot read the HA rules", err.Error())
 		return
+	}
+	// The HA manager refuses a move next to a negative peer it is moving there, and keeps a
+	// positive group where it moves it: with such rules, read its moves (one request).
+	if slices.ContainsFunc(in.Snapshot.HARules, func(r scheduler.HARule) bool { return r.Type == scheduler.HAResourceAffinity && !r.Disabled }) {
+		if in.Snapshot.HAMoves, err = d.data.client.HAMoves(ctx); err != nil {
+			resp.Diagnostics.AddError("Cannot read the HA manager status", err.Error())
+			return
+		}
 	}
 	in.DiskStorages = func(g *scheduler.Guest) ([]string, error) { return d.data.client.DiskStorages(ctx, g.Node, g.VMID) }
 	plan, err := rebalance.PlanMoves(in)

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"testing"
@@ -8,7 +9,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
 const rb = "data.qemuscheduler_rebalance.r"
@@ -213,5 +216,47 @@ data "qemuscheduler_rebalance" "r" {
 		resource.TestCheckResourceAttr(rb, "moves.0.to", "pve3"),
 		resource.TestMatchResourceAttr(rb, "moves.0.reason", wrapped(`policy violation on pve1: VMAntiAffinity: .*101`)),
 		resource.TestCheckResourceAttr(rb, "kept.#", "0"),
+	)})
+}
+
+// A guest is not moved next to a negative peer that the HA manager is moving to the target
+// (PVE's CRM would refuse the migration): vm 101 leaves pve1 for maintenance towards pve2, so
+// vm 100, which must leave pve3, is kept with the move named. The HA manager's moves cost
+// one read of its status per rebalance read, as the rules do.
+func TestAccRebalanceHAPeerMoving(t *testing.T) {
+	c := rebalanceCluster()
+	c.HARules = []pvesim.HARuleSpec{}
+	c.Guests = []pvesim.GuestSpec{runningGuest(100, "pve3", "app", "rebal"), runningGuest(101, "pve1", "peer")}
+	env, sim := simEnv(t, c)
+	ctx := context.Background()
+	client := simClient(t, sim)
+	for _, vmid := range []int{100, 101} {
+		must(t, client.AddHAResource(ctx, vmid, proxmox.HASettings{State: "started", MaxRestart: -1, MaxRelocate: -1}))
+	}
+	must(t, client.CreateHARule(ctx, scheduler.HARule{Name: "apart", Type: scheduler.HAResourceAffinity, Affinity: scheduler.HANegative, VMIDs: []int{100, 101}}))
+	sim.HoldTasks()
+	t.Cleanup(sim.ReleaseTasks)
+	must(t, sim.SetNodeHAState("pve1", "maintenance"))
+	if moves, err := client.HAMoves(ctx); err != nil || moves[101] != "pve2" {
+		t.Fatalf("HA moves %v, %v; want vm 101 moving to pve2", moves, err)
+	}
+	rules, status := sim.Requests("GET /cluster/ha/rules"), sim.Requests("GET /cluster/ha/status/manager_status")
+	runSteps(t, resource.TestStep{Config: env.config(`
+data "qemuscheduler_rebalance" "r" {
+  tags        = ["rebal"]
+  annotations = { "node.qemu-scheduler/regex" = "pve[12]" }
+}
+`), Check: resource.ComposeAggregateTestCheckFunc(
+		resource.TestCheckResourceAttr(rb, "moves.#", "0"),
+		resource.TestCheckResourceAttr(rb, "kept.#", "1"),
+		resource.TestCheckResourceAttr(rb, "kept.0.vmid", "100"),
+		resource.TestMatchResourceAttr(rb, "kept.0.reason", wrapped(`pve2: HA rule apart \(negative resource-affinity\): the HA manager is moving vm 101 there`)),
+		func(*terraform.State) error {
+			reads := sim.Requests("GET /cluster/ha/rules") - rules
+			if got := sim.Requests("GET /cluster/ha/status/manager_status") - status; reads == 0 || got != reads {
+				return fmt.Errorf("%d HA manager status reads for %d rules reads, want one each", got, reads)
+			}
+			return nil
+		},
 	)})
 }

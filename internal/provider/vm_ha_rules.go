@@ -294,9 +294,9 @@ func checkHAMove(snap scheduler.Snapshot, rules []scheduler.HARule, plan, state 
 	if !haManaged(state.HA) || !haManaged(plan.HA) || !known(plan.Node) || plan.Node.Equal(state.Node) {
 		return
 	}
-	where := func(id int) (string, bool) {
+	where := func(id int) (string, string, bool) {
 		node, err := proxmox.LocateIn(snap, id)
-		return node, err == nil
+		return node, snap.HAMoves[id], err == nil
 	}
 	// The VM's own node rule is rewritten for the target before the move (haBeforeMove).
 	own := harules.Prefix + "vm-" + strconv.Itoa(vmid)

@@ -172,3 +172,36 @@ func or(s, fallback string) string {
 	}
 	return s
 }
+
+// HAMoves reads the HA services the HA manager is moving (GET
+// /cluster/ha/status/manager_status): for each guest in a migrate or relocate (or a start
+// balanced onto another node), the node it is moving to. The HA manager counts such a
+// service on that node as well as on its own (pve-ha-manager Usage.pm
+// get_used_service_nodes): a move next to a negative peer migrating there is refused. VMs and
+// containers alike, by VMID; empty when HA never ran.
+func (c *Client) HAMoves(ctx context.Context) (map[int]string, error) {
+	var status struct {
+		ManagerStatus struct {
+			ServiceStatus map[string]struct {
+				State  string `json:"state"`
+				Target string `json:"target"`
+			} `json:"service_status"`
+		} `json:"manager_status"`
+	}
+	if err := c.get(ctx, "read the HA manager status", "/cluster/ha/status/manager_status", nil, &status); err != nil {
+		return nil, err
+	}
+	out := map[int]string{}
+	for sid, s := range status.ManagerStatus.ServiceStatus {
+		_, id, _ := strings.Cut(sid, ":")
+		vmid, err := strconv.Atoi(id)
+		if err != nil || s.Target == "" {
+			continue
+		}
+		switch s.State {
+		case "migrate", "relocate", "request_start_balance":
+			out[vmid] = s.Target
+		}
+	}
+	return out, nil
+}

@@ -89,3 +89,41 @@ func TestHARuleWrites(t *testing.T) {
 		t.Fatalf("update of a deleted rule: %v, want a conflict", err)
 	}
 }
+
+// TestHAMoves: the services the HA manager is moving, with their targets, from one read of
+// the manager status; none before HA runs and once the moves are done.
+func TestHAMoves(t *testing.T) {
+	ctx := context.Background()
+	c := pvesim.Cluster{HARules: []pvesim.HARuleSpec{},
+		Storages: []pvesim.StorageSpec{{Name: "ceph", Content: []string{"images"}, Shared: true, SizeGiB: 100}}}
+	for _, n := range []string{"pve1", "pve2"} {
+		c.Nodes = append(c.Nodes, pvesim.NodeSpec{Name: n, CPUs: 4, MemoryGiB: 8})
+	}
+	c.Guests = []pvesim.GuestSpec{{VMID: 100, Node: "pve1", Status: "running"}, {VMID: 101, Node: "pve2", Status: "running"}}
+	sim := pvesim.NewTestServer(t, c)
+	client := newClient(t, sim)
+	if moves, err := client.HAMoves(ctx); err != nil || len(moves) != 0 {
+		t.Fatalf("before HA runs: %v, %v", moves, err)
+	}
+	for _, vmid := range []int{100, 101} {
+		if err := client.AddHAResource(ctx, vmid, proxmox.HASettings{State: "started", MaxRestart: -1, MaxRelocate: -1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sim.HoldTasks()
+	if err := sim.SetNodeHAState("pve1", "maintenance"); err != nil {
+		t.Fatal(err)
+	}
+	before := sim.Requests("GET /cluster/ha/status/manager_status")
+	moves, err := client.HAMoves(ctx)
+	if err != nil || !reflect.DeepEqual(moves, map[int]string{100: "pve2"}) {
+		t.Fatalf("during maintenance: %v, %v; want vm 100 moving to pve2", moves, err)
+	}
+	if n := sim.Requests("GET /cluster/ha/status/manager_status") - before; n != 1 {
+		t.Errorf("%d requests, want one", n)
+	}
+	sim.ReleaseTasks()
+	if moves, err := client.HAMoves(ctx); err != nil || len(moves) != 0 {
+		t.Fatalf("after the move: %v, %v", moves, err)
+	}
+}

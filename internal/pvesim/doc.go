@@ -22,7 +22,8 @@
 //     snippets checked when the cloud-init drive is generated (start), as qemu-server does;
 //   - nodes: host-arch, node config with Notes (description, stored and digested as PVE does),
 //     HA node states (hastate on /cluster/resources node rows once HA has run, and
-//     /cluster/ha/status/manager_status), switched at run time like node-maintenance;
+//     /cluster/ha/status/manager_status, whose service_status gives each service's CRM state,
+//     node and the target of a move under way), switched at run time like node-maintenance;
 //   - HA: resources (/cluster/ha/resources, removal purges them from the rules) and the HA
 //     manager's rounds; PVE 9 rules (/cluster/ha/rules: list with type and resource filters,
 //     read, create, update with digest and delete, remove) with pve-ha-manager's feasibility

@@ -117,3 +117,41 @@ func TestHAMaintenance(t *testing.T) {
 		}
 	})
 }
+
+// TestHAManagerServiceStatus: the manager status lists each service the CRM knows with its
+// node and CRM state, and a move under way with its target (what the HA manager counts the
+// service on besides its node); a stopped one is stopped, an ignored one is not listed.
+func TestHAManagerServiceStatus(t *testing.T) {
+	s, a := haCluster(t, map[int]string{100: "pve1", 101: "pve2", 102: "pve3", 103: "pve4"})
+	a.ok(a.form(http.MethodPut, "/cluster/ha/resources/vm:102", url.Values{"state": {"stopped"}}))
+	a.ok(a.form(http.MethodPut, "/cluster/ha/resources/vm:103", url.Values{"state": {"ignored"}}))
+	a.get("/cluster/ha/status/current")
+	a.get("/cluster/ha/status/current")
+	s.HoldTasks()
+	setHAState(t, s, "pve1", "maintenance")
+	services := func() map[string]any {
+		ms, _ := a.ok(a.get("/cluster/ha/status/manager_status")).obj()["manager_status"].(map[string]any)
+		out, _ := ms["service_status"].(map[string]any)
+		return out
+	}
+	during := services()
+	mig, _ := during["vm:100"].(map[string]any)
+	if mig["state"] != "migrate" || mig["node"] != "pve1" || mig["target"] == nil || mig["target"] == "pve1" || mig["uid"] == "" {
+		t.Errorf("vm:100 leaving pve1 for maintenance: %v, want state migrate on pve1 with a target", mig)
+	}
+	if st, _ := during["vm:101"].(map[string]any); st["state"] != "started" || st["node"] != "pve2" || st["target"] != nil {
+		t.Errorf("vm:101: %v, want started on pve2 without a target", st)
+	}
+	if st, _ := during["vm:102"].(map[string]any); st["state"] != "stopped" {
+		t.Errorf("vm:102: %v, want stopped", st)
+	}
+	if _, listed := during["vm:103"]; listed {
+		t.Errorf("the ignored vm:103 is listed: %v", during)
+	}
+	s.ReleaseTasks()
+	target, _ := mig["target"].(string)
+	wantOn(t, s, 100, target)
+	if st, _ := services()["vm:100"].(map[string]any); st["state"] != "started" || st["target"] != nil || st["maintenance_node"] != "pve1" {
+		t.Errorf("vm:100 after the move: %v, want started, no target, maintenance node pve1", st)
+	}
+}

@@ -398,6 +398,41 @@ func (s *Server) verboseState(res *haResource) string {
 	return want
 }
 
+// serviceStatus is the manager status's service_status: each service the CRM has picked up,
+// by sid, with its node, its CRM state (Manager.pm: started, request_stop, stopped, migrate,
+// relocate, recovery) and uid, and for a move under way its target, the node the HA manager
+// counts it on besides its own (Usage.pm get_used_service_nodes). The caller holds s.mu.
+func (s *Server) serviceStatus() map[string]any {
+	out := map[string]any{}
+	for _, res := range s.sortedHAResources() {
+		g := s.guests[res.vmid]
+		if g == nil || !res.pickedUp || res.state() == "ignored" {
+			continue
+		}
+		state := res.state()
+		switch {
+		case res.recovering:
+			state = "recovery"
+		case res.migrateTo != "" && res.relocate:
+			state = "relocate"
+		case res.migrateTo != "":
+			state = "migrate"
+		case state == "stopped" && g.status == "running":
+			state = "request_stop"
+		}
+		sum := sha1.Sum([]byte(res.sid + " " + state + " " + g.node + " " + res.migrateTo))
+		entry := map[string]any{"node": g.node, "state": state, "uid": hex.EncodeToString(sum[:8])}
+		if res.migrateTo != "" {
+			entry["target"] = res.migrateTo
+		}
+		if res.maintenanceNode != "" {
+			entry["maintenance_node"] = res.maintenanceNode
+		}
+		out[res.sid] = entry
+	}
+	return out
+}
+
 // handleHAStatus is GET /cluster/ha/status/current: quorum, master, one lrm row per node
 // once HA runs, and a service row per resource (crm_state once the CRM has picked it up).
 func (s *Server) handleHAStatus(w http.ResponseWriter, _ *http.Request) {

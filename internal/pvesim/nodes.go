@@ -74,7 +74,8 @@ func (s *Server) withNodeFacts(row map[string]any, n *node) map[string]any {
 }
 
 // handleHAManagerStatus is GET /cluster/ha/status/manager_status: an empty manager_status
-// until HA has run, then node_status per node, the maintenance requests and each LRM's mode.
+// until HA has run, then node_status per node, the maintenance requests, the CRM's state of
+// each service (serviceStatus) and each LRM's mode.
 func (s *Server) handleHAManagerStatus(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -106,7 +107,7 @@ func (s *Server) handleHAManagerStatus(w http.ResponseWriter, _ *http.Request) {
 		lrm[n.name] = map[string]any{"mode": mode, "state": lrmState, "timestamp": stamp, "results": map[string]any{}}
 	}
 	out["manager_status"] = map[string]any{"master_node": master, "node_status": nodeStatus, "node_request": requests,
-		"service_status": map[string]any{}, "timestamp": now}
+		"service_status": s.serviceStatus(), "timestamp": now}
 	out["lrm_status"] = lrm
 	writeData(w, out)
 }

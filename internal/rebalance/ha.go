@@ -4,13 +4,18 @@ import "github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/sched
 
 // haRefusal says why moving g to node would break an enabled HA rule of the cluster view
 // (Snapshot.HARules), as PVE's HA manager would refuse or undo it, or "" when it would not;
-// peers are where the moves planned so far put them.
+// peers are where the moves planned so far put them, and a peer the HA manager is moving
+// (Snapshot.HAMoves) and no planned move took counts on its target too.
 func (p *planner) haRefusal(gVMID int, node string) string {
-	return scheduler.HARefusal(p.snap.HARules, gVMID, node, func(vmid int) (string, bool) {
+	return scheduler.HARefusal(p.snap.HARules, gVMID, node, func(vmid int) (string, string, bool) {
 		i, ok := p.byVMID[vmid]
 		if !ok {
-			return "", false
+			return "", "", false
 		}
-		return p.snap.Guests[i].Node, true
+		target := ""
+		if !p.moved[vmid] {
+			target = p.snap.HAMoves[vmid]
+		}
+		return p.snap.Guests[i].Node, target, true
 	})
 }

@@ -280,3 +280,38 @@ func TestViolationKinds(t *testing.T) {
 		})
 	}
 }
+
+// A peer the HA manager is moving counts on its target as PVE's get_resource_affinity
+// counts it: a negative peer also there (the CRM would refuse the move), a positive one
+// only there (the group is going there).
+func TestHARulesPeerMoving(t *testing.T) {
+	ns := nodes("pve1", "pve2", "pve3", "pve4")
+	in := input(t, ns, vm(100, "pve4", 1, 1, "web"), vm(101, "pve1", 1, 1))
+	in.Policy.Annotations[scheduler.AnnotationNodeRegex] = "pve[123]"
+	in.Snapshot.HARules = []scheduler.HARule{{Name: "apart", Type: "resource-affinity", Affinity: "negative", VMIDs: []int{100, 101}}}
+	if got := moves(mustPlan(t, in)); !reflect.DeepEqual(got, []string{"vm100:pve4>pve3"}) {
+		t.Fatalf("vm101 settled on pve1: moves %v, want pve3", got)
+	}
+	in.Snapshot.HAMoves = map[int]string{101: "pve3"}
+	plan := mustPlan(t, in)
+	if got := moves(plan); !reflect.DeepEqual(got, []string{"vm100:pve4>pve2"}) {
+		t.Fatalf("vm101 moving from pve1 to pve3: moves %v, want pve2, the one node without it", got)
+	}
+	in.Policy.Annotations[scheduler.AnnotationNodeRegex] = "pve[13]"
+	plan = mustPlan(t, in)
+	if len(plan.Moves) != 0 || len(plan.Kept) != 1 || !strings.Contains(plan.Kept[0].Reason, "pve3: HA rule apart (negative resource-affinity): the HA manager is moving vm 101 there") ||
+		!strings.Contains(plan.Kept[0].Reason, "pve1: HA rule apart (negative resource-affinity): vm 101 runs there") {
+		t.Fatalf("plan %+v, want vm100 kept, both of vm101's nodes named", plan)
+	}
+	// Positive: the group goes where the HA manager moves vm101, not where it still runs.
+	in.Policy.Annotations[scheduler.AnnotationNodeRegex] = "pve[123]"
+	in.Snapshot.HARules = []scheduler.HARule{{Name: "together", Type: "resource-affinity", Affinity: "positive", VMIDs: []int{100, 101}}}
+	in.Snapshot.HAMoves = map[int]string{101: "pve2"}
+	if got := moves(mustPlan(t, in)); !reflect.DeepEqual(got, []string{"vm100:pve4>pve2"}) {
+		t.Fatalf("vm101 moving to pve2: moves %v, want pve2", got)
+	}
+	in.Snapshot.HAMoves = nil
+	if got := moves(mustPlan(t, in)); !reflect.DeepEqual(got, []string{"vm100:pve4>pve1"}) {
+		t.Fatalf("vm101 settled on pve1: moves %v, want pve1", got)
+	}
+}

@@ -53,8 +53,10 @@ func (r HARule) MultiplePriorities() bool {
 // HARefusal says why moving the guest vmid to node would break an enabled HA rule of the
 // snapshot, as PVE's HA manager would refuse or undo the move, or "" when it would not. A
 // member of a positive resource-affinity rule never moves alone: the HA manager keeps the
-// group on one node. where tells where a guest runs (the caller's working copy of the view).
-func HARefusal(rules []HARule, vmid int, node string, where func(vmid int) (string, bool)) string {
+// group on one node. where tells where a guest runs (the caller's working copy of the view)
+// and the node the HA manager is moving it to, if any (Snapshot.HAMoves): as PVE's
+// get_resource_affinity does, a negative peer counts on both, a positive one on its target.
+func HARefusal(rules []HARule, vmid int, node string, where func(vmid int) (on, target string, ok bool)) string {
 	for _, r := range rules {
 		if r.Disabled || !slices.Contains(r.VMIDs, vmid) {
 			continue
@@ -66,14 +68,20 @@ func HARefusal(rules []HARule, vmid int, node string, where func(vmid int) (stri
 			}
 		case HAResourceAffinity:
 			for _, peer := range r.VMIDs {
-				on, ok := where(peer)
+				on, target, ok := where(peer)
 				if peer == vmid || !ok {
 					continue
 				}
 				if r.Affinity == HANegative && on == node {
 					return fmt.Sprintf("HA rule %s (negative resource-affinity): vm %d runs there", r.Name, peer)
 				}
-				if r.Affinity == HAPositive && on != node {
+				if r.Affinity == HANegative && target == node {
+					return fmt.Sprintf("HA rule %s (negative resource-affinity): the HA manager is moving vm %d there", r.Name, peer)
+				}
+				if r.Affinity == HAPositive && target != "" && target != node {
+					return fmt.Sprintf("HA rule %s (positive resource-affinity): the HA manager is moving vm %d to %s", r.Name, peer, target)
+				}
+				if r.Affinity == HAPositive && target == "" && on != node {
 					return fmt.Sprintf("HA rule %s (positive resource-affinity): vm %d runs on %s", r.Name, peer, on)
 				}
 			}

@@ -52,6 +52,9 @@ type Snapshot struct {
 	// HARules are the cluster's PVE 9 HA rules when the caller read them (nil otherwise, and
 	// on PVE 8): moves and the rules the provider keeps must agree with them.
 	HARules []HARule
+	// HAMoves are the HA services the HA manager is moving (migrate, relocate), by VMID: the
+	// node each is moving to. Read with HARules when there are resource-affinity rules.
+	HAMoves map[int]string
 }
 
 // IDBounds bound the default VMID: Lower inclusive, Upper exclusive.
