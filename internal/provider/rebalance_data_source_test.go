@@ -103,6 +103,14 @@ output "summary" { value = data.qemuscheduler_rebalance.r.summary }
 	)
 }
 
+// rebalanceOffPve3 moves the guests tagged rebal off pve3 (a policy violation there).
+const rebalanceOffPve3 = `
+data "qemuscheduler_rebalance" "r" {
+  tags        = ["rebal"]
+  annotations = { "node.qemu-scheduler/regex" = "pve[12]" }
+}
+`
+
 // A policy violation moves the opted-in guest to a node that passes; a guest an HA rule
 // holds is kept, with the rule named.
 func TestAccRebalancePolicyViolationAndHARules(t *testing.T) {
@@ -114,12 +122,7 @@ func TestAccRebalancePolicyViolationAndHARules(t *testing.T) {
 	}
 	c.HARules = []pvesim.HARuleSpec{{Rule: "stay", Type: "node-affinity", Resources: []string{"vm:101"}, Nodes: []string{"pve3"}, Strict: true}}
 	env, _ := simEnv(t, c)
-	runSteps(t, resource.TestStep{Config: env.config(`
-data "qemuscheduler_rebalance" "r" {
-  tags        = ["rebal"]
-  annotations = { "node.qemu-scheduler/regex" = "pve[12]" }
-}
-`), Check: resource.ComposeAggregateTestCheckFunc(
+	runSteps(t, resource.TestStep{Config: env.config(rebalanceOffPve3), Check: resource.ComposeAggregateTestCheckFunc(
 		resource.TestCheckResourceAttr(rb, "moves.#", "1"),
 		resource.TestCheckResourceAttr(rb, "moves.0.vmid", "100"),
 		resource.TestCheckResourceAttr(rb, "moves.0.reason", `policy violation on pve3: NodeRegex: "pve3" does not match "pve[12]"`),
@@ -241,12 +244,7 @@ func TestAccRebalanceHAPeerMoving(t *testing.T) {
 		t.Fatalf("HA moves %v, %v; want vm 101 moving to pve2", moves, err)
 	}
 	rules, status := sim.Requests("GET /cluster/ha/rules"), sim.Requests("GET /cluster/ha/status/manager_status")
-	runSteps(t, resource.TestStep{Config: env.config(`
-data "qemuscheduler_rebalance" "r" {
-  tags        = ["rebal"]
-  annotations = { "node.qemu-scheduler/regex" = "pve[12]" }
-}
-`), Check: resource.ComposeAggregateTestCheckFunc(
+	runSteps(t, resource.TestStep{Config: env.config(rebalanceOffPve3), Check: resource.ComposeAggregateTestCheckFunc(
 		resource.TestCheckResourceAttr(rb, "moves.#", "0"),
 		resource.TestCheckResourceAttr(rb, "kept.#", "1"),
 		resource.TestCheckResourceAttr(rb, "kept.0.vmid", "100"),
