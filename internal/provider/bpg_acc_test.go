@@ -170,6 +170,12 @@ func TestAccBpgProviderFedByPlacement(t *testing.T) {
 			return nil
 		},
 	})
+	bpgAnswered(t, sim)
+}
+
+// bpgAnswered fails the test for every request bpg made that pvesim does not implement (501).
+func bpgAnswered(t *testing.T, sim *pvesim.Server) {
+	t.Helper()
 	for _, req := range sim.RequestLog() {
 		if req.Status == 501 {
 			t.Errorf("bpg called %s %s, which pvesim does not implement (501)", req.Method, req.Path)

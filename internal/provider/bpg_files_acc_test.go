@@ -81,9 +81,5 @@ resource "proxmox_virtual_environment_file" "iso" {
 			return nil
 		},
 	})
-	for _, req := range sim.RequestLog() {
-		if req.Status == 501 {
-			t.Errorf("bpg called %s %s, which pvesim does not implement (501)", req.Method, req.Path)
-		}
-	}
+	bpgAnswered(t, sim)
 }
