@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
@@ -265,7 +264,7 @@ func (d *rebalanceDataSource) Read(ctx context.Context, req datasource.ReadReque
 	}
 	// The HA manager refuses a move next to a negative peer it is moving there, and keeps a
 	// positive group where it moves it: with such rules, read its moves (one request).
-	if slices.ContainsFunc(in.Snapshot.HARules, func(r scheduler.HARule) bool { return r.Type == scheduler.HAResourceAffinity && !r.Disabled }) {
+	if hasResourceAffinity(in.Snapshot.HARules) {
 		if in.Snapshot.HAMoves, err = d.data.client.HAMoves(ctx); err != nil {
 			resp.Diagnostics.AddError("Cannot read the HA manager status", err.Error())
 			return

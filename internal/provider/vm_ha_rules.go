@@ -271,6 +271,13 @@ func (r *vmResource) planHARules(ctx context.Context, resp *resource.ModifyPlanR
 	if creating {
 		return
 	}
+	if haPinMoves(plan, state) && hasResourceAffinity(view.rules.Rules) {
+		// Only for a changed pin: the peers the HA manager is moving, one read.
+		if snap.HAMoves, err = r.data.client.HAMoves(ctx); err != nil {
+			resp.Diagnostics.AddError("Cannot read the HA manager status", err.Error())
+			return
+		}
+	}
 	checkHAMove(snap, view.rules.Rules, plan, state, vmid, &resp.Diagnostics)
 	// In sync, the plan keeps what the state read: a plan without refresh must not show the
 	// members peers added since as a change.
@@ -286,12 +293,25 @@ func (r *vmResource) planHARules(ctx context.Context, resp *resource.ModifyPlanR
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("ha").AtName("rules"), rules)...)
 }
 
+// haPinMoves tells a changed pin of a VM that stays HA-managed: the HA manager carries out
+// the migration.
+func haPinMoves(plan, state *vmModel) bool {
+	return haManaged(state.HA) && haManaged(plan.HA) && known(plan.Node) && !plan.Node.Equal(state.Node)
+}
+
+// hasResourceAffinity tells whether an enabled resource-affinity rule exists, whose members
+// the HA manager's moves concern (Snapshot.HAMoves).
+func hasResourceAffinity(rules []scheduler.HARule) bool {
+	return slices.ContainsFunc(rules, func(r scheduler.HARule) bool { return r.Type == scheduler.HAResourceAffinity && !r.Disabled })
+}
+
 // checkHAMove fails the plan of a changed pin that the HA manager would refuse to carry out
 // (the migration goes through it): a node outside a node-affinity rule other than the VM's
-// own, next to a negative peer, or away from its positive peers.
+// own, next to a negative peer (or one the HA manager is moving there, snap.HAMoves), or away
+// from its positive peers.
 func checkHAMove(snap scheduler.Snapshot, rules []scheduler.HARule, plan, state *vmModel, vmid int, diags *diag.Diagnostics) {
 	target := plan.Node.ValueString()
-	if !haManaged(state.HA) || !haManaged(plan.HA) || !known(plan.Node) || plan.Node.Equal(state.Node) {
+	if !haPinMoves(plan, state) {
 		return
 	}
 	where := func(id int) (string, string, bool) {

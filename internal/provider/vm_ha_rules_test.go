@@ -306,22 +306,28 @@ func TestAccVMHARulesThreeProcesses(t *testing.T) {
 }
 
 // A changed pin of an HA-managed VM is a plan error where the HA manager would refuse the
-// move: next to a negative peer or outside its node rule.
+// move: next to a negative peer, running there or being moved there by the HA manager, or
+// outside its node rule.
 func TestCheckHAMove(t *testing.T) {
 	snap := scheduler.Snapshot{Guests: []scheduler.Guest{{VMID: 150, Node: "pve1", Type: scheduler.GuestQEMU}, {VMID: 151, Node: "pve2", Type: scheduler.GuestQEMU}}}
 	rules := []scheduler.HARule{
 		{Name: "apart", Type: scheduler.HAResourceAffinity, Affinity: scheduler.HANegative, VMIDs: []int{150, 151}},
-		{Name: "pin", Type: scheduler.HANodeAffinity, Strict: true, VMIDs: []int{150}, Nodes: []string{"pve1", "pve2"}},
+		{Name: "pin", Type: scheduler.HANodeAffinity, Strict: true, VMIDs: []int{150}, Nodes: []string{"pve1", "pve2", "pve3"}},
 	}
 	ha := haBlockOf("started", 1, 1, types.StringNull())
 	state := &vmModel{Node: types.StringValue("pve1"), HA: ha}
-	for target, want := range map[string]string{"pve2": "vm 151 runs there", "pve3": "allows only pve1, pve2", "pve1": ""} {
-		var diags diag.Diagnostics
-		checkHAMove(snap, rules, &vmModel{Node: types.StringValue(target), HA: ha}, state, 150, &diags)
-		if got := fmt.Sprint(diags.Errors()); (want == "") != !diags.HasError() || !strings.Contains(got, want) {
-			t.Errorf("move to %s: %v, want %q", target, diags, want)
+	check := func(moves map[int]string, cases map[string]string) {
+		snap.HAMoves = moves
+		for target, want := range cases {
+			var diags diag.Diagnostics
+			checkHAMove(snap, rules, &vmModel{Node: types.StringValue(target), HA: ha}, state, 150, &diags)
+			if got := fmt.Sprint(diags.Errors()); (want == "") != !diags.HasError() || !strings.Contains(got, want) {
+				t.Errorf("move to %s (HA moves %v): %v, want %q", target, moves, diags, want)
+			}
 		}
 	}
+	check(nil, map[string]string{"pve2": "vm 151 runs there", "pve4": "allows only pve1, pve2, pve3", "pve3": "", "pve1": ""})
+	check(map[int]string{151: "pve3"}, map[string]string{"pve3": "the HA manager is moving vm 151 there", "pve2": "vm 151 runs there"})
 	// Not HA-managed after the plan: a plain migration, none of the HA manager's business.
 	var diags diag.Diagnostics
 	checkHAMove(snap, rules, &vmModel{Node: types.StringValue("pve2")}, state, 150, &diags)
