@@ -276,7 +276,7 @@ func (s *Server) allocate(n *node, g *guest, key string, d map[string]string) (*
 		}
 		name := g.nextVolume(st)
 		d["file"], d["size"] = m[1]+":"+name, formatBytes(bytes)
-		return &allocation{st, name, volumeSize{bytes, bytes}}, ""
+		return &allocation{st, name, volumeSize{size: bytes, used: bytes}}, ""
 	}
 	if name, isCI := strings.CutSuffix(d["file"], ":cloudinit"); isCI {
 		if _, msg := imageStorage(n, name); msg != "" {

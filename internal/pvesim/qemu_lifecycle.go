@@ -146,7 +146,7 @@ func (s *Server) handleResize(w http.ResponseWriter, r *http.Request) {
 				// A linked clone's volume takes only the space it grew by.
 				old := st.volumes[vol.name]
 				size := uint64(target * gib)
-				st.put(vol.name, volumeSize{size, old.used + size - min(size, old.size)})
+				st.put(vol.name, volumeSize{size: size, used: old.used + size - min(size, old.size), base: old.base})
 			}
 		}
 		return taskOK()
@@ -176,6 +176,12 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	writeData(w, s.startTask(r, g.node, "qmdestroy", g.vmid, func() outcome {
 		if s.guests[g.vmid] != g {
 			return missingConfig(g.node, g.vmid)
+		}
+		// destroy_vm keeps a template whose base volume a linked clone still uses.
+		for _, v := range g.volumes() {
+			if st := s.storageOf(g, v.storage); g.template() && st != nil && st.baseInUse(v.name) {
+				return taskError("base volume '%s:%s' is still in use by linked cloned", v.storage, v.name)
+			}
 		}
 		s.dropGuest(g)
 		if res := s.haResourceOf(g.vmid); res != nil {
@@ -385,6 +391,8 @@ func (s *Server) handleClone(w http.ResponseWriter, r *http.Request) {
 				size := volumeSize{size: uint64(sizeGiB(v) * gib)}
 				if full {
 					size.used = size.size
+				} else {
+					size.base = vol.name
 				}
 				allocs = append(allocs, allocation{st, name, size})
 			}

@@ -151,7 +151,7 @@ func New(c Cluster, opts ...Option) (*Server, error) {
 		for _, v := range g.volumes() {
 			if st := s.storageOf(g, v.storage); st != nil {
 				bytes := uint64(sizeGiB(g.config[v.key]) * gib)
-				st.volumes[v.name] = volumeSize{bytes, bytes}
+				st.volumes[v.name] = volumeSize{size: bytes, used: bytes}
 			}
 		}
 	}

@@ -44,16 +44,31 @@ type storage struct {
 
 // volumeSize is a volume's virtual size and the space it takes on its storage: both the same
 // for a full volume, used 0 for a linked clone's (its blocks are the base volume's).
-type volumeSize struct{ size, used uint64 }
+type volumeSize struct {
+	size, used uint64
+	// base is the volume a linked clone's volume is layered on ("" for a full volume): while
+	// one exists, pve-storage refuses to free the base (volume_is_base_and_used).
+	base string
+}
 
 // alloc creates or resizes a full volume, counting the space it takes.
-func (st *storage) alloc(vol string, bytes uint64) { st.put(vol, volumeSize{bytes, bytes}) }
+func (st *storage) alloc(vol string, bytes uint64) { st.put(vol, volumeSize{size: bytes, used: bytes}) }
 
 // put records a volume, counting the space it takes.
 func (st *storage) put(vol string, v volumeSize) {
 	st.free(vol)
 	st.volumes[vol] = v
 	st.used += v.used
+}
+
+// baseInUse tells whether a linked clone's volume on st is layered on base.
+func (st *storage) baseInUse(base string) bool {
+	for _, v := range st.volumes {
+		if v.base == base {
+			return true
+		}
+	}
+	return false
 }
 
 // free destroys a volume, if it exists.

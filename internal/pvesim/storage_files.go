@@ -443,9 +443,9 @@ var urlFileName = regexp.MustCompile(`^[^?]+/([^?/]*)(?:\?.*)?$`)
 // parse for its storage's type; an imgdel task (id "VMID@storage" for a guest's volume) frees
 // it. PVE does not look at guest configs: a volume a VM still uses is deleted all the same and
 // the config keeps naming it. A missing file is a warning ("disk image ... does not exist"),
-// a missing block volume the storage tool's error. With delay, a task that has ended answers
-// null, or its error. Linked clones are not tracked per base volume, so deleting a base volume
-// in use by one ("base volume ... is still in use by linked clones") is not refused.
+// a missing block volume the storage tool's error; a base volume a linked clone is layered on
+// is refused (vdisk_free: "base volume ... is still in use by linked clones"). With delay, a
+// task that has ended answers null, or its error.
 func (s *Server) handleVolumeDelete(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -492,7 +492,9 @@ func (s *Server) handleVolumeDelete(w http.ResponseWriter, r *http.Request) {
 		case content == "snippets" && st.snippets[file] != 0:
 			delete(st.snippets, file)
 		case fileContentDirs[content] != "" && st.dropFile(volname):
-		case st.volumes[volname] != volumeSize{}:
+		case st.baseInUse(volname):
+			return taskError("base volume '%s' is still in use by linked clones", volname)
+		case st.hasVolume(volname):
 			st.free(volname)
 		case fileStorage(st.typ):
 			res.warnings = []string{fmt.Sprintf("WARN: disk image '%s' does not exist", s.volumeFilePath(st, volname))}
@@ -510,6 +512,11 @@ func (s *Server) handleVolumeDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeData(w, upid)
+}
+
+func (st *storage) hasVolume(volname string) bool {
+	_, ok := st.volumes[volname]
+	return ok
 }
 
 // volumeFilePath is the path of a volume on a directory storage: a file's, or an image's.

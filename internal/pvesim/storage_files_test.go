@@ -362,3 +362,33 @@ func TestStorageConfig(t *testing.T) {
 		t.Errorf("GET /storage/nope = %s", r.status)
 	}
 }
+
+// A linked clone's disk is layered on its template's base volume, and PVE keeps the base while
+// one exists: pve-storage PVE::Storage::vdisk_free dies "base volume '<name>' is still in use
+// by linked clones" (so the imgdel task fails), and qemu-server's destroy_vm checks a
+// template's volumes first (volume_is_base_and_used) and dies "base volume '<volid>' is still
+// in use by linked cloned" (sic), leaving the template. Once the clone is gone, both succeed.
+func TestBaseVolumeInUse(t *testing.T) {
+	_, a := lab(t)
+	if exit := a.task(a.form(http.MethodPost, "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"300"}, "full": {"0"}})); exit != "OK" {
+		t.Fatalf("linked clone: %s", exit)
+	}
+	if exit := a.task(a.form(http.MethodDelete, "/nodes/pve1/storage/ceph/content/ceph:base-9000-disk-0", nil)); exit != "base volume 'base-9000-disk-0' is still in use by linked clones" {
+		t.Errorf("deleting a base volume in use: %q", exit)
+	}
+	if exit := a.task(a.form(http.MethodDelete, "/nodes/pve1/qemu/9000", nil)); exit != "base volume 'ceph:base-9000-disk-0' is still in use by linked cloned" {
+		t.Errorf("destroying a template with a linked clone: %q", exit)
+	}
+	if st := a.ok(a.get("/nodes/pve1/qemu/9000/status/current")).obj(); st["template"] != 1.0 || st["lock"] != nil {
+		t.Errorf("template after the refused destroy = %v, want it there and unlocked", st)
+	}
+	if _, ok := a.volumes("pve1", "ceph")["ceph:base-9000-disk-0"]; !ok {
+		t.Error("the base volume is gone")
+	}
+	if exit := a.task(a.form(http.MethodDelete, "/nodes/pve1/qemu/300", nil)); exit != "OK" {
+		t.Fatalf("destroying the linked clone: %s", exit)
+	}
+	if exit := a.task(a.form(http.MethodDelete, "/nodes/pve1/qemu/9000", nil)); exit != "OK" {
+		t.Errorf("destroying the template without clones: %q", exit)
+	}
+}
