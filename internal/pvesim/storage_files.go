@@ -205,6 +205,23 @@ func (st *storage) dropFile(volname string) bool {
 	return ok
 }
 
+// fileVolume is a file volume st holds (iso/x.iso, snippets/x.yaml...) with the format the
+// directory plugin's parse_volname gives it: raw, an import image's its extension.
+func (st *storage) fileVolume(volname string) (storedFile, string, bool) {
+	content, file, _ := strings.Cut(volname, "/")
+	if size, ok := st.snippets[file]; content == "snippets" && ok {
+		return storedFile{size: int64(size)}, "raw", true
+	}
+	f, ok := st.files[volname]
+	if !ok {
+		return storedFile{}, "", false
+	}
+	if content == "import" {
+		return f, fileFormat(content, file), true
+	}
+	return f, "raw", true
+}
+
 // filePath is where a file volume (iso/x.iso) lives on a directory storage.
 func (st *storage) filePath(volname string) string {
 	content, name, _ := strings.Cut(volname, "/")

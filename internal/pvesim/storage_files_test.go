@@ -214,6 +214,11 @@ func TestUpload(t *testing.T) {
 	if size, ok := a.volumes("pve1", "local")["local:iso/my_disk.iso"]; !ok || size != float64(len(data)) {
 		t.Errorf("content after upload = %v, want local:iso/my_disk.iso of %d bytes", a.volumes("pve1", "local"), len(data))
 	}
+	// Content.pm info of the file: parse_volname gives ISOs the format raw.
+	info := a.ok(a.get("/nodes/pve1/storage/local/content/local:iso/my_disk.iso")).obj()
+	if info["path"] != "/mnt/pve/local/template/iso/my_disk.iso" || info["size"] != float64(len(data)) || info["format"] != "raw" {
+		t.Errorf("volume info of the uploaded ISO = %v", info)
+	}
 	if exit := a.task(a.upload("pve1", "local", map[string]string{"content": "iso", "checksum": "00", "checksum-algorithm": "sha256"}, "filename", "x.iso", data)); exit != "checksum mismatch: got '"+hex.EncodeToString(sum[:])+"' != expect '00'" {
 		t.Errorf("upload with a wrong checksum: %q", exit)
 	}

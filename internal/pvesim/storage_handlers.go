@@ -125,7 +125,8 @@ func (s *Server) anyStorage(name string) *storage {
 }
 
 // handleVolumeInfo is GET /nodes/{node}/storage/{storage}/content/{volume}: path, size, used
-// and format of a volume. The volume is a full volume id (its storage must match) or a name
+// and format of a volume (an image, or a file: iso, vztmpl, snippets raw, import images their
+// own format). The volume is a full volume id (its storage must match) or a name
 // on {storage}; pve-storage registers the content path with an empty fragment delimiter, so
 // the volume may contain slashes.
 func (s *Server) handleVolumeInfo(w http.ResponseWriter, r *http.Request) {
@@ -142,6 +143,10 @@ func (s *Server) handleVolumeInfo(w http.ResponseWriter, r *http.Request) {
 	st, msg := s.activeStorage(r.PathValue("node"), storeID)
 	if msg != "" {
 		writeError(w, http.StatusInternalServerError, msg)
+		return
+	}
+	if f, format, isFile := st.fileVolume(volname); isFile {
+		writeData(w, map[string]any{"path": st.filePath(volname), "size": f.size, "used": f.size, "format": format})
 		return
 	}
 	v, msg := st.volumeSize(volname)
