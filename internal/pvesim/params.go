@@ -50,7 +50,7 @@ func readParams(w http.ResponseWriter, r *http.Request) (map[string]string, bool
 	for k, v := range r.URL.Query() {
 		out[k] = v[0]
 	}
-	for _, k := range []string{"node", "vmid", "upid"} {
+	for _, k := range []string{"node", "vmid", "upid", "storage"} {
 		pathValue := r.PathValue(k)
 		if v, ok := out[k]; ok && pathValue != "" {
 			if v != pathValue {

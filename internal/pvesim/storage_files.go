@@ -360,7 +360,6 @@ func (s *Server) handleDownloadURL(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	delete(p, "storage")
 	problems := fileParams(p, "url", "compression", "verify-certificates")
 	if problems == nil {
 		problems = map[string]string{}

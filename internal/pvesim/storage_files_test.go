@@ -276,7 +276,7 @@ func TestDownloadURL(t *testing.T) {
 		t.Errorf("query-url-metadata of an unknown URL = %s", r.status)
 	}
 	download := func(extra url.Values) reply {
-		p := url.Values{"url": {iso}, "content": {"iso"}, "filename": {"debian.iso"}}
+		p := url.Values{"url": {iso}, "content": {"iso"}, "filename": {"debian.iso"}, "node": {"pve1"}, "storage": {"local"}}
 		for k, v := range extra {
 			p[k] = v
 		}
@@ -320,6 +320,8 @@ func TestDownloadURL(t *testing.T) {
 		{url.Values{"compression": {"xz"}}, 400, "compression", "value 'xz' does not have a value in the enumeration 'gz, lzo, zst, bz2'"},
 		{url.Values{"content": {"snippets"}}, 400, "content", "value 'snippets' does not have a value in the enumeration 'iso, vztmpl, import'"},
 		{url.Values{"filename": {"debian.img.txt"}}, 400, "filename", "wrong file extension"},
+		// bpg repeats node and storage in the body; another value than the path's is refused.
+		{url.Values{"storage": {"other"}}, 400, "storage", "duplicate parameter (already defined in URI) with conflicting values!"},
 	} {
 		r := download(tc.extra)
 		if r.code != tc.code || r.env.Errors[tc.param] != tc.want {
