@@ -20,6 +20,11 @@
 //     a drive naming an existing volume records the volume's size), qemu and lxc guests,
 //     templates, pools, tags normalised as PVE does, datacenter next-id bounds; cicustom
 //     snippets checked when the cloud-init drive is generated (start), as qemu-server does;
+//   - files: ISO, template and import files uploaded (multipart, imgcopy task) or downloaded
+//     (download-url, query-url-metadata) from a simulated web (the cluster file's
+//     remote_files: the simulator reaches no URL), volumes deleted (imgdel task; a base volume
+//     in use by a linked clone is refused), the storage.cfg section (GET /storage/{storage});
+//   - tasks can be stopped (DELETE .../tasks/{upid}: a running one ends "received interrupt");
 //   - nodes: host-arch, node config with Notes (description, stored and digested as PVE does),
 //     HA node states (hastate on /cluster/resources node rows once HA has run, and
 //     /cluster/ha/status/manager_status, whose service_status gives each service's CRM state,
