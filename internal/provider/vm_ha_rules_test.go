@@ -448,3 +448,41 @@ func TestRefusalsMultiplePriorities(t *testing.T) {
 		t.Fatalf("one priority class: refusals %q", got)
 	}
 }
+
+// A pin moved next to a negative peer that the HA manager is moving there (vm 101 leaving
+// pve2 for maintenance towards pve3) is a plan error, as PVE's CRM would refuse the
+// migration; once the move is over and the peer is back, the pins plan as before.
+func TestAccVMHARulesPinNextToMovingPeer(t *testing.T) {
+	env, sim := simEnv(t, haRulesCluster())
+	config := func(a, b string) string {
+		return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
+  count  = 2
+  name   = "web-${count.index}"
+  node   = [%q, %q][count.index]
+  memory = 512
+  tags   = ["web"]
+  clone {
+    source_vmid = 9000
+  }
+  vm_anti_affinity {
+    tags         = ["web"]
+    topology_key = "node"
+  }
+  ha {}
+}`, a, b))
+	}
+	runSteps(t,
+		resource.TestStep{Config: config("pve1", "pve2"), Check: ruleHolds(t, sim, apartWeb, "negative", 2)},
+		resource.TestStep{PreConfig: func() {
+			sim.HoldTasks()
+			must(t, sim.SetNodeHAState("pve2", "maintenance"))
+			if moves, err := simClient(t, sim).HAMoves(context.Background()); err != nil || moves[101] != "pve3" {
+				t.Fatalf("HA moves %v, %v; want vm 101 moving to pve3", moves, err)
+			}
+		}, Config: config("pve3", "pve2"), ExpectError: regexp.MustCompile(`(?s)Cannot migrate to pve3.*the\s+HA\s+manager\s+is\s+moving\s+vm\s+101\s+there`)},
+		resource.TestStep{PreConfig: func() {
+			sim.ReleaseTasks()
+			must(t, sim.SetNodeHAState("pve2", "online"))
+		}, Config: config("pve1", "pve2"), Check: apartOnNodes(sim, 100, 101)},
+	)
+}
