@@ -44,14 +44,15 @@ func haRulesCluster() pvesim.Cluster {
 // haGroup is count VMs of the web group, kept apart on nodes and HA-managed; extra goes into
 // the ha block.
 func haGroup(env *accEnv, count int, extra string) string {
-	return haVM(env, "web-${count.index}", strconv.Itoa(count), extra)
+	return haVM(env, "web-${count.index}", strconv.Itoa(count), "", extra)
 }
 
-// haVM is count VMs named name of the web group.
-func haVM(env *accEnv, name, count, extra string) string {
+// haVM is count VMs named name of the web group; attrs are more attributes (HCL lines).
+func haVM(env *accEnv, name, count, attrs, extra string) string {
 	return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
   count  = %s
   name   = %q
+  %s
   memory = 512
   tags   = ["web"]
   clone {
@@ -64,7 +65,7 @@ func haVM(env *accEnv, name, count, extra string) string {
   ha {
     %s
   }
-}`, count, name, extra))
+}`, count, name, attrs, extra))
 }
 
 // simRules are the cluster's HA rules.
@@ -287,7 +288,7 @@ func TestAccVMHARulesConflictAtPlan(t *testing.T) {
 // holding all three, whatever the order of their writes (digest, retry on conflict).
 func TestAccVMHARulesThreeProcesses(t *testing.T) {
 	env, sim := simEnv(t, haRulesCluster(), pvesim.WithTaskDuration(100*time.Millisecond))
-	concurrentApplies(t, []string{"a", "b", "c"}, func(run string) string { return haVM(env, "web-"+run, "1", "") }, func() error {
+	concurrentApplies(t, []string{"a", "b", "c"}, func(run string) string { return haVM(env, "web-"+run, "1", "", "") }, func() error {
 		var web []int
 		for _, id := range sim.Guests() {
 			if id != 9000 {
@@ -455,21 +456,7 @@ func TestRefusalsMultiplePriorities(t *testing.T) {
 func TestAccVMHARulesPinNextToMovingPeer(t *testing.T) {
 	env, sim := simEnv(t, haRulesCluster())
 	config := func(a, b string) string {
-		return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
-  count  = 2
-  name   = "web-${count.index}"
-  node   = [%q, %q][count.index]
-  memory = 512
-  tags   = ["web"]
-  clone {
-    source_vmid = 9000
-  }
-  vm_anti_affinity {
-    tags         = ["web"]
-    topology_key = "node"
-  }
-  ha {}
-}`, a, b))
+		return haVM(env, "web-${count.index}", "2", fmt.Sprintf("node = [%q, %q][count.index]", a, b), "")
 	}
 	runSteps(t,
 		resource.TestStep{Config: config("pve1", "pve2"), Check: ruleHolds(t, sim, apartWeb, "negative", 2)},
