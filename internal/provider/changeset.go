@@ -260,8 +260,12 @@ func without(snap scheduler.Snapshot, vmid int) scheduler.Snapshot {
 
 // destroyHint is what a refused set adds, since terraform destroy plans the configuration
 // first and a provider cannot tell that plan from any other.
-const destroyHint = "The plan stops before anything is created. Reduce the plan's new VMs (count, for_each) or make room, then plan again. " +
-	"If this is terraform destroy, which plans the configuration first, run terraform destroy -refresh=false."
+const destroyHint = "The plan stops before anything is created. Reduce the plan's new VMs (count, for_each) or make room, then plan again. " + destroyAnyway
+
+// destroyAnyway ends every plan-time error that the cluster's state (not the configuration's
+// syntax) causes: terraform destroy plans the configuration first, and a provider cannot tell
+// that plan from any other.
+const destroyAnyway = "If this is terraform destroy, which plans the configuration first, run terraform destroy -refresh=false."
 
 // replacesKey is the private-state key under which a planned VM names the VMID it would be
 // replaced from: Terraform plans a replacement's create with the update plan's private data.

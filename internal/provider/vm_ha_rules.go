@@ -266,7 +266,7 @@ func (r *vmResource) planHARules(ctx context.Context, resp *resource.ModifyPlanR
 	changes := harules.Changes(vmid, want, view.rules.Rules, view.managed)
 	for _, msg := range refusals(changes, view.rules.Rules, len(snap.Nodes)) {
 		resp.Diagnostics.AddAttributeError(path.Root("ha").AtName("placement_rules"), "Proxmox VE would refuse an HA rule for this VM",
-			msg+". Change the VM's placement policy or the conflicting rule, or set ha.placement_rules = false.")
+			msg+". Change the VM's placement policy or the conflicting rule, or set ha.placement_rules = false. "+destroyAnyway)
 	}
 	if creating {
 		return
