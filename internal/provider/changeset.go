@@ -197,7 +197,7 @@ func (c *changeSet) withTentative(snap scheduler.Snapshot, except string) schedu
 		if name == except || m.tentative == nil {
 			continue
 		}
-		res = append(res, reservationOf(m.req, *m.tentative))
+		res = append(res, m.tentative.Reservation(&m.req))
 	}
 	snap.Reservations = res
 	return snap
@@ -235,11 +235,6 @@ func (c *changeSet) sorted(snap scheduler.Snapshot, planTime bool) ([]scheduler.
 		}
 	}
 	return reqs, scheduler.SetProfile(c.members[names[0]].profile, byName), snap
-}
-
-func reservationOf(r scheduler.Request, p scheduler.Placement) scheduler.Reservation {
-	return scheduler.Reservation{VMID: p.VMID, Node: p.Node, Name: r.Name, VCPUs: r.Cores * max(r.Sockets, 1),
-		MemoryMiB: r.MemoryMiB, Tags: r.Tags, Storage: p.Storage, DiskBytes: r.DiskBytes, AntiAffinity: r.VMAntiAffinity}
 }
 
 // without is snap without the guest vmid (0: unchanged): a replaced VM's capacity is its

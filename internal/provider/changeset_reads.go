@@ -92,7 +92,7 @@ func (c *changeSet) pick(reqs []scheduler.Request, d scheduler.Decision) {
 	for i, p := range d.Placements {
 		delete(c.picks, p.Name)
 		if !p.Existing {
-			c.picks[p.Name] = reservationOf(reqs[i], p)
+			c.picks[p.Name] = p.Reservation(&reqs[i])
 		}
 	}
 }

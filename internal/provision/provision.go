@@ -120,9 +120,7 @@ func (p *Provisioner) Run(ctx context.Context) (Result, error) {
 			if placement, err = p.decide(snap, skipFor(p.Request.Name, attempt, collisions)); err != nil {
 				return scheduler.Reservation{}, err
 			}
-			return scheduler.Reservation{VMID: placement.VMID, Node: placement.Node, Name: p.Request.Name,
-				VCPUs: p.Request.VCPUs(), MemoryMiB: p.Request.MemoryMiB, Tags: p.Request.Tags,
-				Storage: placement.Storage, DiskBytes: p.Request.DiskBytes, AntiAffinity: p.Request.VMAntiAffinity}, nil
+			return placement.Reservation(&p.Request), nil
 		})
 		if err != nil {
 			return Result{Attempts: attempt}, err

@@ -33,3 +33,10 @@ type Candidate struct {
 	// Scores maps score plugin name to its raw 0..100 score.
 	Scores map[string]float64
 }
+
+// Reservation is the placement of r held until PVE lists its guest: the id, node, size, tags,
+// disks and anti-affinity later decisions must see.
+func (p Placement) Reservation(r *Request) Reservation {
+	return Reservation{VMID: p.VMID, Node: p.Node, Name: r.Name, VCPUs: r.VCPUs(), MemoryMiB: r.MemoryMiB, Tags: r.Tags,
+		Storage: p.Storage, DiskBytes: r.DiskBytes, AntiAffinity: r.VMAntiAffinity}
+}
