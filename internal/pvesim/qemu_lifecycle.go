@@ -264,7 +264,8 @@ type diskMove struct {
 
 // startMigration runs qemu-server's migration of g to target (an HA move runs the same, from
 // the LRM): a qmigrate task on the source node, with g locked "migrate" until it ends; then the
-// disks in moves are on the target's storage and g is on target. done, when set, runs after
+// disks in moves are on the target's storage and g is on target. A target that failed while
+// the task ran fails it (targetFailed) and g stays on its source. done, when set, runs after
 // the task either way. The caller holds s.mu and has checked the request.
 func (s *Server) startMigration(r *http.Request, g *guest, target *node, moves []diskMove, done func(ok bool)) string {
 	g.lock = "migrate"
@@ -272,6 +273,9 @@ func (s *Server) startMigration(r *http.Request, g *guest, target *node, moves [
 	return s.startTask(r, source, "qmigrate", g.vmid, func() outcome {
 		if !s.stillThere(g, source) {
 			return missingConfig(source, g.vmid) // recovered elsewhere meanwhile
+		}
+		if !target.online {
+			return targetFailed(g)
 		}
 		for _, m := range moves {
 			// The copy on the target is a full volume, even of a linked clone's disk.
@@ -290,6 +294,28 @@ func (s *Server) startMigration(r *http.Request, g *guest, target *node, moves [
 			done(ok)
 		}
 	})
+}
+
+// targetFailed is how qemu-server's migration ends when its target node fails before the
+// guest's config has moved there (pve-guest-common AbstractMigrate.pm migrate, qemu-server
+// QemuMigrate.pm): the config move is the last step (phase3_cleanup, move_config_to_node), so
+// the guest stays on, and owned by, its source node; nothing is copied to the target and the
+// migrate lock is released by the phase's cleanup. A stopped guest fails before phase 2 (the
+// ssh test of prepare, or phase 1): "migration aborted". A running guest fails in phase 2
+// (QEMU's migration stream breaks; phase2_cleanup cancels it and the guest runs on at the
+// source), and the task ends "migration problems".
+func targetFailed(g *guest) outcome {
+	if g.status == "running" {
+		return outcome{err: "migration problems", log: []string{
+			"migration status error: failed - Unable to write to socket: Broken pipe",
+			"ERROR: online migrate failure - aborting",
+			"aborting phase 2 - cleanup resources",
+			"ERROR: migration finished with problems (duration 00:00:01)",
+		}}
+	}
+	return outcome{err: "migration aborted", log: []string{
+		"ERROR: migration aborted (duration 00:00:01): Can't connect to destination address using public key",
+	}}
 }
 
 // clonedVolume renames a source volume for the clone: base-9000-disk-0 becomes

@@ -27,10 +27,11 @@ type task struct {
 	interrupted bool
 }
 
-// outcome is what a task's action reports: "" for OK, or the error text; warnings are logged
-// lines that turn an OK into "WARNINGS: n".
+// outcome is what a task's action reports: "" for OK, or the error text; log are lines the
+// worker printed; warnings are logged lines that turn an OK into "WARNINGS: n".
 type outcome struct {
 	err      string
+	log      []string
 	warnings []string
 }
 
@@ -73,7 +74,7 @@ func (s *Server) startWorker(r *http.Request, nodeName, typ, id string, action f
 		default:
 			res = action()
 		}
-		t.log = append(t.log, res.warnings...)
+		t.log = append(append(t.log, res.log...), res.warnings...)
 		switch {
 		case res.err != "":
 			t.exit = res.err
