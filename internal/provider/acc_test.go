@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/planhints"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
@@ -21,6 +22,20 @@ import (
 // OpenTofu (TF_ACC_TERRAFORM_PATH) as the CLI.
 var testProviders = map[string]func() (tfprotov6.ProviderServer, error){
 	"qemuscheduler": providerserver.NewProtocol6WithError(New("test")()),
+}
+
+// TestMain keeps the plans' placement hints (planhints) of the tests in a directory of their
+// own, removed afterwards, instead of the user's cache.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "qemuscheduler-plans-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv(planhints.DirEnv, dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 // accEnv is where an acceptance test runs: a fresh simulated cluster, or a real lab cluster

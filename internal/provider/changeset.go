@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/planhints"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
@@ -44,6 +46,12 @@ type changeSet struct {
 	// decision.
 	lastArrival time.Time
 	decided     bool
+	// hints keep the plan's placements for its apply (nil: none); planned is what the first
+	// create's decision found of them, and arrived the members decided since, whose room
+	// the plan no longer needs to hold.
+	hints   *planhints.Store
+	planned []scheduler.Reservation
+	arrived map[string]bool
 }
 
 // setMember is one new VM of the change set.
@@ -64,15 +72,16 @@ type plannedSize struct {
 	disk   uint64
 }
 
-func newChangeSet() *changeSet {
-	return &changeSet{members: map[string]*setMember{}, picks: map[string]scheduler.Reservation{}, sizes: map[int]plannedSize{}}
+func newChangeSet(hints *planhints.Store) *changeSet {
+	return &changeSet{members: map[string]*setMember{}, picks: map[string]scheduler.Reservation{}, sizes: map[int]plannedSize{},
+		hints: hints, arrived: map[string]bool{}}
 }
 
 // plan checks a new VM of the plan together with the other new VMs planned so far. It places
 // the VM beside the others' tentative placements; when it does not fit there, it places the
 // whole set again jointly. An error means the set cannot be placed: it names the VM that
 // does not fit and how many of the set can be placed together.
-func (c *changeSet) plan(snap scheduler.Snapshot, m setMember) error {
+func (c *changeSet) plan(ctx context.Context, snap scheduler.Snapshot, m setMember) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lastArrival = time.Now()
@@ -82,6 +91,7 @@ func (c *changeSet) plan(snap scheduler.Snapshot, m setMember) error {
 	alone := c.withTentative(base, m.req.Name)
 	if d, err := m.profile.Schedule(without(alone, m.replaces), []scheduler.Request{m.req}, scheduler.Options{}); err == nil {
 		m.tentative = &d.Placements[0]
+		c.saveHints(ctx)
 		return nil
 	}
 	reqs, profile, view := c.sorted(base, true)
@@ -93,7 +103,29 @@ func (c *changeSet) plan(snap scheduler.Snapshot, m setMember) error {
 	for i, p := range d.Placements {
 		c.members[p.Name].tentative = &d.Placements[i]
 	}
+	c.saveHints(ctx)
 	return nil
+}
+
+// saveHints keeps the plan's tentative placements and picks for its apply (planhints). The
+// members' VMIDs are negated: the apply chooses its own, and a hint must hold room, not an
+// id another guest may have taken since. A process that has decided a create is an apply's:
+// its plans are its creates', one wave at a time, and are not kept.
+func (c *changeSet) saveHints(ctx context.Context) {
+	if c.hints == nil || c.decided {
+		return
+	}
+	set := slices.Collect(maps.Values(c.picks))
+	for i, name := range slices.Sorted(maps.Keys(c.members)) {
+		if m := c.members[name]; m.tentative != nil {
+			r := m.tentative.Reservation(&m.req)
+			r.VMID = -1 - i
+			set = append(set, r)
+		}
+	}
+	if err := c.hints.Save(set); err != nil {
+		tflog.Warn(ctx, "cannot keep the plan's placements for its apply; the apply decides without them", map[string]any{"error": err.Error()})
+	}
 }
 
 // decide is a create's decision at apply: the new VM is placed jointly with the members of
@@ -106,14 +138,26 @@ func (c *changeSet) decide(snap scheduler.Snapshot, m setMember) (scheduler.Plac
 	c.members[m.req.Name] = &m
 	// Decided: from here the ledger holds it (a retry decides it again).
 	defer delete(c.members, m.req.Name)
+	if !c.decided && c.hints != nil {
+		c.hints.Drop()
+		c.planned = c.hints.Load(slices.Collect(maps.Keys(c.members)))
+	}
 	c.decided = true
+	c.arrived[m.req.Name] = true
 	base := c.withPicks(snap, "")
 	// At apply a replaced VM is gone already, or still counts (create_before_destroy).
 	reqs, profile, view := c.sorted(base, false)
-	if d, err := profile.ScheduleSet(view, reqs, scheduler.Options{}); err == nil {
-		for _, p := range d.Placements {
-			if p.Name == m.req.Name {
-				return p, nil
+	// First beside the room the plan gave the set's creates still to come, then without it.
+	views := []scheduler.Snapshot{view}
+	if planned := c.withPlanned(view); len(planned.Reservations) > len(view.Reservations) {
+		views = []scheduler.Snapshot{planned, view}
+	}
+	for _, v := range views {
+		if d, err := profile.ScheduleSet(v, reqs, scheduler.Options{}); err == nil {
+			for _, p := range d.Placements {
+				if p.Name == m.req.Name {
+					return p, nil
+				}
 			}
 		}
 	}
@@ -183,6 +227,19 @@ func (c *changeSet) withPicks(snap scheduler.Snapshot, except ...string) schedul
 	for _, name := range slices.Sorted(maps.Keys(c.picks)) {
 		if !skip[name] {
 			res = append(res, c.picks[name])
+		}
+	}
+	snap.Reservations = res
+	return snap
+}
+
+// withPlanned adds the plan's placements of the VMs this process has not decided and is not
+// deciding now (planhints): the room the plan promised them.
+func (c *changeSet) withPlanned(snap scheduler.Snapshot) scheduler.Snapshot {
+	res := slices.Clip(snap.Reservations)
+	for _, r := range c.planned {
+		if !c.arrived[r.Name] && c.members[r.Name] == nil {
+			res = append(res, r)
 		}
 	}
 	snap.Reservations = res

@@ -108,25 +108,56 @@ resource "qemuscheduler_vm" "small" {
   name   = "%[1]s-small-${count.index}"
   memory = 3072
 }`, prefix))
-			runParallel(t, resource.TestStep{
-				Config: config,
-				Check: func(*terraform.State) error {
-					mem := map[string]int{}
-					for _, g := range guests(sim) {
-						var m int
-						if _, err := fmt.Sscan(g.Config["memory"], &m); err != nil {
-							return fmt.Errorf("guest %d memory %q: %v", g.VMID, g.Config["memory"], err)
-						}
-						mem[g.Node] += m
-					}
-					if fmt.Sprint(mem) != "map[pve1:8192 pve2:8192 pve3:8192]" {
-						return fmt.Errorf("memory per node %v, want 8192 on each", mem)
-					}
-					return nil
-				},
-			})
+			runParallel(t, resource.TestStep{Config: config, Check: memoryPerNode(sim, "map[pve1:8192 pve2:8192 pve3:8192]")})
 		})
 	}
+}
+
+// memoryPerNode checks the memory the simulator's guests are given per node (fmt of a map).
+func memoryPerNode(sim *pvesim.Server, want string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		mem := map[string]int{}
+		for _, g := range guests(sim) {
+			var m int
+			if _, err := fmt.Sscan(g.Config["memory"], &m); err != nil {
+				return fmt.Errorf("guest %d memory %q: %v", g.VMID, g.Config["memory"], err)
+			}
+			mem[g.Node] += m
+		}
+		if got := fmt.Sprint(mem); got != want {
+			return fmt.Errorf("memory per node %s, want %s", got, want)
+		}
+		return nil
+	}
+}
+
+// The plan's joint placement carries over to the apply: creates that arrive after the first
+// ones (here held back by depends_on, as creates beyond -parallelism are) find the room the
+// plan left them. Two 8 GiB nodes take 4+4 and 6+2 GiB in exactly one way; deciding the two
+// 4 GiB VMs alone would put one on each node and strand the 6 GiB VM.
+func TestAccChangeSetApplyFollowsPlan(t *testing.T) {
+	env, sim := simEnv(t, sizedCluster(2, 16, 8))
+	config := env.config(`resource "qemuscheduler_vm" "first" {
+  count  = 2
+  name   = "first-${count.index}"
+  memory = 4096
+}
+resource "qemuscheduler_vm" "later" {
+  count      = 2
+  name       = "later-${count.index}"
+  memory     = count.index == 0 ? 6144 : 2048
+  depends_on = [qemuscheduler_vm.first]
+}`)
+	runParallel(t, resource.TestStep{
+		Config: config,
+		Check: resource.ComposeTestCheckFunc(memoryPerNode(sim, "map[pve1:8192 pve2:8192]"),
+			func(*terraform.State) error {
+				if got, _ := guestsPerNode(sim, "first-"); len(got) != 1 {
+					return fmt.Errorf("first-* per node %v, want both on one node", got)
+				}
+				return nil
+			}),
+	})
 }
 
 // Placement data sources of one plan see each other: without a VMID range, two single-name

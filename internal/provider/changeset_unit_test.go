@@ -1,10 +1,12 @@
 package provider
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/planhints"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/plugins"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
@@ -30,7 +32,7 @@ func TestChangeSetGrowthCountsThePlansOtherChanges(t *testing.T) {
 		snap.Guests = append(snap.Guests, scheduler.Guest{VMID: 100 + i, Node: fmt.Sprintf("n%d", i%2+1), Name: fmt.Sprintf("w%d", i),
 			Type: scheduler.GuestQEMU, Status: "running", CPUs: 2, MaxMem: 16 << 30})
 	}
-	p, c := registryProfile(t), newChangeSet()
+	p, c := registryProfile(t), newChangeSet(nil)
 	grown := scheduler.Request{Cores: 2, Sockets: 1, MemoryMiB: 40960}
 	var got []string
 	for i := 0; i < 4; i++ {
@@ -43,5 +45,73 @@ func TestChangeSetGrowthCountsThePlansOtherChanges(t *testing.T) {
 	}
 	if g := snap.Guests[0]; g.MaxMem != 16<<30 {
 		t.Errorf("the caller's snapshot changed: guest 100 has %d bytes", g.MaxMem)
+	}
+}
+
+// The apply follows the plan's placements (planhints): the creates of the first wave leave the
+// room the plan gave the later ones. Two 8 GiB nodes take 4+4 and 6+2 GiB in exactly one way;
+// the two 4 GiB VMs decided alone would go one per node and strand the 6 GiB VM. When the
+// cluster changed since the plan so that its room is gone, the apply decides without it.
+func TestChangeSetApplyFollowsThePlan(t *testing.T) {
+	var nodes []scheduler.Node
+	for _, n := range []string{"n1", "n2"} {
+		nodes = append(nodes, scheduler.Node{Name: n, Online: true, MaxCPU: 16, MaxMem: 8 << 30,
+			Storages: []scheduler.Storage{{Name: "local-lvm", Content: []string{"images"}, Active: true, Total: 100 << 30}}})
+	}
+	vm := func(name string, mib int) setMember {
+		return setMember{profile: registryProfile(t), req: scheduler.Request{Name: name, Cores: 1, Sockets: 1, MemoryMiB: mib}}
+	}
+	set := []setMember{vm("first-0", 4096), vm("first-1", 4096), vm("later-0", 6144), vm("later-1", 2048)}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		changed []scheduler.Guest // what another actor created between the plan and the apply
+		want    string
+	}{
+		{"unchanged cluster", nil, "first-0 first-1 same node, later-0 placed"},
+		// The set no longer fits; beside the plan's room the first wave does not either, so
+		// the apply decides without it, and what fits is created.
+		{"room taken since the plan", []scheduler.Guest{
+			{VMID: 900, Node: "n1", Type: scheduler.GuestQEMU, Status: "running", CPUs: 1, MaxMem: 1 << 30},
+			{VMID: 901, Node: "n2", Type: scheduler.GuestQEMU, Status: "running", CPUs: 1, MaxMem: 1 << 30}},
+			"first-0 first-1 apart"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			plan := newChangeSet(planhints.NewIn(dir, "e"))
+			snap := scheduler.Snapshot{Nodes: nodes}
+			for _, m := range set {
+				if err := plan.plan(ctx, snap, m); err != nil {
+					t.Fatalf("plan %s: %v", m.req.Name, err)
+				}
+			}
+			apply := newChangeSet(planhints.NewIn(dir, "e"))
+			snap.Guests = tc.changed
+			for _, m := range set[:2] { // the first wave; the later creates wait for it
+				if err := apply.plan(ctx, snap, m); err != nil {
+					t.Fatalf("apply's plan of %s: %v", m.req.Name, err)
+				}
+			}
+			where := map[string]string{}
+			for _, m := range set {
+				p, err := apply.decide(snap, m)
+				if err != nil {
+					where[m.req.Name] = "unplaced"
+					continue
+				}
+				where[m.req.Name] = p.Node
+				snap.Reservations = append(snap.Reservations, p.Reservation(&m.req)) // the ledger
+			}
+			got := "first-0 first-1 apart"
+			if where["first-0"] == where["first-1"] {
+				got = "first-0 first-1 same node"
+				if where["later-0"] != "unplaced" {
+					got += ", later-0 placed"
+				}
+			}
+			if got != tc.want {
+				t.Errorf("placements %v: %s, want %s", where, got, tc.want)
+			}
+		})
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/planhints"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/plugins"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/reservations"
@@ -224,7 +225,7 @@ func (p *qemuProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 	}
 	tflog.Debug(ctx, "configured Proxmox VE client", map[string]any{"endpoint": cfg.Endpoint, "api_token": cfg.APIToken})
 	data := &providerData{client: client, defaults: scheduler.MergePluginConfigs(plugins.ProxLBConfig(!m.HonorProxLBTags.Equal(types.BoolValue(false))), yamlCfg, blockCfg),
-		profiles: profiles, ledger: reservations.New(), changes: newChangeSet(), nodes: newNodePolicy(blocks, notes), maxAge: p.snapshotAge}
+		profiles: profiles, ledger: reservations.New(), changes: newChangeSet(planhints.New(cfg.Endpoint)), nodes: newNodePolicy(blocks, notes), maxAge: p.snapshotAge}
 	if data.maxAge == 0 {
 		data.maxAge = defaultSnapshotAge
 	}

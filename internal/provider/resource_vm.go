@@ -151,7 +151,7 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 	if creating {
 		// Placed with the plan's other new VMs: all of them fit, or the plan fails.
 		if schedReq, err = cloneNode(snap, src, schedReq); err == nil {
-			err = r.data.changes.plan(snap, setMember{profile: profile, req: schedReq, replaces: replacedVMID(ctx, req.Private, &resp.Diagnostics)})
+			err = r.data.changes.plan(ctx, snap, setMember{profile: profile, req: schedReq, replaces: replacedVMID(ctx, req.Private, &resp.Diagnostics)})
 		}
 		if err != nil {
 			addPlanError(&resp.Diagnostics, underProfile(err, plan.Profile))

@@ -62,7 +62,7 @@ func planWith(t *testing.T, state, plan *vmModel) diag.Diagnostics {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &vmResource{data: &providerData{client: client, ledger: reservations.New(), changes: newChangeSet()}}
+	r := &vmResource{data: &providerData{client: client, ledger: reservations.New(), changes: newChangeSet(nil)}}
 	var sch resource.SchemaResponse
 	r.Schema(ctx, resource.SchemaRequest{}, &sch)
 	objType := sch.Schema.Type().TerraformType(ctx)

@@ -1,0 +1,104 @@
+package planhints
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+func res(names ...string) []scheduler.Reservation {
+	out := make([]scheduler.Reservation, len(names))
+	for i, n := range names {
+		out[i] = scheduler.Reservation{VMID: -1 - i, Node: "pve1", Name: n, MemoryMiB: 1024, Tags: []string{"web"}}
+	}
+	return out
+}
+
+func names(set []scheduler.Reservation) []string {
+	var out []string
+	for _, r := range set {
+		out = append(out, r.Name)
+	}
+	return out
+}
+
+// An apply reads the newest plan of its cluster that holds its whole first wave, never its
+// own process's file, and nothing of another cluster.
+func TestLoadTakesTheNewestPlanHoldingTheWave(t *testing.T) {
+	dir := t.TempDir()
+	older, newer, other := NewIn(dir, "https://a:8006"), NewIn(dir, "https://a:8006"), NewIn(dir, "https://b:8006")
+	if err := older.Save(res("web-0", "web-1", "db-0")); err != nil {
+		t.Fatal(err)
+	}
+	if err := newer.Save(res("web-0", "web-1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Save(res("web-0", "web-1", "web-2")); err != nil {
+		t.Fatal(err)
+	}
+	// The file times decide, not the order of the writes within a clock tick.
+	past := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(filepath.Join(dir, older.own), past, past); err != nil {
+		t.Fatal(err)
+	}
+	apply := NewIn(dir, "https://a:8006")
+	if got := names(apply.Load([]string{"web-0"})); len(got) != 2 {
+		t.Errorf("wave web-0: loaded %v, want the newer plan [web-0 web-1]", got)
+	}
+	if got := names(apply.Load([]string{"web-1", "db-0"})); len(got) != 3 {
+		t.Errorf("wave web-1, db-0: loaded %v, want the older plan, the only one holding both", got)
+	}
+	if got := apply.Load([]string{"web-2"}); got != nil {
+		t.Errorf("wave web-2: loaded %v, want nothing (only another cluster's plan holds it)", names(got))
+	}
+	if got := newer.Load([]string{"web-0", "web-1"}); len(got) != 3 {
+		t.Errorf("the newer plan's own process loaded %v, want the older plan (its own file is not a plan to follow)", names(got))
+	}
+}
+
+// A plan's file keeps every field a reservation needs, and Drop removes it.
+func TestSaveRoundTripAndDrop(t *testing.T) {
+	dir := t.TempDir()
+	plan, apply := NewIn(dir, "e"), NewIn(dir, "e")
+	want := res("a")
+	want[0].AntiAffinity = []scheduler.VMGroupTerm{{Tags: []string{"web"}, TopologyKey: "node"}}
+	want[0].Storage, want[0].DiskBytes, want[0].VCPUs = "local-lvm", 8<<30, 2
+	if err := plan.Save(want); err != nil {
+		t.Fatal(err)
+	}
+	got := apply.Load([]string{"a"})
+	if len(got) != 1 || got[0].Node != "pve1" || got[0].VMID != -1 || got[0].VCPUs != 2 || got[0].DiskBytes != 8<<30 ||
+		got[0].Storage != "local-lvm" || len(got[0].AntiAffinity) != 1 || got[0].AntiAffinity[0].TopologyKey != "node" {
+		t.Errorf("loaded %+v, want %+v", got, want)
+	}
+	plan.Drop()
+	if got := apply.Load([]string{"a"}); got != nil {
+		t.Errorf("after Drop loaded %+v", got)
+	}
+}
+
+// Files older than maxAge are neither read nor kept.
+func TestOldPlansArePruned(t *testing.T) {
+	dir := t.TempDir()
+	old := NewIn(dir, "e")
+	if err := old.Save(res("a")); err != nil {
+		t.Fatal(err)
+	}
+	past := time.Now().Add(-maxAge - time.Hour)
+	if err := os.Chtimes(filepath.Join(dir, old.own), past, past); err != nil {
+		t.Fatal(err)
+	}
+	apply := NewIn(dir, "e")
+	if got := apply.Load([]string{"a"}); got != nil {
+		t.Errorf("loaded a plan older than %v: %v", maxAge, names(got))
+	}
+	if err := NewIn(dir, "e").Save(res("b")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, old.own)); !os.IsNotExist(err) {
+		t.Errorf("the old plan's file is still there after a save: %v", err)
+	}
+}
