@@ -113,6 +113,28 @@ resource "qemuscheduler_vm" "small" {
 	}
 }
 
+// Twelve VMs, more than Terraform's parallelism of 10, with exactly one packing (a 5 and a 3
+// GiB VM per 8 GiB node): the creates after the first wave find the room the plan gave them.
+func TestAccChangeSetMixedSizesBeyondParallelism(t *testing.T) {
+	for _, prefix := range []string{"a", "z"} {
+		t.Run(prefix, func(t *testing.T) {
+			env, sim := simEnv(t, sizedCluster(6, 16, 8))
+			config := env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "big" {
+  count  = 6
+  name   = "%[1]s-big-${count.index}"
+  memory = 5120
+}
+resource "qemuscheduler_vm" "small" {
+  count  = 6
+  name   = "%[1]s-small-${count.index}"
+  memory = 3072
+}`, prefix))
+			runParallel(t, resource.TestStep{Config: config,
+				Check: memoryPerNode(sim, "map[pve1:8192 pve2:8192 pve3:8192 pve4:8192 pve5:8192 pve6:8192]")})
+		})
+	}
+}
+
 // memoryPerNode checks the memory the simulator's guests are given per node (fmt of a map).
 func memoryPerNode(sim *pvesim.Server, want string) resource.TestCheckFunc {
 	return func(*terraform.State) error {
