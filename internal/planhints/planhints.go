@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
@@ -58,8 +59,13 @@ func New(endpoint string) *Store {
 func NewIn(dir, endpoint string) *Store {
 	sum := sha256.Sum256([]byte(endpoint))
 	prefix := hex.EncodeToString(sum[:8]) + "-"
-	return &Store{dir: dir, prefix: prefix, own: fmt.Sprintf("%s%d-%d.json", prefix, time.Now().UnixNano(), os.Getpid())}
+	own := fmt.Sprintf("%s%d-%d-%d.json", prefix, time.Now().UnixNano(), os.Getpid(), stores.Add(1))
+	return &Store{dir: dir, prefix: prefix, own: own}
 }
+
+// stores numbers the stores of this process: a test serves several provider configurations
+// from one process.
+var stores atomic.Int64
 
 // Save replaces this process's hints with set (written whole, so that a reader never sees
 // half of it) and removes the files older than maxAge.
