@@ -241,15 +241,14 @@ func TestAccVMUpdateDevicesAndCloudInit(t *testing.T) {
     searchdomain = "a.example.com"
   }
 }`, k1))
-	step2 := env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
+	// Steps 2 and 3 differ in net0 (there, then gone) and in the cloud-init keys and IP configs.
+	web2 := func(net0, sshKeys, ipConfig string) string {
+		return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
   name     = "web-2"
   sockets  = 2
   cpu_type = "host"
   agent    = true
-  network {
-    slot = "net0"
-  }
-  network {
+%s  network {
     slot     = "net1"
     model    = "e1000"
     bridge   = "vmbr1"
@@ -262,34 +261,14 @@ func TestAccVMUpdateDevicesAndCloudInit(t *testing.T) {
   }
   cloud_init {
     user         = "debian"
-    ssh_keys     = [%q, %q]
-    ip_config    = ["ip=10.0.0.5/24,gw=10.0.0.1", "ip=dhcp"]
+    ssh_keys     = [%s]
+    ip_config    = [%s]
     searchdomain = "b.example.com"
   }
-}`, k1, k2))
-	step3 := env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
-  name     = "web-2"
-  sockets  = 2
-  cpu_type = "host"
-  agent    = true
-  network {
-    slot     = "net1"
-    model    = "e1000"
-    bridge   = "vmbr1"
-    firewall = true
-  }
-  disk {
-    slot    = "scsi1"
-    storage = "local-lvm"
-    size    = 4
-  }
-  cloud_init {
-    user         = "debian"
-    ssh_keys     = [%q]
-    ip_config    = ["ip=10.0.0.5/24,gw=10.0.0.1"]
-    searchdomain = "b.example.com"
-  }
-}`, k2))
+}`, net0, sshKeys, ipConfig))
+	}
+	step2 := web2("  network {\n    slot = \"net0\"\n  }\n", fmt.Sprintf("%q, %q", k1, k2), `"ip=10.0.0.5/24,gw=10.0.0.1", "ip=dhcp"`)
+	step3 := web2("", fmt.Sprintf("%q", k2), `"ip=10.0.0.5/24,gw=10.0.0.1"`)
 	var net1 string
 	absent := func(keys ...string) func(pvesim.GuestState) error {
 		return func(g pvesim.GuestState) error {
