@@ -206,6 +206,21 @@ func TestAccVMPlacementRecordMalformed(t *testing.T) {
 	)})
 }
 
+// webAndOther configures qemuscheduler_vm.web and qemuscheduler_vm.other, each with a name
+// and one tag.
+func webAndOther(env *accEnv, web, webTag, other, otherTag string) string {
+	return env.config(fmt.Sprintf(`
+resource "qemuscheduler_vm" "web" {
+  name = %q
+  tags = [%q]
+}
+resource "qemuscheduler_vm" "other" {
+  name = %q
+  tags = [%q]
+}
+`, web, webTag, other, otherTag))
+}
+
 // Placement symmetry: a VM from another configuration, declaring no rule, is not placed next
 // to an existing guest whose (hand-written) record keeps its group out, although that node is
 // the best one; a VM outside the group still goes there.
@@ -215,16 +230,7 @@ func TestAccVMAvoidsRecordedAntiAffinity(t *testing.T) {
 	c.Nodes[2].CPULoad, c.Nodes[2].MemUsedGiB = 0.6, 48
 	c.Guests = []pvesim.GuestSpec{handRecorded(150, "pve1", "db-primary", "qemu-scheduler/vm-anti-affinity: tags=db\n", "db")}
 	env, _ := simEnv(t, c)
-	runSteps(t, resource.TestStep{Config: env.config(`
-resource "qemuscheduler_vm" "web" {
-  name = "db-replica"
-  tags = ["db"]
-}
-resource "qemuscheduler_vm" "other" {
-  name = "web"
-  tags = ["web"]
-}
-`), Check: resource.ComposeAggregateTestCheckFunc(
+	runSteps(t, resource.TestStep{Config: webAndOther(env, "db-replica", "db", "web", "web"), Check: resource.ComposeAggregateTestCheckFunc(
 		resource.TestCheckResourceAttr(vmAddr, "node", "pve2"),
 		resource.TestCheckResourceAttr("qemuscheduler_vm.other", "node", "pve1"),
 	)})
@@ -238,16 +244,7 @@ func TestAccVMDrawnByRecordedAffinity(t *testing.T) {
 	c.Nodes[2].CPULoad, c.Nodes[2].MemUsedGiB = 0.2, 10
 	c.Guests = []pvesim.GuestSpec{handRecorded(150, "pve3", "cache", "qemu-scheduler/vm-affinity: tags=web weight=100\n", "cache")}
 	env, _ := simEnv(t, c)
-	runSteps(t, resource.TestStep{Config: env.config(`
-resource "qemuscheduler_vm" "web" {
-  name = "web-1"
-  tags = ["web"]
-}
-resource "qemuscheduler_vm" "other" {
-  name = "db-1"
-  tags = ["db"]
-}
-`), Check: resource.ComposeAggregateTestCheckFunc(
+	runSteps(t, resource.TestStep{Config: webAndOther(env, "web-1", "web", "db-1", "db"), Check: resource.ComposeAggregateTestCheckFunc(
 		resource.TestCheckResourceAttr(vmAddr, "node", "pve3"),
 		resource.TestMatchResourceAttr("qemuscheduler_vm.other", "node", regexp.MustCompile(`^pve[12]$`)),
 	)})
