@@ -46,6 +46,21 @@ func avoidNode(node string) string {
   }`, node)
 }
 
+// spreadPlacement is a placement data source, labelled and named name, for a VM tagged tag that
+// spreads its own group: extra stands before the topology_spread block, spread inside it.
+func spreadPlacement(name, tag, extra, spread string) string {
+	return fmt.Sprintf(`data "qemuscheduler_placement" %q {
+  name = %q
+  tags = [%q]
+  %s
+  topology_spread {
+    tags = [%q]
+    %s
+  }
+}
+`, name, name, tag, extra, tag, spread)
+}
+
 // checkPlacements checks attributes of several placement data sources, by name.
 func checkPlacements(want map[string]map[string]string) resource.TestCheckFunc {
 	var checks []resource.TestCheckFunc
@@ -72,30 +87,10 @@ func TestAccKubeSpreadCountsEligibleNodesOnly(t *testing.T) {
 	zones := providerNodeBlocks(map[string]string{"pve1": `labels = { zone = "zone1" }`, "pve2": `labels = { zone = "zone1" }`,
 		"pve3": `labels = { zone = "zone2" }`, "pve4": `labels = { zone = "zone2" }`})
 	spread := func(name, tag, policy string) string {
-		return fmt.Sprintf(`data "qemuscheduler_placement" %q {
-  name = %q
-  tags = [%q]
-  `+avoidNode("pve2")+`
-  topology_spread {
-    tags         = [%q]
-    topology_key = "zone"
-    %s
-  }
-}
-`, name, name, tag, tag, policy)
+		return spreadPlacement(name, tag, avoidNode("pve2"), "topology_key = \"zone\"\n    "+policy)
 	}
 	minDomains := func(name, tag, extra string) string {
-		return fmt.Sprintf(`data "qemuscheduler_placement" %q {
-  name = %q
-  tags = [%q]
-  `+avoidNode("pve4")+`
-  topology_spread {
-    tags     = [%q]
-    max_skew = 2
-    %s
-  }
-}
-`, name, name, tag, tag, extra)
+		return spreadPlacement(name, tag, avoidNode("pve4"), "max_skew = 2\n    "+extra)
 	}
 	runParallel(t, resource.TestStep{
 		Config: env.providerBlock(zones) + spread("honor", "foo", "") + spread("ignore", "foo2", `node_affinity_policy = "Ignore"`) +
@@ -119,16 +114,7 @@ func TestAccKubeSpreadTaintsPolicy(t *testing.T) {
 	nodes := providerNodeBlocks(map[string]string{"pve1": `labels = { zone = "zone1" }`, "pve2": `labels = { zone = "zone1" }`,
 		"pve3": `labels = { zone = "zone2" }`, "pve4": "labels = { zone = \"zone2\" }\n  taints = [\"maint:NoSchedule\"]"})
 	spread := func(name, tag, policy string) string {
-		return fmt.Sprintf(`data "qemuscheduler_placement" %q {
-  name = %q
-  tags = [%q]
-  topology_spread {
-    tags               = [%q]
-    topology_key       = "zone"
-    node_taints_policy = %q
-  }
-}
-`, name, name, tag, tag, policy)
+		return spreadPlacement(name, tag, "", fmt.Sprintf("topology_key = \"zone\"\n    node_taints_policy = %q", policy))
 	}
 	runParallel(t, resource.TestStep{
 		Config: env.providerBlock(nodes) + spread("honor", "foo", "Honor") + spread("ignore", "foo2", "Ignore"),
