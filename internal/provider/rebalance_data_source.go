@@ -270,6 +270,16 @@ func (d *rebalanceDataSource) Read(ctx context.Context, req datasource.ReadReque
 			return
 		}
 	}
+	// A VM stays on a lower priority node of its node-affinity rule only with its failback
+	// off: with ranked rules, read the HA resources' flags (one request).
+	if hasPriorityClasses(in.Snapshot.HARules) {
+		res, err := d.data.client.HAResources(ctx)
+		if err != nil {
+			resp.Diagnostics.AddError("Cannot read the HA resources", err.Error())
+			return
+		}
+		in.Snapshot.HAFailbackOff = proxmox.HAFailbackOff(res)
+	}
 	in.DiskStorages = func(g *scheduler.Guest) ([]string, error) { return d.data.client.DiskStorages(ctx, g.Node, g.VMID) }
 	plan, err := rebalance.PlanMoves(in)
 	if err != nil {

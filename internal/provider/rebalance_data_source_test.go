@@ -121,7 +121,7 @@ func TestAccRebalancePolicyViolationAndHARules(t *testing.T) {
 		runningGuest(102, "pve3", "not-opted-in"),
 	}
 	c.HARules = []pvesim.HARuleSpec{{Rule: "stay", Type: "node-affinity", Resources: []string{"vm:101"}, Nodes: []string{"pve3"}, Strict: true}}
-	env, _ := simEnv(t, c)
+	env, sim := simEnv(t, c)
 	runSteps(t, resource.TestStep{Config: env.config(rebalanceOffPve3), Check: resource.ComposeAggregateTestCheckFunc(
 		resource.TestCheckResourceAttr(rb, "moves.#", "1"),
 		resource.TestCheckResourceAttr(rb, "moves.0.vmid", "100"),
@@ -129,6 +129,38 @@ func TestAccRebalancePolicyViolationAndHARules(t *testing.T) {
 		resource.TestCheckResourceAttr(rb, "kept.#", "1"),
 		resource.TestCheckResourceAttr(rb, "kept.0.vmid", "101"),
 		resource.TestMatchResourceAttr(rb, "kept.0.reason", wrapped(`HA rule stay \(node-affinity\) allows only pve3`)),
+		haResourcesRead(sim, false),
+	)})
+}
+
+// haResourcesRead checks whether the HA resources were read: the failback flags matter only
+// with a node-affinity rule that ranks nodes.
+func haResourcesRead(sim *pvesim.Server, want bool) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		if n := sim.Requests("GET /cluster/ha/resources"); (n > 0) != want {
+			return fmt.Errorf("%d reads of the HA resources, want them read: %t", n, want)
+		}
+		return nil
+	}
+}
+
+// An HA VM whose node-affinity rule ranks its current node highest is kept, with the
+// priorities: the HA manager would move it back from any lower one (failback, on by default).
+func TestAccRebalanceKeepsHAPriority(t *testing.T) {
+	c := rebalanceCluster()
+	c.Guests = []pvesim.GuestSpec{runningGuest(100, "pve3", "free", "rebal"), runningGuest(101, "pve3", "preferring", "rebal")}
+	c.HARules = []pvesim.HARuleSpec{{Rule: "prefer", Type: "node-affinity", Resources: []string{"vm:101"}, Nodes: []string{"pve1:1", "pve3:2"}}}
+	env, sim := simEnv(t, c)
+	runSteps(t, resource.TestStep{Config: env.config(rebalanceOffPve3), Check: resource.ComposeAggregateTestCheckFunc(
+		resource.TestCheckResourceAttr(rb, "moves.#", "1"),
+		resource.TestCheckResourceAttr(rb, "moves.0.vmid", "100"),
+		resource.TestCheckResourceAttr(rb, "kept.#", "1"),
+		resource.TestCheckResourceAttr(rb, "kept.0.vmid", "101"),
+		haResourcesRead(sim, true),
+		resource.TestMatchResourceAttr(rb, "kept.0.reason",
+			wrapped(`HA rule prefer \(node-affinity\): pve1 has priority 1, the HA manager moves the VM back to pve3 \(priority 2\)`)),
+		resource.TestMatchResourceAttr(rb, "kept.0.reason",
+			wrapped(`HA rule prefer \(node-affinity\): pve2 is not one of its nodes \(priority -1\), the HA manager moves the VM back to pve3`)),
 	)})
 }
 

@@ -39,7 +39,9 @@ const maxHARuleAttempts = 20
 type haView struct {
 	rules   proxmox.HARuleSet
 	managed map[int]bool
-	readAt  time.Time
+	// failbackOff are the resources whose failback is off (Snapshot.HAFailbackOff).
+	failbackOff map[int]bool
+	readAt      time.Time
 }
 
 // haCache shares one haView among the plans and refreshes of a process, as the cluster view
@@ -70,6 +72,7 @@ func (c *haCache) read(ctx context.Context, client *proxmox.Client, since time.T
 	for vmid, s := range res {
 		v.managed[vmid] = s.State != "ignored"
 	}
+	v.failbackOff = proxmox.HAFailbackOff(res)
 	c.view = &v
 	return v, nil
 }
@@ -278,6 +281,7 @@ func (r *vmResource) planHARules(ctx context.Context, resp *resource.ModifyPlanR
 			return
 		}
 	}
+	snap.HAFailbackOff = view.failbackOff
 	checkHAMove(snap, view.rules.Rules, plan, state, vmid, &resp.Diagnostics)
 	// In sync, the plan keeps what the state read: a plan without refresh must not show the
 	// members peers added since as a change.
@@ -305,10 +309,20 @@ func hasResourceAffinity(rules []scheduler.HARule) bool {
 	return slices.ContainsFunc(rules, func(r scheduler.HARule) bool { return r.Type == scheduler.HAResourceAffinity && !r.Disabled })
 }
 
+// hasPriorityClasses tells whether an enabled node-affinity rule ranks nodes (several
+// priority classes, or not strict: other nodes at -1), where the HA resources' failback
+// decides whether a lower class keeps a VM (Snapshot.HAFailbackOff).
+func hasPriorityClasses(rules []scheduler.HARule) bool {
+	return slices.ContainsFunc(rules, func(r scheduler.HARule) bool {
+		return r.Type == scheduler.HANodeAffinity && !r.Disabled && (!r.Strict || r.MultiplePriorities())
+	})
+}
+
 // checkHAMove fails the plan of a changed pin that the HA manager would refuse to carry out
-// (the migration goes through it): a node outside a node-affinity rule other than the VM's
-// own, next to a negative peer (or one the HA manager is moving there, snap.HAMoves), or away
-// from its positive peers.
+// (the migration goes through it) or undo: a node outside a node-affinity rule other than the
+// VM's own, or of a lower priority than one it can use (failback, unless off in
+// snap.HAFailbackOff), next to a negative peer (or one the HA manager is moving there,
+// snap.HAMoves), or away from its positive peers.
 func checkHAMove(snap scheduler.Snapshot, rules []scheduler.HARule, plan, state *vmModel, vmid int, diags *diag.Diagnostics) {
 	target := plan.Node.ValueString()
 	if !haPinMoves(plan, state) {
@@ -321,7 +335,7 @@ func checkHAMove(snap scheduler.Snapshot, rules []scheduler.HARule, plan, state 
 	// The VM's own node rule is rewritten for the target before the move (haBeforeMove).
 	own := harules.Prefix + "vm-" + strconv.Itoa(vmid)
 	others := slices.DeleteFunc(slices.Clone(rules), func(r scheduler.HARule) bool { return r.Name == own })
-	if why := scheduler.HARefusal(others, vmid, target, where); why != "" {
+	if why := scheduler.HARefusal(&snap, others, vmid, target, where); why != "" {
 		diags.AddAttributeError(path.Root("node"), "Cannot migrate to "+target,
 			fmt.Sprintf("The HA manager would refuse to move VM %d to %s: %s. Choose another node, or change the rule.", vmid, target, why))
 	}

@@ -337,6 +337,36 @@ func TestCheckHAMove(t *testing.T) {
 	}
 }
 
+// A changed pin to a lower priority node of an admin's node rule, while a higher one is
+// online, is a plan error: the HA manager would move the VM back (failback). With the HA
+// resource's failback off the pin is kept.
+func TestCheckHAMovePriorities(t *testing.T) {
+	snap := scheduler.Snapshot{Guests: []scheduler.Guest{{VMID: 150, Node: "pve1", Type: scheduler.GuestQEMU}}}
+	for _, n := range []string{"pve1", "pve2", "pve3"} {
+		snap.Nodes = append(snap.Nodes, scheduler.Node{Name: n, Online: true})
+	}
+	rules := []scheduler.HARule{{Name: "prefer", Type: scheduler.HANodeAffinity, Strict: true, VMIDs: []int{150},
+		Nodes: []string{"pve1", "pve2"}, Priorities: map[string]int{"pve1": 2}}}
+	ha := haBlockOf("started", 1, 1, types.StringNull())
+	state := &vmModel{Node: types.StringValue("pve3"), HA: ha}
+	move := func(target string) diag.Diagnostics {
+		var diags diag.Diagnostics
+		checkHAMove(snap, rules, &vmModel{Node: types.StringValue(target), HA: ha}, state, 150, &diags)
+		return diags
+	}
+	want := "HA rule prefer (node-affinity): pve2 has priority 0, the HA manager moves the VM back to pve1 (priority 2)"
+	if diags := move("pve2"); !strings.Contains(fmt.Sprint(diags.Errors()), want) || diags.Errors()[0].Summary() != "Cannot migrate to pve2" {
+		t.Errorf("pin to pve2: %v, want %q", diags, want)
+	}
+	if diags := move("pve1"); diags.HasError() {
+		t.Errorf("pin to pve1, the top priority: %v", diags)
+	}
+	snap.HAFailbackOff = map[int]bool{150: true}
+	if diags := move("pve2"); diags.HasError() {
+		t.Errorf("pin to pve2 with failback off: %v", diags)
+	}
+}
+
 // PVE 8 keeps no rules: one warning per provider process, however many VMs want rules.
 func TestWarnPVE8Once(t *testing.T) {
 	var c haCache

@@ -2,7 +2,12 @@ package proxmox_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"net/http"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,13 +69,19 @@ func TestHAResource(t *testing.T) {
 	if n := s.Requests("GET /cluster/resources"); n < 2 {
 		t.Errorf("%d polls of /cluster/resources: the HA manager moves the VM after the request returns, so it must be polled", n)
 	}
+	// PVE 9's failback (on by default), set off by an admin, is read; the provider's updates
+	// leave it as it is.
+	putForm(t, s, "/cluster/ha/resources/vm:102", url.Values{"failback": {"0"}})
+	if r, err = c.HAResource(ctx, 102); err != nil || !r.NoFailback {
+		t.Fatalf("failback off read as %+v %v", r, err)
+	}
 	if err := c.UpdateHAResource(ctx, 102, proxmox.HASettings{State: "stopped", MaxRestart: 1, MaxRelocate: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.WaitGuest(ctx, 102, "", "stopped"); err != nil {
 		t.Fatal(err)
 	}
-	if r, err = c.HAResource(ctx, 102); err != nil || r.Comment != "" || r.State != "stopped" {
+	if r, err = c.HAResource(ctx, 102); err != nil || r.Comment != "" || r.State != "stopped" || !r.NoFailback {
 		t.Errorf("after update %+v %v", r, err)
 	}
 	if err := c.RemoveHAResource(ctx, 102); err != nil {
@@ -78,5 +89,27 @@ func TestHAResource(t *testing.T) {
 	}
 	if err := c.RemoveHAResource(ctx, 102); err != nil {
 		t.Errorf("removing twice: %v", err)
+	}
+}
+
+// putForm changes the simulator's state as an admin would, behind the client's back.
+func putForm(t *testing.T, s *pvesim.Server, path string, params url.Values) {
+	t.Helper()
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM([]byte(s.CACertPEM()))
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	req, err := http.NewRequest(http.MethodPut, s.URL()+"/api2/json"+path, strings.NewReader(params.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Authorization", "PVEAPIToken="+s.APIToken())
+	res, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("PUT %s: %s", path, res.Status)
 	}
 }

@@ -14,6 +14,9 @@ type HASettings struct {
 	State                   string // started, stopped or ignored
 	MaxRestart, MaxRelocate int
 	Comment                 string
+	// NoFailback is read only: PVE 9's failback flag (on by default) is off, and the HA
+	// manager leaves the service on a lower priority node of its node-affinity rule.
+	NoFailback bool
 }
 
 func haSID(vmid int) string { return "vm:" + strconv.Itoa(vmid) }
@@ -28,14 +31,15 @@ func (c *Client) HAResource(ctx context.Context, vmid int) (*HASettings, error) 
 }
 
 // HAResources reads the HA resources of VMs (vm:N) by VMID. Counts PVE has no value for are
-// its default, 1.
+// its default, 1; failback is on unless set to 0.
 func (c *Client) HAResources(ctx context.Context) (map[int]HASettings, error) {
 	var rows []struct {
-		SID         string `json:"sid"`
-		State       string `json:"state"`
-		MaxRestart  *int   `json:"max_restart"`
-		MaxRelocate *int   `json:"max_relocate"`
-		Comment     string `json:"comment"`
+		SID         string   `json:"sid"`
+		State       string   `json:"state"`
+		MaxRestart  *int     `json:"max_restart"`
+		MaxRelocate *int     `json:"max_relocate"`
+		Comment     string   `json:"comment"`
+		Failback    *flexInt `json:"failback"` // a number, or a string from the config file
 	}
 	if err := c.get(ctx, "read the HA resources", "/cluster/ha/resources", map[string]string{"type": "vm"}, &rows); err != nil {
 		return nil, err
@@ -46,7 +50,7 @@ func (c *Client) HAResources(ctx context.Context) (map[int]HASettings, error) {
 		if err != nil {
 			continue
 		}
-		s := HASettings{State: r.State, MaxRestart: 1, MaxRelocate: 1, Comment: r.Comment}
+		s := HASettings{State: r.State, MaxRestart: 1, MaxRelocate: 1, Comment: r.Comment, NoFailback: r.Failback != nil && *r.Failback == 0}
 		switch s.State {
 		case "", "enabled":
 			s.State = "started"
@@ -62,6 +66,17 @@ func (c *Client) HAResources(ctx context.Context) (map[int]HASettings, error) {
 		out[vmid] = s
 	}
 	return out, nil
+}
+
+// HAFailbackOff are the VMIDs of res whose failback is off (Snapshot.HAFailbackOff).
+func HAFailbackOff(res map[int]HASettings) map[int]bool {
+	out := map[int]bool{}
+	for vmid, s := range res {
+		if s.NoFailback {
+			out[vmid] = true
+		}
+	}
+	return out
 }
 
 func (s HASettings) body() map[string]any {

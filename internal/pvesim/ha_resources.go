@@ -79,13 +79,14 @@ var haResourceProps = map[string]prop{
 }
 
 // checkHAParams validates resource options as the API schema does; false after answering.
-func checkHAParams(w http.ResponseWriter, p map[string]string, extra ...string) bool {
+// failback is PVE 9's (pve-ha-manager 5.0, with the HA rules): PVE 8 does not know it.
+func (s *Server) checkHAParams(w http.ResponseWriter, p map[string]string, extra ...string) bool {
 	problems := map[string]string{}
 	for k, v := range p {
 		prop, known := haResourceProps[k]
 		switch {
 		case contains(extra, k):
-		case !known:
+		case !known || (k == "failback" && s.haRules == nil):
 			problems[k] = "property is not defined in schema and the schema does not allow additional properties"
 		default:
 			if prop.typ == tBoolean {
@@ -216,7 +217,7 @@ func (s *Server) handleHAResourceCreate(w http.ResponseWriter, r *http.Request) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, ok := readParams(w, r)
-	if !ok || !checkHAParams(w, p, "sid") {
+	if !ok || !s.checkHAParams(w, p, "sid") {
 		return
 	}
 	if p["sid"] == "" {
@@ -261,7 +262,7 @@ func (s *Server) handleHAResourceUpdate(w http.ResponseWriter, r *http.Request) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, ok := readParams(w, r)
-	if !ok || !checkHAParams(w, p, "delete", "digest") {
+	if !ok || !s.checkHAParams(w, p, "delete", "digest") {
 		return
 	}
 	res := s.haResourceFor(w, r)

@@ -224,3 +224,19 @@ func TestAgentNetworkInterfaces(t *testing.T) {
 		t.Errorf("broken agent: %s", r.status)
 	}
 }
+
+// failback came with PVE 9's HA rules (pve-ha-manager 5.0, Resources.pm, default on): PVE 8's
+// schema does not know it; PVE 9 stores and lists it when set.
+func TestHAResourceFailback(t *testing.T) {
+	_, a := lab(t) // PVE 8
+	wantError(t, a.form(http.MethodPost, "/cluster/ha/resources", url.Values{"sid": {"vm:102"}, "failback": {"0"}}), 400,
+		"property is not defined in schema")
+	_, a = haCluster(t, spread()) // PVE 9
+	if row := a.ok(a.get("/cluster/ha/resources/vm:100")).obj(); row["failback"] != nil {
+		t.Errorf("failback listed while unset (default on): %v", row)
+	}
+	a.ok(a.form(http.MethodPut, "/cluster/ha/resources/vm:100", url.Values{"failback": {"0"}}))
+	if row := a.ok(a.get("/cluster/ha/resources/vm:100")).obj(); row["failback"] != 0.0 {
+		t.Errorf("failback after setting it off: %v", row)
+	}
+}

@@ -7,7 +7,7 @@ import "github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/sched
 // peers are where the moves planned so far put them, and a peer the HA manager is moving
 // (Snapshot.HAMoves) and no planned move took counts on its target too.
 func (p *planner) haRefusal(gVMID int, node string) string {
-	return scheduler.HARefusal(p.snap.HARules, gVMID, node, func(vmid int) (string, string, bool) {
+	return scheduler.HARefusal(&p.snap, p.snap.HARules, gVMID, node, func(vmid int) (string, string, bool) {
 		i, ok := p.byVMID[vmid]
 		if !ok {
 			return "", "", false

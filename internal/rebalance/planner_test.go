@@ -232,6 +232,26 @@ func TestHARules(t *testing.T) {
 	}
 }
 
+// A node of a lower priority class of the guest's node-affinity rule does not take it while a
+// higher one is online: the HA manager would move it back (failback). With failback off the
+// lower class keeps it, and the move is made.
+func TestHARulePriorities(t *testing.T) {
+	in := input(t, nodes("pve1", "pve2", "pve3"), vm(100, "pve3", 1, 1, "web"))
+	in.Policy.Annotations[scheduler.AnnotationNodeRegex] = "pve[12]"
+	in.Snapshot.HARules = []scheduler.HARule{{Name: "prio", Type: scheduler.HANodeAffinity, Strict: true, VMIDs: []int{100},
+		Nodes: []string{"pve1", "pve3"}, Priorities: map[string]int{"pve1": 1, "pve3": 2}}}
+	plan := mustPlan(t, in)
+	if len(plan.Moves) != 0 || len(plan.Kept) != 1 ||
+		!strings.Contains(plan.Kept[0].Reason, "HA rule prio (node-affinity): pve1 has priority 1, the HA manager moves the VM back to pve3 (priority 2)") ||
+		!strings.Contains(plan.Kept[0].Reason, "HA rule prio (node-affinity) allows only pve1, pve3") {
+		t.Fatalf("plan %+v, want vm 100 kept with the priorities named", plan)
+	}
+	in.Snapshot.HAFailbackOff = map[int]bool{100: true}
+	if got := moves(mustPlan(t, in)); !reflect.DeepEqual(got, []string{"vm100:pve3>pve1"}) {
+		t.Fatalf("failback off: moves %v, want pve1", got)
+	}
+}
+
 // Each kind of hard policy makes a violation: a NoExecute or NoSchedule taint, a node
 // selector, required anti-affinity. The anti-affinity pair moves one guest, not both.
 func TestViolationKinds(t *testing.T) {

@@ -55,6 +55,11 @@ type Snapshot struct {
 	// HAMoves are the HA services the HA manager is moving (migrate, relocate), by VMID: the
 	// node each is moving to. Read with HARules when there are resource-affinity rules.
 	HAMoves map[int]string
+	// HAFailbackOff are the HA resources whose failback is off (PVE 9's failback flag, on by
+	// default), by VMID: the HA manager leaves them on a lower priority node of their
+	// node-affinity rule. Read with HARules when a node-affinity rule has several priority
+	// classes or is not strict.
+	HAFailbackOff map[int]bool
 }
 
 // IDBounds bound the default VMID: Lower inclusive, Upper exclusive.
