@@ -218,9 +218,6 @@ func (s *Server) handleNodeConfigSet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	problems := checkParams(p, "description", "wakeonlan", "startall-onboot-delay", "ballooning-target", "delete", "digest")
-	if problems == nil {
-		problems = map[string]string{}
-	}
 	checkInt := func(key string, lo, hi int) {
 		v, set := p[key]
 		if !set {

@@ -70,7 +70,7 @@ func readAllowedParams(w http.ResponseWriter, r *http.Request, allowed ...string
 	if !ok {
 		return nil, false
 	}
-	if problems := checkParams(p, allowed...); problems != nil {
+	if problems := checkParams(p, allowed...); len(problems) > 0 {
 		writeParamError(w, problems)
 		return nil, false
 	}

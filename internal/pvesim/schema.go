@@ -83,16 +83,14 @@ func boolParam(v string) bool {
 	return b
 }
 
-// checkParams refuses call parameters outside allowed, with PVE's 400 message.
+// checkParams refuses call parameters outside allowed, with PVE's 400 message: the problems by
+// parameter, empty when there are none, for the caller to add its own checks to.
 func checkParams(p map[string]string, allowed ...string) map[string]string {
 	problems := map[string]string{}
 	for k := range p {
 		if !contains(allowed, k) {
 			problems[k] = "property is not defined in schema and the schema does not allow additional properties"
 		}
-	}
-	if len(problems) == 0 {
-		return nil
 	}
 	return problems
 }

@@ -87,7 +87,7 @@ func (s *Server) handleStorageContent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	delete(p, "storage")
-	if problems := checkParams(p, "content", "vmid"); problems != nil {
+	if problems := checkParams(p, "content", "vmid"); len(problems) > 0 {
 		writeParamError(w, problems)
 		return
 	}

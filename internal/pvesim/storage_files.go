@@ -98,12 +98,9 @@ func fileFormat(content, name string) string {
 
 // fileParams checks the parameters upload and download-url share (content, filename and the
 // checksum pair) as PVE's schema does, with extra the call's other parameters; it returns the
-// problems by parameter, nil when there are none.
+// problems by parameter, empty when there are none.
 func fileParams(p map[string]string, extra ...string) map[string]string {
 	problems := checkParams(p, append([]string{"content", "filename", "checksum", "checksum-algorithm"}, extra...)...)
-	if problems == nil {
-		problems = map[string]string{}
-	}
 	for _, k := range []string{"content", "filename"} {
 		if _, ok := p[k]; !ok {
 			problems[k] = "property is missing and it is not optional"
@@ -128,9 +125,6 @@ func fileParams(p map[string]string, extra ...string) map[string]string {
 				problems[requires] = fmt.Sprintf("missing property required by '%s'", k)
 			}
 		}
-	}
-	if len(problems) == 0 {
-		return nil
 	}
 	return problems
 }
@@ -244,7 +238,7 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if problems := fileParams(p, "tmpfilename"); problems != nil {
+	if problems := fileParams(p, "tmpfilename"); len(problems) > 0 {
 		writeParamError(w, problems)
 		return
 	}
@@ -361,9 +355,6 @@ func (s *Server) handleDownloadURL(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	problems := fileParams(p, "url", "compression", "verify-certificates")
-	if problems == nil {
-		problems = map[string]string{}
-	}
 	if u, given := p["url"]; !given {
 		problems["url"] = "property is missing and it is not optional"
 	} else if !remoteURL.MatchString(u) {
