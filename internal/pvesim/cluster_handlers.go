@@ -116,6 +116,15 @@ func (s *Server) onlineParams(w http.ResponseWriter, r *http.Request, allowed ..
 	return readAllowedParams(w, r, allowed...)
 }
 
+// onlineUncheckedParams is onlineParams for a handler that checks the parameters itself
+// (reporting the unknown ones together with its own problems). The caller holds s.mu.
+func (s *Server) onlineUncheckedParams(w http.ResponseWriter, r *http.Request) (map[string]string, bool) {
+	if !s.requireOnline(w, r) {
+		return nil, false
+	}
+	return readParams(w, r)
+}
+
 // guestCPUShare is how busy a running guest's vCPUs are, as a fraction.
 const guestCPUShare = 0.1
 

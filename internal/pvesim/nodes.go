@@ -210,10 +210,7 @@ var macAddr = regexp.MustCompile(`^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$`)
 func (s *Server) handleNodeConfigSet(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.requireOnline(w, r) {
-		return
-	}
-	p, ok := readParams(w, r)
+	p, ok := s.onlineUncheckedParams(w, r)
 	if !ok {
 		return
 	}

@@ -349,10 +349,7 @@ var createParams = []string{"vmid", "start", "pool", "storage", "archive", "forc
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.requireOnline(w, r) {
-		return
-	}
-	p, valid := readParams(w, r)
+	p, valid := s.onlineUncheckedParams(w, r)
 	if !valid {
 		return
 	}

@@ -79,10 +79,7 @@ func (s *Server) PutSnippet(node, storageName, name string, size int) error {
 func (s *Server) handleStorageContent(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.requireOnline(w, r) {
-		return
-	}
-	p, valid := readParams(w, r)
+	p, valid := s.onlineUncheckedParams(w, r)
 	if !valid {
 		return
 	}

@@ -347,10 +347,7 @@ var downloadCompressions = []string{"gz", "lzo", "zst", "bz2"}
 func (s *Server) handleDownloadURL(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.requireOnline(w, r) {
-		return
-	}
-	p, ok := readParams(w, r)
+	p, ok := s.onlineUncheckedParams(w, r)
 	if !ok {
 		return
 	}
