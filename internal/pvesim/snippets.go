@@ -89,8 +89,7 @@ func (s *Server) handleStorageContent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name, content := r.PathValue("storage"), p["content"]
-	if msg := checkStorageID(name); msg != "" {
-		paramError(w, "storage", "invalid format - "+msg)
+	if !validStorageID(w, name) {
 		return
 	}
 	if content != "" && !contains(allContents, content) {

@@ -243,8 +243,7 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	nodeName, storeID := r.PathValue("node"), r.PathValue("storage")
-	if msg := checkStorageID(storeID); msg != "" {
-		paramError(w, "storage", "invalid format - "+msg)
+	if !validStorageID(w, storeID) {
 		return
 	}
 	n := s.node(nodeName)

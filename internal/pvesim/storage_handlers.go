@@ -41,8 +41,7 @@ func (s *Server) handleStorageStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.PathValue("storage")
-	if msg := checkStorageID(name); msg != "" {
-		paramError(w, "storage", "invalid format - "+msg)
+	if !validStorageID(w, name) {
 		return
 	}
 	st := s.anyStorage(name)
@@ -112,6 +111,16 @@ func (s *Server) clusterStorages() []*storage {
 		out = append(out, byName[name])
 	}
 	return out
+}
+
+// validStorageID answers a {storage} that is not a storage ID with PVE's 400 (its schema's
+// pve-storage-id format).
+func validStorageID(w http.ResponseWriter, id string) bool {
+	if msg := checkStorageID(id); msg != "" {
+		paramError(w, "storage", "invalid format - "+msg)
+		return false
+	}
+	return true
 }
 
 // anyStorage is storage name on whichever node has it, nil when the cluster has none.
@@ -223,8 +232,7 @@ func (s *Server) handleStorageConfig(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.PathValue("storage")
-	if msg := checkStorageID(name); msg != "" {
-		paramError(w, "storage", "invalid format - "+msg)
+	if !validStorageID(w, name) {
 		return
 	}
 	st := s.anyStorage(name)
