@@ -109,8 +109,7 @@ func TestAccKubeSpreadCountsEligibleNodesOnly(t *testing.T) {
 // node_taints_policy: pve4's members count for zone2 only under "Ignore" (kube's default); under
 // "Honor" (ours) the tainted node is not eligible, so zone2 holds none and takes the VM.
 func TestAccKubeSpreadTaintsPolicy(t *testing.T) {
-	env := newAccEnv(t, kubeCluster("pve2:foo", "pve4:foo", "pve4:foo", "pve2:foo2", "pve4:foo2", "pve4:foo2"))
-	env.needsSim(t)
+	env, _ := simEnv(t, kubeCluster("pve2:foo", "pve4:foo", "pve4:foo", "pve2:foo2", "pve4:foo2", "pve4:foo2"))
 	nodes := providerNodeBlocks(map[string]string{"pve1": `labels = { zone = "zone1" }`, "pve2": `labels = { zone = "zone1" }`,
 		"pve3": `labels = { zone = "zone2" }`, "pve4": "labels = { zone = \"zone2\" }\n  taints = [\"maint:NoSchedule\"]"})
 	spread := func(name, tag, policy string) string {
@@ -129,8 +128,7 @@ func TestAccKubeSpreadTaintsPolicy(t *testing.T) {
 // Node affinity terms ORed, expressions ANDed, as kube's nodeSelectorTerms and matchExpressions;
 // a preference of two expressions; a block's own expression ANDed with its match_expressions.
 func TestAccKubeNodeAffinityTerms(t *testing.T) {
-	env := newAccEnv(t, kubeCluster())
-	env.needsSim(t)
+	env, _ := simEnv(t, kubeCluster())
 	nodes := providerNodeBlocks(map[string]string{"pve1": `labels = { zone = "a", gpu = "x" }`, "pve2": `labels = { zone = "a" }`,
 		"pve3": `labels = { zone = "b" }`, "pve4": `labels = { zone = "c" }`})
 	runParallel(t, resource.TestStep{
@@ -202,8 +200,7 @@ data "qemuscheduler_placement" "mixed" {
 // and none of some (NotIn, DoesNotExist), for anti-affinity, affinity and spread. pve3's guest
 // carries web but also old, so it is in no group that excludes old.
 func TestAccKubeVMGroupSelectors(t *testing.T) {
-	env := newAccEnv(t, kubeCluster("pve1:web", "pve2:api", "pve3:web,old"))
-	env.needsSim(t)
+	env, _ := simEnv(t, kubeCluster("pve1:web", "pve2:api", "pve3:web,old"))
 	runParallel(t, resource.TestStep{
 		Config: env.providerBlock("") + `
 data "qemuscheduler_placement" "anti" {
@@ -233,8 +230,7 @@ data "qemuscheduler_placement" "affinity" {
 // The same selector for a spread, on a cluster of its own: a placement at plan time stands
 // for its VM, with its anti-affinity, in the later data sources of the same process.
 func TestAccKubeSpreadSelector(t *testing.T) {
-	env := newAccEnv(t, kubeCluster("pve1:web", "pve2:api", "pve3:web,old"))
-	env.needsSim(t)
+	env, _ := simEnv(t, kubeCluster("pve1:web", "pve2:api", "pve3:web,old"))
 	runParallel(t, resource.TestStep{
 		Config: env.providerBlock("") + `
 data "qemuscheduler_placement" "spread" {
@@ -365,8 +361,7 @@ import {
 // Constraints on zone and node, with different labelSelectors" case scores 60, 20, 100, 60,
 // node-a and node-y tied (the fractions would rank them apart).
 func TestAccKubeSpreadScoreRounds(t *testing.T) {
-	env := newAccEnv(t, kubeCluster("pve1:foo", "pve2:foo,bar", "pve4:foo", "pve4:bar"))
-	env.needsSim(t)
+	env, _ := simEnv(t, kubeCluster("pve1:foo", "pve2:foo,bar", "pve4:foo", "pve4:bar"))
 	zones := providerNodeBlocks(map[string]string{"pve1": `labels = { zone = "zone1" }`, "pve2": `labels = { zone = "zone1" }`,
 		"pve3": `labels = { zone = "zone2" }`, "pve4": `labels = { zone = "zone2" }`})
 	runParallel(t, resource.TestStep{

@@ -47,16 +47,14 @@ func TestAccPlacementNodePolicy(t *testing.T) {
 			toleration { operator = "Exists" }`, map[string]string{"node": "pve2",
 			"candidates.0.reasons.0": "NodeSelector: label node.qemu-scheduler/name=pve1, node_affinity node.qemu-scheduler/name NotIn [pve1]"}},
 	}
-	env := newAccEnv(t, policyCluster()) // read-only cases share one cluster
-	env.needsSim(t)
+	env, _ := simEnv(t, policyCluster()) // read-only cases share one cluster
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { placementChecks(t, env, policyProvider, tt.body, tt.attrs) })
 	}
 }
 
 func TestAccPlacementNodePolicyUnschedulable(t *testing.T) {
-	env := newAccEnv(t, policyCluster())
-	env.needsSim(t)
+	env, _ := simEnv(t, policyCluster())
 	placementFails(t, env, policyProvider, `name = "ml"
 		node_selector = { gpu = "a100" }`,
 		regexp.MustCompile(strings.ReplaceAll(`0/4 nodes are available: 2 node\(s\) didn't match node selector gpu=a100, 1 node\(s\) had untolerated taint gpu=a100, 1 node\(s\) were offline`, " ", `\s+`)))
@@ -64,8 +62,7 @@ func TestAccPlacementNodePolicyUnschedulable(t *testing.T) {
 
 // A preference decides between otherwise equal nodes, whatever the VM's name (the tie-break).
 func TestAccPlacementPreferredAffinity(t *testing.T) {
-	env := newAccEnv(t, equalCluster())
-	env.needsSim(t)
+	env, _ := simEnv(t, equalCluster())
 	provider := `node {
     name   = "pve2"
     labels = { disk = "nvme" }
@@ -122,8 +119,7 @@ func TestAccPlacementNodePolicyErrors(t *testing.T) {
 		{"match_expressions values", "node_affinity {\n match_expressions {\n key = \"zone\"\n operator = \"In\"\n }\n}",
 			`Invalid node_affinity values[\s\S]*match_expressions {[\s\S]*operator In needs at least one value`},
 	}
-	env := newAccEnv(t, labCluster()) // read-only cases share one cluster
-	env.needsSim(t)
+	env, _ := simEnv(t, labCluster()) // read-only cases share one cluster
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			placementFails(t, env, "", "name = \"web\"\n"+tt.body, regexp.MustCompile(tt.want))
@@ -165,8 +161,7 @@ func TestAccVMNodePolicy(t *testing.T) {
 // Sticky placement re-checks the node policy: an existing VM keeps its node while the node
 // still passes, and is placed anew when it no longer does.
 func TestAccPlacementStickyNodePolicy(t *testing.T) {
-	env := newAccEnv(t, policyCluster())
-	env.needsSim(t)
+	env, _ := simEnv(t, policyCluster())
 	env.createVM(t, "pve1", 300, map[string]string{"name": "web-x", "memory": "512"})
 	resource.ParallelTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testProviders,

@@ -45,8 +45,7 @@ const policyProvider = `
 // the block winning (pve1); built-ins; maintenance; an offline node without Notes labels;
 // names_regex; a second plan is empty.
 func TestAccNodesDataSource(t *testing.T) {
-	env := newAccEnv(t, policyCluster())
-	env.needsSim(t)
+	env, _ := simEnv(t, policyCluster())
 	all, some := "data.qemuscheduler_nodes.all", "data.qemuscheduler_nodes.some"
 	resource.ParallelTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testProviders,
@@ -134,8 +133,7 @@ func TestAccNodeBlockErrors(t *testing.T) {
 		{"taint without effect", `taints = ["gpu"]`, `Invalid taint[\s\S]*has no effect`},
 		{"duplicate taint", `taints = ["gpu=a:NoSchedule", "gpu=b:NoSchedule"]`, `Duplicate taint[\s\S]*taints 0 and 1 both have key "gpu"`},
 	}
-	env := newAccEnv(t, labCluster()) // read-only cases share one cluster
-	env.needsSim(t)
+	env, _ := simEnv(t, labCluster()) // read-only cases share one cluster
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			placementFails(t, env, "node {\n  name = \"pve1\"\n  "+tt.block+"\n}", `name = "web"`, regexp.MustCompile(tt.want))

@@ -103,8 +103,7 @@ func TestAccPlacementPlugins(t *testing.T) {
 			  }
 			}`, map[string]string{"candidates.1.score": "273.13", "candidates.1.scores.NodeResource": "86.56"}},
 	}
-	env := newAccEnv(t, labCluster()) // read-only cases share one cluster
-	env.needsSim(t)
+	env, _ := simEnv(t, labCluster()) // read-only cases share one cluster
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			placementChecks(t, env, "", tt.body, tt.attrs)
@@ -134,8 +133,7 @@ func TestAccPlacementProviderPluginConfig(t *testing.T) {
 			  }
 			}`, attrs: map[string]string{"node": "pve3", "candidates.1.reasons.0": "MemoryOvercommit: (512+16384)/16384 MiB = 1.0313 > 1"}},
 	}
-	env := newAccEnv(t, labCluster()) // read-only cases share one cluster
-	env.needsSim(t)
+	env, _ := simEnv(t, labCluster()) // read-only cases share one cluster
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			placementChecks(t, env, tt.provider, tt.body, tt.attrs)
@@ -190,8 +188,7 @@ func TestAccPlacementErrors(t *testing.T) {
 			storage = "nfs"`, `storage "nfs" does not exist on pve1`},
 		{"provider: unknown plugin", `plugin_config_yaml = "scores: {Random: {}}"`, `name = "a"`, `unknown score plugin "Random"; valid score plugins: NodeResource, NodeAffinity, TaintToleration, VMAffinity, TopologySpread, LeastAllocated, MostAllocated, BalancedAllocation`},
 	}
-	env := newAccEnv(t, labCluster()) // read-only cases share one cluster
-	env.needsSim(t)
+	env, _ := simEnv(t, labCluster()) // read-only cases share one cluster
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			placementFails(t, env, tt.provider, tt.body, wrapped(tt.want))
@@ -251,8 +248,7 @@ func TestAccProviderConfigErrors(t *testing.T) {
 }
 
 func TestAccPlacementMultiSpreadsTwoTwoTwo(t *testing.T) {
-	env := newAccEnv(t, equalCluster())
-	env.needsSim(t)
+	env, _ := simEnv(t, equalCluster())
 	runParallel(t, resource.TestStep{
 		Config: env.config(placement(`names = ["w0", "w1", "w2", "w3", "w4", "w5"]
 				memory = 4096`)),
@@ -277,8 +273,7 @@ func TestAccPlacementMultiSpreadsTwoTwoTwo(t *testing.T) {
 // A VM that appears with the requested name is returned where it is, and the plan that
 // feeds it to another resource stays empty.
 func TestAccPlacementStickyFeedsOtherResources(t *testing.T) {
-	env := newAccEnv(t, labCluster())
-	env.needsSim(t)
+	env, _ := simEnv(t, labCluster())
 	cfg := env.config(placement(`name = "web"`), `resource "terraform_data" "vm" {
   input = "${data.qemuscheduler_placement.p.node}/${data.qemuscheduler_placement.p.vmid}"
 }`)
@@ -428,8 +423,7 @@ func TestAccPlacementConsistentOnAnyCluster(t *testing.T) {
 
 // An annotation known only after apply defers the read to apply instead of failing the plan.
 func TestAccPlacementAnnotationKnownAfterApply(t *testing.T) {
-	env := newAccEnv(t, labCluster())
-	env.needsSim(t)
+	env, _ := simEnv(t, labCluster())
 	runParallel(t, resource.TestStep{
 		Config: env.config(`resource "terraform_data" "regex" {
   input = "pve[13]"

@@ -56,8 +56,7 @@ func TestAccProfileLayering(t *testing.T) {
 		{"profile default: provider blocks", provider + profile(true, true), `profile = "default"`, "2"},
 		{"provider YAML alone", ratioYAML("1") + "\n" + profile(false, true), ``, "1"},
 	}
-	env := newAccEnv(t, labCluster()) // read-only cases share one cluster
-	env.needsSim(t)
+	env, _ := simEnv(t, labCluster()) // read-only cases share one cluster
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			placementFails(t, env, tt.provider, "name = \"big\"\nmemory = 114688\n"+tt.body,
@@ -69,8 +68,7 @@ func TestAccProfileLayering(t *testing.T) {
 // A CAPPX user's plugin-config.yaml, verbatim, is a whole profile; the summary says which
 // profile decided, and objects without a profile keep the provider's behaviour.
 func TestAccProfileFromReferenceYAML(t *testing.T) {
-	env := newAccEnv(t, labCluster())
-	env.needsSim(t)
+	env, _ := simEnv(t, labCluster())
 	provider := `profile {
 	  name = "cappx"
 	  plugin_config_yaml = <<-EOT
@@ -126,8 +124,7 @@ func TestAccProfileErrors(t *testing.T) {
 		{"profile default VMID range checked on the profile", "profile {\n name = \"tenant\"\n annotations = { \"vmid.qemu-scheduler/range\" = \"1-2\" }\n}", ``,
 			`invalid range "1-2": ids must lie within 100-999999999`},
 	}
-	env := newAccEnv(t, labCluster()) // read-only cases share one cluster
-	env.needsSim(t)
+	env, _ := simEnv(t, labCluster()) // read-only cases share one cluster
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			placementFails(t, env, tt.provider, "name = \"web\"\n"+tt.body, wrapped(regexp.QuoteMeta(tt.want)))
@@ -161,8 +158,7 @@ const packingAndSpreading = `profile {
 // (pve1 runs db, 4 vCPUs and 4 GiB), spreading takes the emptiest (pve3); each summary says
 // which profile decided. Configured figures: pve1 4 vCPUs/4096 MiB, pve2 1/512, pve3 none.
 func TestAccProfilesPackVersusSpread(t *testing.T) {
-	env := newAccEnv(t, labCluster())
-	env.needsSim(t)
+	env, _ := simEnv(t, labCluster())
 	const spread = "data.qemuscheduler_placement.spread"
 	config := env.providerBlock(packingAndSpreading) + placement(`name = "web"
 				profile = "packing"`) + `data "qemuscheduler_placement" "spread" {
@@ -217,8 +213,7 @@ func TestAccStorageCapacityPlacement(t *testing.T) {
 		{"unknown disk size is not checked", `name = "any"
 			node = "pve1"`, map[string]string{"storage": "nfs"}},
 	}
-	env := newAccEnv(t, storageCluster()) // read-only cases share one cluster
-	env.needsSim(t)
+	env, _ := simEnv(t, storageCluster()) // read-only cases share one cluster
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			placementChecks(t, env, "", tt.body, tt.attrs)
@@ -235,8 +230,7 @@ func TestAccStorageCapacityErrors(t *testing.T) {
 			node = "pve1"
 			disk_gib = 200`, `pve1: StorageCapacity: nfs has 150 GiB free, needs 200`},
 	}
-	env := newAccEnv(t, storageCluster()) // read-only cases share one cluster
-	env.needsSim(t)
+	env, _ := simEnv(t, storageCluster()) // read-only cases share one cluster
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			placementFails(t, env, "", tt.body, wrapped(regexp.QuoteMeta(tt.want)))

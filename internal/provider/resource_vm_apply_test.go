@@ -336,8 +336,7 @@ func TestAccVMCloneCloudInitAvoidsBusyIDE2(t *testing.T) {
 
 // Malformed values fail validation at plan time, naming the attribute.
 func TestAccVMValidation(t *testing.T) {
-	env := newAccEnv(t, labCluster())
-	env.needsSim(t)
+	env, _ := simEnv(t, labCluster())
 	vm := func(body string) string {
 		return env.config(`resource "qemuscheduler_vm" "web" {
   name = "web-1"

@@ -245,8 +245,7 @@ func TestAccVMFailures(t *testing.T) {
 		})
 	})
 	t.Run("nothing fits fails the plan", func(t *testing.T) {
-		env := newAccEnv(t, labCluster())
-		env.needsSim(t)
+		env, _ := simEnv(t, labCluster())
 		runSteps(t, resource.TestStep{
 			Config: env.config(`resource "qemuscheduler_vm" "web" {
   name   = "big"
@@ -330,8 +329,7 @@ func TestAccVMNetworkCloudInitAndReplace(t *testing.T) {
 // A VM made by hand is imported by node/vmid; a configuration that describes it plans no
 // changes.
 func TestAccVMImportThenPlanIsEmpty(t *testing.T) {
-	env := newAccEnv(t, labCluster())
-	env.needsSim(t)
+	env, _ := simEnv(t, labCluster())
 	cfg := env.config(`resource "qemuscheduler_vm" "web" {
   name        = "legacy"
   cores       = 2
@@ -360,8 +358,7 @@ func TestAccVMImportThenPlanIsEmpty(t *testing.T) {
 // A template on local storage can only be cloned onto its own node: the scheduler is told so,
 // and a pin elsewhere fails the plan with the reason.
 func TestAccVMCloneFromLocalTemplate(t *testing.T) {
-	env := newAccEnv(t, labCluster())
-	env.needsSim(t)
+	env, _ := simEnv(t, labCluster())
 	vm := func(pin string) string {
 		return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
   name = "web-1"

@@ -92,8 +92,7 @@ func applyWebVMs(t *testing.T, cluster pvesim.Cluster, count int, body string, w
 func TestAccVMGroupsAntiAffinityTooMany(t *testing.T) {
 	tooMany := wrapped(`3 node\(s\) already run a guest tagged \[web\] \(required vm_anti_affinity by node; all 3 nodes already run one, so no more VMs of the group can be kept apart: use topology_spread with max_skew = 1`)
 	t.Run("data source", func(t *testing.T) {
-		env := newAccEnv(t, bigNodeCluster(3))
-		env.needsSim(t)
+		env, _ := simEnv(t, bigNodeCluster(3))
 		resource.ParallelTest(t, resource.TestCase{
 			ProtoV6ProviderFactories: testProviders,
 			Steps: []resource.TestStep{{
@@ -133,8 +132,7 @@ func TestAccVMGroupsSpreadTwoTwoTwo(t *testing.T) {
 		applyWebVMs(t, bigNodeCluster(3), 6, spread, map[string]int{"pve1": 2, "pve2": 2, "pve3": 2})
 	})
 	t.Run("data source", func(t *testing.T) {
-		env := newAccEnv(t, bigNodeCluster(3))
-		env.needsSim(t)
+		env, _ := simEnv(t, bigNodeCluster(3))
 		resource.ParallelTest(t, resource.TestCase{
 			ProtoV6ProviderFactories: testProviders,
 			Steps: []resource.TestStep{{
@@ -164,8 +162,7 @@ func TestAccVMGroupsPreferredAntiAffinity(t *testing.T) {
 		cluster.Guests = append(cluster.Guests, pvesim.GuestSpec{VMID: 100 + i, Node: node, Name: fmt.Sprintf("old-web-%d", i),
 			Status: "stopped", Cores: 1, MemoryMiB: 512, Tags: []string{"web"}})
 	}
-	env := newAccEnv(t, cluster)
-	env.needsSim(t)
+	env, _ := simEnv(t, cluster)
 	resource.ParallelTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testProviders,
 		Steps: []resource.TestStep{{
@@ -198,8 +195,7 @@ func TestAccVMGroupsAffinityAndProxLB(t *testing.T) {
 		{VMID: 100, Node: "pve2", Name: "db-1", Status: "stopped", Cores: 2, MemoryMiB: 2048, Tags: []string{"db"}},
 		{VMID: 101, Node: "pve1", Name: "lb-1", Status: "running", Cores: 1, MemoryMiB: 512, Tags: []string{"plb_anti_affinity_lb"}},
 	}
-	env := newAccEnv(t, cluster)
-	env.needsSim(t)
+	env, _ := simEnv(t, cluster)
 	proxLB := placement(`name = "lb-2"
   tags = ["plb_anti_affinity_lb"]`)
 	resource.ParallelTest(t, resource.TestCase{
@@ -267,8 +263,7 @@ func applyConcurrently(t *testing.T, runs []string, config func(run string) stri
 
 // Each mistake fails the plan on its attribute.
 func TestAccVMGroupsValidation(t *testing.T) {
-	env := newAccEnv(t, bigNodeCluster(3))
-	env.needsSim(t)
+	env, _ := simEnv(t, bigNodeCluster(3))
 	for _, tc := range []struct{ block, want string }{
 		{`vm_anti_affinity {
     tags = []
