@@ -137,11 +137,6 @@ func (r *vmResource) record(ctx context.Context, m *vmModel, diags *diag.Diagnos
 	return m.recordWith(ctx, r.data, diags)
 }
 
-// record is the model's record without the profile's defaults: all ValidateConfig knows.
-func (m *vmModel) record(ctx context.Context, diags *diag.Diagnostics) *records.Record {
-	return m.recordWith(ctx, nil, diags)
-}
-
 func (m *vmModel) recordWith(ctx context.Context, data *providerData, diags *diag.Diagnostics) *records.Record {
 	req, _ := m.schedulingModel.request(ctx, diags)
 	data.withDefaults(m.Profile, &req)
@@ -169,6 +164,19 @@ func withRecord(cfg map[string]string, rec *records.Record) {
 	if tags, ok := cfg["tags"]; ok {
 		cfg["tags"] = withRecordMark(tags)
 	}
+}
+
+// checkPlannedNotes checks the Notes a create or update of m writes, description (null: none)
+// and the placement record, against PVE's limit (checkNotesSize). data nil leaves the
+// profile's defaults out of the record (ValidateConfig does not know them); an unknown
+// description is not checked.
+func checkPlannedNotes(ctx context.Context, m *vmModel, description types.String, data *providerData, diags *diag.Diagnostics) {
+	if description.IsUnknown() {
+		return
+	}
+	cfg := map[string]string{"description": description.ValueString()}
+	withRecord(cfg, m.recordWith(ctx, data, diags))
+	checkNotesSize(cfg, diags)
 }
 
 // checkNotesSize refuses Notes PVE would refuse: the description and the record share PVE's

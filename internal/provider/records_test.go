@@ -359,3 +359,20 @@ func TestAccVMPlacementRecordTooLong(t *testing.T) {
   }
 }`, strings.Repeat("x", 8150))), ExpectError: wrapped(`the description \(8150 bytes\) and the VM's placement record \(\d+ bytes\) need \d+. Shorten the description by \d+ bytes`)})
 }
+
+// The record carries the profile's defaults, which the configuration's validation cannot know:
+// the plan checks the Notes with them, so it fails where the create would (8100 bytes of
+// description pass with the record the configuration alone gives).
+func TestAccVMPlacementRecordTooLongWithProfileDefaults(t *testing.T) {
+	env := newAccEnv(t, equalCluster())
+	runSteps(t, resource.TestStep{PlanOnly: true, Config: env.providerBlock(`profile {
+  name        = "tenant"
+  annotations = { "vmid.qemu-scheduler/range" = "4000-4099" }
+}`) + fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
+  name        = "long"
+  profile     = "tenant"
+  description = %q
+}`, strings.Repeat("x", 8100)), ExpectError: regexp.MustCompile(`(?s)Error: Description too long for the placement record.*with qemuscheduler_vm.web,.*` +
+		`on .* line \d+, in resource "qemuscheduler_vm" "web":.*description = .*` +
+		strings.ReplaceAll(`the description \(8100 bytes\) and the VM's placement record \(120 bytes\) need 8222. Shorten the description by 30 bytes`, " ", `\s+`))})
+}

@@ -74,11 +74,7 @@ func (r *vmResource) ValidateConfig(ctx context.Context, req resource.ValidateCo
 	validateNetworks(m.Networks, &resp.Diagnostics)
 	m.firmwareModel.validateFirmware(ctx, m.Clone != nil, &resp.Diagnostics)
 	validateHA(m.Started, m.HA, &resp.Diagnostics)
-	if known(m.Description) {
-		cfg := map[string]string{"description": m.Description.ValueString()}
-		withRecord(cfg, m.record(ctx, &resp.Diagnostics)) // without the profile's defaults, unknown here
-		checkNotesSize(cfg, &resp.Diagnostics)
-	}
+	checkPlannedNotes(ctx, &m, m.Description, nil, &resp.Diagnostics) // the profile's defaults are unknown here
 	if m.CloudInit != nil {
 		m.CloudInit.validate(&resp.Diagnostics)
 	}
@@ -127,6 +123,13 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 	if profile == nil {
 		return
 	}
+	// With the profile's defaults in the record, as Create and Update write it. An unset
+	// description is unknown in a create's plan: the create writes none.
+	notes := plan.Description
+	if notes.IsUnknown() {
+		resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("description"), &notes)...)
+	}
+	checkPlannedNotes(ctx, &plan, notes, r.data, &resp.Diagnostics)
 	creating := req.State.Raw.IsNull()
 	var state vmModel
 	if !creating {

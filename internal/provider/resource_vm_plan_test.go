@@ -77,6 +77,7 @@ func planWith(t *testing.T, state, plan *vmModel) diag.Diagnostics {
 	if plan != nil {
 		diags.Append(req.Plan.Set(ctx, plan)...)
 	}
+	req.Config = tfsdk.Config{Schema: sch.Schema, Raw: req.Plan.Raw} // as configured: what the tests plan
 	if diags.HasError() {
 		t.Fatalf("building the request: %v", diags)
 	}
