@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -50,22 +49,12 @@ func nullScheduling() schedulingModel {
 
 // dataSourceScheduling adds the scheduling attributes and blocks to a data source schema.
 func dataSourceScheduling(s *dsschema.Schema) {
-	attrs, blocks := schedulingSchema(dataSourceKit, dataSourcePluginConfigBlock())
-	if s.Blocks == nil {
-		s.Blocks = map[string]dsschema.Block{}
-	}
-	maps.Copy(s.Attributes, attrs)
-	maps.Copy(s.Blocks, blocks)
+	addScheduling(dataSourceKit, dataSourcePluginConfigBlock(), s.Attributes, &s.Blocks)
 }
 
 // resourceScheduling adds the scheduling attributes and blocks to a resource schema.
 func resourceScheduling(s *rschema.Schema) {
-	attrs, blocks := schedulingSchema(resourceKit, resourcePluginConfigBlock())
-	if s.Blocks == nil {
-		s.Blocks = map[string]rschema.Block{}
-	}
-	maps.Copy(s.Attributes, attrs)
-	maps.Copy(s.Blocks, blocks)
+	addScheduling(resourceKit, resourcePluginConfigBlock(), s.Attributes, &s.Blocks)
 }
 
 // request converts the scheduling configuration into a request of the default size, which the

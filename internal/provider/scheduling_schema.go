@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"maps"
+
 	dsschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	rschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
@@ -73,21 +75,22 @@ var resourceKit = schemaKit[rschema.Attribute, rschema.Block]{
 	},
 }
 
-// policyBlocks are the repeatable policy blocks of the data source and the resource.
-// schedulingSchema is what the data sources and the resource share: profile, annotations,
-// plugin configuration, node selector and the policy blocks.
-func schedulingSchema[A, B any](k schemaKit[A, B], pluginConfig B) (map[string]A, map[string]B) {
-	attrs := map[string]A{
-		"profile":            k.str(stringSpec{description: profileAttrDescription, validators: profileValidators()}),
-		"annotations":        k.strMap(annotationsDescription()),
-		"plugin_config_yaml": k.str(stringSpec{description: pluginConfigYAMLDescription}),
-		"node_selector":      k.strMap(nodeSelectorDescription),
+// addScheduling adds to a schema's attributes and blocks what the data sources and the
+// resource share: profile, annotations, plugin configuration, node selector and the policy
+// blocks.
+func addScheduling[A, B any](k schemaKit[A, B], pluginConfig B, attrs map[string]A, blocks *map[string]B) {
+	attrs["profile"] = k.str(stringSpec{description: profileAttrDescription, validators: profileValidators()})
+	attrs["annotations"] = k.strMap(annotationsDescription())
+	attrs["plugin_config_yaml"] = k.str(stringSpec{description: pluginConfigYAMLDescription})
+	attrs["node_selector"] = k.strMap(nodeSelectorDescription)
+	if *blocks == nil {
+		*blocks = map[string]B{}
 	}
-	blocks := policyBlocks(k)
-	blocks["plugin_config"] = pluginConfig
-	return attrs, blocks
+	maps.Copy(*blocks, policyBlocks(k))
+	(*blocks)["plugin_config"] = pluginConfig
 }
 
+// policyBlocks are the repeatable policy blocks of the data sources and the resource.
 func policyBlocks[A, B any](k schemaKit[A, B]) map[string]B {
 	return map[string]B{
 		"node_affinity":    k.block(nodeAffinityDescription, nodeAffinityAttributes(k), nodeAffinityBlocks(k)),
