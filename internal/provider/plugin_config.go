@@ -6,11 +6,8 @@ import (
 	"errors"
 	"sync"
 
-	dsschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
-	providerschema "github.com/hashicorp/terraform-plugin-framework/provider/schema"
-	rschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/plugins"
@@ -72,58 +69,21 @@ func pluginKindDoc(kind string) string {
 	return doc + "."
 }
 
-func providerPluginConfigBlock() providerschema.Block {
-	kind := func(k string, withWeight bool) providerschema.ListNestedBlock {
-		attrs := map[string]providerschema.Attribute{
-			"name":   providerschema.StringAttribute{Required: true, Description: pluginAttrDocs.name},
-			"enable": providerschema.BoolAttribute{Optional: true, Description: pluginAttrDocs.enable},
-			"args":   providerschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: pluginAttrDocs.args},
+// pluginConfigBlock is the plugin_config block of the provider, its profiles, the data sources
+// and the resource.
+func pluginConfigBlock[A, B any](k schemaKit[A, B]) B {
+	kind := func(kind string, withWeight bool) B {
+		attrs := map[string]A{
+			"name":   k.str(stringSpec{required: true, description: pluginAttrDocs.name}),
+			"enable": k.boolean(pluginAttrDocs.enable),
+			"args":   k.strMap(pluginAttrDocs.args),
 		}
 		if withWeight {
-			attrs["weight"] = providerschema.Int64Attribute{Optional: true, Description: pluginAttrDocs.weight}
+			attrs["weight"] = k.i64(int64Spec{description: pluginAttrDocs.weight})
 		}
-		return providerschema.ListNestedBlock{Description: pluginKindDoc(k), NestedObject: providerschema.NestedBlockObject{Attributes: attrs}}
+		return k.block(pluginKindDoc(kind), attrs, nil)
 	}
-	return providerschema.SingleNestedBlock{
-		Description: pluginConfigDescription,
-		Blocks:      map[string]providerschema.Block{"filter": kind("filter", false), "score": kind("score", true), "vmid": kind("vmid", false)},
-	}
-}
-
-func dataSourcePluginConfigBlock() dsschema.Block {
-	kind := func(k string, withWeight bool) dsschema.ListNestedBlock {
-		attrs := map[string]dsschema.Attribute{
-			"name":   dsschema.StringAttribute{Required: true, Description: pluginAttrDocs.name},
-			"enable": dsschema.BoolAttribute{Optional: true, Description: pluginAttrDocs.enable},
-			"args":   dsschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: pluginAttrDocs.args},
-		}
-		if withWeight {
-			attrs["weight"] = dsschema.Int64Attribute{Optional: true, Description: pluginAttrDocs.weight}
-		}
-		return dsschema.ListNestedBlock{Description: pluginKindDoc(k), NestedObject: dsschema.NestedBlockObject{Attributes: attrs}}
-	}
-	return dsschema.SingleNestedBlock{
-		Description: pluginConfigDescription,
-		Blocks:      map[string]dsschema.Block{"filter": kind("filter", false), "score": kind("score", true), "vmid": kind("vmid", false)},
-	}
-}
-
-func resourcePluginConfigBlock() rschema.Block {
-	kind := func(k string, withWeight bool) rschema.ListNestedBlock {
-		attrs := map[string]rschema.Attribute{
-			"name":   rschema.StringAttribute{Required: true, Description: pluginAttrDocs.name},
-			"enable": rschema.BoolAttribute{Optional: true, Description: pluginAttrDocs.enable},
-			"args":   rschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: pluginAttrDocs.args},
-		}
-		if withWeight {
-			attrs["weight"] = rschema.Int64Attribute{Optional: true, Description: pluginAttrDocs.weight}
-		}
-		return rschema.ListNestedBlock{Description: pluginKindDoc(k), NestedObject: rschema.NestedBlockObject{Attributes: attrs}}
-	}
-	return rschema.SingleNestedBlock{
-		Description: pluginConfigDescription,
-		Blocks:      map[string]rschema.Block{"filter": kind("filter", false), "score": kind("score", true), "vmid": kind("vmid", false)},
-	}
+	return k.single(pluginConfigDescription, map[string]B{"filter": kind("filter", false), "score": kind("score", true), "vmid": kind("vmid", false)})
 }
 
 // toScheduler converts the block. A block is the user's last word, so an omitted enable is an

@@ -18,7 +18,7 @@ import (
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
-// providerKit builds the policy blocks of the provider's profile block.
+// providerKit builds the provider's plugin_config block and the policy blocks of its profile block.
 var providerKit = schemaKit[providerschema.Attribute, providerschema.Block]{
 	list: func(s listSpec) providerschema.Attribute {
 		return providerschema.ListAttribute{ElementType: types.StringType, Required: s.required, Optional: !s.required, Description: s.description, Validators: s.validators}
@@ -32,8 +32,14 @@ var providerKit = schemaKit[providerschema.Attribute, providerschema.Block]{
 	strMap: func(description string) providerschema.Attribute {
 		return providerschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: description}
 	},
+	boolean: func(description string) providerschema.Attribute {
+		return providerschema.BoolAttribute{Optional: true, Description: description}
+	},
 	block: func(description string, attrs map[string]providerschema.Attribute, blocks map[string]providerschema.Block) providerschema.Block {
 		return providerschema.ListNestedBlock{Description: description, NestedObject: providerschema.NestedBlockObject{Attributes: attrs, Blocks: blocks}}
+	},
+	single: func(description string, blocks map[string]providerschema.Block) providerschema.Block {
+		return providerschema.SingleNestedBlock{Description: description, Blocks: blocks}
 	},
 }
 

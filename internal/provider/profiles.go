@@ -52,7 +52,7 @@ func providerProfileBlock() providerschema.Block {
 		"plugin_config_yaml": providerschema.StringAttribute{Optional: true,
 			Description: pluginConfigYAMLDescription + " A CAPPX user's plugin-config.yaml can serve as a whole profile."},
 	}
-	blocks := map[string]providerschema.Block{"plugin_config": providerPluginConfigBlock()}
+	blocks := map[string]providerschema.Block{"plugin_config": pluginConfigBlock(providerKit)}
 	profileDefaultsSchema(attrs, blocks)
 	return providerschema.ListNestedBlock{
 		Description:  profileDescription,

@@ -90,7 +90,7 @@ func (p *qemuProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp 
 			"read_node_notes":   schema.BoolAttribute{Optional: true, Description: readNodeNotesDescription},
 			"honor_proxlb_tags": schema.BoolAttribute{Optional: true, Description: honorProxLBDescription},
 		},
-		Blocks: map[string]schema.Block{"plugin_config": providerPluginConfigBlock(), "profile": providerProfileBlock(), "node": providerNodeBlock()},
+		Blocks: map[string]schema.Block{"plugin_config": pluginConfigBlock(providerKit), "profile": providerProfileBlock(), "node": providerNodeBlock()},
 	}
 	markWholeNumbers(resp.Schema.Attributes, resp.Schema.Blocks)
 }

@@ -49,12 +49,12 @@ func nullScheduling() schedulingModel {
 
 // dataSourceScheduling adds the scheduling attributes and blocks to a data source schema.
 func dataSourceScheduling(s *dsschema.Schema) {
-	addScheduling(dataSourceKit, dataSourcePluginConfigBlock(), s.Attributes, &s.Blocks)
+	addScheduling(dataSourceKit, s.Attributes, &s.Blocks)
 }
 
 // resourceScheduling adds the scheduling attributes and blocks to a resource schema.
 func resourceScheduling(s *rschema.Schema) {
-	addScheduling(resourceKit, resourcePluginConfigBlock(), s.Attributes, &s.Blocks)
+	addScheduling(resourceKit, s.Attributes, &s.Blocks)
 }
 
 // request converts the scheduling configuration into a request of the default size, which the

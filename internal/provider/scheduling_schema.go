@@ -35,8 +35,12 @@ type schemaKit[A, B any] struct {
 	str    func(stringSpec) A
 	i64    func(int64Spec) A
 	strMap func(description string) A
+	// boolean is an optional bool.
+	boolean func(description string) A
 	// block is a repeatable block of attrs and nested blocks (nil for none).
 	block func(description string, attrs map[string]A, blocks map[string]B) B
+	// single is a block, at most one, of nested blocks.
+	single func(description string, blocks map[string]B) B
 }
 
 var dataSourceKit = schemaKit[dsschema.Attribute, dsschema.Block]{
@@ -52,8 +56,14 @@ var dataSourceKit = schemaKit[dsschema.Attribute, dsschema.Block]{
 	strMap: func(description string) dsschema.Attribute {
 		return dsschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: description}
 	},
+	boolean: func(description string) dsschema.Attribute {
+		return dsschema.BoolAttribute{Optional: true, Description: description}
+	},
 	block: func(description string, attrs map[string]dsschema.Attribute, blocks map[string]dsschema.Block) dsschema.Block {
 		return dsschema.ListNestedBlock{Description: description, NestedObject: dsschema.NestedBlockObject{Attributes: attrs, Blocks: blocks}}
+	},
+	single: func(description string, blocks map[string]dsschema.Block) dsschema.Block {
+		return dsschema.SingleNestedBlock{Description: description, Blocks: blocks}
 	},
 }
 
@@ -70,15 +80,21 @@ var resourceKit = schemaKit[rschema.Attribute, rschema.Block]{
 	strMap: func(description string) rschema.Attribute {
 		return rschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: description}
 	},
+	boolean: func(description string) rschema.Attribute {
+		return rschema.BoolAttribute{Optional: true, Description: description}
+	},
 	block: func(description string, attrs map[string]rschema.Attribute, blocks map[string]rschema.Block) rschema.Block {
 		return rschema.ListNestedBlock{Description: description, NestedObject: rschema.NestedBlockObject{Attributes: attrs, Blocks: blocks}}
+	},
+	single: func(description string, blocks map[string]rschema.Block) rschema.Block {
+		return rschema.SingleNestedBlock{Description: description, Blocks: blocks}
 	},
 }
 
 // addScheduling adds to a schema's attributes and blocks what the data sources and the
 // resource share: profile, annotations, plugin configuration, node selector and the policy
 // blocks.
-func addScheduling[A, B any](k schemaKit[A, B], pluginConfig B, attrs map[string]A, blocks *map[string]B) {
+func addScheduling[A, B any](k schemaKit[A, B], attrs map[string]A, blocks *map[string]B) {
 	attrs["profile"] = k.str(stringSpec{description: profileAttrDescription, validators: profileValidators()})
 	attrs["annotations"] = k.strMap(annotationsDescription())
 	attrs["plugin_config_yaml"] = k.str(stringSpec{description: pluginConfigYAMLDescription})
@@ -87,7 +103,7 @@ func addScheduling[A, B any](k schemaKit[A, B], pluginConfig B, attrs map[string
 		*blocks = map[string]B{}
 	}
 	maps.Copy(*blocks, policyBlocks(k))
-	(*blocks)["plugin_config"] = pluginConfig
+	(*blocks)["plugin_config"] = pluginConfigBlock(k)
 }
 
 // policyBlocks are the repeatable policy blocks of the data sources and the resource.
