@@ -41,21 +41,13 @@ func (p *planner) empty(u HighUtilization) error {
 			if g.Node != src || p.moved[g.VMID] {
 				continue
 			}
-			req := p.request(g)
-			if limit := p.capped(g, req); limit != "" {
-				p.keep(g, why+"; "+limit)
-				continue
-			}
-			to, refusal, err := p.target(g, req, accept, true)
+			moved, err := p.relocate(g, p.request(g), why, accept, true, "no node takes it")
 			if err != nil {
 				return err
 			}
-			if to == "" {
-				p.keep(g, why+"; no node takes it: "+refusal)
-				continue
+			if moved {
+				p.emptied++
 			}
-			p.move(g, req, to, why)
-			p.emptied++
 		}
 	}
 	return nil

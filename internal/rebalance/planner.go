@@ -196,24 +196,35 @@ func (p *planner) removeViolations() error {
 		if len(reasons) == 0 {
 			continue
 		}
-		why := "policy violation on " + g.Node + ": " + strings.Join(reasons, "; ")
-		// Past a cap the violation is still reported, so that none goes unseen.
-		if limit := p.capped(g, req); limit != "" {
-			p.keep(g, why+"; "+limit)
-			continue
-		}
-		to, refusal, err := p.target(g, req, nil, false)
+		// Past a cap the violation is still reported (kept), so that none goes unseen.
+		moved, err := p.relocate(g, req, "policy violation on "+g.Node+": "+strings.Join(reasons, "; "), nil, false, "no node passes")
 		if err != nil {
 			return err
 		}
-		if to == "" {
-			p.keep(g, why+"; no node passes: "+refusal)
-			continue
+		if moved {
+			p.violations++
 		}
-		p.move(g, req, to, why)
-		p.violations++
 	}
 	return nil
+}
+
+// relocate moves g to the best target (target's accept and pack) for why, unless a cap or the
+// lack of a target keeps it, with why and the cause; noTarget introduces the refusal.
+func (p *planner) relocate(g *scheduler.Guest, req scheduler.Request, why string, accept func(string) string, pack bool, noTarget string) (bool, error) {
+	if limit := p.capped(g, req); limit != "" {
+		p.keep(g, why+"; "+limit)
+		return false, nil
+	}
+	to, refusal, err := p.target(g, req, accept, pack)
+	if err != nil {
+		return false, err
+	}
+	if to == "" {
+		p.keep(g, why+"; "+noTarget+": "+refusal)
+		return false, nil
+	}
+	p.move(g, req, to, why)
+	return true, nil
 }
 
 // balance is LowNodeUtilization: nodes above target (any resource) give guests to nodes
