@@ -70,11 +70,19 @@ func readAllowedParams(w http.ResponseWriter, r *http.Request, allowed ...string
 	if !ok {
 		return nil, false
 	}
-	if problems := checkParams(p, allowed...); len(problems) > 0 {
-		writeParamError(w, problems)
+	if !onlyAllowed(w, p, allowed...) {
 		return nil, false
 	}
 	return p, true
+}
+
+// onlyAllowed answers PVE's 400 when p has a parameter outside allowed.
+func onlyAllowed(w http.ResponseWriter, p map[string]string, allowed ...string) bool {
+	if problems := checkParams(p, allowed...); len(problems) > 0 {
+		writeParamError(w, problems)
+		return false
+	}
+	return true
 }
 
 func scalar(v any) string {

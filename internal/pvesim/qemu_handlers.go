@@ -98,12 +98,11 @@ func (s *Server) unlocked(w http.ResponseWriter, r *http.Request) *guest {
 // unlockedWithAllowed is unlockedWithParams for a call whose parameters are all in allowed;
 // any other is PVE's 400. The caller holds s.mu.
 func (s *Server) unlockedWithAllowed(w http.ResponseWriter, r *http.Request, allowed ...string) (*guest, map[string]string) {
-	g := s.unlocked(w, r)
+	g, p := s.unlockedWithParams(w, r)
 	if g == nil {
 		return nil, nil
 	}
-	p, valid := readAllowedParams(w, r, allowed...)
-	if !valid {
+	if !onlyAllowed(w, p, allowed...) {
 		return nil, nil
 	}
 	return g, p

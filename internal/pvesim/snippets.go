@@ -84,8 +84,7 @@ func (s *Server) handleStorageContent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	delete(p, "storage")
-	if problems := checkParams(p, "content", "vmid"); len(problems) > 0 {
-		writeParamError(w, problems)
+	if !onlyAllowed(w, p, "content", "vmid") {
 		return
 	}
 	name, content := r.PathValue("storage"), p["content"]
