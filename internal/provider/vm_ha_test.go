@@ -622,3 +622,55 @@ func TestAccVMHAValidation(t *testing.T) {
 }`), PlanOnly: true, ExpectError: regexp.MustCompile(`ha.state value must be one of`)},
 	)
 }
+
+// A changed pin whose target node fails while the HA manager migrates the VM there fails the
+// apply, the VM still on its old node (PVE's QemuMigrate aborts and the CRM puts the service
+// back to started there), instead of waiting for it on the failed node until the timeout.
+// Once the node is back, the next apply migrates it.
+func TestAccVMHAMigrationTargetFails(t *testing.T) {
+	env, sim := simEnv(t, labCluster())
+	vm := func(node string) string {
+		return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
+  name   = "ha-move"
+  vmid   = 150
+  memory = 1024
+  node   = %q
+  clone {
+    source_vmid = 9000
+  }
+  ha {}
+}`, node))
+	}
+	managed := &proxmox.HASettings{State: "started", MaxRestart: 1, MaxRelocate: 1}
+	// failDuringMove fails node once the HA manager's migration of the VM is under way.
+	failDuringMove := func(node string) func() {
+		return func() {
+			sim.HoldTasks("qmigrate")
+			go func() {
+				deadline := time.Now().Add(time.Minute) // not a timing assertion: a bound should the move never start
+				for g, ok := sim.Guest(150); !ok || g.Lock != "migrate"; g, ok = sim.Guest(150) {
+					if time.Now().After(deadline) {
+						t.Error("the HA manager's migration never started")
+						sim.ReleaseTasks()
+						return
+					}
+					time.Sleep(time.Millisecond)
+				}
+				if _, err := sim.FailNode(node); err != nil {
+					t.Error(err)
+				}
+				sim.ReleaseTasks()
+			}()
+		}
+	}
+	runSteps(t,
+		resource.TestStep{Config: vm("pve2"), Check: haIs(t, sim, 150, managed, "pve2", "running")},
+		resource.TestStep{PreConfig: failDuringMove("pve3"), Config: vm("pve3"),
+			ExpectError: wrapped(`migrate VM 150 to pve3 through the HA manager: the migration failed, the VM stays on pve2`)},
+		resource.TestStep{PreConfig: func() { must(t, sim.SetNodeOnline("pve3", true)) }, Config: vm("pve3"),
+			Check: resource.ComposeTestCheckFunc(
+				resource.TestCheckResourceAttr(vmAddr, "node", "pve3"),
+				haIs(t, sim, 150, managed, "pve3", "running"),
+			)},
+	)
+}

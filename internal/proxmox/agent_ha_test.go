@@ -113,3 +113,34 @@ func putForm(t *testing.T, s *pvesim.Server, path string, params url.Values) {
 		t.Fatalf("PUT %s: %s", path, res.Status)
 	}
 }
+
+// An HA migration whose target fails while it runs ends in error, the VM still on its source
+// (QemuMigrate; the CRM puts the service back to started there), instead of waiting for the
+// VM on the failed node until the timeout.
+func TestMigrateHAToAFailingNode(t *testing.T) {
+	s := pvesim.NewTestServer(t, lab(t))
+	c := newClient(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.AddHAResource(ctx, 102, proxmox.HASettings{State: "started", MaxRestart: -1, MaxRelocate: -1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.HAResources(ctx); err != nil { // a CRM round: the resource is picked up
+		t.Fatal(err)
+	}
+	s.HoldTasks("qmigrate")
+	done := make(chan error, 1)
+	go func() { done <- c.MigrateHA(ctx, 102, "pve3") }()
+	waitFor(t, func() bool { return s.MustGuest(t, 102).Lock == "migrate" })
+	if _, err := s.FailNode("pve3"); err != nil {
+		t.Fatal(err)
+	}
+	s.ReleaseTasks()
+	err := <-done
+	if err == nil || !strings.Contains(err.Error(), "migrate VM 102 to pve3 through the HA manager: the migration failed, the VM stays on pve2") {
+		t.Fatalf("MigrateHA to a failing node: %v", err)
+	}
+	if g := s.MustGuest(t, 102); g.Node != "pve2" || g.Status != "running" || g.Lock != "" {
+		t.Errorf("after the failed migration: %s on %s, lock %q", g.Status, g.Node, g.Lock)
+	}
+}

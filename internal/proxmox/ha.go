@@ -154,13 +154,42 @@ func (c *Client) waitHAPickedUp(ctx context.Context, vmid int) error {
 }
 
 // MigrateHA asks the HA manager to move the VM to target and waits until /cluster/resources
-// shows it there, unlocked: the request returns before anything moves.
+// shows it there, unlocked: the request returns before anything moves. A migration that fails
+// is an error: QemuMigrate leaves the VM on its source (its target failed, say) and the CRM
+// puts the service back to started there (pve-ha-manager Manager.pm
+// next_state_migrate_relocate). It shows as a move that was under way (the VM locked
+// "migrate", or the HA manager's status moving it) and is over with the VM elsewhere; while
+// the VM is unlocked away from target, each poll also reads the HA manager's status.
 func (c *Client) MigrateHA(ctx context.Context, vmid int, target string) error {
 	op := fmt.Sprintf("migrate VM %d to %s through the HA manager", vmid, target)
 	if err := c.write(ctx, op, http.MethodPost, "/cluster/ha/resources/"+haSID(vmid)+"/migrate", map[string]any{"node": target}, nil); err != nil {
 		return err
 	}
-	return c.WaitGuest(ctx, vmid, target, "")
+	for seen := false; ; {
+		r, err := c.findGuest(ctx, op, vmid)
+		if err != nil {
+			return err
+		}
+		switch {
+		case r.Lock == "" && r.Node == target:
+			return nil
+		case r.Lock == "migrate":
+			seen = true
+		case r.Lock == "":
+			moves, err := c.HAMoves(ctx)
+			switch {
+			case err != nil:
+				return err
+			case moves[vmid] != "":
+				seen = true
+			case seen:
+				return fmt.Errorf("%s: the migration failed, the VM stays on %s (the node's qmigrate task and the HA manager's log say why)", op, r.Node)
+			}
+		}
+		if !c.sleep(ctx) {
+			return fmt.Errorf("%s: waiting for it to be on %s, unlocked (it is on %s): %w", op, target, r.Node, ctx.Err())
+		}
+	}
 }
 
 // WaitGuest polls /cluster/resources until the VM is unlocked on node with status ("" for

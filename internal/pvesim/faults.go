@@ -165,11 +165,12 @@ func (s *Server) SetTaskDuration(d time.Duration) {
 }
 
 // HoldTasks keeps tasks started from now on running until ReleaseTasks, so a test can act
-// while a task is in flight (take its vmid, move its VM) without racing a timer.
-func (s *Server) HoldTasks() {
+// while a task is in flight (take its vmid, move its VM) without racing a timer. With types,
+// only tasks of those types (qmigrate, ...) are held.
+func (s *Server) HoldTasks(types ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.holding = true
+	s.holding, s.holdTypes = true, types
 }
 
 // ReleaseTasks completes the held tasks in the order they started and stops holding.
@@ -179,7 +180,7 @@ func (s *Server) ReleaseTasks() {
 	for _, finish := range s.held {
 		finish()
 	}
-	s.held, s.holding = nil, false
+	s.held, s.holding, s.holdTypes = nil, false, nil
 }
 
 // Tick publishes stats for every guest, ending the lag simulated by WithStatsLag.

@@ -59,6 +59,7 @@ type Server struct {
 	statsLag     bool
 	strictJSON   bool
 	holding      bool     // HoldTasks: tasks wait for ReleaseTasks
+	holdTypes    []string // the task types held; none: every type
 	held         []func() // their completions, in start order
 
 	tokenID, tokenSecret string

@@ -93,7 +93,7 @@ func (s *Server) startWorker(r *http.Request, nodeName, typ, id string, action f
 		s.lastTaskEnd = time.Now()
 	}
 	switch {
-	case s.holding:
+	case s.holding && (len(s.holdTypes) == 0 || contains(s.holdTypes, typ)):
 		s.held = append(s.held, t.finish)
 		return t.upid
 	case s.taskDuration <= 0:
