@@ -115,7 +115,10 @@ func (c *changeSet) saveHints(ctx context.Context) {
 	if c.hints == nil || c.decided {
 		return
 	}
-	set := slices.Collect(maps.Values(c.picks))
+	var set []scheduler.Reservation
+	for _, name := range slices.Sorted(maps.Keys(c.picks)) {
+		set = append(set, c.picks[name])
+	}
 	for i, name := range slices.Sorted(maps.Keys(c.members)) {
 		if m := c.members[name]; m.tentative != nil {
 			r := m.tentative.Reservation(&m.req)
@@ -129,9 +132,11 @@ func (c *changeSet) saveHints(ctx context.Context) {
 }
 
 // decide is a create's decision at apply: the new VM is placed jointly with the members of
-// the set not decided yet (the snapshot carries the decided ones as reservations), and takes
-// its own placement. When the set no longer fits (the cluster changed since the plan), the
-// VM is placed alone, so that what fits is still created.
+// the set not decided yet (the snapshot carries the decided ones as reservations), beside the
+// room its plan gave the set's creates still to come (planhints), and takes its own
+// placement. When that room no longer holds, the members are placed without it; when the set
+// no longer fits (the cluster changed since the plan), the VM is placed alone, so that what
+// fits is still created.
 func (c *changeSet) decide(snap scheduler.Snapshot, m setMember) (scheduler.Placement, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
