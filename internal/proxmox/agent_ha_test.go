@@ -16,8 +16,7 @@ import (
 )
 
 func TestAgentInterfaces(t *testing.T) {
-	s := pvesim.NewTestServer(t, lab(t), pvesim.WithAgentDelay(2))
-	c := newClient(t, s)
+	s, c := labClient(t, pvesim.WithAgentDelay(2))
 	ctx := context.Background()
 	if _, err := c.AgentInterfaces(ctx, "pve3", 103); !errors.Is(err, proxmox.ErrAgentUnavailable) {
 		t.Fatalf("stopped VM: %v, want ErrAgentUnavailable", err)
@@ -46,8 +45,7 @@ func TestAgentInterfaces(t *testing.T) {
 }
 
 func TestHAResource(t *testing.T) {
-	s := pvesim.NewTestServer(t, lab(t))
-	c := newClient(t, s)
+	s, c := labClient(t)
 	ctx := context.Background()
 	if r, err := c.HAResource(ctx, 102); err != nil || r != nil {
 		t.Fatalf("before: %v %v", r, err)

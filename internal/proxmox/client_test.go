@@ -15,8 +15,7 @@ import (
 // Writes without parameters (start, stop) send no body: PVE 6 and strict proxies refuse the
 // JSON text null that an empty parameter map would otherwise become.
 func TestWritesWithoutParametersSendNoBody(t *testing.T) {
-	s := pvesim.NewTestServer(t, lab(t), pvesim.WithStrictJSON(), pvesim.WithTaskDuration(time.Millisecond))
-	c := newClient(t, s)
+	s, c := labClient(t, pvesim.WithStrictJSON(), pvesim.WithTaskDuration(time.Millisecond))
 	ctx := context.Background()
 	if err := c.StartVM(ctx, "pve3", 103); err != nil {
 		t.Fatal(err)
@@ -34,8 +33,7 @@ func TestWritesWithoutParametersSendNoBody(t *testing.T) {
 
 // NodeGuests reads one node's guests from its two lists, without the cluster view.
 func TestNodeGuests(t *testing.T) {
-	s := pvesim.NewTestServer(t, lab(t))
-	c := newClient(t, s)
+	s, c := labClient(t)
 	guests, err := c.NodeGuests(context.Background(), "pve2")
 	if err != nil {
 		t.Fatal(err)

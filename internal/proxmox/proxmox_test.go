@@ -24,6 +24,13 @@ func lab(t *testing.T) pvesim.Cluster {
 
 func newClient(t *testing.T, s *pvesim.Server) *proxmox.Client { return newClientTB(t, s) }
 
+// labClient is the lab cluster simulated with opts and a client of it.
+func labClient(t *testing.T, opts ...pvesim.Option) (*pvesim.Server, *proxmox.Client) {
+	t.Helper()
+	s := pvesim.NewTestServer(t, lab(t), opts...)
+	return s, newClient(t, s)
+}
+
 func newClientTB(t testing.TB, s *pvesim.Server) *proxmox.Client {
 	t.Helper()
 	c, err := proxmox.New(proxmox.Config{Endpoint: s.URL(), APIToken: s.APIToken(), CACertPEM: s.CACertPEM(),
@@ -107,8 +114,7 @@ func TestSnapshotInTwoRequests(t *testing.T) {
 // Guests created since PVE's last stats broadcast have no sizes in /cluster/resources: they are
 // sized from their node's guest list, one request per node, never from per-guest reads.
 func TestSnapshotSizesGuestsWithoutStats(t *testing.T) {
-	s := pvesim.NewTestServer(t, lab(t), pvesim.WithStatsLag())
-	c := newClient(t, s)
+	s, c := labClient(t, pvesim.WithStatsLag())
 	ctx := context.Background()
 	fresh := map[int]struct {
 		node    string
@@ -168,8 +174,7 @@ func TestSnapshotSizesGuestsWithoutStats(t *testing.T) {
 }
 
 func TestVMLifecycle(t *testing.T) {
-	s := pvesim.NewTestServer(t, lab(t), pvesim.WithTaskDuration(10*time.Millisecond))
-	c := newClient(t, s)
+	s, c := labClient(t, pvesim.WithTaskDuration(10*time.Millisecond))
 	ctx := context.Background()
 
 	if err := c.CloneVM(ctx, proxmox.CloneRequest{SourceNode: "pve1", SourceVMID: 9000, NewID: 300, Target: "pve3", Name: "web-1", Full: true, Storage: "ceph"}); err != nil {
@@ -224,8 +229,7 @@ func TestVMLifecycle(t *testing.T) {
 }
 
 func TestErrorsAreTyped(t *testing.T) {
-	s := pvesim.NewTestServer(t, lab(t))
-	c := newClient(t, s)
+	s, c := labClient(t)
 	ctx := context.Background()
 
 	err := c.CreateVM(ctx, "pve1", 100, map[string]string{"name": "dup"})
@@ -253,8 +257,7 @@ func TestErrorsAreTyped(t *testing.T) {
 }
 
 func TestReadsRetryTransientFailures(t *testing.T) {
-	s := pvesim.NewTestServer(t, lab(t))
-	c := newClient(t, s)
+	s, c := labClient(t)
 	s.FailRequests("GET /cluster/resources", 2, 503, "Service Unavailable")
 	if _, err := c.Snapshot(context.Background()); err != nil {
 		t.Fatalf("snapshot after two 503s: %v", err)
@@ -311,8 +314,7 @@ func TestTicketLogin(t *testing.T) {
 // A create whose answer is lost is not repeated: the caller learns the outcome is unsure
 // (ErrTransient) and looks, finding the VM made with our name.
 func TestCreateWithLostAnswerIsNotRepeated(t *testing.T) {
-	s := pvesim.NewTestServer(t, lab(t))
-	c := newClient(t, s)
+	s, c := labClient(t)
 	s.LoseResponses("POST /nodes/{node}/qemu", 1)
 	if err := c.CreateVM(context.Background(), "pve2", 150, map[string]string{"name": "lost"}); !errors.Is(err, proxmox.ErrTransient) {
 		t.Fatalf("create with a lost answer: %v", err)
@@ -328,8 +330,7 @@ func TestCreateWithLostAnswerIsNotRepeated(t *testing.T) {
 // A task whose status cannot be read for a while is read again: a 500 or 595 on a poll says
 // nothing about the task.
 func TestTaskStatusFailuresAreReadAgain(t *testing.T) {
-	s := pvesim.NewTestServer(t, lab(t), pvesim.WithTaskDuration(30*time.Millisecond))
-	c := newClient(t, s)
+	s, c := labClient(t, pvesim.WithTaskDuration(30*time.Millisecond))
 	s.FailRequests("GET /nodes/{node}/tasks/{upid}/status", 1, 500, "Internal Server Error")
 	s.FailRequests("GET /nodes/{node}/tasks/{upid}/status", 1, 595, "No route to host")
 	if err := c.CreateVM(context.Background(), "pve2", 150, map[string]string{"name": "web"}); err != nil {
@@ -344,8 +345,7 @@ func TestTaskStatusFailuresAreReadAgain(t *testing.T) {
 }
 
 func TestFaultsLatencyAndErrorRate(t *testing.T) {
-	s := pvesim.NewTestServer(t, lab(t), pvesim.WithLatency(20*time.Millisecond))
-	c := newClient(t, s)
+	s, c := labClient(t, pvesim.WithLatency(20*time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
 	defer cancel()
 	if _, err := c.Snapshot(ctx); !errors.Is(err, context.DeadlineExceeded) {
@@ -363,8 +363,7 @@ func TestFaultsLatencyAndErrorRate(t *testing.T) {
 // An outside actor (a human, another Terraform run) takes the vmid: before the create, PVE
 // refuses at once; while it runs, the task fails. Both are ErrAlreadyExists naming the node.
 func TestOutsideActorTakesVMID(t *testing.T) {
-	s := pvesim.NewTestServer(t, lab(t))
-	c := newClient(t, s)
+	s, c := labClient(t)
 	ctx := context.Background()
 
 	s.TakeVMID(150)
@@ -411,8 +410,7 @@ func waitFor(t *testing.T, cond func() bool) {
 }
 
 func TestNodeGoesOffline(t *testing.T) {
-	s := pvesim.NewTestServer(t, lab(t))
-	c := newClient(t, s)
+	s, c := labClient(t)
 	ctx := context.Background()
 	if err := s.SetNodeOnline("pve3", false); err != nil {
 		t.Fatal(err)
@@ -450,8 +448,7 @@ func TestNodeGoesOffline(t *testing.T) {
 }
 
 func TestShutdownFallsBackToStop(t *testing.T) {
-	s := pvesim.NewTestServer(t, lab(t))
-	c := newClient(t, s)
+	s, c := labClient(t)
 	ctx := context.Background()
 	s.FailNextTask("qmshutdown", "VM quit/powerdown failed - got timeout")
 	s.ResetRequests()
@@ -479,8 +476,7 @@ func TestShutdownFallsBackToStop(t *testing.T) {
 
 // Writes that set a state are retried on transient failures; those that change one are not.
 func TestIdempotentWritesAreRetried(t *testing.T) {
-	s := pvesim.NewTestServer(t, lab(t))
-	c := newClient(t, s)
+	s, c := labClient(t)
 	ctx := context.Background()
 
 	s.FailRequests("POST /nodes/{node}/qemu/{vmid}/config", 1, 503, "Service Unavailable")
@@ -514,8 +510,7 @@ func TestIdempotentWritesAreRetried(t *testing.T) {
 }
 
 func TestLostCloneAnswerIsNotRepeated(t *testing.T) {
-	s := pvesim.NewTestServer(t, lab(t))
-	c := newClient(t, s)
+	s, c := labClient(t)
 	s.LoseResponses("POST /nodes/{node}/qemu/{vmid}/clone", 1)
 	if err := c.CloneVM(context.Background(), proxmox.CloneRequest{SourceNode: "pve1", SourceVMID: 9000, NewID: 300, Name: "web-1", Full: true, Storage: "ceph"}); !errors.Is(err, proxmox.ErrTransient) {
 		t.Fatalf("clone with a lost answer: %v", err)
@@ -538,8 +533,7 @@ func TestLostCloneAnswerIsNotRepeated(t *testing.T) {
 }
 
 func TestDeleteFollowsAMovedVM(t *testing.T) {
-	s := pvesim.NewTestServer(t, lab(t))
-	c := newClient(t, s)
+	s, c := labClient(t)
 	ctx := context.Background()
 	if err := s.SetGuestNode(102, "pve3"); err != nil {
 		t.Fatal(err)
@@ -560,8 +554,7 @@ func TestDeleteFollowsAMovedVM(t *testing.T) {
 }
 
 func TestBadRequestsNameTheParameter(t *testing.T) {
-	s := pvesim.NewTestServer(t, lab(t))
-	c := newClient(t, s)
+	s, c := labClient(t)
 	err := c.UpdateVM(context.Background(), "pve3", 103, map[string]string{"corez": "2"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "corez: property is not defined in schema") || errors.Is(err, proxmox.ErrTransient) {
 		t.Fatalf("unknown key: %v", err)
@@ -581,8 +574,7 @@ func TestBadRequestsNameTheParameter(t *testing.T) {
 }
 
 func TestTaskWaitHonoursContext(t *testing.T) {
-	s := pvesim.NewTestServer(t, lab(t))
-	c := newClient(t, s)
+	s, c := labClient(t)
 	s.HoldTasks()
 	t.Cleanup(s.ReleaseTasks)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -593,8 +585,7 @@ func TestTaskWaitHonoursContext(t *testing.T) {
 }
 
 func TestMigrateToItsOwnNodeIsANoOp(t *testing.T) {
-	s := pvesim.NewTestServer(t, lab(t))
-	c := newClient(t, s)
+	s, c := labClient(t)
 	if err := c.MigrateVM(context.Background(), "pve2", 102, "pve2", true); err != nil || s.Requests("POST /nodes/{node}/qemu/{vmid}/migrate") != 0 {
 		t.Fatalf("migrate in place: %v", err)
 	}

@@ -4,13 +4,10 @@ import (
 	"context"
 	"reflect"
 	"testing"
-
-	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
 
 func TestSnippets(t *testing.T) {
-	s := pvesim.NewTestServer(t, lab(t))
-	c := newClient(t, s)
+	s, c := labClient(t)
 	if err := s.PutSnippet("pve2", "local", "web.yaml", 100); err != nil {
 		t.Fatal(err)
 	}
