@@ -36,11 +36,7 @@ func BenchmarkApplyCount50(b *testing.B) {
 			ProtoV6ProviderFactories: testProviders,
 			Steps: []resource.TestStep{{
 				PreConfig: func() { start = time.Now() },
-				Config: env.config(`resource "qemuscheduler_vm" "web" {
-  count  = 50
-  name   = "web-${count.index}"
-  memory = 512
-}`),
+				Config:    env.config(countedVMs("web", 50, 512, "")),
 				Check: func(*terraform.State) error {
 					planApply = time.Since(start)
 					first, last := sim.TaskWindow()

@@ -65,14 +65,9 @@ func (f planCheck) CheckPlan(_ context.Context, _ plancheck.CheckPlanRequest, re
 // still get distinct ids and spread over the nodes.
 func TestAccRequestsPerApplyRefreshAndDestroy(t *testing.T) {
 	const n, parallelism = 20, 10
-	env := newAccEnv(t, equalCluster())
-	sim := env.needsSim(t)
+	env, sim := simEnv(t, equalCluster())
 	reads := &readCounter{t: t, sim: sim}
-	config := env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
-  count  = %d
-  name   = "web-${count.index}"
-  memory = 512
-}`, n))
+	config := env.config(countedVMs("web", n, 512, ""))
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: steadyProviders,
 		Steps: []resource.TestStep{{

@@ -169,11 +169,7 @@ func TestAccVMClone(t *testing.T) {
 func TestAccVMCountGetsDistinctIDsAndSpreads(t *testing.T) {
 	env, sim := simEnv(t, equalCluster())
 	runSteps(t, resource.TestStep{
-		Config: env.config(`resource "qemuscheduler_vm" "web" {
-  count  = 20
-  name   = "web-${count.index}"
-  memory = 2048
-}`),
+		Config: env.config(countedVMs("web", 20, 2048, "")),
 		Check: func(*terraform.State) error {
 			perNode := map[string]int{}
 			all := guests(sim)

@@ -66,12 +66,8 @@ func benchApplyRefresh(b *testing.B, cluster pvesim.Cluster, task time.Duration)
 		ProtoV6ProviderFactories: testProviders,
 		Steps: []resource.TestStep{{
 			PreConfig: func() { _ = mark(0)() },
-			Config: env.config(`resource "qemuscheduler_vm" "web" {
-  count  = 50
-  name   = "web-${count.index}"
-  memory = 512
-}`),
-			Check: func(*terraform.State) error { return mark(1)() },
+			Config:    env.config(countedVMs("web", 50, 512, "")),
+			Check:     func(*terraform.State) error { return mark(1)() },
 			ConfigPlanChecks: resource.ConfigPlanChecks{
 				PostApplyPreRefresh:  []plancheck.PlanCheck{mark(2)},
 				PostApplyPostRefresh: []plancheck.PlanCheck{mark(3)},

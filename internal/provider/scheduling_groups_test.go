@@ -54,11 +54,17 @@ func wantPerNode(sim *pvesim.Server, prefix string, want map[string]int) resourc
 
 // webVMs is a qemuscheduler_vm "web" with count VMs named prefix-N and the group policy body.
 func webVMs(prefix string, count int, body string) string {
+	return countedVMs(prefix, count, 1024, body)
+}
+
+// countedVMs is a qemuscheduler_vm "web" with count VMs named prefix-N, of memory MiB each,
+// and body.
+func countedVMs(prefix string, count, memory int, body string) string {
 	return fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
   count  = %d
   name   = "%s-${count.index}"
-  memory = 1024%s
-}`, count, prefix, body)
+  memory = %d%s
+}`, count, prefix, memory, body)
 }
 
 const webAntiAffinity = `
