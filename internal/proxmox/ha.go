@@ -157,13 +157,30 @@ func (c *Client) waitHAPickedUp(ctx context.Context, vmid int) error {
 // shows it there, unlocked: the request returns before anything moves. A migration that fails
 // is an error: QemuMigrate leaves the VM on its source (its target failed, say) and the CRM
 // puts the service back to started there (pve-ha-manager Manager.pm
-// next_state_migrate_relocate). It shows as a move that was under way (the VM locked
-// "migrate", or the HA manager's status moving it) and is over with the VM elsewhere; while
-// the VM is unlocked away from target, each poll also reads the HA manager's status.
+// next_state_migrate_relocate). So is a move the HA manager refuses, next to a service in
+// negative affinity (API2/HA/Resources.pm migrate answers with the blocking resources). A
+// failed migration shows as a move that was under way (the VM locked "migrate", or the HA
+// manager's status moving it) and is over with the VM elsewhere; while the VM is unlocked
+// away from target, each poll also reads the HA manager's status.
 func (c *Client) MigrateHA(ctx context.Context, vmid int, target string) error {
 	op := fmt.Sprintf("migrate VM %d to %s through the HA manager", vmid, target)
-	if err := c.write(ctx, op, http.MethodPost, "/cluster/ha/resources/"+haSID(vmid)+"/migrate", map[string]any{"node": target}, nil); err != nil {
+	// PVE 9 names the services in negative affinity on target: the CRM will refuse the move
+	// (PVE 8 answers null).
+	var answer struct {
+		Blocking []struct {
+			SID   string `json:"sid"`
+			Cause string `json:"cause"`
+		} `json:"blocking-resources"`
+	}
+	if err := c.write(ctx, op, http.MethodPost, "/cluster/ha/resources/"+haSID(vmid)+"/migrate", map[string]any{"node": target}, &answer); err != nil {
 		return err
+	}
+	if len(answer.Blocking) > 0 {
+		blocking := make([]string, len(answer.Blocking))
+		for i, b := range answer.Blocking {
+			blocking[i] = fmt.Sprintf("%s (%s)", b.SID, b.Cause)
+		}
+		return fmt.Errorf("%s: the HA manager refuses the move, blocked by %s (running on or being moved to %s)", op, strings.Join(blocking, ", "), target)
 	}
 	for seen := false; ; {
 		r, err := c.findGuest(ctx, op, vmid)

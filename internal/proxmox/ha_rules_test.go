@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
@@ -125,5 +127,35 @@ func TestHAMoves(t *testing.T) {
 	sim.ReleaseTasks()
 	if moves, err := client.HAMoves(ctx); err != nil || len(moves) != 0 {
 		t.Fatalf("after the move: %v, %v", moves, err)
+	}
+}
+
+// A move next to a service in negative affinity is refused by the HA manager, which PVE 9's
+// migrate answer says (blocking-resources): an error at once, naming the blocker, instead of
+// waiting for a move that never comes.
+func TestMigrateHABlocked(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := pvesim.Cluster{HARules: []pvesim.HARuleSpec{}}
+	for _, n := range []string{"pve1", "pve2"} {
+		c.Nodes = append(c.Nodes, pvesim.NodeSpec{Name: n, CPUs: 4, MemoryGiB: 8})
+	}
+	c.Guests = []pvesim.GuestSpec{{VMID: 100, Node: "pve1", Status: "running"}, {VMID: 101, Node: "pve2", Status: "running"}}
+	sim := pvesim.NewTestServer(t, c)
+	client := newClient(t, sim)
+	for _, vmid := range []int{100, 101} {
+		if err := client.AddHAResource(ctx, vmid, proxmox.HASettings{State: "started", MaxRestart: -1, MaxRelocate: -1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := client.CreateHARule(ctx, scheduler.HARule{Name: "apart", Type: scheduler.HAResourceAffinity, Affinity: scheduler.HANegative, VMIDs: []int{100, 101}}); err != nil {
+		t.Fatal(err)
+	}
+	err := client.MigrateHA(ctx, 100, "pve2")
+	if err == nil || !strings.Contains(err.Error(), "migrate VM 100 to pve2 through the HA manager: the HA manager refuses the move, blocked by vm:101 (resource-affinity) (running on or being moved to pve2)") {
+		t.Fatalf("move next to a negative peer: %v", err)
+	}
+	if g := sim.MustGuest(t, 100); g.Node != "pve1" {
+		t.Errorf("vm 100 moved to %s", g.Node)
 	}
 }
