@@ -341,12 +341,17 @@ func TestAccVMImportThenPlanIsEmpty(t *testing.T) {
     slot = "net0"
   }
 }`)
-	createLegacy := func() {
-		env.createVM(t, "pve3", 150, map[string]string{"name": "legacy", "cores": "2", "memory": "1024", "tags": "old",
-			"description": "made by hand", "onboot": "1", "scsi0": "local-lvm:8", "net0": "virtio,bridge=vmbr0", "start": "1"})
-	}
+	importPlansEmpty(t, env, map[string]string{"name": "legacy", "cores": "2", "memory": "1024", "tags": "old",
+		"description": "made by hand", "onboot": "1", "scsi0": "local-lvm:8", "net0": "virtio,bridge=vmbr0", "start": "1"}, cfg)
+}
+
+// importPlansEmpty creates VM 150 on pve3 by hand with config, imports it as pve3/150 under
+// cfg, and then cfg must plan no changes.
+func importPlansEmpty(t *testing.T, env *accEnv, config map[string]string, cfg string) {
+	t.Helper()
 	runSteps(t,
-		resource.TestStep{PreConfig: createLegacy, Config: cfg, ResourceName: vmAddr, ImportState: true, ImportStateId: "pve3/150", ImportStatePersist: true},
+		resource.TestStep{PreConfig: func() { env.createVM(t, "pve3", 150, config) }, Config: cfg,
+			ResourceName: vmAddr, ImportState: true, ImportStateId: "pve3/150", ImportStatePersist: true},
 		resource.TestStep{Config: cfg, PlanOnly: true},
 	)
 }

@@ -371,14 +371,8 @@ func TestAccVMDiskOptionsImport(t *testing.T) {
     backup   = false
   }
 }`)
-	create := func() {
-		env.createVM(t, "pve3", 150, map[string]string{"name": "disk-legacy", "scsihw": "virtio-scsi-single",
-			"scsi0": "local-lvm:8,discard=on,ssd=1,iothread=1,cache=writeback,backup=0", "sata0": "local-lvm:2,replicate=0,discard=ignore", "start": "1"})
-	}
-	runSteps(t,
-		resource.TestStep{PreConfig: create, Config: cfg, ResourceName: vmAddr, ImportState: true, ImportStateId: "pve3/150", ImportStatePersist: true},
-		resource.TestStep{Config: cfg, PlanOnly: true},
-	)
+	importPlansEmpty(t, env, map[string]string{"name": "disk-legacy", "scsihw": "virtio-scsi-single",
+		"scsi0": "local-lvm:8,discard=on,ssd=1,iothread=1,cache=writeback,backup=0", "sata0": "local-lvm:2,replicate=0,discard=ignore", "start": "1"}, cfg)
 }
 
 // Options PVE refuses on a bus, and values outside its enum, fail the plan on the attribute.

@@ -91,16 +91,10 @@ func TestAccVMFirmwareImport(t *testing.T) {
 	cfg := env.config(`resource "qemuscheduler_vm" "web" {
   name          = "uefi-legacy"
   scsi_hardware = "virtio-scsi-single"` + fmt.Sprintf(firmwareHCL, "false") + "\n}")
-	create := func() {
-		env.createVM(t, "pve3", 150, map[string]string{"name": "uefi-legacy", "bios": "ovmf", "machine": "q35",
-			"serial0": "socket", "boot": "order=scsi0;net0", "protection": "0", "vga": "serial0", "startup": "order=2,up=30",
-			"efidisk0": "local-lvm:1,efitype=4m,pre-enrolled-keys=1", "scsihw": "virtio-scsi-single",
-			"scsi0": "local-lvm:8", "net0": "virtio,bridge=vmbr0", "start": "1"})
-	}
-	runSteps(t,
-		resource.TestStep{PreConfig: create, Config: cfg, ResourceName: vmAddr, ImportState: true, ImportStateId: "pve3/150", ImportStatePersist: true},
-		resource.TestStep{Config: cfg, PlanOnly: true},
-	)
+	importPlansEmpty(t, env, map[string]string{"name": "uefi-legacy", "bios": "ovmf", "machine": "q35",
+		"serial0": "socket", "boot": "order=scsi0;net0", "protection": "0", "vga": "serial0", "startup": "order=2,up=30",
+		"efidisk0": "local-lvm:1,efitype=4m,pre-enrolled-keys=1", "scsihw": "virtio-scsi-single",
+		"scsi0": "local-lvm:8", "net0": "virtio,bridge=vmbr0", "start": "1"}, cfg)
 }
 
 func TestAccVMFirmwareValidation(t *testing.T) {
