@@ -39,16 +39,19 @@ func (c *changeSet) read(ctx context.Context, snap scheduler.Snapshot, profile *
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !r.done {
-		c.decideReads(snap)
+		c.decideReads(ctx, snap)
 	}
 	return r.d, r.err
 }
 
 // decideReads decides every pending read: together when they can all be placed and their
 // names are distinct, else one after the other in name order, each seeing the picks before it.
-func (c *changeSet) decideReads(snap scheduler.Snapshot) {
+// The plan's new VMs planned before the reads are then placed again beside the picks; when
+// they no longer fit, the reads fail, so that the plan as a whole does.
+func (c *changeSet) decideReads(ctx context.Context, snap scheduler.Snapshot) {
 	batch := c.reads
 	c.reads = nil
+	defer c.refit(ctx, snap, batch)
 	sort.SliceStable(batch, func(i, j int) bool { return batch[i].reqs[0].Name < batch[j].reqs[0].Name })
 	var all []scheduler.Request
 	byName := map[string]*scheduler.Profile{}
@@ -84,6 +87,31 @@ func (c *changeSet) decideReads(snap scheduler.Snapshot) {
 			c.pick(r.reqs, r.d)
 		}
 	}
+}
+
+// refit places the plan's new VMs again beside the picks of the reads of batch, which did not
+// see them (a pick is a decision another provider applies; a new VM's tentative placement is
+// not), and keeps the result for the apply.
+func (c *changeSet) refit(ctx context.Context, snap scheduler.Snapshot, batch []*dataRead) {
+	if len(c.members) == 0 {
+		return
+	}
+	base := c.withPicks(snap, "")
+	c.withSizes(&base)
+	reqs, profile, view := c.sorted(base, true)
+	d, err := profile.ScheduleSet(view, reqs, scheduler.Options{})
+	if err != nil {
+		for _, r := range batch {
+			if r.err == nil {
+				r.d, r.err = scheduler.Decision{}, err
+			}
+		}
+		return
+	}
+	for i, p := range d.Placements {
+		c.members[p.Name].tentative = &d.Placements[i]
+	}
+	c.saveHints(ctx)
 }
 
 // pick records a read's answers for VMs that do not exist yet (a read again replaces its own),

@@ -135,6 +135,30 @@ resource "qemuscheduler_vm" "small" {
 	}
 }
 
+// A placement data source's pick for a VM another provider creates holds its VMID through the
+// apply: a qemuscheduler_vm created first does not take it (the range makes the pick 100, the
+// lowest free id a create would otherwise take).
+func TestAccChangeSetApplyKeepsThePlansPicks(t *testing.T) {
+	env, _ := simEnv(t, sizedCluster(2, 16, 16))
+	runParallel(t, resource.TestStep{
+		Config: env.config(`data "qemuscheduler_placement" "ext" {
+  name        = "ext-0"
+  annotations = { "vmid.qemu-scheduler/range" = "100-100" }
+}
+resource "qemuscheduler_vm" "web" {
+  name = "web-0"
+}`),
+		Check: func(s *terraform.State) error {
+			pick := s.RootModule().Resources["data.qemuscheduler_placement.ext"].Primary.Attributes["vmid"]
+			vm := s.RootModule().Resources["qemuscheduler_vm.web"].Primary.Attributes["vmid"]
+			if pick != "100" || vm == pick {
+				return fmt.Errorf("the data source picked VMID %s and web-0 was created with %s: want 100 and another", pick, vm)
+			}
+			return nil
+		},
+	})
+}
+
 // memoryPerNode checks the memory the simulator's guests are given per node (fmt of a map).
 func memoryPerNode(sim *pvesim.Server, want string) resource.TestCheckFunc {
 	return func(*terraform.State) error {

@@ -115,3 +115,41 @@ func TestChangeSetApplyFollowsThePlan(t *testing.T) {
 		})
 	}
 }
+
+// A placement data source read after the plan's new VMs did not see them: the new VMs are
+// placed again beside its picks, and when they no longer fit, the read fails (all or nothing).
+func TestChangeSetReadAfterNewVMsRefits(t *testing.T) {
+	snap := scheduler.Snapshot{}
+	for _, n := range []string{"n1", "n2"} {
+		snap.Nodes = append(snap.Nodes, scheduler.Node{Name: n, Online: true, MaxCPU: 16, MaxMem: 8 << 30,
+			Storages: []scheduler.Storage{{Name: "local-lvm", Content: []string{"images"}, Active: true, Total: 100 << 30}}})
+	}
+	p, ctx := registryProfile(t), context.Background()
+	req := func(name string, mib int) scheduler.Request {
+		return scheduler.Request{Name: name, Cores: 1, Sockets: 1, MemoryMiB: mib}
+	}
+	for _, tc := range []struct {
+		name string
+		pick int    // MiB of the data source's VM
+		want string // the read's error, "" for none
+	}{
+		{"the new VMs fit beside the pick", 3072, ""},
+		{"the new VMs no longer fit", 4096, `only 1 of the plan's 2 new VMs can be placed together`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newChangeSet(nil)
+			for _, n := range []string{"web-0", "web-1"} { // 5 GiB each: one per node
+				if err := c.plan(ctx, snap, setMember{profile: p, req: req(n, 5120)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := c.read(ctx, snap, p, []scheduler.Request{req("ext-0", tc.pick)})
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("read: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("read: %v, want an error saying %q", err, tc.want)
+			}
+		})
+	}
+}
