@@ -206,12 +206,8 @@ data "qemuscheduler_placement" "p" {
 			Check: resource.ComposeAggregateTestCheckFunc(resource.TestCheckResourceAttr(vmAddr, "node", "pve3"),
 				resource.TestCheckResourceAttr("data.qemuscheduler_nodes.n", "nodes.0.maintenance", "false")),
 		}, {
-			PreConfig: func() {
-				if err := sim.SetNodeHAState("pve3", "maintenance"); err != nil {
-					t.Fatal(err)
-				}
-			},
-			Config: config,
+			PreConfig: func() { must(t, sim.SetNodeHAState("pve3", "maintenance")) },
+			Config:    config,
 			Check: resource.ComposeAggregateTestCheckFunc(
 				resource.TestCheckResourceAttr(vmAddr, "node", "pve3"),
 				guestCheck(sim, expectConfig(map[string]string{"memory": "1024"})),

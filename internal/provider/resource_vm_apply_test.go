@@ -170,12 +170,8 @@ func TestAccVMPinnedNodeMovedByHAMigratesBack(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: cfg, Check: resource.TestCheckResourceAttr(vmAddr, "node", "pve2")},
 			{
-				PreConfig: func() {
-					if err := sim.SetGuestNode(101, "pve3"); err != nil {
-						t.Fatal(err)
-					}
-				},
-				Config: cfg,
+				PreConfig: func() { must(t, sim.SetGuestNode(101, "pve3")) },
+				Config:    cfg,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
 					plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("node"), knownvalue.StringExact("pve2")),

@@ -188,9 +188,7 @@ const snippetListings = "GET /nodes/{node}/storage/{storage}/content"
 func TestCheckSnippets(t *testing.T) {
 	ctx := context.Background()
 	sim := pvesim.NewTestServer(t, snippetLab())
-	if err := sim.PutSnippet("pve2", "local", "web.yaml", 100); err != nil {
-		t.Fatal(err)
-	}
+	must(t, sim.PutSnippet("pve2", "local", "web.yaml", 100))
 	client, err := proxmox.New(proxmox.Config{Endpoint: sim.URL(), APIToken: sim.APIToken(), CACertPEM: sim.CACertPEM(), RetryBackoff: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
