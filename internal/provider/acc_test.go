@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
@@ -14,7 +13,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/planhints"
-	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
 
@@ -138,13 +136,7 @@ func guests(sim *pvesim.Server) []pvesim.GuestState {
 // createVM plays a human creating a VM in the simulated cluster, outside Terraform.
 func (e *accEnv) createVM(t *testing.T, node string, vmid int, params map[string]string) {
 	t.Helper()
-	c, err := proxmox.New(proxmox.Config{Endpoint: e.sim.URL(), APIToken: e.sim.APIToken(), CACertPEM: e.sim.CACertPEM(), PollInterval: 5 * time.Millisecond})
-	if err == nil {
-		err = c.CreateVM(context.Background(), node, vmid, params)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, simClient(t, e.sim).CreateVM(context.Background(), node, vmid, params))
 }
 
 // providerBlock renders the provider configuration for the simulator (empty for a real

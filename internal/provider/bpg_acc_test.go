@@ -15,7 +15,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
-	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
 
@@ -226,10 +225,7 @@ func bpgPlaced(sim *pvesim.Server, memory int) resource.TestCheckFunc {
 // storageUse is every storage's used bytes on every node, as the cluster reports them.
 func storageUse(t *testing.T, sim *pvesim.Server) string {
 	t.Helper()
-	c, err := proxmox.New(proxmox.Config{Endpoint: sim.URL(), APIToken: sim.APIToken(), CACertPEM: sim.CACertPEM()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := simClient(t, sim)
 	snap, err := c.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)

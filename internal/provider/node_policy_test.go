@@ -148,10 +148,7 @@ func TestAccNodeBlockErrors(t *testing.T) {
 // newTestPolicy builds a node policy reading Notes from a simulated cluster.
 func newTestPolicy(t *testing.T, sim *pvesim.Server, blocks map[string]nodelabels.Set) (*nodePolicy, *proxmox.Client) {
 	t.Helper()
-	client, err := proxmox.New(proxmox.Config{Endpoint: sim.URL(), APIToken: sim.APIToken(), CACertPEM: sim.CACertPEM()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := simClient(t, sim)
 	return newNodePolicy(blocks, proxmox.NewNotesCache(client)), client
 }
 
@@ -216,10 +213,7 @@ func TestNodePolicyForbiddenNotes(t *testing.T) {
 // With read_node_notes off a decision costs the snapshot's requests only (at most 2).
 func TestNodePolicyNotesOffRequests(t *testing.T) {
 	sim := pvesim.NewTestServer(t, policyCluster())
-	client, err := proxmox.New(proxmox.Config{Endpoint: sim.URL(), APIToken: sim.APIToken(), CACertPEM: sim.CACertPEM()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := simClient(t, sim)
 	data := &providerData{client: client, nodes: newNodePolicy(map[string]nodelabels.Set{"pve3": {Taints: []scheduler.Taint{{Key: "gpu", Effect: "NoSchedule"}}}}, nil)}
 	snap, err := data.snapshotSince(context.Background(), time.Now())
 	if err != nil {

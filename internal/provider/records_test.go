@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
@@ -15,7 +14,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
-	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
 
@@ -308,10 +306,7 @@ resource "qemuscheduler_vm" "own" {
 // setNotes plays an admin editing a VM's Notes and tags in the PVE UI.
 func (e *accEnv) setNotes(t *testing.T, vmid int, notes, tags string) {
 	t.Helper()
-	c, err := proxmox.New(proxmox.Config{Endpoint: e.sim.URL(), APIToken: e.sim.APIToken(), CACertPEM: e.sim.CACertPEM(), PollInterval: 5 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := simClient(t, e.sim)
 	node, err := c.LocateVM(context.Background(), vmid)
 	if err == nil {
 		err = c.UpdateVM(context.Background(), node, vmid, map[string]string{"description": notes, "tags": tags}, nil)

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
@@ -24,10 +23,7 @@ func TestGuestRecordsReadOnce(t *testing.T) {
 		{VMID: 103, Node: "pve3", Name: "plain", Status: "running", Config: map[string]string{"tags": "cp", "description": record}},
 	}
 	sim := pvesim.NewTestServer(t, c)
-	client, err := proxmox.New(proxmox.Config{Endpoint: sim.URL(), APIToken: sim.APIToken(), CACertPEM: sim.CACertPEM()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := simClient(t, sim)
 	data := &providerData{client: client, nodes: newNodePolicy(nil, nil), maxAge: time.Hour}
 	data.records = newGuestRecords(client, data.nodes.queue)
 	for i := range 3 {
@@ -79,10 +75,7 @@ func TestGuestRecordsForbiddenAndOffline(t *testing.T) {
 	}
 	sim := pvesim.NewTestServer(t, c)
 	sim.Forbid(vmConfigReads, "/vms/{vmid}", "VM.Audit")
-	client, err := proxmox.New(proxmox.Config{Endpoint: sim.URL(), APIToken: sim.APIToken(), CACertPEM: sim.CACertPEM()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := simClient(t, sim)
 	data := &providerData{client: client, nodes: newNodePolicy(nil, nil), maxAge: time.Hour}
 	data.records = newGuestRecords(client, data.nodes.queue)
 	if _, err := data.snapshotSince(context.Background(), time.Now()); err != nil {

@@ -12,7 +12,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
-	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/reservations"
 )
@@ -58,10 +57,7 @@ func planWith(t *testing.T, state, plan *vmModel) diag.Diagnostics {
 	t.Helper()
 	ctx := context.Background()
 	sim := pvesim.NewTestServer(t, labCluster())
-	client, err := proxmox.New(proxmox.Config{Endpoint: sim.URL(), APIToken: sim.APIToken(), CACertPEM: sim.CACertPEM()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := simClient(t, sim)
 	r := &vmResource{data: &providerData{client: client, ledger: reservations.New(), changes: newChangeSet(nil)}}
 	var sch resource.SchemaResponse
 	r.Schema(ctx, resource.SchemaRequest{}, &sch)
