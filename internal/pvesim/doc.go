@@ -38,7 +38,9 @@
 //     round); a migration next to a negative peer answered with blocking-resources and refused;
 //     node maintenance migrates the node's started HA services (qmigrate under lock) to the
 //     nodes that recovery would choose, or leaves them when none is allowed, and brings them
-//     back to their maintenance node when it ends;
+//     back to their maintenance node when it ends; each round a started service outside the
+//     highest priority class of its node-affinity rule it can use is migrated there (failback,
+//     PVE 9's resource flag, on by default; off, only a node breaking a rule moves it);
 //   - VM lifecycle as tasks with real UPIDs, run at once or after a set duration: create,
 //     clone (on the source node; full or linked; target node only from shared storage),
 //     config get/set with digest and locks, pending changes on running VMs, resize (grow only),

@@ -135,6 +135,49 @@ func (s *Server) recoveryNodes(res *haResource) []string {
 	return cands
 }
 
+// ruleTarget is where the CRM moves a started service in its round (Manager.pm
+// next_state_started, select_service_node without preference): with failback (on unless
+// set to 0) to the node recovery would pick when its node is not among the allowed nodes of
+// the highest priority class (recoveryNodes), without failback only when its node breaks a
+// rule (ruleAllows); "" to stay. A guest with disks on local storage stays: the migration
+// could not take them. The caller holds s.mu.
+func (s *Server) ruleTarget(res *haResource) string {
+	g := s.guests[res.vmid]
+	if res.state() != "started" || !s.reachable(g, g.node) {
+		return ""
+	}
+	nodes := s.recoveryNodes(res)
+	switch {
+	case len(nodes) == 0 || slices.Contains(nodes, g.node):
+		return ""
+	case res.opts["failback"] == "0" && s.ruleAllows(res, g.node):
+		return ""
+	}
+	return nodes[0]
+}
+
+// ruleAllows tells whether the rules let res run on node at all: a strict node-affinity rule
+// lists it (a non-strict one allows every node), and no negative peer runs there or is being
+// moved there unless a positive peer runs there too (get_node_affinity's allowed nodes,
+// ResourceAffinity.pm is_allowed_on_node). The caller holds s.mu.
+func (s *Server) ruleAllows(res *haResource, node string) bool {
+	together := false
+	for _, r := range s.activeHARules() {
+		if !slices.Contains(r.Resources, res.sid) {
+			continue
+		}
+		switch {
+		case r.Type == "node-affinity" && r.Strict && !slices.ContainsFunc(r.Nodes, func(spec string) bool { n, _ := nodePriority(spec); return n == node }):
+			return false
+		case r.Type == "resource-affinity" && r.Affinity == "positive":
+			for _, peer := range r.Resources {
+				together = together || peer != res.sid && slices.Contains(s.serviceNodes(peer), node)
+			}
+		}
+	}
+	return together || len(s.negativeBlockers(res, node)) == 0
+}
+
 // nodePriority splits a node-affinity entry name[:priority] (priority 0 by default).
 func nodePriority(spec string) (string, int) {
 	name, p, _ := strings.Cut(spec, ":")

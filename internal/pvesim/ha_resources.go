@@ -503,6 +503,9 @@ func (s *Server) crmRound() {
 		}
 		pending := res.migrateTo != "" || (res.state() == "started") != (g.status == "running")
 		if !pending {
+			if target := s.ruleTarget(res); target != "" {
+				s.haMigrate(res, target, false)
+			}
 			continue
 		}
 		if !res.seen {
@@ -565,7 +568,8 @@ func (s *Server) haMigrate(res *haResource, target string, relocate bool) bool {
 // that is unknown, offline or the guest's own node, and (as the guest could not run there)
 // disks on storage target does not share, and a target the HA rules forbid (recoveryNodes;
 // FailNode lets the HA manager choose). SetNodeOnline brings the failed node back; the
-// guest stays where it was recovered, as PVE does without failback.
+// guest stays where it was recovered unless a node-affinity rule ranks the failed node higher
+// (failback, ruleTarget), as in PVE.
 func (s *Server) FailOver(vmid int, target string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -316,3 +316,59 @@ func TestHAMigrateNegativeRule(t *testing.T) {
 		t.Errorf("vm 100 on %s, want pve3", g.Node)
 	}
 }
+
+// rounds runs the HA manager a few times (each read is a round).
+func (a *api) rounds() {
+	a.t.Helper()
+	for i := 0; i < 4; i++ {
+		a.get("/cluster/ha/status/current")
+	}
+}
+
+// The HA manager's round for a started service (Manager.pm next_state_started,
+// select_service_node without preference): with failback, on by default in PVE 9, a service
+// outside the highest priority class of its node-affinity rule that it can use is migrated
+// there, a manual move to a lower priority is undone, and a node coming back draws its
+// services back; with failback off the service stays where it runs while the rules allow it
+// there; a negative peer on the preferred node keeps it where it is.
+func TestHAFailback(t *testing.T) {
+	s, a := haCluster(t, spread()) // HA services 100..103 on pve1..pve4
+	a.ok(a.form(http.MethodPost, "/cluster/ha/rules", rule("rule", "prefer", "type", "node-affinity", "nodes", "pve1:2,pve2:1", "resources", "vm:101")))
+	a.rounds()
+	wantOn(t, s, 101, "pve1") // from pve2, priority 1
+
+	a.ok(a.form(http.MethodPost, "/cluster/ha/resources/vm:101/migrate", url.Values{"node": {"pve2"}}))
+	a.rounds()
+	wantOn(t, s, 101, "pve1") // moved to pve2, then back
+
+	if _, err := s.FailNode("pve1"); err != nil {
+		t.Fatal(err)
+	}
+	wantOn(t, s, 101, "pve2") // the highest class left
+	if err := s.SetNodeOnline("pve1", true); err != nil {
+		t.Fatal(err)
+	}
+	a.rounds()
+	wantOn(t, s, 101, "pve1")
+
+	a.ok(a.form(http.MethodPut, "/cluster/ha/resources/vm:101", url.Values{"failback": {"0"}}))
+	if _, err := s.FailNode("pve1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetNodeOnline("pve1", true); err != nil {
+		t.Fatal(err)
+	}
+	a.rounds()
+	wantOn(t, s, 101, "pve2") // failback off: it stays
+
+	// A negative peer is only allowed with a single priority class (Rules.pm); a non-strict
+	// rule's other nodes are its lower class.
+	a.ok(a.form(http.MethodPut, "/cluster/ha/resources/vm:101", url.Values{"delete": {"failback"}}))
+	a.ok(a.form(http.MethodPut, "/cluster/ha/rules/prefer", rule("type", "node-affinity", "nodes", "pve1")))
+	a.ok(a.form(http.MethodPost, "/cluster/ha/rules", rule("rule", "apart", "type", "resource-affinity", "affinity", "negative", "resources", "vm:100,vm:101")))
+	a.rounds()
+	// vm:100, recovered next to vm:101 on pve2, moves away first (sid order), to pve1; vm:101
+	// then has no node of its rule left and stays.
+	wantOn(t, s, 100, "pve1")
+	wantOn(t, s, 101, "pve2")
+}
