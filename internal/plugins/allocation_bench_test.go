@@ -25,16 +25,9 @@ func BenchmarkScheduleScores(b *testing.B) {
 			for _, s := range tt.scores {
 				cfg.Scores[s] = scheduler.PluginSetting{Enable: &on}
 			}
-			p := mustProfile(cfg)
 			r := benchRequest("web")
 			r.DiskBytes = 32 * gib
-			reqs := []scheduler.Request{r}
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if _, err := p.Schedule(snap, reqs, scheduler.Options{Sticky: true}); err != nil {
-					b.Fatal(err)
-				}
-			}
+			benchProfileDecisions(b, mustProfile(cfg), snap, []scheduler.Request{r})
 		})
 	}
 }

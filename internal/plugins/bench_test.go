@@ -51,7 +51,11 @@ func BenchmarkSchedule100VMs(b *testing.B) {
 // benchDecisions times one Schedule call of reqs on snap with the default profile, run as
 // the data source runs it (sticky).
 func benchDecisions(b *testing.B, snap scheduler.Snapshot, reqs []scheduler.Request) {
-	p := mustProfile(scheduler.PluginConfig{})
+	benchProfileDecisions(b, mustProfile(scheduler.PluginConfig{}), snap, reqs)
+}
+
+// benchProfileDecisions is benchDecisions with profile p.
+func benchProfileDecisions(b *testing.B, p *scheduler.Profile, snap scheduler.Snapshot, reqs []scheduler.Request) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if _, err := p.Schedule(snap, reqs, scheduler.Options{Sticky: true}); err != nil {

@@ -24,7 +24,6 @@ func BenchmarkScheduleNodePolicy(b *testing.B) {
 			n.Taints = append(n.Taints, scheduler.Taint{Key: "old-hw", Effect: nodelabels.PreferNoSchedule})
 		}
 	}
-	p := mustProfile(scheduler.PluginConfig{})
 	r := benchRequest("web")
 	r.NodeSelector = map[string]string{"zone": "z1"}
 	r.NodeAffinity = []scheduler.NodeAffinityTerm{
@@ -33,10 +32,5 @@ func BenchmarkScheduleNodePolicy(b *testing.B) {
 		scheduler.Expression(20, "disk", nodelabels.OpNotIn, "hdd"),
 	}
 	r.Tolerations = []scheduler.Toleration{{Key: "dedicated", Operator: nodelabels.TolEqual, Value: "db"}, {Key: "old-hw", Operator: nodelabels.TolExists}}
-	reqs := []scheduler.Request{r}
-	for b.Loop() {
-		if _, err := p.Schedule(snap, reqs, scheduler.Options{Sticky: true}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchDecisions(b, snap, []scheduler.Request{r})
 }
