@@ -137,10 +137,7 @@ resource "proxmox_virtual_environment_vm" "scratch" {
 // simulated lab cluster: create, an empty plan, an in-place update, an empty plan, destroy
 // leaving nothing, with every request answered (no 501, an endpoint pvesim lacks).
 func TestAccBpgProviderFedByPlacement(t *testing.T) {
-	c, err := pvesim.LoadCluster("../../examples/lab/cluster.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := pvesim.LoadTestCluster(t, "../../examples/lab/cluster.yaml")
 	// The lab cluster's template 9000 on pve1, its ceph storage and the request log.
 	env, sim := simEnv(t, c)
 	bpgMirror(t)

@@ -23,10 +23,7 @@ const (
 // uploading a local ISO (multipart upload, imgcopy task), an empty plan, then destroy (volume
 // delete) leaving the storages as they were, with no request pvesim does not implement.
 func TestAccBpgFileResources(t *testing.T) {
-	c, err := pvesim.LoadCluster("../../examples/lab/cluster.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := pvesim.LoadTestCluster(t, "../../examples/lab/cluster.yaml")
 	c.RemoteFiles = []pvesim.RemoteFileSpec{{URL: bpgISOURL, Size: bpgISOSize}}
 	env, sim := simEnv(t, c)
 	bpgMirror(t)

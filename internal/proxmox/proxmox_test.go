@@ -15,11 +15,7 @@ import (
 
 func lab(t *testing.T) pvesim.Cluster {
 	t.Helper()
-	c, err := pvesim.LoadCluster("../../examples/lab/cluster.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return pvesim.LoadTestCluster(t, "../../examples/lab/cluster.yaml")
 }
 
 func newClient(t *testing.T, s *pvesim.Server) *proxmox.Client { return newClientTB(t, s) }

@@ -16,10 +16,7 @@ import (
 
 func labCluster(t *testing.T) pvesim.Cluster {
 	t.Helper()
-	c, err := pvesim.LoadCluster("../../examples/lab/cluster.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := pvesim.LoadTestCluster(t, "../../examples/lab/cluster.yaml")
 	c.HARules = nil // PVE 8, whose answers (HA groups, a null migrate answer) these tests state
 	return c
 }

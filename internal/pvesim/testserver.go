@@ -19,6 +19,16 @@ func NewTestServer(t testing.TB, c Cluster, opts ...Option) *Server {
 	return s
 }
 
+// LoadTestCluster loads a cluster file (LoadCluster) and fails the test when it cannot.
+func LoadTestCluster(t testing.TB, path string) Cluster {
+	t.Helper()
+	c, err := LoadCluster(path)
+	if err != nil {
+		t.Fatalf("pvesim: %v", err)
+	}
+	return c
+}
+
 // MustGuest returns guest vmid's state and fails the test when the simulator has no such
 // guest, so that a check on a missing guest cannot pass on a zero value.
 func (s *Server) MustGuest(t testing.TB, vmid int) GuestState {
