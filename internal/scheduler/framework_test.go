@@ -64,11 +64,7 @@ func probeProfile(t *testing.T, p *probe) *Profile {
 		Filters: []PluginSpec{{Name: "Probe", New: func(map[string]string) (Plugin, error) { return p, nil }}},
 		Scores:  []PluginSpec{{Name: "Probe", New: func(map[string]string) (Plugin, error) { return p, nil }}},
 	}
-	prof, err := NewProfile(reg, PluginConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return prof
+	return testProfile(t, reg, PluginConfig{})
 }
 
 // The pre-steps run once per request, not once per node, and the earlier placements of the

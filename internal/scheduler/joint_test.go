@@ -22,11 +22,7 @@ func (cpuFit) Filter(_ *CycleState, r *Request, n *NodeInfo) *Rejection {
 
 func cpuFitProfile(t *testing.T) *Profile {
 	t.Helper()
-	p, err := NewProfile(Registry{Filters: []PluginSpec{{Name: "CPUFit", New: func(map[string]string) (Plugin, error) { return cpuFit{}, nil }}}}, PluginConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return testProfile(t, Registry{Filters: []PluginSpec{{Name: "CPUFit", New: func(map[string]string) (Plugin, error) { return cpuFit{}, nil }}}}, PluginConfig{})
 }
 
 func cpuRequests(cores ...int) []Request {

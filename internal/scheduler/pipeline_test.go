@@ -26,6 +26,22 @@ func fakeRegistry(scores ...fixedScore) Registry {
 	return reg
 }
 
+// testProfile is NewProfile for a test, which fails on its error.
+func testProfile(t *testing.T, reg Registry, cfg PluginConfig) *Profile {
+	t.Helper()
+	p, err := NewProfile(reg, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// scheduleOne places one small VM on the named nodes with the profile of reg and cfg.
+func scheduleOne(t *testing.T, reg Registry, cfg PluginConfig, nodes ...string) (Decision, error) {
+	t.Helper()
+	return testProfile(t, reg, cfg).Schedule(Snapshot{Nodes: testNodes(nodes...)}, []Request{{Name: "x", Cores: 1, Sockets: 1, MemoryMiB: 1}}, Options{})
+}
+
 func testNodes(names ...string) []Node {
 	var out []Node
 	for _, n := range names {
@@ -49,11 +65,7 @@ func TestScoresAreWeightedAndSummed(t *testing.T) {
 		{PluginConfig{Scores: map[string]PluginSetting{"B": {Weight: &three}}}, "n2"}, // 100 vs 180
 	}
 	for _, tt := range tests {
-		p, err := NewProfile(reg, tt.cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := p.Schedule(Snapshot{Nodes: testNodes("n1", "n2")}, []Request{{Name: "x", Cores: 1, Sockets: 1, MemoryMiB: 1}}, Options{})
+		d, err := scheduleOne(t, reg, tt.cfg, "n1", "n2")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,22 +77,14 @@ func TestScoresAreWeightedAndSummed(t *testing.T) {
 
 // A node scoring 0 everywhere is still chosen over nothing: there is no sentinel to lose to.
 func TestZeroScoreNodeIsChosen(t *testing.T) {
-	p, err := NewProfile(fakeRegistry(fixedScore{"A", nil}), PluginConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := p.Schedule(Snapshot{Nodes: testNodes("only")}, []Request{{Name: "x", Cores: 1, Sockets: 1, MemoryMiB: 1}}, Options{})
+	d, err := scheduleOne(t, fakeRegistry(fixedScore{"A", nil}), PluginConfig{}, "only")
 	if err != nil || d.Placements[0].Node != "only" {
 		t.Fatalf("placement %+v, %v", d, err)
 	}
 }
 
 func TestScoresAreClampedToRange(t *testing.T) {
-	p, err := NewProfile(fakeRegistry(fixedScore{"A", map[string]float64{"n1": 1e9, "n2": -5}}), PluginConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := p.Schedule(Snapshot{Nodes: testNodes("n1", "n2")}, []Request{{Name: "x", Cores: 1, Sockets: 1, MemoryMiB: 1}}, Options{})
+	d, err := scheduleOne(t, fakeRegistry(fixedScore{"A", map[string]float64{"n1": 1e9, "n2": -5}}), PluginConfig{}, "n1", "n2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,10 +119,7 @@ func TestMergeKeepsLowerLayersUnlessOverridden(t *testing.T) {
 // Sizes whose products would wrap (the cores = 2^62, sockets = 4 made 0 vCPUs) are
 // refused before any arithmetic.
 func TestValidateRequestRefusesWrappingSizes(t *testing.T) {
-	p, err := NewProfile(Registry{}, PluginConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := testProfile(t, Registry{}, PluginConfig{})
 	for _, tc := range []struct {
 		r    Request
 		attr string

@@ -23,10 +23,7 @@ func storageNodes() []Node {
 // Placements of one decision debit their storage: a local one on its node only, a shared one
 // once for the whole cluster; the choice follows the free space that is left.
 func TestPlacementsDebitStorage(t *testing.T) {
-	prof, err := NewProfile(fakeRegistry(fixedScore{"Pin", map[string]float64{"n1": 100}}), PluginConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	prof := testProfile(t, fakeRegistry(fixedScore{"Pin", map[string]float64{"n1": 100}}), PluginConfig{})
 	reqs := make([]Request, 4)
 	for i := range reqs {
 		reqs[i] = Request{Name: "vm" + itoa(i), Cores: 1, Sockets: 1, MemoryMiB: 512, DiskBytes: 60 * gib}
@@ -68,10 +65,7 @@ func TestExistingGuestNeedsNoNewSpace(t *testing.T) {
 	reg := Registry{Filters: []PluginSpec{{Name: "Disk", New: func(map[string]string) (Plugin, error) {
 		return diskProbe{&seen}, nil
 	}}}}
-	prof, err := NewProfile(reg, PluginConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	prof := testProfile(t, reg, PluginConfig{})
 	snap := Snapshot{Nodes: storageNodes(), Guests: []Guest{{VMID: 100, Node: "n2", Name: "db", Status: "running", CPUs: 1, MaxMem: 1 << 30}}}
 	r := Request{Name: "db", Cores: 1, Sockets: 1, MemoryMiB: 1024, DiskBytes: 40 * gib}
 	d, err := prof.Schedule(snap, []Request{r}, Options{Sticky: true})
@@ -114,10 +108,7 @@ func TestDefaultOffPlugins(t *testing.T) {
 		{"enabled", map[string]PluginSetting{"Off": {Enable: &yes}}, []string{"On", "Off"}},
 		{"disabled both", map[string]PluginSetting{"Off": {Enable: &no}, "On": {Enable: &no}}, nil},
 	} {
-		prof, err := NewProfile(reg, PluginConfig{Scores: tt.cfg})
-		if err != nil {
-			t.Fatal(err)
-		}
+		prof := testProfile(t, reg, PluginConfig{Scores: tt.cfg})
 		var got []string
 		for _, s := range prof.scores {
 			got = append(got, s.plugin.Name())
