@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -90,14 +91,6 @@ func pods(tags []string, perNode ...string) []scheduler.Guest {
 }
 
 var foo, bar, fooBar = []string{"foo"}, []string{"bar"}, []string{"foo", "bar"}
-
-func join(parts ...[]scheduler.Guest) []scheduler.Guest {
-	var out []scheduler.Guest
-	for _, p := range parts {
-		out = append(out, p...)
-	}
-	return out
-}
 
 type kubeSpreadFilterCase struct {
 	name     string
@@ -196,17 +189,17 @@ func TestKubePodTopologySpreadFilter(t *testing.T) {
 			pods: pods(foo, "node-a:2", "node-b", "node-y:4")},
 		{name: "Constraints hold different labelSelectors, spreads = [1/0, 1/0/0/1]", tags: fooBar,
 			spreads: []scheduler.SpreadConstraint{zone(1, "foo"), byNode(1, "bar")}, nodes: fourNodes(nil),
-			pods: join(pods(foo, "node-a"), pods(bar, "node-y")), fit: []string{"node-x"}},
+			pods: slices.Concat(pods(foo, "node-a"), pods(bar, "node-y")), fit: []string{"node-x"}},
 		{name: "Constraints hold different labelSelectors, spreads = [1/0, 0/0/1/1]", tags: fooBar,
 			spreads: []scheduler.SpreadConstraint{zone(1, "foo"), byNode(1, "bar")}, nodes: fourNodes(nil),
-			pods: join(pods(foo, "node-a"), pods(bar, "node-x", "node-y"))},
+			pods: slices.Concat(pods(foo, "node-a"), pods(bar, "node-x", "node-y"))},
 		{name: "Constraints hold different labelSelectors, spreads = [2/3, 1/0/0/1]", tags: fooBar,
 			spreads: []scheduler.SpreadConstraint{zone(1, "foo"), byNode(1, "bar")}, nodes: fourNodes(nil),
-			pods: join(pods(foo, "node-a"), pods(fooBar, "node-a"), pods(foo, "node-y"), pods(fooBar, "node-y"), pods(foo, "node-y")),
+			pods: slices.Concat(pods(foo, "node-a"), pods(fooBar, "node-a"), pods(foo, "node-y"), pods(fooBar, "node-y"), pods(foo, "node-y")),
 			fit:  []string{"node-b"}},
 		{name: "Constraints hold different labelSelectors but pod doesn't match itself on 'zone' constraint", tags: bar,
 			spreads: []scheduler.SpreadConstraint{zone(1, "foo"), byNode(1, "bar")}, nodes: fourNodes(nil),
-			pods: join(pods(foo, "node-a"), pods(bar, "node-x", "node-y")), fit: []string{"node-a", "node-b"}},
+			pods: slices.Concat(pods(foo, "node-a"), pods(bar, "node-x", "node-y")), fit: []string{"node-a", "node-b"}},
 		{name: "two node inclusion Constraints, zone: honor/ignore, node: ignore/ignore", tags: foo, selector: fooSel,
 			spreads: []scheduler.SpreadConstraint{zone(1, "foo"), byNode(1, "foo", affinityPolicy(PolicyIgnore))},
 			nodes:   fourNodes(map[string][]string{"node-a": {"foo="}, "node-b": {"foo="}, "node-x": {"foo="}}),
@@ -225,11 +218,11 @@ func TestKubePodTopologySpreadFilter(t *testing.T) {
 			pods:    pods(foo, "node-a", "node-b", "node-y"), fit: []string{"node-x"}},
 		{name: "two Constraints on zone, spreads = [3/3, 2/1]", tags: fooBar,
 			spreads: []scheduler.SpreadConstraint{zone(1, "bar"), zone(1, "foo")}, nodes: fourNodes(nil),
-			pods: join(pods(fooBar, "node-a"), pods(foo, "node-a"), pods(fooBar, "node-b"), pods(foo, "node-y"), pods(fooBar, "node-y"), pods(foo, "node-y")),
+			pods: slices.Concat(pods(fooBar, "node-a"), pods(foo, "node-a"), pods(fooBar, "node-b"), pods(foo, "node-y"), pods(fooBar, "node-y"), pods(foo, "node-y")),
 			fit:  []string{"node-x", "node-y"}},
 		{name: "two Constraints on zone, spreads = [3/4, 2/1]", tags: fooBar,
 			spreads: []scheduler.SpreadConstraint{zone(1, "bar"), zone(1, "foo")}, nodes: fourNodes(nil),
-			pods: join(pods(fooBar, "node-a"), pods(foo, "node-a"), pods(fooBar, "node-b"), pods(foo, "node-y"), pods(fooBar, "node-y"), pods(foo, "node-y:2"))},
+			pods: slices.Concat(pods(fooBar, "node-a"), pods(foo, "node-a"), pods(fooBar, "node-b"), pods(foo, "node-y"), pods(fooBar, "node-y"), pods(foo, "node-y:2"))},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -283,13 +276,6 @@ func TestKubePodTopologySpreadScore(t *testing.T) {
 		}
 		return out
 	}
-	concat := func(parts ...[]scheduler.Node) []scheduler.Node {
-		var out []scheduler.Node
-		for _, p := range parts {
-			out = append(out, p...)
-		}
-		return out
-	}
 	const hostname = "kubernetes.io/hostname"
 	fooSel := map[string]string{"foo": ""}
 	fooAffinity := []scheduler.NodeAffinityTerm{scheduler.Expression(0, "foo", "In", "")}
@@ -322,31 +308,31 @@ func TestKubePodTopologySpreadScore(t *testing.T) {
 			failed:  []scheduler.Node{kn("node-y", hostname+"=node-y")}, pods: pods(foo, "node-a:4", "node-b:2", "node-x", "node-y:3"),
 			want: map[string]float64{"node-a": 16, "node-b": 0, "node-x": 100}},
 		{name: "one constraint on zone, 3 out of 4 nodes are candidates", tags: foo, spreads: []scheduler.SpreadConstraint{zone("foo")},
-			nodes: concat(zoned("zone1", "node-a", "node-b"), zoned("zone2", "node-x")), failed: zoned("zone2", "node-y"),
+			nodes: slices.Concat(zoned("zone1", "node-a", "node-b"), zoned("zone2", "node-x")), failed: zoned("zone2", "node-y"),
 			pods: pods(foo, "node-a:4", "node-b:2", "node-x", "node-y:3"), want: map[string]float64{"node-a": 75, "node-b": 75, "node-x": 100}},
 		{name: "two Constraints on zone and node, 2 out of 4 nodes are candidates", tags: foo,
 			spreads: []scheduler.SpreadConstraint{zone("foo"), host(1, "foo")},
-			nodes:   concat(zoned("zone1", "node-a"), zoned("zone2", "node-x")), failed: concat(zoned("zone1", "node-b"), zoned("zone2", "node-y")),
+			nodes:   slices.Concat(zoned("zone1", "node-a"), zoned("zone2", "node-x")), failed: slices.Concat(zoned("zone1", "node-b"), zoned("zone2", "node-y")),
 			pods: pods(foo, "node-a:2", "node-b", "node-x:2", "node-y:4"), want: map[string]float64{"node-a": 100, "node-x": 63}},
 		{name: "two Constraints on zone, 2 out of 4 nodes are candidates", tags: fooBar,
 			spreads: []scheduler.SpreadConstraint{zone("foo"), zone("bar")},
-			nodes:   concat(zoned("zone1", "node-a"), zoned("zone2", "node-x")), failed: concat(zoned("zone1", "node-b"), zoned("zone2", "node-y")),
-			pods: join(pods(fooBar, "node-a"), pods(foo, "node-a"), pods(fooBar, "node-b"), pods(foo, "node-y"), pods(fooBar, "node-y"), pods(foo, "node-y")),
+			nodes:   slices.Concat(zoned("zone1", "node-a"), zoned("zone2", "node-x")), failed: slices.Concat(zoned("zone1", "node-b"), zoned("zone2", "node-y")),
+			pods: slices.Concat(pods(fooBar, "node-a"), pods(foo, "node-a"), pods(fooBar, "node-b"), pods(foo, "node-y"), pods(fooBar, "node-y"), pods(foo, "node-y")),
 			want: map[string]float64{"node-a": 85, "node-x": 100}},
 		{name: "two Constraints on zone and node, with different labelSelectors", tags: fooBar,
 			spreads: []scheduler.SpreadConstraint{zone("foo"), host(1, "bar")},
-			nodes:   concat(zoned("zone1", "node-a", "node-b"), zoned("zone2", "node-x", "node-y")),
-			pods:    join(pods(foo, "node-a"), pods(fooBar, "node-b"), pods(foo, "node-y"), pods(bar, "node-y")),
+			nodes:   slices.Concat(zoned("zone1", "node-a", "node-b"), zoned("zone2", "node-x", "node-y")),
+			pods:    slices.Concat(pods(foo, "node-a"), pods(fooBar, "node-b"), pods(foo, "node-y"), pods(bar, "node-y")),
 			want:    map[string]float64{"node-a": 60, "node-b": 20, "node-x": 100, "node-y": 60}},
 		{name: "two Constraints on zone and node, with different labelSelectors, some nodes have 0 pods", tags: fooBar,
 			spreads: []scheduler.SpreadConstraint{zone("foo"), host(1, "bar")},
-			nodes:   concat(zoned("zone1", "node-a", "node-b"), zoned("zone2", "node-x", "node-y")),
-			pods:    join(pods(bar, "node-b"), pods(foo, "node-x"), pods(fooBar, "node-y")),
+			nodes:   slices.Concat(zoned("zone1", "node-a", "node-b"), zoned("zone2", "node-x", "node-y")),
+			pods:    slices.Concat(pods(bar, "node-b"), pods(foo, "node-x"), pods(fooBar, "node-y")),
 			want:    map[string]float64{"node-a": 100, "node-b": 60, "node-x": 40, "node-y": 0}},
 		{name: "two Constraints on zone and node, with different labelSelectors, 3 out of 4 nodes are candidates", tags: fooBar,
 			spreads: []scheduler.SpreadConstraint{zone("foo"), host(1, "bar")},
-			nodes:   concat(zoned("zone1", "node-a", "node-b"), zoned("zone2", "node-x")), failed: zoned("zone2", "node-y"),
-			pods: join(pods(foo, "node-a"), pods(fooBar, "node-b"), pods(foo, "node-y"), pods(bar, "node-y")),
+			nodes:   slices.Concat(zoned("zone1", "node-a", "node-b"), zoned("zone2", "node-x")), failed: zoned("zone2", "node-y"),
+			pods: slices.Concat(pods(foo, "node-a"), pods(fooBar, "node-b"), pods(foo, "node-y"), pods(bar, "node-y")),
 			want: map[string]float64{"node-a": 50, "node-b": 25, "node-x": 100}},
 		{name: "minDomains has no effect when ScheduleAnyway", tags: foo, spreads: []scheduler.SpreadConstraint{host(2, "foo", minDomains(10))},
 			nodes: hosts("node-a", "node-b", "node-c"), pods: pods(foo, "node-a:2", "node-b:2", "node-c"),
@@ -367,8 +353,8 @@ func TestKubePodTopologySpreadScore(t *testing.T) {
 			nodes: tainted, pods: inclusionPods, want: map[string]float64{"node-a": 66, "node-b": 100, "node-c": 100}},
 		{name: "matchLabelKeys ignored when feature gate disabled", tags: fooBar,
 			spreads: []scheduler.SpreadConstraint{zone("foo"), host(1, "bar")},
-			nodes:   concat(zoned("zone1", "node-a", "node-b"), zoned("zone2", "node-c", "node-d")),
-			pods:    join(pods(foo, "node-a"), pods(fooBar, "node-b"), pods(foo, "node-c"), pods(bar, "node-c")),
+			nodes:   slices.Concat(zoned("zone1", "node-a", "node-b"), zoned("zone2", "node-c", "node-d")),
+			pods:    slices.Concat(pods(foo, "node-a"), pods(fooBar, "node-b"), pods(foo, "node-c"), pods(bar, "node-c")),
 			want:    map[string]float64{"node-a": 60, "node-b": 20, "node-c": 60, "node-d": 100}},
 	}
 	for _, tc := range cases {
