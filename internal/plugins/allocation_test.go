@@ -1,7 +1,6 @@
 package plugins
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
@@ -31,14 +30,7 @@ func TestAllocationScoreArgsAndDefaults(t *testing.T) {
 		{"scores:\n  MostAllocated: {config: {cpu: 2}}\n", `unknown arg "cpu" for score plugin MostAllocated; valid args: cpu_weight, memory_weight`},
 		{"scores:\n  BalancedAllocation: {config: {cpu_weight: 2}}\n", `unknown arg "cpu_weight" for score plugin BalancedAllocation; valid args: none`},
 	} {
-		cfg, err := scheduler.ParsePluginConfigYAML([]byte(tt.yaml))
-		if err == nil {
-			_, err = NewProfile(cfg)
-		}
-		var ie *scheduler.InputError
-		if !errors.As(err, &ie) || !strings.HasSuffix(err.Error(), tt.want) {
-			t.Errorf("%q: got %v, want an InputError ending in %s", tt.yaml, err, tt.want)
-		}
+		wantYAMLInputError(t, tt.yaml, tt.want)
 	}
 	snap := scheduler.Snapshot{Nodes: []scheduler.Node{node("pve1", 8, 32)}}
 	scoresOf := func(cfg scheduler.PluginConfig) string {

@@ -85,14 +85,21 @@ func TestPluginConfigErrors(t *testing.T) {
 		{"scores:\n  NodeResource:\n    weight: -1\n", `plugin_config["NodeResource"]: weight of score plugin NodeResource must be 0 or more, got -1`},
 	}
 	for _, tt := range tests {
-		cfg, err := scheduler.ParsePluginConfigYAML([]byte(tt.yaml))
-		if err == nil {
-			_, err = NewProfile(cfg)
-		}
-		var ie *scheduler.InputError
-		if !errors.As(err, &ie) || !strings.HasSuffix(err.Error(), tt.want) {
-			t.Errorf("%q:\n got  %v\n want an InputError ending in %s", tt.yaml, err, tt.want)
-		}
+		wantYAMLInputError(t, tt.yaml, tt.want)
+	}
+}
+
+// wantYAMLInputError checks that the plugin config yaml fails, parsed or in NewProfile, with
+// an InputError ending in want.
+func wantYAMLInputError(t *testing.T, yaml, want string) {
+	t.Helper()
+	cfg, err := scheduler.ParsePluginConfigYAML([]byte(yaml))
+	if err == nil {
+		_, err = NewProfile(cfg)
+	}
+	var ie *scheduler.InputError
+	if !errors.As(err, &ie) || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("%q:\n got  %v\n want an InputError ending in %s", yaml, err, want)
 	}
 }
 
