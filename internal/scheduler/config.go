@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -294,7 +295,7 @@ func checkSection(kind string, specs []PluginSpec, section map[string]PluginSett
 			return &InputError{Attribute: attribute, Key: name, Message: fmt.Sprintf("unknown %s plugin %q; valid %s plugins: %s", kind, name, kind, specNames(specs))}
 		}
 		for _, arg := range sortedKeys(section[name].Args) {
-			if !contains(spec.Args, arg) {
+			if !slices.Contains(spec.Args, arg) {
 				valid := "none"
 				if len(spec.Args) > 0 {
 					valid = strings.Join(spec.Args, ", ")
@@ -311,13 +312,4 @@ func checkSection(kind string, specs []PluginSpec, section map[string]PluginSett
 		}
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
