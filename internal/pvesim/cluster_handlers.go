@@ -305,7 +305,8 @@ func b2i(b bool) int {
 	return 0
 }
 
-func sortedKeys(m map[string]bool) []string {
+// sortedKeys are a map's keys, sorted.
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

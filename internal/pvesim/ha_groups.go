@@ -54,7 +54,7 @@ func (s *Server) haGroupDigest() string {
 	for _, id := range slices.Sorted(maps.Keys(s.haGroups)) {
 		g := s.haGroups[id]
 		fmt.Fprintf(h, "group: %s\n\tnodes %s\n", id, g.nodes)
-		for _, k := range sortedConfigKeys(g.opts) {
+		for _, k := range sortedKeys(g.opts) {
 			fmt.Fprintf(h, "\t%s %s\n", k, g.opts[k])
 		}
 	}

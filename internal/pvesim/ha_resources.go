@@ -133,7 +133,7 @@ func (s *Server) haDigest() string {
 	var b strings.Builder
 	for _, r := range s.sortedHAResources() {
 		fmt.Fprintf(&b, "%s: %d\n", r.typ, r.vmid)
-		for _, k := range sortedConfigKeys(r.opts) {
+		for _, k := range sortedKeys(r.opts) {
 			fmt.Fprintf(&b, "\t%s %s\n", k, r.opts[k])
 		}
 	}

@@ -150,7 +150,7 @@ func (n *node) configFile() string {
 			b.WriteString("#" + encodeText(line) + "\n")
 		}
 	}
-	for _, k := range sortedConfigKeys(n.config) {
+	for _, k := range sortedKeys(n.config) {
 		if k != "description" {
 			fmt.Fprintf(&b, "%s: %s\n", k, n.config[k])
 		}

@@ -143,7 +143,7 @@ func (s *Server) handlePending(w http.ResponseWriter, r *http.Request) {
 	}
 	live, next := renderConfig(g.config), renderConfig(g.view())
 	rows := []map[string]any{}
-	for _, k := range sortedConfigKeys(g.view()) {
+	for _, k := range sortedKeys(g.view()) {
 		row := map[string]any{"key": k}
 		if v, ok := live[k]; ok {
 			row["value"] = v
@@ -153,7 +153,7 @@ func (s *Server) handlePending(w http.ResponseWriter, r *http.Request) {
 		}
 		rows = append(rows, row)
 	}
-	for _, k := range sortedConfigKeys(g.pending) {
+	for _, k := range sortedKeys(g.pending) {
 		if g.pending[k] == deleted {
 			rows = append(rows, map[string]any{"key": k, "value": live[k], "delete": 1})
 		}

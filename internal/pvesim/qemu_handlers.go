@@ -235,7 +235,7 @@ func driveOrder(set map[string]string) []string {
 		}
 		return slices.Index(buses, m[1]), atoi(m[2])
 	}
-	keys := sortedConfigKeys(set)
+	keys := sortedKeys(set)
 	slices.SortStableFunc(keys, func(a, b string) int {
 		ba, ia := rank(a)
 		bb, ib := rank(b)
@@ -334,7 +334,7 @@ func (s *Server) storageOf(g *guest, name string) *storage {
 
 // commit applies the change to g: at once, or pending for what a running VM cannot take.
 func (c change) commit(g *guest) {
-	for _, k := range sortedConfigKeys(c.set) {
+	for _, k := range sortedKeys(c.set) {
 		g.set(k, c.set[k])
 	}
 	for _, a := range c.alloc {

@@ -387,7 +387,7 @@ func (s *Server) handleClone(w http.ResponseWriter, r *http.Request) {
 	}
 	clone := &guest{vmid: newid, node: target.name, typ: "qemu", status: "stopped", pool: p["pool"], config: map[string]string{}, hasStats: !s.statsLag}
 	var allocs []allocation
-	for _, k := range sortedConfigKeys(src.config) {
+	for _, k := range sortedKeys(src.config) {
 		v := src.config[k]
 		switch {
 		case k == "template" || k == "parent" || k == "vmstate" || strings.HasPrefix(k, "unused"):

@@ -139,7 +139,7 @@ func (g *guest) digest() string {
 	if g.lock != "" {
 		fmt.Fprintf(h, "lock: %s\n", g.lock)
 	}
-	for _, k := range sortedConfigKeys(g.pending) {
+	for _, k := range sortedKeys(g.pending) {
 		fmt.Fprintf(h, "[PENDING] %s: %q\n", k, g.pending[k])
 	}
 	return hex.EncodeToString(h.Sum(nil))
@@ -201,7 +201,7 @@ func (g *guest) disks() []string {
 // included. Cd-roms own nothing.
 func (g *guest) volumes() []volume {
 	var out []volume
-	for _, k := range sortedConfigKeys(g.config) {
+	for _, k := range sortedKeys(g.config) {
 		if v, ok := parseVolume(g.config[k]); ok && volumeKey.MatchString(k) && !isCDROM(g.config[k]) {
 			v.key = k
 			out = append(out, v)
@@ -221,15 +221,6 @@ func parseVolume(value string) (volume, bool) {
 }
 
 func isCDROM(v string) bool { return strings.Contains(v, "media=cdrom") }
-
-func sortedConfigKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
 
 // nextVolume names the guest's next disk on a storage: vm-<vmid>-disk-<n> for the lowest n
 // neither on the storage nor in the config.
