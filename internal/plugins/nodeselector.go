@@ -2,7 +2,8 @@ package plugins
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/nodelabels"
@@ -51,12 +52,7 @@ type requirements []scheduler.NodeAffinityTerm
 
 func (nodeSelector) PreFilter(state *scheduler.CycleState, req *scheduler.Request, _ []*scheduler.NodeInfo) error {
 	var reqs requirements
-	keys := make([]string, 0, len(req.NodeSelector))
-	for k := range req.NodeSelector {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(req.NodeSelector)) {
 		reqs = append(reqs, scheduler.Expression(0, k, nodelabels.OpIn, req.NodeSelector[k]))
 	}
 	for _, t := range req.NodeAffinity {

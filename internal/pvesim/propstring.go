@@ -8,7 +8,6 @@ package pvesim
 import (
 	"fmt"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -211,14 +210,9 @@ func parsePropertyString(f *propFormat, value, path string) (map[string]string, 
 		}
 	}
 	if len(errs) > 0 {
-		keys := make([]string, 0, len(errs))
-		for k := range errs {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
 		var b strings.Builder
 		b.WriteString("format error")
-		for _, k := range keys {
+		for _, k := range sortedKeys(errs) {
 			fmt.Fprintf(&b, "\n%s: %s", k, errs[k])
 		}
 		return nil, b.String()
@@ -259,11 +253,7 @@ func printPropertyString(f *propFormat, res map[string]string) string {
 		}
 		parts = append(parts, k+"="+v)
 	}
-	keys := make([]string, 0, len(res))
-	for k := range res {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := sortedKeys(res)
 	for k, p := range f.props {
 		if p.defaultKey {
 			add(k, true)

@@ -127,13 +127,8 @@ func (g *guest) memoryBytes() uint64 {
 // digest is the SHA-1 of the serialized config (lock included), as PVE computes it over the
 // config file.
 func (g *guest) digest() string {
-	keys := make([]string, 0, len(g.config))
-	for k := range g.config {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	h := sha1.New()
-	for _, k := range keys {
+	for _, k := range sortedKeys(g.config) {
 		fmt.Fprintf(h, "%s: %s\n", k, g.config[k])
 	}
 	if g.lock != "" {
