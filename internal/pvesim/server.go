@@ -9,6 +9,7 @@ import (
 	"io"
 	mrand "math/rand"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -358,14 +359,8 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
+// contains is slices.Contains for the string lists the handlers check parameters against.
+var contains = slices.Contains[[]string, string]
 
 // Guests lists every guest's vmid, sorted.
 func (s *Server) Guests() []int {
