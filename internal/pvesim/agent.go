@@ -37,13 +37,7 @@ func agentEnabled(value string) bool {
 	return msg == "" && a["enabled"] == "1"
 }
 
-func (s *Server) handleAgentInterfaces(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g := s.lookup(w, r)
-	if g == nil {
-		return
-	}
+func (s *Server) handleAgentInterfaces(w http.ResponseWriter, r *http.Request, g *guest) {
 	cfg := g.config // the running VM's, pending changes aside
 	switch {
 	case g.status != "running":

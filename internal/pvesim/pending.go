@@ -134,13 +134,7 @@ func (g *guest) view() map[string]string {
 
 // handlePending is GET .../qemu/{vmid}/pending: every key with its running value and, when a
 // change waits, the pending value or delete=1.
-func (s *Server) handlePending(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g := s.lookup(w, r)
-	if g == nil {
-		return
-	}
+func (s *Server) handlePending(w http.ResponseWriter, r *http.Request, g *guest) {
 	live, next := renderConfig(g.config), renderConfig(g.view())
 	rows := []map[string]any{}
 	for _, k := range sortedKeys(g.view()) {

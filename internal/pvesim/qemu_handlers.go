@@ -77,6 +77,18 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *guest {
 	return g
 }
 
+// guestAPI serves a call on one VM: under s.mu, with the VM lookup finds (lookup answers
+// when there is none).
+func (s *Server) guestAPI(handle func(http.ResponseWriter, *http.Request, *guest)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if g := s.lookup(w, r); g != nil {
+			handle(w, r, g)
+		}
+	}
+}
+
 // unlocked is lookup for changes: a VM with a lock in its config (migrate, destroyed, ...)
 // refuses them, and one that clones are reading keeps its file lock until they end. The
 // caller holds s.mu.
@@ -122,21 +134,11 @@ func (s *Server) unlockedWithParams(w http.ResponseWriter, r *http.Request) (*gu
 	return g, p
 }
 
-func (s *Server) handleConfigGet(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if g := s.lookup(w, r); g != nil {
-		writeData(w, g.configJSON(boolParam(r.URL.Query().Get("current"))))
-	}
+func (s *Server) handleConfigGet(w http.ResponseWriter, r *http.Request, g *guest) {
+	writeData(w, g.configJSON(boolParam(r.URL.Query().Get("current"))))
 }
 
-func (s *Server) handleStatusCurrent(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g := s.lookup(w, r)
-	if g == nil {
-		return
-	}
+func (s *Server) handleStatusCurrent(w http.ResponseWriter, r *http.Request, g *guest) {
 	row := s.listRow(g)
 	row["ha"] = map[string]any{"managed": 0}
 	if res := s.haManaged(g.vmid); res != nil {

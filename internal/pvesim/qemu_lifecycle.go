@@ -328,13 +328,7 @@ var (
 // cloneParams are the clone call's parameters.
 var cloneParams = []string{"newid", "name", "description", "target", "full", "storage", "format", "pool", "snapname", "bwlimit"}
 
-func (s *Server) handleClone(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	src := s.lookup(w, r)
-	if src == nil {
-		return
-	}
+func (s *Server) handleClone(w http.ResponseWriter, r *http.Request, src *guest) {
 	p, ok := readAllowedParams(w, r, cloneParams...)
 	if !ok {
 		return

@@ -129,13 +129,19 @@ func (s *Server) taskFor(w http.ResponseWriter, r *http.Request) *task {
 	return t
 }
 
-func (s *Server) handleTaskStatus(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t := s.taskFor(w, r)
-	if t == nil {
-		return
+// taskAPI serves a call on one task: under s.mu, with the task taskFor finds (taskFor answers
+// when there is none).
+func (s *Server) taskAPI(handle func(http.ResponseWriter, *http.Request, *task)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if t := s.taskFor(w, r); t != nil {
+			handle(w, r, t)
+		}
 	}
+}
+
+func (s *Server) handleTaskStatus(w http.ResponseWriter, r *http.Request, t *task) {
 	status := map[string]any{
 		"upid": t.upid, "node": t.node, "pid": t.pid, "pstart": t.pstart, "starttime": t.startTime,
 		"type": t.typ, "id": t.id, "user": t.user, "status": "running",
@@ -153,13 +159,7 @@ func (s *Server) handleTaskStatus(w http.ResponseWriter, r *http.Request) {
 
 // handleTaskLog is GET /nodes/{node}/tasks/{upid}/log: numbered lines from start (0-based),
 // at most limit (default 50), and the total.
-func (s *Server) handleTaskLog(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t := s.taskFor(w, r)
-	if t == nil {
-		return
-	}
+func (s *Server) handleTaskLog(w http.ResponseWriter, r *http.Request, t *task) {
 	start, limit := atoi(r.URL.Query().Get("start")), 50
 	if l := r.URL.Query().Get("limit"); l != "" {
 		limit = atoi(l)
@@ -177,13 +177,7 @@ func (s *Server) handleTaskLog(w http.ResponseWriter, r *http.Request) {
 // "received interrupt" and the task ends with that error; a finished task is left as it is.
 // Either way the answer is null. The simulator's users own every task (and are all-powerful),
 // so the Sys.Modify check for another user's task always passes.
-func (s *Server) handleTaskStop(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t := s.taskFor(w, r)
-	if t == nil {
-		return
-	}
+func (s *Server) handleTaskStop(w http.ResponseWriter, r *http.Request, t *task) {
 	if _, ok := readAllowedParams(w, r); !ok {
 		return
 	}
