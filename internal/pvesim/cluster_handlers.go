@@ -59,25 +59,25 @@ func (s *Server) routes() {
 	h("POST /cluster/ha/resources/{sid}/migrate", s.handleHAMove(false))
 	h("POST /cluster/ha/resources/{sid}/relocate", s.handleHAMove(true))
 	h("GET /cluster/ha/status/current", s.handleHAStatus)
-	h("GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces", s.guestAPI(s.handleAgentInterfaces))
+	h("GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces", serveFound(s, s.lookup, s.handleAgentInterfaces))
 	h("GET /nodes/{node}/lxc", s.guestList("lxc"))
 	h("GET /nodes/{node}/qemu", s.guestList("qemu"))
 	h("POST /nodes/{node}/qemu", s.handleCreate)
-	h("GET /nodes/{node}/qemu/{vmid}/config", s.guestAPI(s.handleConfigGet))
-	h("GET /nodes/{node}/qemu/{vmid}/pending", s.guestAPI(s.handlePending))
+	h("GET /nodes/{node}/qemu/{vmid}/config", serveFound(s, s.lookup, s.handleConfigGet))
+	h("GET /nodes/{node}/qemu/{vmid}/pending", serveFound(s, s.lookup, s.handlePending))
 	h("POST /nodes/{node}/qemu/{vmid}/config", s.handleConfigSet(true))
 	h("PUT /nodes/{node}/qemu/{vmid}/config", s.handleConfigSet(false))
-	h("GET /nodes/{node}/qemu/{vmid}/status/current", s.guestAPI(s.handleStatusCurrent))
+	h("GET /nodes/{node}/qemu/{vmid}/status/current", serveFound(s, s.lookup, s.handleStatusCurrent))
 	h("POST /nodes/{node}/qemu/{vmid}/status/{action}", s.handlePower)
-	h("POST /nodes/{node}/qemu/{vmid}/clone", s.guestAPI(s.handleClone))
+	h("POST /nodes/{node}/qemu/{vmid}/clone", serveFound(s, s.lookup, s.handleClone))
 	h("POST /nodes/{node}/qemu/{vmid}/migrate", s.handleMigrate)
 	h("PUT /nodes/{node}/qemu/{vmid}/resize", s.handleResize)
 	h("POST /nodes/{node}/qemu/{vmid}/move_disk", s.handleMoveDisk)
 	h("PUT /nodes/{node}/qemu/{vmid}/cloudinit", s.handleCloudInitUpdate)
 	h("DELETE /nodes/{node}/qemu/{vmid}", s.handleDelete)
-	h("GET /nodes/{node}/tasks/{upid}/status", s.taskAPI(s.handleTaskStatus))
-	h("GET /nodes/{node}/tasks/{upid}/log", s.taskAPI(s.handleTaskLog))
-	h("DELETE /nodes/{node}/tasks/{upid}", s.taskAPI(s.handleTaskStop))
+	h("GET /nodes/{node}/tasks/{upid}/status", serveFound(s, s.taskFor, s.handleTaskStatus))
+	h("GET /nodes/{node}/tasks/{upid}/log", serveFound(s, s.taskFor, s.handleTaskLog))
+	h("DELETE /nodes/{node}/tasks/{upid}", serveFound(s, s.taskFor, s.handleTaskStop))
 	m.HandleFunc("/", notImplemented)
 	s.mux = m
 }
@@ -105,6 +105,18 @@ func (s *Server) requireOnline(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	return true
+}
+
+// serveFound serves a call on one object of the path under s.mu: the VM lookup finds, or the
+// task taskFor finds; find answers the call itself when there is none.
+func serveFound[T any](s *Server, find func(http.ResponseWriter, *http.Request) *T, handle func(http.ResponseWriter, *http.Request, *T)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if found := find(w, r); found != nil {
+			handle(w, r, found)
+		}
+	}
 }
 
 // onlineParams starts a request proxied to {node}: requireOnline, then the request's

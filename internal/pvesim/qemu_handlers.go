@@ -77,18 +77,6 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *guest {
 	return g
 }
 
-// guestAPI serves a call on one VM: under s.mu, with the VM lookup finds (lookup answers
-// when there is none).
-func (s *Server) guestAPI(handle func(http.ResponseWriter, *http.Request, *guest)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if g := s.lookup(w, r); g != nil {
-			handle(w, r, g)
-		}
-	}
-}
-
 // unlocked is lookup for changes: a VM with a lock in its config (migrate, destroyed, ...)
 // refuses them, and one that clones are reading keeps its file lock until they end. The
 // caller holds s.mu.

@@ -129,18 +129,6 @@ func (s *Server) taskFor(w http.ResponseWriter, r *http.Request) *task {
 	return t
 }
 
-// taskAPI serves a call on one task: under s.mu, with the task taskFor finds (taskFor answers
-// when there is none).
-func (s *Server) taskAPI(handle func(http.ResponseWriter, *http.Request, *task)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if t := s.taskFor(w, r); t != nil {
-			handle(w, r, t)
-		}
-	}
-}
-
 func (s *Server) handleTaskStatus(w http.ResponseWriter, r *http.Request, t *task) {
 	status := map[string]any{
 		"upid": t.upid, "node": t.node, "pid": t.pid, "pstart": t.pstart, "starttime": t.startTime,
