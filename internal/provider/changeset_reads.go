@@ -91,9 +91,10 @@ func (c *changeSet) decideReads(ctx context.Context, snap scheduler.Snapshot) {
 
 // refit places the plan's new VMs again beside the picks of the reads of batch, which did not
 // see them (a pick is a decision another provider applies; a new VM's tentative placement is
-// not), and keeps the result for the apply.
+// not), and keeps the result for the apply. An apply's reads (deferred by depends_on) refit
+// nothing: its creates are decided beside the picks anyway.
 func (c *changeSet) refit(ctx context.Context, snap scheduler.Snapshot, batch []*dataRead) {
-	if len(c.members) == 0 {
+	if len(c.members) == 0 || c.decided {
 		return
 	}
 	base := c.withPicks(snap, "")
