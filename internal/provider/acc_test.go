@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
@@ -13,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/planhints"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
 
@@ -131,6 +133,18 @@ func guests(sim *pvesim.Server) []pvesim.GuestState {
 		}
 	}
 	return out
+}
+
+// simClient is a client of the simulator, polling tasks and retrying quickly, for a test
+// playing a human, checking PVE's view or driving the provider's code directly.
+func simClient(t *testing.T, sim *pvesim.Server) *proxmox.Client {
+	t.Helper()
+	c, err := proxmox.New(proxmox.Config{Endpoint: sim.URL(), APIToken: sim.APIToken(), CACertPEM: sim.CACertPEM(),
+		PollInterval: 5 * time.Millisecond, RetryBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // createVM plays a human creating a VM in the simulated cluster, outside Terraform.

@@ -49,10 +49,7 @@ func TestReadVM(t *testing.T) {
 			cluster := labCluster()
 			cluster.Guests = append(cluster.Guests, pvesim.GuestSpec{VMID: 104, Node: "pve4", Name: "backup", Status: "running", Cores: 1, MemoryMiB: 512})
 			sim := pvesim.NewTestServer(t, cluster)
-			client, err := proxmox.New(proxmox.Config{Endpoint: sim.URL(), APIToken: sim.APIToken(), CACertPEM: sim.CACertPEM(), RetryBackoff: time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
+			client := simClient(t, sim)
 			data := &providerData{client: client, nodes: newNodePolicy(nil, nil), maxAge: time.Hour}
 			if tt.setup != nil {
 				tt.setup(sim)

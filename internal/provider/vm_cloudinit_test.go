@@ -15,7 +15,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
-	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
 
@@ -189,10 +188,7 @@ func TestCheckSnippets(t *testing.T) {
 	ctx := context.Background()
 	sim := pvesim.NewTestServer(t, snippetLab())
 	must(t, sim.PutSnippet("pve2", "local", "web.yaml", 100))
-	client, err := proxmox.New(proxmox.Config{Endpoint: sim.URL(), APIToken: sim.APIToken(), CACertPEM: sim.CACertPEM(), RetryBackoff: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := simClient(t, sim)
 	r := &vmResource{data: &providerData{client: client, nodes: newNodePolicy(nil, nil), maxAge: time.Hour}}
 	snap, err := r.data.snapshot(ctx)
 	if err != nil {

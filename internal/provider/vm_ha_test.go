@@ -109,16 +109,6 @@ func TestValidateHA(t *testing.T) {
 	}
 }
 
-// simClient is a client of the simulator, for a test playing a human or checking PVE's view.
-func simClient(t *testing.T, sim *pvesim.Server) *proxmox.Client {
-	t.Helper()
-	c, err := proxmox.New(proxmox.Config{Endpoint: sim.URL(), APIToken: sim.APIToken(), CACertPEM: sim.CACertPEM(), PollInterval: 5 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 // haResource reads vm:<vmid>'s HA resource from the simulator, as PVE reports it.
 func haResource(t *testing.T, sim *pvesim.Server, vmid int) *proxmox.HASettings {
 	t.Helper()
