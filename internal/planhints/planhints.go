@@ -4,17 +4,20 @@
 // plan (its private data comes from the apply's own re-plan, and a known planned node would
 // have to be what the apply returns). Creates beyond the apply's first wave arrive only as
 // earlier ones end, so a first wave decided on its own can take the room the plan promised to
-// the later ones. The plan's process therefore keeps its tentative placements in a small file
-// of the user's cache, one per process and cluster; the apply's process reads the newest file
-// that holds every VM of its first wave and keeps the room of the VMs it has not decided yet.
+// the later ones. The plan's process therefore appends its tentative placements, as they
+// change, to a small file of the user's cache, one per process and cluster; the apply's
+// process reads the newest file that holds every VM of its first wave and keeps the room of
+// the VMs it has not decided yet.
 // A hint is only a reservation: the apply still decides every VM under the hard filters, and
 // without a file (a plan saved and applied on another machine) it decides as before.
 package planhints
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -35,6 +38,7 @@ type Store struct {
 	dir    string
 	prefix string // the cluster's files
 	own    string // this process's file name
+	pruned bool   // by this store's first Put
 }
 
 // DirEnv names the directory of the hints, when set: a pipeline that plans and applies in
@@ -67,31 +71,36 @@ func NewIn(dir, endpoint string) *Store {
 // from one process.
 var stores atomic.Int64
 
-// Save replaces this process's hints with set (written whole, so that a reader never sees
-// half of it) and removes the files older than maxAge.
-func (s *Store) Save(set []scheduler.Reservation) error {
-	if err := os.MkdirAll(s.dir, 0o700); err != nil {
-		return err
+// Put records placements of this process's plan, one JSON line each, appended to its file: a
+// later line of a name replaces the earlier ones, so a plan writes each change once instead
+// of its whole set each time (a set of n VMs costs O(n) lines, not O(n²)). The first Put of
+// the store also removes the files older than maxAge.
+func (s *Store) Put(placements ...scheduler.Reservation) error {
+	if len(placements) == 0 {
+		return nil
 	}
-	s.prune()
-	raw, err := json.Marshal(set)
+	if !s.pruned {
+		if err := os.MkdirAll(s.dir, 0o700); err != nil {
+			return err
+		}
+		s.prune()
+		s.pruned = true
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for _, p := range placements {
+		if err := enc.Encode(p); err != nil {
+			return err
+		}
+	}
+	f, err := os.OpenFile(filepath.Join(s.dir, s.own), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(s.dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(raw); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), filepath.Join(s.dir, s.own))
+	// One write: a reader never sees half of a line, except from a process killed mid-write,
+	// whose torn last line it skips.
+	_, err = f.Write(buf.Bytes())
+	return errors.Join(err, f.Close())
 }
 
 // Drop removes this process's hints: an apply's process plans its creates again, and those
@@ -101,7 +110,8 @@ func (s *Store) Drop() {
 }
 
 // Load returns the newest hints of another process of this cluster that hold every name of
-// names, nil when none does.
+// names (each name's last placement, in the order the names first appear), nil when none
+// does.
 func (s *Store) Load(names []string) []scheduler.Reservation {
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
@@ -122,16 +132,34 @@ func (s *Store) Load(names []string) []scheduler.Reservation {
 	}
 	slices.SortFunc(files, func(a, b file) int { return b.mod.Compare(a.mod) })
 	for _, f := range files {
-		raw, err := os.ReadFile(filepath.Join(s.dir, f.name))
-		if err != nil {
-			continue
-		}
-		var set []scheduler.Reservation
-		if json.Unmarshal(raw, &set) == nil && holdsAll(set, names) {
+		if set := read(filepath.Join(s.dir, f.name)); holdsAll(set, names) {
 			return set
 		}
 	}
 	return nil
+}
+
+// read replays a file: each name's last placement, in the order the names first appear.
+func read(file string) []scheduler.Reservation {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	var set []scheduler.Reservation
+	at := map[string]int{}
+	for _, line := range bytes.Split(raw, []byte("\n")) {
+		var r scheduler.Reservation
+		if json.Unmarshal(line, &r) != nil {
+			continue // a torn last line, or the empty one after the last newline
+		}
+		if i, ok := at[r.Name]; ok {
+			set[i] = r
+			continue
+		}
+		at[r.Name] = len(set)
+		set = append(set, r)
+	}
+	return set
 }
 
 func holdsAll(set []scheduler.Reservation, names []string) bool {

@@ -30,13 +30,13 @@ func names(set []scheduler.Reservation) []string {
 func TestLoadTakesTheNewestPlanHoldingTheWave(t *testing.T) {
 	dir := t.TempDir()
 	older, newer, other := NewIn(dir, "https://a:8006"), NewIn(dir, "https://a:8006"), NewIn(dir, "https://b:8006")
-	if err := older.Save(res("web-0", "web-1", "db-0")); err != nil {
+	if err := older.Put(res("web-0", "web-1", "db-0")...); err != nil {
 		t.Fatal(err)
 	}
-	if err := newer.Save(res("web-0", "web-1")); err != nil {
+	if err := newer.Put(res("web-0", "web-1")...); err != nil {
 		t.Fatal(err)
 	}
-	if err := other.Save(res("web-0", "web-1", "web-2")); err != nil {
+	if err := other.Put(res("web-0", "web-1", "web-2")...); err != nil {
 		t.Fatal(err)
 	}
 	// The file times decide, not the order of the writes within a clock tick.
@@ -66,7 +66,7 @@ func TestSaveRoundTripAndDrop(t *testing.T) {
 	want := res("a")
 	want[0].AntiAffinity = []scheduler.VMGroupTerm{{Tags: []string{"web"}, TopologyKey: "node"}}
 	want[0].Storage, want[0].DiskBytes, want[0].VCPUs = "local-lvm", 8<<30, 2
-	if err := plan.Save(want); err != nil {
+	if err := plan.Put(want...); err != nil {
 		t.Fatal(err)
 	}
 	got := apply.Load([]string{"a"})
@@ -84,7 +84,7 @@ func TestSaveRoundTripAndDrop(t *testing.T) {
 func TestOldPlansArePruned(t *testing.T) {
 	dir := t.TempDir()
 	old := NewIn(dir, "e")
-	if err := old.Save(res("a")); err != nil {
+	if err := old.Put(res("a")...); err != nil {
 		t.Fatal(err)
 	}
 	past := time.Now().Add(-maxAge - time.Hour)
@@ -95,10 +95,38 @@ func TestOldPlansArePruned(t *testing.T) {
 	if got := apply.Load([]string{"a"}); got != nil {
 		t.Errorf("loaded a plan older than %v: %v", maxAge, names(got))
 	}
-	if err := NewIn(dir, "e").Save(res("b")); err != nil {
+	if err := NewIn(dir, "e").Put(res("b")...); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, old.own)); !os.IsNotExist(err) {
 		t.Errorf("the old plan's file is still there after a save: %v", err)
+	}
+}
+
+// A plan appends each change: a name's last line wins, and a torn last line (a process killed
+// mid-write) is skipped.
+func TestPutAppendsAndTheLastLineWins(t *testing.T) {
+	dir := t.TempDir()
+	plan := NewIn(dir, "e")
+	first := res("a", "b")
+	if err := plan.Put(first...); err != nil {
+		t.Fatal(err)
+	}
+	moved := first[0]
+	moved.Node = "pve2"
+	if err := plan.Put(moved); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, plan.own), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`{"VMID":-3,"Node":"pve`); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	got := NewIn(dir, "e").Load([]string{"a", "b"})
+	if len(got) != 2 || got[0].Name != "a" || got[0].Node != "pve2" || got[1].Name != "b" || got[1].Node != "pve1" {
+		t.Errorf("loaded %+v, want a on pve2 then b on pve1", got)
 	}
 }

@@ -52,6 +52,11 @@ type changeSet struct {
 	hints   *planhints.Store
 	planned []scheduler.Reservation
 	arrived map[string]bool
+	// hintIDs are the members' VMIDs in the hints: negative, and the same for a name
+	// whatever its place, since a hint must hold room, not an id another guest may have
+	// taken since (the apply chooses its own). picksKept is false while the hints lack a pick.
+	hintIDs   map[string]int
+	picksKept bool
 }
 
 // setMember is one new VM of the change set.
@@ -74,7 +79,7 @@ type plannedSize struct {
 
 func newChangeSet(hints *planhints.Store) *changeSet {
 	return &changeSet{members: map[string]*setMember{}, picks: map[string]scheduler.Reservation{}, sizes: map[int]plannedSize{},
-		hints: hints, arrived: map[string]bool{}}
+		hints: hints, arrived: map[string]bool{}, hintIDs: map[string]int{}}
 }
 
 // plan checks a new VM of the plan together with the other new VMs planned so far. It places
@@ -91,7 +96,7 @@ func (c *changeSet) plan(ctx context.Context, snap scheduler.Snapshot, m setMemb
 	alone := c.withTentative(base, m.req.Name)
 	if d, err := m.profile.Schedule(without(alone, m.replaces), []scheduler.Request{m.req}, scheduler.Options{}); err == nil {
 		m.tentative = &d.Placements[0]
-		c.saveHints(ctx)
+		c.keepHints(ctx, m.req.Name)
 		return nil
 	}
 	reqs, profile, view := c.sorted(base, true)
@@ -100,35 +105,52 @@ func (c *changeSet) plan(ctx context.Context, snap scheduler.Snapshot, m setMemb
 		m.tentative = nil
 		return err
 	}
-	for i, p := range d.Placements {
-		c.members[p.Name].tentative = &d.Placements[i]
-	}
-	c.saveHints(ctx)
+	c.tentative(ctx, d)
 	return nil
 }
 
-// saveHints keeps the plan's tentative placements and picks for its apply (planhints). The
-// members' VMIDs are negated: the apply chooses its own, and a hint must hold room, not an
-// id another guest may have taken since. A process that has decided a create is an apply's:
-// its plans are its creates', one wave at a time, and are not kept.
-func (c *changeSet) saveHints(ctx context.Context) {
+// tentative takes a joint placement of every member as their tentative placements.
+func (c *changeSet) tentative(ctx context.Context, d scheduler.Decision) {
+	names := make([]string, len(d.Placements))
+	for i, p := range d.Placements {
+		c.members[p.Name].tentative = &d.Placements[i]
+		names[i] = p.Name
+	}
+	c.keepHints(ctx, names...)
+}
+
+// keepHints records for the apply (planhints) the tentative placements of the members named
+// and the picks not recorded yet. A process that has decided a create is an apply's: its plans
+// are its creates', one wave at a time, and are not kept.
+func (c *changeSet) keepHints(ctx context.Context, names ...string) {
 	if c.hints == nil || c.decided {
 		return
 	}
 	var set []scheduler.Reservation
-	for _, name := range slices.Sorted(maps.Keys(c.picks)) {
-		set = append(set, c.picks[name])
-	}
-	for i, name := range slices.Sorted(maps.Keys(c.members)) {
-		if m := c.members[name]; m.tentative != nil {
-			r := m.tentative.Reservation(&m.req)
-			r.VMID = -1 - i
-			set = append(set, r)
+	if !c.picksKept {
+		for _, name := range slices.Sorted(maps.Keys(c.picks)) {
+			set = append(set, c.picks[name])
 		}
 	}
-	if err := c.hints.Save(set); err != nil {
-		tflog.Warn(ctx, "cannot keep the plan's placements for its apply; the apply decides without them", map[string]any{"error": err.Error()})
+	for _, name := range names {
+		m := c.members[name]
+		if m == nil || m.tentative == nil {
+			continue
+		}
+		id, ok := c.hintIDs[name]
+		if !ok {
+			id = -1 - len(c.hintIDs)
+			c.hintIDs[name] = id
+		}
+		r := m.tentative.Reservation(&m.req)
+		r.VMID = id
+		set = append(set, r)
 	}
+	if err := c.hints.Put(set...); err != nil {
+		tflog.Warn(ctx, "cannot keep the plan's placements for its apply; the apply decides without them", map[string]any{"error": err.Error()})
+		return
+	}
+	c.picksKept = true
 }
 
 // decide is a create's decision at apply: the new VM is placed jointly with the members of

@@ -109,10 +109,7 @@ func (c *changeSet) refit(ctx context.Context, snap scheduler.Snapshot, batch []
 		}
 		return
 	}
-	for i, p := range d.Placements {
-		c.members[p.Name].tentative = &d.Placements[i]
-	}
-	c.saveHints(ctx)
+	c.tentative(ctx, d)
 }
 
 // pick records a read's answers for VMs that do not exist yet (a read again replaces its own),
@@ -124,4 +121,5 @@ func (c *changeSet) pick(reqs []scheduler.Request, d scheduler.Decision) {
 			c.picks[p.Name] = p.Reservation(&reqs[i])
 		}
 	}
+	c.picksKept = false
 }
