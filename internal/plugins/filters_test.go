@@ -101,6 +101,15 @@ func TestFilters(t *testing.T) {
 			want:   "pve1",
 		},
 		{
+			// qemu-server's config_to_command: "MAX 16 vcpus allowed per VM on this node", whatever
+			// the overcommit ratio.
+			name:    "more vCPUs than the node's CPUs never start there",
+			cfg:     ratio("CPUOvercommit", "8"),
+			nodes:   []scheduler.Node{node("pve1", 16, 64)},
+			req:     func(r *scheduler.Request) { r.Cores = 32; r.Sockets = 2 },
+			reasons: []string{"CPUOvercommit: the VM's 64 vCPUs exceed the node's 16 CPUs; PVE does not start a VM with more vCPUs than its node has CPUs"},
+		},
+		{
 			name:    "cpu ratio arg",
 			cfg:     ratio("CPUOvercommit", "1"),
 			nodes:   []scheduler.Node{node("pve1", 8, 64)},

@@ -20,7 +20,8 @@ const (
 	defaultMemoryRatio = 1
 )
 
-// cpuOvercommit passes a node when (vCPUs of running guests + request) / logical CPUs <= ratio.
+// cpuOvercommit passes a node when (vCPUs of running guests + request) / logical CPUs <= ratio
+// and the request has no more vCPUs than the node has CPUs.
 type cpuOvercommit struct {
 	ratio float64
 	group string
@@ -41,6 +42,14 @@ func (cpuOvercommit) Name() string { return CPUOvercommitName }
 func (f cpuOvercommit) Filter(_ *scheduler.CycleState, req *scheduler.Request, n *scheduler.NodeInfo) *scheduler.Rejection {
 	if n.Node.MaxCPU <= 0 {
 		return &scheduler.Rejection{Reason: "CPUOvercommit: node reports no CPUs", Group: f.group}
+	}
+	// qemu-server refuses to start a VM with more vCPUs than its node has CPUs ("MAX 16 vcpus
+	// allowed per VM on this node"), whatever the overcommit.
+	if req.VCPUs() > n.Node.MaxCPU {
+		return &scheduler.Rejection{
+			Reason: fmt.Sprintf("CPUOvercommit: the VM's %d vCPUs exceed the node's %d CPUs; PVE does not start a VM with more vCPUs than its node has CPUs", req.VCPUs(), n.Node.MaxCPU),
+			Group:  "have fewer CPUs than the VM's vCPUs",
+		}
 	}
 	sum := n.AllocCPU + float64(req.VCPUs())
 	if sum <= f.ratio*float64(n.Node.MaxCPU) {

@@ -151,6 +151,9 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 	r.checkSnippets(ctx, &plan, &state, snap, &resp.Diagnostics)
 	checkReferences(&plan, &state, creating, snap, &resp.Diagnostics)
 	r.planHARules(ctx, resp, &plan, &state, creating, snap, haPolicy{profile: profile, req: schedReq, name: plan.Name.ValueString()})
+	if resp.Diagnostics.HasError() {
+		return // a wrong name, not the cluster's capacity: no placement error besides
+	}
 	if creating {
 		// Placed with the plan's other new VMs: all of them fit, or the plan fails.
 		if schedReq, err = cloneNode(snap, src, schedReq); err == nil {

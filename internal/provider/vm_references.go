@@ -1,6 +1,6 @@
 package provider
 
-// The pool and storages a qemuscheduler_vm names, checked at plan against the cluster view, so
+// The node, pool and storages a qemuscheduler_vm names, checked at plan against the cluster view, so
 // that a typo fails the plan rather than the create.
 
 import (
@@ -16,19 +16,28 @@ import (
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
-// checkReferences fails the plan on a pool or storage that the create would fail on: a pool
-// the cluster does not have (PVE: 403 "pool 'x' does not exist"), a disk, EFI disk or full
-// clone storage it does not have or that holds no VM disks. Only what the plan sets anew is
-// checked (all of a new VM's, a value that changes, a new disk), so that a pool or storage
-// removed after the VM was made fails no plan: terraform destroy plans first. The view tells
-// what the token may see; one that lists no storage at all (no Datastore.Audit anywhere)
-// cannot tell storages.
+// checkReferences fails the plan on a node, pool or storage that the create would fail on: a
+// pinned node the cluster does not have, a pool it does not have (PVE: 403 "pool 'x' does not
+// exist"), a disk, EFI disk or full clone storage it does not have or that holds no VM disks.
+// Only what the plan sets anew is checked (all of a new VM's, a value that changes, a new
+// disk), so that a node, pool or storage removed after the VM was made fails no plan:
+// terraform destroy plans first. The view tells what the token may see; one that lists no
+// storage at all (no Datastore.Audit anywhere) cannot tell storages.
 func checkReferences(plan, state *vmModel, creating bool, snap scheduler.Snapshot, diags *diag.Diagnostics) {
 	if setAnew(plan.Pool, state.Pool, creating) && snap.Pools != nil && !slices.Contains(snap.Pools, plan.Pool.ValueString()) {
 		diags.AddAttributeError(path.Root("pool"), "Pool does not exist",
 			fmt.Sprintf("pool = %q: the cluster has no such pool (pools this token can see: %s), so Proxmox VE would refuse the create. "+
 				"Fix the name, or create the pool first (pveum pool add %s); a pool the token lacks Pool.Audit on is not listed.",
 				plan.Pool.ValueString(), listOrNone(snap.Pools), plan.Pool.ValueString()))
+	}
+	if setAnew(plan.Node, state.Node, creating) && !slices.ContainsFunc(snap.Nodes, func(n scheduler.Node) bool { return n.Name == plan.Node.ValueString() }) {
+		names := make([]string, len(snap.Nodes))
+		for i, n := range snap.Nodes {
+			names[i] = n.Name
+		}
+		diags.AddAttributeError(path.Root("node"), "Node does not exist",
+			fmt.Sprintf("node = %q: the cluster has no such node (nodes: %s). Fix the name, or remove node to let the scheduler choose.",
+				plan.Node.ValueString(), listOrNone(names)))
 	}
 	content := storageContent(snap)
 	if len(content) == 0 {

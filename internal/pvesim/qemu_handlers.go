@@ -390,7 +390,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 			return taskOK()
 		}
 		// The create starts the VM as a separate worker, whose failure is only a warning.
-		if msg := s.cloudInitProblem(g); msg != "" {
+		if msg := s.startProblem(g); msg != "" {
 			return outcome{warnings: []string{msg}}
 		}
 		g.boot()

@@ -17,6 +17,19 @@ func missingConfig(node string, vmid int) outcome {
 	return taskError("Configuration file 'nodes/%s/qemu-server/%d.conf' does not exist", node, vmid)
 }
 
+// startProblem is why starting g on its node fails, "" when it does not: vm_start generates
+// the cloud-init drive first, then config_to_command refuses more vCPUs (sockets x cores) than
+// the node has CPUs. The caller holds s.mu.
+func (s *Server) startProblem(g *guest) string {
+	if msg := s.cloudInitProblem(g); msg != "" {
+		return msg
+	}
+	if n := s.node(g.node); n != nil && g.maxcpus() > n.cpus {
+		return fmt.Sprintf("MAX %d vcpus allowed per VM on this node", n.cpus)
+	}
+	return ""
+}
+
 // powerParams are each power action's parameters in qemu-server (vm_start, vm_stop,
 // vm_shutdown, vm_reboot).
 var powerParams = map[string][]string{
@@ -67,7 +80,7 @@ func (s *Server) handlePower(w http.ResponseWriter, r *http.Request) {
 				return taskError("VM %d already running", g.vmid)
 			}
 			g.applyPending()
-			if msg := s.cloudInitProblem(g); msg != "" {
+			if msg := s.startProblem(g); msg != "" {
 				return taskError("%s", msg)
 			}
 			g.boot()
@@ -77,7 +90,7 @@ func (s *Server) handlePower(w http.ResponseWriter, r *http.Request) {
 			}
 			g.applyPending()
 			// The reboot task ends with the shutdown; the start that follows fails on its own.
-			if s.cloudInitProblem(g) != "" {
+			if s.startProblem(g) != "" {
 				g.status = "stopped"
 				return taskOK()
 			}

@@ -113,6 +113,11 @@ func (g *guest) vcpus() int {
 	if v := atoi(g.config["vcpus"]); v > 0 {
 		return v
 	}
+	return g.maxcpus()
+}
+
+// maxcpus is sockets x cores, the vCPUs the VM may hotplug up to (qemu-server's maxcpus).
+func (g *guest) maxcpus() int {
 	return max(atoi(g.config["cores"]), 1) * max(atoi(g.config["sockets"]), 1)
 }
 

@@ -315,6 +315,24 @@ func TestPowerAndDestroy(t *testing.T) {
 	}
 }
 
+// TestStartRefusesMoreVCPUsThanTheNodeHas: qemu-server's config_to_command dies with "MAX 16
+// vcpus allowed per VM on this node" when sockets x cores exceed the node's CPUs; the create
+// stores such a VM, and only its start fails (a warning of a create with start=1).
+func TestStartRefusesMoreVCPUsThanTheNodeHas(t *testing.T) {
+	s, a := lab(t) // pve3 has 16 CPUs
+	exit := a.task(a.form(http.MethodPost, "/nodes/pve3/qemu", url.Values{"vmid": {"150"}, "cores": {"16"}, "sockets": {"2"}, "start": {"1"}}))
+	if g := s.MustGuest(t, 150); exit != "WARNINGS: 1" || g.Status != "stopped" {
+		t.Errorf("create of 32 vCPUs with start=1 on 16 CPUs: exit %q, VM %s; want WARNINGS: 1 and stopped", exit, g.Status)
+	}
+	if exit := a.task(a.form(http.MethodPost, "/nodes/pve3/qemu/150/status/start", nil)); exit != "MAX 16 vcpus allowed per VM on this node" {
+		t.Errorf("start: exit %q", exit)
+	}
+	a.task(a.form(http.MethodPost, "/nodes/pve3/qemu/150/config", url.Values{"sockets": {"1"}}))
+	if exit := a.task(a.form(http.MethodPost, "/nodes/pve3/qemu/150/status/start", nil)); exit != "OK" {
+		t.Errorf("start with 16 vCPUs on 16 CPUs: exit %q", exit)
+	}
+}
+
 func TestMigrate(t *testing.T) {
 	s, a := lab(t)
 	tests := []struct {
