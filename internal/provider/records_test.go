@@ -142,7 +142,7 @@ func (w *warningLog) has(parts ...string) resource.TestCheckFunc {
 	}
 }
 
-// warningServer is the provider with its validation, plan and read warnings logged.
+// warningServer is the provider with its validation, plan, refresh and read warnings logged.
 type warningServer struct {
 	tfprotov6.ProviderServer
 	log *warningLog
@@ -158,6 +158,14 @@ func (s warningServer) ReadDataSource(ctx context.Context, req *tfprotov6.ReadDa
 
 func (s warningServer) ValidateResourceConfig(ctx context.Context, req *tfprotov6.ValidateResourceConfigRequest) (*tfprotov6.ValidateResourceConfigResponse, error) {
 	resp, err := s.ProviderServer.ValidateResourceConfig(ctx, req)
+	if resp != nil {
+		s.log.add(resp.Diagnostics)
+	}
+	return resp, err
+}
+
+func (s warningServer) ReadResource(ctx context.Context, req *tfprotov6.ReadResourceRequest) (*tfprotov6.ReadResourceResponse, error) {
+	resp, err := s.ProviderServer.ReadResource(ctx, req)
 	if resp != nil {
 		s.log.add(resp.Diagnostics)
 	}

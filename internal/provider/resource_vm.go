@@ -286,6 +286,14 @@ func (r *vmResource) Read(ctx context.Context, req resource.ReadRequest, resp *r
 		resp.State.RemoveResource(ctx)
 		return
 	}
+	if errors.Is(err, proxmox.ErrNodeOffline) {
+		// A failed node must not stop every plan of the configuration (nor its destroy):
+		// the VM is still there, only out of reach.
+		resp.Diagnostics.AddWarning(fmt.Sprintf("VM %d cannot be read", vmid),
+			fmt.Sprintf("Its node %s is offline or unreachable, so the state keeps what was last read. Changes to the VM (and its destroy) fail until the node is back or the VM runs elsewhere (HA recovery, or a migration in Proxmox VE). %v",
+				state.Node.ValueString(), err))
+		return
+	}
 	if err != nil {
 		resp.Diagnostics.AddError(fmt.Sprintf("Cannot read VM %d", vmid), err.Error())
 		return

@@ -1,0 +1,35 @@
+package provider
+
+import (
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+)
+
+// A node that fails takes its VMs out of reach (PVE answers 595 for them), not out of the
+// configuration: the refresh keeps their last state with a warning, so that the rest of the
+// configuration still plans and applies (a new VM is placed elsewhere) and the plan is empty;
+// once the node is back, the VM reads as before.
+func TestAccVMOnAnOfflineNodeKeepsItsState(t *testing.T) {
+	env, sim := simEnv(t, labCluster())
+	vm := func(name, node string) string {
+		return "resource \"qemuscheduler_vm\" \"" + name + "\" {\n  name = \"" + name + "\"\n  node = \"" + node + "\"\n}\n"
+	}
+	two := env.config(vm("a", "pve2"), vm("b", "pve3"))
+	three := two + "resource \"qemuscheduler_vm\" \"c\" {\n  name = \"c\"\n}\n"
+	log := &warningLog{}
+	runLoggingWarnings(t, log,
+		resource.TestStep{Config: two},
+		resource.TestStep{
+			PreConfig: func() { must(t, sim.SetNodeOnline("pve2", false)) },
+			Config:    three,
+			Check: resource.ComposeTestCheckFunc(
+				resource.TestCheckResourceAttr("qemuscheduler_vm.a", "node", "pve2"),
+				resource.TestCheckResourceAttr("qemuscheduler_vm.c", "node", "pve3"),
+				log.has("VM 101 cannot be read", "Its node pve2 is offline or unreachable, so the state keeps what was last read"),
+			),
+		},
+		resource.TestStep{Config: three, PlanOnly: true},
+		resource.TestStep{PreConfig: func() { must(t, sim.SetNodeOnline("pve2", true)) }, Config: three, PlanOnly: true},
+	)
+}
