@@ -9,7 +9,7 @@ import (
 // A node that fails takes its VMs out of reach (PVE answers 595 for them), not out of the
 // configuration: the refresh keeps their last state with a warning, so that the rest of the
 // configuration still plans and applies (a new VM is placed elsewhere) and the plan is empty;
-// once the node is back, the VM reads as before.
+// its destroy fails saying so; once the node is back, the VM reads as before.
 func TestAccVMOnAnOfflineNodeKeepsItsState(t *testing.T) {
 	env, sim := simEnv(t, labCluster())
 	vm := func(name, node string) string {
@@ -30,6 +30,9 @@ func TestAccVMOnAnOfflineNodeKeepsItsState(t *testing.T) {
 			),
 		},
 		resource.TestStep{Config: three, PlanOnly: true},
+		// Its destroy fails before changing anything, and says what to do.
+		resource.TestStep{Config: env.config(vm("b", "pve3")) + "resource \"qemuscheduler_vm\" \"c\" {\n  name = \"c\"\n}\n",
+			ExpectError: wrapped(`(?s)Cannot delete VM 101.*HTTP 595.*nothing was changed. Destroy again once the node is back`)},
 		resource.TestStep{PreConfig: func() { must(t, sim.SetNodeOnline("pve2", true)) }, Config: three, PlanOnly: true},
 	)
 }

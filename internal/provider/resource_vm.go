@@ -410,6 +410,12 @@ func (r *vmResource) Delete(ctx context.Context, req resource.DeleteRequest, res
 	if err == nil {
 		err = c.DeleteVM(ctx, vm.Node, vmid)
 	}
+	if errors.Is(err, proxmox.ErrNodeOffline) {
+		resp.Diagnostics.AddError(fmt.Sprintf("Cannot delete VM %d", vmid),
+			fmt.Sprintf("%v\n\nProxmox VE destroys a VM only on its node, which is out of reach; nothing was changed. Destroy again once the node is back. "+
+				"If the node is gone for good, remove it from the cluster in Proxmox VE (pvecm delnode) and the VM from the state (terraform state rm).", err))
+		return
+	}
 	if err != nil && !errors.Is(err, proxmox.ErrNotFound) {
 		resp.Diagnostics.AddError(fmt.Sprintf("Cannot delete VM %d", vmid), err.Error())
 		return
