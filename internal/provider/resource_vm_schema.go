@@ -98,7 +98,7 @@ func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 			"network":    networkBlock(),
 			"cloud_init": cloudInitBlock(),
 			"ha":         haBlock(),
-			"timeouts":   timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"timeouts":   timeoutsBlock(ctx),
 		},
 	}
 	maps.Copy(resp.Schema.Attributes, firmwareAttributes())
@@ -145,4 +145,17 @@ func (fromSameSlot) PlanModifyString(ctx context.Context, req planmodifier.Strin
 			return
 		}
 	}
+}
+
+// timeoutsBlock is the framework's timeouts block with our defaults in its descriptions.
+func timeoutsBlock(ctx context.Context) schema.Block {
+	const duration = ` A Go duration such as "30s" or "2h45m".`
+	b := timeouts.Block(ctx, timeouts.Opts{
+		Create: true, Update: true, Delete: true,
+		CreateDescription: "How long a create may take, from the placement to the running VM (clone or create, resize, start, guest agent and HA registration included). Default 30m." + duration,
+		UpdateDescription: "How long an update may take (configuration, resize, migration, start or stop). Default 30m." + duration,
+		DeleteDescription: "How long a destroy may take. A running VM is shut down for at most half of it, then stopped. Default 10m." + duration,
+	}).(schema.SingleNestedBlock)
+	b.Description = "Time limits of the VM's create, update and destroy."
+	return b
 }
