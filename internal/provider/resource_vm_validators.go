@@ -193,6 +193,10 @@ func checkSearchdomains(s string) error {
 
 // checkSSHKey accepts one OpenSSH public key line: type, base64 key, optional comment.
 func checkSSHKey(s string) error {
+	if k := strings.TrimRight(s, "\r\n"); k != s && !strings.ContainsAny(k, "\r\n") {
+		// file() keeps a key file's last newline.
+		return fmt.Errorf(`ends with a line break, as file() reads it from a key file: write trimspace(file("..."))`)
+	}
 	if strings.ContainsAny(s, "\r\n") {
 		return fmt.Errorf("holds a line break; give each key as its own list element")
 	}

@@ -80,7 +80,7 @@ func cloudInitBlock() schema.Block {
 			"password": schema.StringAttribute{Optional: true, Sensitive: true, Description: "Password of the default user."},
 			"ssh_keys": schema.ListAttribute{Optional: true, ElementType: types.StringType,
 				Validators:  []validator.List{listvalidator.SizeAtLeast(1), listvalidator.ValueStringsAre(sshKeyCheck)},
-				Description: "Public SSH keys, one authorized_keys line each."},
+				Description: "Public SSH keys, one authorized_keys line each, without its line break (`trimspace(file(\"~/.ssh/id_ed25519.pub\"))`)."},
 			"ip_config": schema.ListAttribute{Optional: true, ElementType: types.StringType,
 				Validators:  []validator.List{listvalidator.SizeAtMost(32), listvalidator.ValueStringsAre(ipConfigCheck)},
 				Description: "One entry per NIC, e.g. `ip=dhcp` or `ip=10.0.0.5/24,gw=10.0.0.1`."},
