@@ -116,7 +116,11 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 	}
 	var plan vmModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() || plan.Node.IsUnknown() && !plan.ID.IsUnknown() || plan.Name.IsUnknown() {
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	planNoAddresses(ctx, &plan, resp)
+	if plan.Node.IsUnknown() && !plan.ID.IsUnknown() || plan.Name.IsUnknown() {
 		return
 	}
 	profile := r.data.pipeline(ctx, &plan.schedulingModel, &resp.Diagnostics)

@@ -14,6 +14,8 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
@@ -180,6 +182,19 @@ func emptyAgent() agentModel {
 	a := agentModel{AgentTimeout: types.StringValue(defaultAgentTimeout)}
 	a.setAddresses(nil)
 	return a
+}
+
+// planNoAddresses plans the empty addresses that a VM without a running guest agent reads
+// (readAgent): a create or update of such a VM then shows no "(known after apply)" for them.
+func planNoAddresses(ctx context.Context, plan *vmModel, resp *resource.ModifyPlanResponse) {
+	off := func(v types.Bool) bool { return !v.IsUnknown() && !v.ValueBool() } // null reads as false too
+	if !off(plan.Agent) && !off(plan.Started) {
+		return
+	}
+	none := emptyAgent()
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("ipv4_addresses"), none.IPv4Addresses)...)
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("ipv6_addresses"), none.IPv6Addresses)...)
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("primary_ipv4"), none.PrimaryIPv4)...)
 }
 
 // keepAddresses plans an update with the addresses of the state until readAgent reads them

@@ -11,7 +11,10 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
@@ -228,5 +231,25 @@ func TestAccVMAgentNeverAnswers(t *testing.T) {
 			}
 			return nil
 		}},
+	)
+}
+
+// Without a guest agent (or stopped) a VM has no addresses, and its plans say so: an in-place
+// update shows empty addresses, not "(known after apply)" on every change. (A create with
+// agent unset cannot tell: a clone takes its source's agent setting.)
+func TestAccVMWithoutAgentPlansNoAddresses(t *testing.T) {
+	env, _ := simEnv(t, labCluster())
+	vm := func(memory int) string {
+		return env.config(fmt.Sprintf("resource \"qemuscheduler_vm\" \"web\" {\n  name   = \"web-1\"\n  memory = %d\n}\n", memory))
+	}
+	empty := []plancheck.PlanCheck{
+		plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("primary_ipv4"), knownvalue.StringExact("")),
+		plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ipv4_addresses"), knownvalue.MapExact(map[string]knownvalue.Check{})),
+		plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ipv6_addresses"), knownvalue.MapExact(map[string]knownvalue.Check{})),
+	}
+	runSteps(t,
+		resource.TestStep{Config: vm(1024)},
+		resource.TestStep{Config: vm(2048), ConfigPlanChecks: resource.ConfigPlanChecks{
+			PreApply: append([]plancheck.PlanCheck{plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate)}, empty...)}},
 	)
 }
