@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -190,14 +191,22 @@ func relabel(err error, attribute string) error {
 
 // addPlanError is addSchedulerError for a plan-time placement (a new VM, a data source read):
 // a refusal also says how to destroy anyway, as terraform destroy plans the configuration
-// first and a provider cannot tell that plan from any other.
-func addPlanError(diags *diag.Diagnostics, err error) {
+// first and a provider cannot tell that plan from any other. planned is the new VM whose plan
+// this is ("" for a data source): when the plan's set fails on another of its VMs, the
+// diagnostic, which Terraform shows on planned's resource, says why it names that one.
+func addPlanError(diags *diag.Diagnostics, err error, planned string) {
 	var ue *scheduler.UnschedulableError
 	if !errors.As(err, &ue) {
 		addSchedulerError(diags, err)
 		return
 	}
-	diags.AddError("No placement for "+quoteOr(ue.Request, "the VM"), ue.Message+explainCandidates(ue.Candidates)+"\n\n"+destroyHint)
+	detail := ue.Message + explainCandidates(ue.Candidates) + "\n\n" + destroyHint
+	var se *scheduler.SetError
+	if errors.As(err, &se) && planned != "" && planned != ue.Request {
+		detail = fmt.Sprintf("%q is placed together with the plan's other new VMs, all or nothing, and they do not all fit; below, why %q does not.\n\n%s",
+			planned, ue.Request, detail)
+	}
+	diags.AddError("No placement for "+quoteOr(ue.Request, "the VM"), detail)
 }
 
 // addSchedulerError turns a scheduler error into a diagnostic on the attribute to blame.

@@ -1,9 +1,13 @@
 package provider
 
 import (
+	"strings"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
 // User mistakes found trying the provider as a new user: each is a plan error that names the
@@ -25,6 +29,40 @@ func TestAccUserMistakesFailThePlan(t *testing.T) {
 				PlanOnly:    true,
 				ExpectError: wrapped(`(?s)` + tc.want),
 			})
+		})
+	}
+}
+
+// Terraform shows a plan error on the resource being planned; when the plan's set fails on
+// another of its VMs, the error says why it names that one. A VM that fails alone, or a data
+// source, keeps the plain error.
+func TestPlanErrorNamesThePlannedVM(t *testing.T) {
+	ue := &scheduler.UnschedulableError{Request: "w-7", Message: "0/2 nodes are available: 2 node(s) exceeded cpu overcommit ratio 1.5"}
+	set := &scheduler.SetError{UnschedulableError: ue, Placed: 6, Total: 7, Unplaced: []string{"w-7"}}
+	for _, tc := range []struct {
+		name, planned string
+		err           error
+		prefix        bool
+	}{
+		{"another VM of the set left out", "w-5", set, true},
+		{"the planned VM itself left out", "w-7", set, false},
+		{"a data source", "", set, false},
+		{"a VM that fits nowhere alone", "w-5", ue, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var diags diag.Diagnostics
+			addPlanError(&diags, tc.err, tc.planned)
+			if len(diags) != 1 || diags[0].Summary() != `No placement for "w-7"` {
+				t.Fatalf("diagnostics %v, want one error No placement for \"w-7\"", diags)
+			}
+			detail := diags[0].Detail()
+			want := `"w-5" is placed together with the plan's other new VMs, all or nothing, and they do not all fit; below, why "w-7" does not.`
+			if got := strings.HasPrefix(detail, want); got != tc.prefix {
+				t.Errorf("detail %q: starts with the set sentence %v, want %v", detail, got, tc.prefix)
+			}
+			if !strings.Contains(detail, ue.Message) || !strings.Contains(detail, "terraform destroy -refresh=false") {
+				t.Errorf("detail %q lacks the explanation or the destroy hint", detail)
+			}
 		})
 	}
 }
