@@ -1,6 +1,8 @@
 package records
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -193,6 +195,38 @@ func TestNodeAffinityForms(t *testing.T) {
 		_, got, warnings := Parse("1", "qemu-scheduler/record: v1\nqemu-scheduler/node-affinity: "+line+"\n")
 		if len(warnings) != 1 || !strings.Contains(warnings[0], want) || len(got.NodeAffinity) != 0 {
 			t.Errorf("%q: warnings %v, want one saying %q and the line skipped", line, warnings, want)
+		}
+	}
+}
+
+// TestReadmeExample parses the hand-written record README.md shows: it must read without a
+// warning, every one of its lines counting.
+func TestReadmeExample(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(readme), "```text\n")
+	notes, _, ok := strings.Cut(rest, "```")
+	if !ok || !strings.Contains(notes, Header+": v1") {
+		t.Fatal("README.md has no ```text block with a placement record")
+	}
+	user, r, warnings := Parse("payroll", notes)
+	if len(warnings) > 0 {
+		t.Fatalf("README's record warns: %v", warnings)
+	}
+	if r == nil {
+		t.Fatal("README's record is not read as one")
+	}
+	if user != "Payroll database, owned by team finance." {
+		t.Errorf("user text %q", user)
+	}
+	counts := map[string]int{"profile": len(r.Profile), "tags": len(r.Tags), "annotation": len(r.Annotations),
+		"node-selector": len(r.NodeSelector), "node-affinity": len(r.NodeAffinity), "toleration": len(r.Tolerations),
+		"vm-affinity": len(r.VMAffinity), "vm-anti-affinity": len(r.VMAntiAffinity), "topology-spread": len(r.TopologySpread)}
+	for key, n := range counts {
+		if strings.Contains(notes, prefix+key+":") && n == 0 {
+			t.Errorf("README's %s line reads as nothing", key)
 		}
 	}
 }
