@@ -31,7 +31,8 @@ type Change struct {
 // Changes are the writes that put the VM vmid in exactly the rules it wants among the
 // cluster's rules cur, updates first: a wanted rule is created, or updated to hold its
 // wanted resources and the members it has that are still HA resources (others' members are
-// kept, so concurrent writers lose none); a rule of this provider the VM no longer wants is
+// kept, so concurrent writers lose none; a shared node rule also keeps only the nodes the
+// others allowed, until they all have left it); a rule of this provider the VM no longer wants is
 // left, and deleted when that leaves a resource-affinity rule with fewer than two resources
 // or a node rule with none. managed are the guests that are HA resources. None: in sync.
 func Changes(vmid int, want []Rule, cur []scheduler.HARule, managed map[int]bool) []Change {
@@ -43,16 +44,20 @@ func Changes(vmid int, want []Rule, cur []scheduler.HARule, managed map[int]bool
 			continue
 		}
 		next := w.HARule
-		if w.Type == scheduler.HAResourceAffinity {
+		if w.Type == scheduler.HAResourceAffinity || w.Shared {
+			others := false
 			for _, m := range cur[i].VMIDs {
 				if managed[m] && !slices.Contains(next.VMIDs, m) {
-					next.VMIDs = append(next.VMIDs, m)
+					next.VMIDs, others = append(next.VMIDs, m), true
 					if slices.Contains(cur[i].CTs, m) {
 						next.CTs = append(next.CTs, m)
 					}
 				}
 			}
 			sort.Ints(next.VMIDs)
+			if w.Shared && others {
+				next.Nodes = slices.DeleteFunc(slices.Clone(next.Nodes), func(n string) bool { return !slices.Contains(cur[i].Nodes, n) })
+			}
 		}
 		if !same(cur[i], next) {
 			out = append(out, Change{Op: Update, Rule: next, Policy: w.Policy})
@@ -131,6 +136,11 @@ func Check(rules []scheduler.HARule, nodes int) []Problem {
 			nodeRules = append(nodeRules, r)
 		default:
 			resRules = append(resRules, r)
+		}
+	}
+	for _, r := range nodeRules {
+		if len(r.Nodes) == 0 {
+			add(r.Name, "rule has no node: the node-level rules of its resources allow no node in common")
 		}
 	}
 	for i, a := range nodeRules {

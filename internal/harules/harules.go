@@ -28,6 +28,9 @@ const topologyNode = "node"
 type Rule struct {
 	scheduler.HARule
 	Policy string
+	// Shared marks a node rule that the members of a positive group share: it keeps the
+	// members other writers added, and the nodes all of them allow.
+	Shared bool
 }
 
 // Input is one VM and the cluster view its rules come from.
@@ -49,7 +52,10 @@ type Input struct {
 // Want is the rules the VM must be in: a resource-affinity rule per required VM (anti-)
 // affinity term with topology key node, over the term's HA-managed group and the VM, once
 // that makes two; and one strict node-affinity rule listing the nodes its node-level rules
-// and its other required terms allow, none when that is every node. Sorted by id.
+// and its other required terms allow, none when that is every node. A VM with a required
+// vm_affinity term over nodes shares that node rule with its group (PVE allows a positive
+// group in one node rule only, and extends it to every member), from its first member on, so
+// that members written at the same time meet in one rule. Sorted by id.
 func Want(in Input) []Rule {
 	var out []Rule
 	add := func(r Rule) {
@@ -85,9 +91,18 @@ func Want(in Input) []Rule {
 	terms(in.Request.VMAntiAffinity, scheduler.HANegative, "vm_anti_affinity", "apart")
 	terms(in.Request.VMAffinity, scheduler.HAPositive, "vm_affinity", "together")
 	if nodes, policy := nodeRuleNodes(in); len(nodes) < len(in.Snap.Nodes) {
-		add(Rule{HARule: scheduler.HARule{Name: Prefix + "vm-" + strconv.Itoa(in.VMID), Type: scheduler.HANodeAffinity, Strict: true,
+		rule := Rule{HARule: scheduler.HARule{Name: Prefix + "vm-" + strconv.Itoa(in.VMID), Type: scheduler.HANodeAffinity, Strict: true,
 			VMIDs: []int{in.VMID}, Nodes: nodes, Comment: fmt.Sprintf("qemuscheduler: VM %s (%d) on the nodes its rules allow", in.Name, in.VMID)},
-			Policy: policy})
+			Policy: policy}
+		if i := slices.IndexFunc(in.Request.VMAffinity, func(t scheduler.VMGroupTerm) bool {
+			sel := t.Group()
+			return t.Weight == 0 && t.TopologyKey == topologyNode && len(sel.Tags)+len(sel.TagsAnyOf) > 0
+		}); i >= 0 {
+			sel := in.Request.VMAffinity[i].Group()
+			rule.Name, rule.Shared = Prefix+"together-"+groupKey(sel)+"-nodes", true
+			rule.Comment = fmt.Sprintf("qemuscheduler: VMs tagged %s together (required vm_affinity) on the nodes all their rules allow", describe(sel))
+		}
+		add(rule)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out

@@ -172,3 +172,46 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+// PVE allows a positive group in at most one node-affinity rule, and extends that rule to
+// every member (Rules.pm: check_single_node_affinity_per_positive_resource_affinity_rule,
+// create_implicit_positive_resource_affinity_node_affinity_rules). The members of a required
+// vm_affinity group therefore share one node rule from the first member on: a VM joining keeps
+// the members and the nodes of the others, written at once or one after the other.
+func TestWantPositiveGroupSharesOneNodeRule(t *testing.T) {
+	snap := cluster()
+	snap.Guests = append(snap.Guests, scheduler.Guest{VMID: 104, Node: "pve3", Tags: []string{"db"}})
+	pair := scheduler.Request{VMAffinity: []scheduler.VMGroupTerm{{Tags: []string{"db"}, TopologyKey: "node"}}}
+	want := func(vmid int, managed map[int]bool, nodes ...string) []Rule {
+		return Want(Input{VMID: vmid, Name: "db", Node: "pve3", Snap: snap, Managed: managed, PolicyNodes: nodes, Request: pair})
+	}
+	// Alone, the first member writes the group's node rule.
+	first := want(103, map[int]bool{103: true}, "pve1", "pve2", "pve3")
+	if len(first) != 1 || first[0].Name != "qemuscheduler-together-db-nodes" || !first[0].Shared || !reflect.DeepEqual(first[0].VMIDs, []int{103}) {
+		t.Fatalf("first member %+v", first)
+	}
+	cur := Apply(nil, Changes(103, first, nil, map[int]bool{103: true}))
+	// The second, allowed fewer nodes, joins it: the rule keeps both and the nodes both allow.
+	managed := map[int]bool{103: true, 104: true}
+	second := want(104, managed, "pve2", "pve3", "pve4")
+	if len(second) != 2 || second[0].Name != "qemuscheduler-together-db" || second[1].Name != first[0].Name {
+		t.Fatalf("second member %+v", second)
+	}
+	cur = Apply(cur, Changes(104, second, cur, managed))
+	if problems := Check(cur, len(snap.Nodes)); len(problems) != 0 {
+		t.Errorf("PVE would refuse %v", problems)
+	}
+	if i := slices.IndexFunc(cur, func(r scheduler.HARule) bool { return r.Name == first[0].Name }); i < 0 ||
+		!reflect.DeepEqual(cur[i].VMIDs, []int{103, 104}) || !reflect.DeepEqual(cur[i].Nodes, []string{"pve2", "pve3"}) {
+		t.Errorf("rules %+v, want the node rule over 103 and 104 on pve2, pve3", cur)
+	}
+	// In sync then, and nodes no member allows in common are refused before any write.
+	if got := Changes(104, second, cur, managed); len(got) != 0 {
+		t.Errorf("after the join: %+v", got)
+	}
+	apartNodes := want(104, managed, "pve4")
+	problems := Check(Apply(cur, Changes(104, apartNodes, cur, managed)), len(snap.Nodes))
+	if len(problems) != 1 || !strings.Contains(problems[0].String(), "no node") {
+		t.Errorf("problems %v, want the node rule without nodes", problems)
+	}
+}

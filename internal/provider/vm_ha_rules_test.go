@@ -503,3 +503,66 @@ func TestAccVMHARulesPinNextToMovingPeer(t *testing.T) {
 		}, Config: config("pve1", "pve2"), Check: apartOnNodes(sim, 100, 101)},
 	)
 }
+
+// Two HA VMs kept together on a node, each allowed only pve1-pve3: PVE allows a positive group
+// in one node-affinity rule only (and extends it to every member), so one node rule holds the
+// pair: both members share it, so both applies succeed, and a failover moves the
+// pair together onto an allowed node.
+func TestAccVMHARulesPositivePairSharesOneNodeRule(t *testing.T) {
+	env, sim := simEnv(t, haRulesCluster())
+	config := env.config(`resource "qemuscheduler_vm" "web" {
+  count       = 2
+  name        = "pair-${count.index}"
+  memory      = 512
+  tags        = ["web"]
+  annotations = { "node.qemu-scheduler/regex" = "pve[1-3]" }
+  clone {
+    source_vmid = 9000
+  }
+  vm_affinity {
+    tags = ["web"]
+  }
+  ha {}
+}`)
+	nodeRules := func(*terraform.State) error {
+		var names []string
+		for _, r := range simRules(t, sim) {
+			if r.Type == scheduler.HANodeAffinity {
+				names = append(names, r.Name)
+			}
+		}
+		if len(names) != 1 || !slices.Equal(simRuleNodes(t, sim, names[0]), []string{"pve1", "pve2", "pve3"}) {
+			return fmt.Errorf("node rules %v, want one on pve1-pve3", names)
+		}
+		return nil
+	}
+	runSteps(t,
+		resource.TestStep{Config: config, Check: resource.ComposeTestCheckFunc(ruleHolds(t, sim, "qemuscheduler-together-web", "positive", 2), nodeRules)},
+		resource.TestStep{Config: config, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}},
+		resource.TestStep{PreConfig: func() {
+			g, _ := sim.Guest(100)
+			_, err := sim.FailNode(g.Node)
+			must(t, err)
+		}, Config: config, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			Check: func(*terraform.State) error {
+				a, _ := sim.Guest(100)
+				b, _ := sim.Guest(101)
+				if a.Node != b.Node || a.Node == "pve4" {
+					return fmt.Errorf("after the failover the pair runs on %s and %s, want one node of pve1-pve3", a.Node, b.Node)
+				}
+				return nil
+			}},
+	)
+}
+
+// simRuleNodes are the nodes of the cluster's rule id.
+func simRuleNodes(t *testing.T, sim *pvesim.Server, id string) []string {
+	for _, r := range simRules(t, sim) {
+		if r.Name == id {
+			nodes := slices.Clone(r.Nodes)
+			sort.Strings(nodes)
+			return nodes
+		}
+	}
+	return nil
+}
