@@ -442,6 +442,11 @@ func (r *vmResource) ImportState(ctx context.Context, req resource.ImportStateRe
 		return
 	}
 	vm, err := r.data.readVM(ctx, vmid, node)
+	if err == nil && vm.Config["template"] == "1" {
+		// Managed as a VM, a template would be started by the next apply (PVE refuses) and
+		// removed by terraform destroy, with the base its clones are made from.
+		err = fmt.Errorf("VM %d is a template, which qemuscheduler_vm does not manage: clone VMs from it with clone { source_vmid = %d }", vmid, vmid)
+	}
 	if err != nil {
 		resp.Diagnostics.AddError(fmt.Sprintf("Cannot import VM %d", vmid), err.Error())
 		return

@@ -66,3 +66,20 @@ func TestPlanErrorNamesThePlannedVM(t *testing.T) {
 		})
 	}
 }
+
+// Importing a template is refused at import, naming what to do instead: managed as a VM, the
+// next apply would try to start it (PVE: "you can't start a vm if it's a template") and
+// terraform destroy would remove the base the clones are made from.
+func TestAccVMImportOfATemplateIsRefused(t *testing.T) {
+	env, sim := simEnv(t, labCluster()) // VM 9000 is a template
+	runParallel(t, resource.TestStep{
+		Config:        env.config(`resource "qemuscheduler_vm" "web" { name = "debian-12" }`),
+		ResourceName:  vmAddr,
+		ImportState:   true,
+		ImportStateId: "9000",
+		ExpectError:   wrapped(`(?s)Cannot import VM 9000.*VM 9000 is a template.*clone \{ source_vmid = 9000 \}`),
+	})
+	if g, ok := sim.Guest(9000); !ok || g.Config["template"] != "1" {
+		t.Errorf("template 9000 changed: %+v", g)
+	}
+}
