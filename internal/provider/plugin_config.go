@@ -196,6 +196,12 @@ func relabel(err error, attribute string) error {
 // diagnostic, which Terraform shows on planned's resource, says why it names that one.
 func addPlanError(diags *diag.Diagnostics, err error, planned string) {
 	var ue *scheduler.UnschedulableError
+	var ie *scheduler.InputError
+	if errors.As(err, &ie) && ie.Cluster {
+		copied := *ie
+		copied.Message += ".\n\n" + destroyAnyway
+		err = &copied
+	}
 	if !errors.As(err, &ue) {
 		addSchedulerError(diags, err)
 		return

@@ -20,6 +20,11 @@ func TestAccUserMistakesFailThePlan(t *testing.T) {
 			`Node does not exist.*node = "pve9": the cluster has no such node \(nodes: pve1, pve2, pve3, pve4\)`},
 		// PVE creates the VM and then refuses to start it ("MAX 8 vcpus allowed per VM on this
 		// node"), whatever the overcommit ratio.
+		// The cluster's state, not the configuration, refuses it: terraform destroy, which plans
+		// the configuration first (say with a deposed create_before_destroy object holding the
+		// id), is told how to get past it.
+		{"pinned vmid in use", "vmid = 100",
+			`Invalid vmid.*VMID 100 is already in use; choose a free id or remove the pin.*terraform destroy -refresh=false`},
 		{"more vCPUs than any node has CPUs", "cores = 8\n  sockets = 2",
 			`3 node\(s\) have fewer CPUs than the VM's vCPUs.*CPUOvercommit: the VM's 16 vCPUs exceed the node's 8 CPUs`},
 	} {

@@ -12,6 +12,10 @@ type InputError struct {
 	Attribute string
 	Key       string
 	Message   string
+	// Cluster says that the cluster's state, not the configuration alone, makes the input
+	// wrong (a pinned VMID another guest holds): terraform destroy, which plans the
+	// configuration first, meets it too.
+	Cluster bool
 }
 
 func (e *InputError) Error() string {

@@ -295,7 +295,7 @@ func (run *run) selectVMID(r *Request) (int, string, error) {
 			return 0, "", &InputError{Attribute: "vmid", Message: fmt.Sprintf("VMID %d is pinned for %q but was already given to %q in the same decision; a pinned vmid can place one VM only", r.VMID, r.Name, other)}
 		}
 		if run.used.Has(r.VMID) {
-			return 0, "", &InputError{Attribute: "vmid", Message: fmt.Sprintf("VMID %d is already in use; choose a free id or remove the pin", r.VMID)}
+			return 0, "", &InputError{Attribute: "vmid", Message: fmt.Sprintf("VMID %d is already in use; choose a free id or remove the pin", r.VMID), Cluster: true}
 		}
 		return r.VMID, "pinned", nil
 	}
