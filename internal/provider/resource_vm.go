@@ -190,6 +190,9 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 		}
 		return
 	}
+	if checkNodeCPUs(snap, current, schedReq.VCPUs(), &plan, &state, &resp.Diagnostics); resp.Diagnostics.HasError() {
+		return
+	}
 	if reasons := profile.CheckNode(snap, schedReq, current, vmid); len(reasons) > 0 {
 		resp.Diagnostics.AddWarning("VM "+state.ID.ValueString()+" no longer fits its node under the current scheduling rules",
 			fmt.Sprintf("%s on %s: %s. Placement is sticky, so the VM stays; pin or change node to move it.",

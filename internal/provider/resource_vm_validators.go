@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
 // Formats of PVE identifiers, as its API schema defines them, so that a typo fails the plan
@@ -231,6 +232,24 @@ func checkVCPUs(cores, sockets types.Int64, diags *diag.Diagnostics) {
 	if c, s := cores.ValueInt64(), sockets.ValueInt64(); c*s > proxmox.MaxVCPUs && c <= proxmox.MaxVCPUs && s <= proxmox.MaxVCPUs {
 		diags.AddAttributeError(path.Root("sockets"), "Too many vCPUs",
 			fmt.Sprintf("cores x sockets = %d x %d = %d vCPUs; Proxmox VE (QEMU) accepts at most %d. Lower cores or sockets.", c, s, c*s, proxmox.MaxVCPUs))
+	}
+}
+
+// checkNodeCPUs fails the plan of an existing VM whose vCPUs grow beyond the CPUs of its node
+// (current): PVE takes the new size (pending on a running VM) and then refuses every start
+// (qemu-server: "MAX 8 vcpus allowed per VM on this node"). Only a change of cores or sockets
+// is checked: a VM made that way outside Terraform fails no plan.
+func checkNodeCPUs(snap scheduler.Snapshot, current string, vcpus int, plan, state *vmModel, diags *diag.Diagnostics) {
+	if plan.Cores.Equal(state.Cores) && plan.Sockets.Equal(state.Sockets) {
+		return
+	}
+	for _, n := range snap.Nodes {
+		if n.Name == current && n.MaxCPU > 0 && vcpus > n.MaxCPU {
+			diags.AddAttributeError(path.Root("cores"), "Too many vCPUs for the node",
+				fmt.Sprintf("cores x sockets = %d x %d = %d vCPUs, but node %s has %d CPUs: Proxmox VE would take the change and then refuse "+
+					"every start of the VM (MAX %d vcpus allowed per VM on this node). Use at most %d vCPUs, or move the VM to a larger node "+
+					"(pin node). %s", plan.Cores.ValueInt64(), plan.Sockets.ValueInt64(), vcpus, n.Name, n.MaxCPU, n.MaxCPU, n.MaxCPU, destroyAnyway))
+		}
 	}
 }
 

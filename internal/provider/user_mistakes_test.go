@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -87,4 +88,19 @@ func TestAccVMImportOfATemplateIsRefused(t *testing.T) {
 	if g, ok := sim.Guest(9000); !ok || g.Config["template"] != "1" {
 		t.Errorf("template 9000 changed: %+v", g)
 	}
+}
+
+// Growing a VM beyond its node's CPUs is a plan error on cores: PVE takes the new size (pending
+// on a running VM) and then refuses every start ("MAX 8 vcpus allowed per VM on this node"),
+// so the apply would leave a VM that fails at its next reboot. The VM is untouched.
+func TestAccVMGrowthBeyondTheNodesCPUsFailsThePlan(t *testing.T) {
+	env, sim := simEnv(t, labCluster()) // 8 CPUs per node
+	vm := func(cores int) string {
+		return env.config(fmt.Sprintf("resource \"qemuscheduler_vm\" \"web\" {\n  name  = \"web-1\"\n  cores = %d\n}\n", cores))
+	}
+	runSteps(t,
+		resource.TestStep{Config: vm(2)},
+		resource.TestStep{Config: vm(16), ExpectError: wrapped(`(?s)Too many vCPUs for the node.*cores x sockets = 16 x 1 = 16 vCPUs, but node pve\d has 8 CPUs.*MAX 8 vcpus allowed per VM on this node.*at most 8`)},
+		resource.TestStep{Config: vm(8), Check: guestCheck(sim, expectConfig(map[string]string{"cores": "8"}))},
+	)
 }
