@@ -77,7 +77,7 @@ func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 				Validators:  []validator.String{stringvalidator.RegexMatches(poolID, "must be a pool name: letters, digits, '_', '-' and '.'")},
 				Description: "Resource pool to create the VM in; the plan fails on a pool the cluster does not list (create it first, e.g. in an earlier apply). Changing it replaces the VM."},
 			"cores": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: keepInt64(),
-				Validators: []validator.Int64{int64validator.Between(1, proxmox.MaxVCPUs)}, Description: "Cores per socket (1-4096; cores x sockets at most 4096). Default: the clone source's, else 1."},
+				Validators: []validator.Int64{int64validator.Between(1, proxmox.MaxVCPUs)}, Description: "Cores per socket (1-4096; cores x sockets at most 4096, and at most the CPUs of the VM's node, as PVE starts no VM with more vCPUs than its node has: such nodes are filtered out, and growing past the node's CPUs is a plan error). Default: the clone source's, else 1."},
 			"sockets": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: keepInt64(),
 				Validators: []validator.Int64{int64validator.Between(1, proxmox.MaxVCPUs)}, Description: "Sockets (1-4096). Default: the clone source's, else 1."},
 			"cpu_type": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: keepString(),
