@@ -154,12 +154,15 @@ func nodeRuleNodes(in Input) ([]string, string) {
 }
 
 // NodeRuleNodes are the nodes that pass req's node-level rules (node selector, required node
-// affinity, untolerated NoSchedule and NoExecute taints, the node regex annotation) under
+// affinity, untolerated NoSchedule and NoExecute taints, the node regex annotation) and could
+// take its vCPUs empty (PVE starts no VM with more vCPUs than its node has CPUs) under
 // profile, whatever runs on them and whether they are up: the nodes a failover may use. The
 // built-in taints of a node's passing state (maintenance, fenced) are left out: a rule must
 // not follow them.
 func NodeRuleNodes(profile *scheduler.Profile, snap scheduler.Snapshot, req scheduler.Request) []string {
-	only := scheduler.Request{Name: req.Name, NodeSelector: req.NodeSelector, Tolerations: req.Tolerations}
+	// Its vCPUs count as on an empty node (CPUOvercommit): a node with fewer CPUs can never
+	// start it. Its memory does not count.
+	only := scheduler.Request{Name: req.Name, NodeSelector: req.NodeSelector, Tolerations: req.Tolerations, Cores: req.Cores, Sockets: req.Sockets}
 	for _, t := range req.NodeAffinity {
 		if t.Weight == 0 {
 			only.NodeAffinity = append(only.NodeAffinity, t)

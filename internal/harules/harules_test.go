@@ -44,6 +44,11 @@ func TestNodeRuleNodes(t *testing.T) {
 	if got := NodeRuleNodes(profile(t), snap, req); !reflect.DeepEqual(got, []string{"pve3", "pve4"}) {
 		t.Errorf("nodes %v, want zone b with the tolerated taint (the preferred term adds nothing)", got)
 	}
+	// PVE starts no VM with more vCPUs than its node has CPUs: a recovery there would fail.
+	snap.Nodes[0].MaxCPU = 32
+	if got := NodeRuleNodes(profile(t), snap, scheduler.Request{Cores: 8, Sockets: 2}); !reflect.DeepEqual(got, []string{"pve1"}) {
+		t.Errorf("nodes %v, want only pve1, the one node with 16 CPUs or more", got)
+	}
 }
 
 func TestWant(t *testing.T) {
