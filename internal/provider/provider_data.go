@@ -40,6 +40,8 @@ type providerData struct {
 	records *guestRecords
 	// ha shares the HA rules and resources among the VMs' plans and reads.
 	ha haCache
+	// newNames are the names of the new VMs this process has planned (claimName).
+	newNames plannedNames
 
 	// maxAge is how long a cluster view is shared (defaultSnapshotAge).
 	maxAge time.Duration
@@ -162,4 +164,26 @@ func providerDataFrom(v any, diags *diag.Diagnostics) *providerData {
 		diags.AddError("Unexpected provider data", fmt.Sprintf("got %T; this is a bug in the provider", v))
 	}
 	return data
+}
+
+// plannedNames are the names of the new VMs a process has planned. Terraform plans each new
+// VM once per walk, and the change set, the plan's hints and the scheduler's tie-break tell
+// the plan's VMs apart by name, so a name planned twice is two new VMs sharing it.
+type plannedNames struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+// claim records name, false when another new VM of this process has it.
+func (p *plannedNames) claim(name string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.seen[name] {
+		return false
+	}
+	if p.seen == nil {
+		p.seen = map[string]bool{}
+	}
+	p.seen[name] = true
+	return true
 }

@@ -158,6 +158,12 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 	if resp.Diagnostics.HasError() {
 		return // a wrong name, not the cluster's capacity: no placement error besides
 	}
+	if creating && !r.data.newNames.claim(schedReq.Name) {
+		resp.Diagnostics.AddAttributeError(path.Root("name"), "Duplicate VM name",
+			fmt.Sprintf("name = %q is the name of another new VM of this plan. The scheduler tells the plan's VMs apart by name, so each needs its own: "+
+				"with count, e.g. name = \"%s-${count.index}\"; with for_each, name = each.key.", schedReq.Name, schedReq.Name))
+		return
+	}
 	if creating {
 		// Placed with the plan's other new VMs: all of them fit, or the plan fails.
 		if schedReq, err = cloneNode(snap, src, schedReq); err == nil {

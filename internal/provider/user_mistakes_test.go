@@ -26,6 +26,10 @@ func TestAccUserMistakesFailThePlan(t *testing.T) {
 		// id), is told how to get past it.
 		{"pinned vmid in use", "vmid = 100",
 			`Invalid vmid.*VMID 100 is already in use; choose a free id or remove the pin.*terraform destroy -refresh=false`},
+		// count without ${count.index} in the name: the plan's new VMs are told apart by name, so
+		// two of one name would be checked as one (count = 3 on room for 2 planned "3 to add").
+		{"one name for several new VMs", "count = 2",
+			`Duplicate VM name.*name = "v" is the name of another new VM of this plan.*name = "v-\$\{count.index\}"`},
 		{"more vCPUs than any node has CPUs", "cores = 8\n  sockets = 2",
 			`3 node\(s\) have fewer CPUs than the VM's vCPUs.*CPUOvercommit: the VM's 16 vCPUs exceed the node's 8 CPUs`},
 	} {
