@@ -156,6 +156,11 @@ func (d *placementDataSource) Read(ctx context.Context, req datasource.ReadReque
 		resp.Diagnostics.AddError("Cannot read the Proxmox VE cluster", err.Error())
 		return
 	}
+	if known(m.Node) {
+		if checkNodeExists(m.Node.ValueString(), snap, &resp.Diagnostics); resp.Diagnostics.HasError() {
+			return
+		}
+	}
 	ctx = tflog.NewSubsystem(ctx, logSubsystem)
 	// Decided with the plan's other placement data sources: distinct VMIDs and capacity.
 	decision, err := d.data.changes.read(ctx, snap, profile, reqs)

@@ -181,7 +181,7 @@ func TestAccPlacementErrors(t *testing.T) {
 		{"pinned vmid in use", "", `name = "a"
 			vmid = 100`, `VMID 100 is already in use`},
 		{"pinned node unknown", "", `name = "a"
-			node = "pve9"`, `0/4 nodes are available: 4 node\(s\) didn't match pinned node "pve9"`},
+			node = "pve9"`, `node = "pve9": the cluster has no such node \(nodes: pve1, pve2, pve3, pve4\). Fix the name`},
 		{"pinned node offline", "", `name = "a"
 			node = "pve4"`, `0/4 nodes are available: 3 node\(s\) didn't match pinned node "pve4", 1 node\(s\) were offline`},
 		{"pinned storage missing", "", `name = "a"

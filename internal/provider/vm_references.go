@@ -30,14 +30,8 @@ func checkReferences(plan, state *vmModel, creating bool, snap scheduler.Snapsho
 				"Fix the name, or create the pool first (pveum pool add %s); a pool the token lacks Pool.Audit on is not listed.",
 				plan.Pool.ValueString(), listOrNone(snap.Pools), plan.Pool.ValueString()))
 	}
-	if setAnew(plan.Node, state.Node, creating) && !slices.ContainsFunc(snap.Nodes, func(n scheduler.Node) bool { return n.Name == plan.Node.ValueString() }) {
-		names := make([]string, len(snap.Nodes))
-		for i, n := range snap.Nodes {
-			names[i] = n.Name
-		}
-		diags.AddAttributeError(path.Root("node"), "Node does not exist",
-			fmt.Sprintf("node = %q: the cluster has no such node (nodes: %s). Fix the name, or remove node to let the scheduler choose.",
-				plan.Node.ValueString(), listOrNone(names)))
+	if setAnew(plan.Node, state.Node, creating) {
+		checkNodeExists(plan.Node.ValueString(), snap, diags)
 	}
 	content := storageContent(snap)
 	if len(content) == 0 {
@@ -89,6 +83,21 @@ func checkReferences(plan, state *vmModel, creating bool, snap scheduler.Snapsho
 			check(path.Root(b.block).AtName("storage"), b.plan)
 		}
 	}
+}
+
+// checkNodeExists fails the plan on a pinned node the cluster does not have: a typo, not a
+// full cluster, so not a placement error that says to make room.
+func checkNodeExists(node string, snap scheduler.Snapshot, diags *diag.Diagnostics) {
+	if slices.ContainsFunc(snap.Nodes, func(n scheduler.Node) bool { return n.Name == node }) {
+		return
+	}
+	names := make([]string, len(snap.Nodes))
+	for i, n := range snap.Nodes {
+		names[i] = n.Name
+	}
+	diags.AddAttributeError(path.Root("node"), "Node does not exist",
+		fmt.Sprintf("node = %q: the cluster has no such node (nodes: %s). Fix the name, or remove node to let the scheduler choose.",
+			node, listOrNone(names)))
 }
 
 // setAnew tells whether a plan sets v anew: known and not empty, and for an existing VM other
