@@ -225,8 +225,11 @@ func (s *Server) FailNode(name string) (map[int]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := s.node(name)
-	if n == nil || !n.online {
-		return nil, fmt.Errorf("pvesim: %q is not an online node", name)
+	switch {
+	case n == nil:
+		return nil, fmt.Errorf("pvesim: no node %q", name)
+	case !n.online:
+		return nil, fmt.Errorf("pvesim: node %q is offline already", name)
 	}
 	n.online = false
 	s.haActive = true

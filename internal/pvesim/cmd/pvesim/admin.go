@@ -33,12 +33,13 @@ var adminCommands = map[string]struct{ method, action string }{
 }
 
 // isAdmin tells whether the command line names a subcommand: its first argument that is
-// neither a flag nor --ca-cert's value.
+// neither a flag nor --ca-cert's value, or any command line with --ca-cert, which only the
+// subcommands take (an unknown one is then refused with their usage).
 func isAdmin(args []string) bool {
 	for i := 0; i < len(args); i++ {
 		switch a := args[i]; {
-		case a == "--ca-cert" || a == "-ca-cert":
-			i++
+		case a == "--ca-cert" || a == "-ca-cert" || strings.HasPrefix(a, "--ca-cert=") || strings.HasPrefix(a, "-ca-cert="):
+			return true
 		case !strings.HasPrefix(a, "-"):
 			_, known := adminCommands[a]
 			return known
@@ -61,7 +62,7 @@ func runAdmin(args []string, stdout io.Writer) error {
 	}
 	cmd, known := adminCommands[args[0]]
 	if !known {
-		return fmt.Errorf("usage:\n%s", adminUsage)
+		return fmt.Errorf("unknown command %q; usage:\n%s", args[0], adminUsage)
 	}
 	node, params := args[1], url.Values{}
 	switch rest := args[2:]; args[0] {
@@ -112,14 +113,19 @@ func runAdmin(args []string, stdout io.Writer) error {
 	switch {
 	case res.StatusCode == http.StatusOK:
 	case len(body.Errors) > 0:
-		return fmt.Errorf("%s: %v", strings.TrimSpace(body.Message), body.Errors)
+		return fmt.Errorf("%s: %v", message(body.Message), body.Errors)
 	case body.Message != "":
-		return fmt.Errorf("%s", strings.TrimSpace(body.Message))
+		return fmt.Errorf("%s", message(body.Message))
 	default:
 		return fmt.Errorf("%s", res.Status)
 	}
 	fmt.Fprintln(stdout, describeNode(body.Data))
 	return nil
+}
+
+// message is the simulator's error text without its own "pvesim: " prefix, which main adds.
+func message(text string) string {
+	return strings.TrimPrefix(strings.TrimSpace(text), "pvesim: ")
 }
 
 // adminClient trusts the simulator's certificate when given, else the system's roots.

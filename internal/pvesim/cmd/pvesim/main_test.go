@@ -138,13 +138,16 @@ func TestSubcommandsActOnTheRunningSimulator(t *testing.T) {
 		want string
 	}{
 		{[]string{"maintenance", "pve3", "maybe"}, "on|off"},
-		{[]string{"fail", "pve9"}, `"pve9" is not an online node`},
+		{[]string{"fail", "pve9"}, `no node "pve9"`},
+		{[]string{"fail", "pve4"}, `node "pve4" is offline already`},
+		{[]string{"bogus", "pve2"}, `unknown command "bogus"; usage:`},
+		{[]string{"load", "pve1", "cpu_load=2"}, "cpu_load 2 is above 1"},
 		{[]string{"load", "pve1", "cpu_load"}, "cpu_load=F"},
 		{[]string{"fail"}, "usage"},
 	} {
 		err := run(context.Background(), append([]string{"--ca-cert", caFile}, tc.args...), io.Discard)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("pvesim %v = %v, want an error mentioning %q", tc.args, err, tc.want)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.HasPrefix(err.Error(), "pvesim: ") {
+			t.Errorf("pvesim %v = %v, want an error mentioning %q (main adds the pvesim: prefix)", tc.args, err, tc.want)
 		}
 	}
 }
