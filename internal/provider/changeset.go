@@ -91,7 +91,7 @@ func (c *changeSet) plan(ctx context.Context, snap scheduler.Snapshot, m setMemb
 	defer c.mu.Unlock()
 	c.lastArrival = time.Now()
 	c.members[m.req.Name] = &m
-	base := c.withPicks(snap, "")
+	base := c.withOtherPicks(snap)
 	c.withSizes(&base)
 	alone := c.withTentative(base, m.req.Name)
 	if d, err := m.profile.Schedule(without(alone, m.replaces), []scheduler.Request{m.req}, scheduler.Options{}); err == nil {
@@ -171,7 +171,7 @@ func (c *changeSet) decide(snap scheduler.Snapshot, m setMember) (scheduler.Plac
 	}
 	c.decided = true
 	c.arrived[m.req.Name] = true
-	base := c.withPicks(snap, "")
+	base := c.withOtherPicks(snap)
 	// At apply a replaced VM is gone already, or still counts (create_before_destroy).
 	reqs, profile, view := c.sorted(base, false)
 	// First beside the room the plan gave the set's creates still to come, then without it.
@@ -242,6 +242,13 @@ func (c *changeSet) grow(snap scheduler.Snapshot, vmid int, size plannedSize) sc
 	return snap
 }
 
+// withOtherPicks adds the picks of VMs that are not members: a new VM fed by a data source
+// (node and vmid from its pick) is that pick, counted once.
+func (c *changeSet) withOtherPicks(snap scheduler.Snapshot) scheduler.Snapshot {
+	return c.withPicks(snap, slices.Collect(maps.Keys(c.members))...)
+}
+
+// withPicks adds the picks, except those of the names given.
 func (c *changeSet) withPicks(snap scheduler.Snapshot, except ...string) scheduler.Snapshot {
 	if len(c.picks) == 0 {
 		return snap

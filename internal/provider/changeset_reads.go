@@ -97,7 +97,7 @@ func (c *changeSet) refit(ctx context.Context, snap scheduler.Snapshot, batch []
 	if len(c.members) == 0 || c.decided {
 		return
 	}
-	base := c.withPicks(snap, "")
+	base := c.withOtherPicks(snap)
 	c.withSizes(&base)
 	reqs, profile, view := c.sorted(base, true)
 	d, err := profile.ScheduleSet(view, reqs, scheduler.Options{})

@@ -159,6 +159,36 @@ resource "qemuscheduler_vm" "web" {
 	})
 }
 
+// A qemuscheduler_vm may take its node and VMID from a placement data source's pick for its
+// own name: the pick is that VM, counted once (it was refused as "VMID in use" by itself).
+func TestAccChangeSetVMFedByItsOwnPick(t *testing.T) {
+	env, sim := simEnv(t, sizedCluster(2, 16, 16))
+	var hcl []string
+	for _, n := range []string{"a", "b"} {
+		hcl = append(hcl, fmt.Sprintf(`data "qemuscheduler_placement" "%[1]s" {
+  name = "%[1]s"
+}
+resource "qemuscheduler_vm" "%[1]s" {
+  name = "%[1]s"
+  node = data.qemuscheduler_placement.%[1]s.node
+  vmid = data.qemuscheduler_placement.%[1]s.vmid
+}`, n))
+	}
+	config := env.config(hcl...)
+	runParallel(t, resource.TestStep{
+		Config: config,
+		Check: resource.ComposeTestCheckFunc(
+			resource.TestCheckResourceAttrPair("qemuscheduler_vm.a", "vmid", "data.qemuscheduler_placement.a", "vmid"),
+			resource.TestCheckResourceAttrPair("qemuscheduler_vm.b", "vmid", "data.qemuscheduler_placement.b", "vmid"),
+			func(*terraform.State) error {
+				if n := len(sim.Guests()); n != 2 {
+					return fmt.Errorf("%d guests, want 2", n)
+				}
+				return nil
+			}),
+	}, resource.TestStep{Config: config, PlanOnly: true})
+}
+
 // memoryPerNode checks the memory the simulator's guests are given per node (fmt of a map).
 func memoryPerNode(sim *pvesim.Server, want string) resource.TestCheckFunc {
 	return func(*terraform.State) error {
