@@ -348,6 +348,22 @@ func without(snap scheduler.Snapshot, vmid int) scheduler.Snapshot {
 // first and a provider cannot tell that plan from any other.
 const destroyHint = "The plan stops before anything is created. Reduce the plan's new VMs (count, for_each) or make room, then plan again. " + destroyAnyway
 
+// applyHint replaces destroyHint in an apply that has created VMs already: the cluster changed
+// since its plan.
+const applyHint = "The cluster changed since the plan: the VMs this apply created so far stay in the state, and the rest are not created. " +
+	"Make room or reduce the new VMs (count, for_each), then apply again; or terraform destroy -refresh=false to remove what was created."
+
+// hint is the line a refused placement ends with: applyHint once this process has decided a
+// create, destroyHint before.
+func (c *changeSet) hint() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.decided {
+		return applyHint
+	}
+	return destroyHint
+}
+
 // destroyAnyway ends every plan-time error that the cluster's state (not the configuration's
 // syntax) causes: terraform destroy plans the configuration first, and a provider cannot tell
 // that plan from any other.

@@ -102,6 +102,12 @@ func TestChangeSetApplyFollowsThePlan(t *testing.T) {
 				where[m.req.Name] = p.Node
 				snap.Reservations = append(snap.Reservations, p.Reservation(&m.req)) // the ledger
 			}
+			if h := apply.hint(); h != applyHint {
+				t.Errorf("after the apply's creates, a refusal ends %q, want the apply's hint (no \"before anything is created\")", h)
+			}
+			if h := plan.hint(); h != destroyHint {
+				t.Errorf("in the plan, a refusal ends %q, want %q", h, destroyHint)
+			}
 			got := "first-0 first-1 apart"
 			if where["first-0"] == where["first-1"] {
 				got = "first-0 first-1 same node"

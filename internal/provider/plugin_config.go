@@ -193,8 +193,9 @@ func relabel(err error, attribute string) error {
 // a refusal also says how to destroy anyway, as terraform destroy plans the configuration
 // first and a provider cannot tell that plan from any other. planned is the new VM whose plan
 // this is ("" for a data source): when the plan's set fails on another of its VMs, the
-// diagnostic, which Terraform shows on planned's resource, says why it names that one.
-func addPlanError(diags *diag.Diagnostics, err error, planned string) {
+// diagnostic, which Terraform shows on planned's resource, says why it names that one. hint
+// ends a refusal (changeSet.hint).
+func addPlanError(diags *diag.Diagnostics, err error, planned, hint string) {
 	var ue *scheduler.UnschedulableError
 	var ie *scheduler.InputError
 	if errors.As(err, &ie) && ie.Cluster {
@@ -206,7 +207,7 @@ func addPlanError(diags *diag.Diagnostics, err error, planned string) {
 		addSchedulerError(diags, err)
 		return
 	}
-	detail := ue.Message + explainCandidates(ue.Candidates) + "\n\n" + destroyHint
+	detail := ue.Message + explainCandidates(ue.Candidates) + "\n\n" + hint
 	var se *scheduler.SetError
 	if errors.As(err, &se) && planned != "" && planned != ue.Request {
 		detail = fmt.Sprintf("%q is placed together with the plan's other new VMs, all or nothing, and they do not all fit; below, why %q does not.\n\n%s",

@@ -170,7 +170,7 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 			err = r.data.changes.plan(ctx, snap, setMember{profile: profile, req: schedReq, replaces: replacedVMID(ctx, req.Private, &resp.Diagnostics)})
 		}
 		if err != nil {
-			addPlanError(&resp.Diagnostics, underProfile(err, plan.Profile), plan.Name.ValueString())
+			addPlanError(&resp.Diagnostics, underProfile(err, plan.Profile), plan.Name.ValueString(), r.data.changes.hint())
 		}
 		return
 	}
