@@ -348,6 +348,9 @@ func without(snap scheduler.Snapshot, vmid int) scheduler.Snapshot {
 // first and a provider cannot tell that plan from any other.
 const destroyHint = "The plan stops before anything is created. Reduce the plan's new VMs (count, for_each) or make room, then plan again. " + destroyAnyway
 
+// aloneHint replaces destroyHint when the VM fits on no node even alone.
+const aloneHint = "The plan stops before anything is created. " + destroyAnyway
+
 // applyHint replaces destroyHint in an apply that has created VMs already: the cluster changed
 // since its plan.
 const applyHint = "The cluster changed since the plan: the VMs this apply created so far stay in the state, and the rest are not created. " +

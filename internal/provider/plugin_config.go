@@ -207,9 +207,13 @@ func addPlanError(diags *diag.Diagnostics, err error, planned, hint string) {
 		addSchedulerError(diags, err)
 		return
 	}
-	detail := ue.Message + explainCandidates(ue.Candidates) + "\n\n" + hint
 	var se *scheduler.SetError
-	if errors.As(err, &se) && planned != "" && planned != ue.Request {
+	isSet := errors.As(err, &se)
+	if isSet && se.Alone && hint == destroyHint {
+		hint = aloneHint // neither fewer VMs nor room would help
+	}
+	detail := ue.Message + explainCandidates(ue.Candidates) + "\n\n" + hint
+	if isSet && planned != "" && planned != ue.Request {
 		detail = fmt.Sprintf("%q is placed together with the plan's other new VMs, all or nothing, and they do not all fit; below, why %q does not.\n\n%s",
 			planned, ue.Request, detail)
 	}

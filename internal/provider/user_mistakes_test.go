@@ -58,6 +58,7 @@ func TestPlanErrorNamesThePlannedVM(t *testing.T) {
 		{"the planned VM itself left out", "w-7", set, false},
 		{"a data source", "", set, false},
 		{"a VM that fits nowhere alone", "w-5", ue, false},
+		{"a VM of the set that fits nowhere alone", "w-5", &scheduler.SetError{UnschedulableError: ue, Placed: 6, Total: 7, Unplaced: []string{"w-7"}, Alone: true}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var diags diag.Diagnostics
@@ -72,6 +73,9 @@ func TestPlanErrorNamesThePlannedVM(t *testing.T) {
 			}
 			if !strings.Contains(detail, ue.Message) || !strings.Contains(detail, "terraform destroy -refresh=false") {
 				t.Errorf("detail %q lacks the explanation or the destroy hint", detail)
+			}
+			if se, ok := tc.err.(*scheduler.SetError); ok && se.Alone == strings.Contains(detail, "make room") {
+				t.Errorf("detail %q: says to make room: %v, want %v", detail, se.Alone, !se.Alone)
 			}
 		})
 	}

@@ -57,6 +57,33 @@ func (p *Profile) ScheduleSet(snap Snapshot, reqs []Request, opts Options) (Deci
 	return p.scheduleJointly(snap, reqs, opts)
 }
 
+// alone turns the SetError err into the request's own refusal when the request it names
+// fits on no node even without the set's other new VMs (a label no node has, a VM larger
+// than any node): the set is not what stops it, and "only N of the set" would send the user
+// looking for room. A request with required VM affinity may need the set's VMs, so its error
+// stays the set's.
+func (p *Profile) alone(snap Snapshot, reqs []Request, opts Options, err error) error {
+	var se *SetError
+	if !errors.As(err, &se) {
+		return err
+	}
+	i := slices.IndexFunc(reqs, func(r Request) bool { return r.Name == se.Request })
+	if i < 0 || slices.ContainsFunc(reqs[i].VMAffinity, func(t VMGroupTerm) bool { return t.Weight == 0 }) {
+		return err
+	}
+	_, aloneErr := p.Schedule(snap, reqs[i:i+1], opts)
+	var ue *UnschedulableError
+	if !errors.As(aloneErr, &ue) {
+		return err
+	}
+	copied := *ue
+	copied.Message += "\n" + aloneLine
+	return &SetError{UnschedulableError: &copied, Placed: se.Placed, Total: se.Total, Unplaced: se.Unplaced, Alone: true}
+}
+
+// aloneLine is the line an Alone SetError adds.
+const aloneLine = "it fits on no node even without the plan's other new VMs: change its placement attributes (or the nodes), not the size of the set"
+
 // SetError says that a set of new VMs cannot be placed together. The embedded
 // UnschedulableError is the request that does not fit, evaluated beside the largest subset the
 // search placed (Message and Candidates as Schedule gives them); its Message ends with the
@@ -70,6 +97,9 @@ type SetError struct {
 	Total  int
 	// Unplaced names the new VMs left out of that largest subset, in request order.
 	Unplaced []string
+	// Alone says that the request fits on no node even without the set's other new VMs:
+	// its message is its own refusal, without the line on the set.
+	Alone bool
 }
 
 func (e *SetError) Unwrap() error { return e.UnschedulableError }
@@ -117,7 +147,7 @@ func (p *Profile) scheduleJointly(snap Snapshot, reqs []Request, opts Options) (
 	s := newSearch(p, run.infos, &snap, reqs, fresh, vmids)
 	if !s.solve() {
 		if err := s.failure(run); err != nil {
-			return Decision{}, err
+			return Decision{}, p.alone(snap, reqs, opts, err)
 		}
 	}
 	// Each placement is explained as it holds: beside the whole set, itself left out.

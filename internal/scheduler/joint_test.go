@@ -98,6 +98,24 @@ func TestScheduleSetSymmetryBoundsTheSearch(t *testing.T) {
 	}
 }
 
+// A VM of the set that fits on no node even alone is refused for itself: its error says so,
+// not that only part of the set fits (which would send the user looking for room).
+func TestScheduleSetNamesAVMThatFitsNowhereAlone(t *testing.T) {
+	p := cpuFitProfile(t)
+	snap := Snapshot{Nodes: testNodes("n1", "n2")}
+	_, err := p.ScheduleSet(snap, cpuRequests(2, 9), Options{})
+	var se *SetError
+	if !errors.As(err, &se) || !se.Alone || se.Request != "vm-1" || strings.Contains(err.Error(), "can be placed together") ||
+		!strings.HasSuffix(err.Error(), aloneLine) {
+		t.Fatalf("err = %v (%#v), want vm-1 refused alone", err, se)
+	}
+	// Two VMs that each fit alone but not together keep the line on the set.
+	_, err = p.ScheduleSet(snap, cpuRequests(8, 8, 8), Options{})
+	if !errors.As(err, &se) || se.Alone || !strings.Contains(err.Error(), "only 2 of the plan's 3 new VMs") {
+		t.Fatalf("err = %v, want the set's line", err)
+	}
+}
+
 // Errors no arrangement of nodes changes are Schedule's, not a SetError.
 func TestScheduleSetPassesThroughInputAndVMIDErrors(t *testing.T) {
 	p := cpuFitProfile(t)
