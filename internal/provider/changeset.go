@@ -46,6 +46,10 @@ type changeSet struct {
 	// decision.
 	lastArrival time.Time
 	decided     bool
+	// lastGrowth is when an existing VM that grows was last planned; growQuiet is how long
+	// a growth waits for the plan's others (grow).
+	lastGrowth time.Time
+	growQuiet  time.Duration
 	// hints keep the plan's placements for its apply (nil: none); planned is what the first
 	// create's decision found of them, and arrived the members decided since, whose room
 	// the plan no longer needs to hold.
@@ -79,7 +83,7 @@ type plannedSize struct {
 
 func newChangeSet(hints *planhints.Store) *changeSet {
 	return &changeSet{members: map[string]*setMember{}, picks: map[string]scheduler.Reservation{}, sizes: map[int]plannedSize{},
-		hints: hints, arrived: map[string]bool{}, hintIDs: map[string]int{}}
+		hints: hints, arrived: map[string]bool{}, hintIDs: map[string]int{}, growQuiet: burstWindow}
 }
 
 // plan checks a new VM of the plan together with the other new VMs planned so far. It places
@@ -208,18 +212,22 @@ func (c *changeSet) done(name string) {
 // create has been planned for firstBurstQuiet (at most firstBurstMax). Later creates arrive
 // one by one as earlier ones end, so waiting would only slow them.
 func (c *changeSet) settle(ctx context.Context) {
+	c.quiet(ctx, firstBurstQuiet, func() (time.Time, bool) { return c.lastArrival, c.decided })
+}
+
+// quiet waits until last() is quiet long ago (at most firstBurstMax), or until it says to stop
+// waiting; last is called under the lock.
+func (c *changeSet) quiet(ctx context.Context, quiet time.Duration, last func() (time.Time, bool)) {
 	start := time.Now()
 	for {
 		c.mu.Lock()
-		wait := time.Until(c.lastArrival.Add(firstBurstQuiet))
-		if c.decided {
-			wait = 0
-		}
+		at, stop := last()
 		c.mu.Unlock()
+		wait := time.Until(at.Add(quiet))
 		if rest := firstBurstMax - time.Since(start); wait > rest {
 			wait = rest
 		}
-		if wait <= 0 {
+		if stop || wait <= 0 {
 			return
 		}
 		select {
@@ -231,15 +239,37 @@ func (c *changeSet) settle(ctx context.Context) {
 }
 
 // grow records the size an existing VM has after the plan and returns the snapshot with every
-// planned size of the process: a node's totals after all the plan's changes on it.
-func (c *changeSet) grow(snap scheduler.Snapshot, vmid int, size plannedSize) scheduler.Snapshot {
+// planned size of the process: a node's totals after all the plan's changes on it. A VM that
+// grows waits until no other growth has been planned for burstWindow: Terraform plans the
+// instances of a plan within milliseconds of each other, so the totals its check and warning
+// show are those after the plan, not after the VMs that happened to be planned before it.
+func (c *changeSet) grow(ctx context.Context, snap scheduler.Snapshot, vmid int, size plannedSize) scheduler.Snapshot {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	grows := false
 	if size.cpus > 0 && size.memory > 0 {
 		c.sizes[vmid] = size
+		if grows = growsFrom(snap, vmid, size); grows {
+			c.lastGrowth = time.Now()
+		}
 	}
+	c.mu.Unlock()
+	if grows {
+		c.quiet(ctx, c.growQuiet, func() (time.Time, bool) { return c.lastGrowth, false })
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.withSizes(&snap)
 	return snap
+}
+
+// growsFrom tells whether size is larger than the guest vmid is in snap in any dimension.
+func growsFrom(snap scheduler.Snapshot, vmid int, size plannedSize) bool {
+	for _, g := range snap.Guests {
+		if g.VMID == vmid {
+			return size.cpus > g.CPUs || size.memory > g.MaxMem || size.disk > g.DiskBytes
+		}
+	}
+	return false
 }
 
 // withOtherPicks adds the picks of VMs that are not members: a new VM fed by a data source

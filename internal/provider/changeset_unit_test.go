@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/planhints"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/plugins"
@@ -21,8 +23,9 @@ func registryProfile(t *testing.T) *scheduler.Profile {
 }
 
 // Four 16 GiB VMs, two per 64 GiB node, all growing to 40 GiB: each alone fits its node
-// ((16+40)/64), but the plan's growth does not, and the check of the second VM on a node
-// gives the node's figure after the plan.
+// ((16+40)/64), but the plan's growth does not. Planned in parallel, as Terraform plans them,
+// every check gives the node's figure after the plan; planned one after the other (more than
+// -parallelism of them), the second VM of a node still does.
 func TestChangeSetGrowthCountsThePlansOtherChanges(t *testing.T) {
 	snap := scheduler.Snapshot{}
 	for i := 1; i <= 2; i++ {
@@ -32,16 +35,31 @@ func TestChangeSetGrowthCountsThePlansOtherChanges(t *testing.T) {
 		snap.Guests = append(snap.Guests, scheduler.Guest{VMID: 100 + i, Node: fmt.Sprintf("n%d", i%2+1), Name: fmt.Sprintf("w%d", i),
 			Type: scheduler.GuestQEMU, Status: "running", CPUs: 2, MaxMem: 16 << 30})
 	}
-	p, c := registryProfile(t), newChangeSet(nil)
+	p := registryProfile(t)
 	grown := scheduler.Request{Cores: 2, Sockets: 1, MemoryMiB: 40960}
-	var got []string
-	for i := 0; i < 4; i++ {
-		s := c.grow(snap, 100+i, sizeOf(grown))
-		got = append(got, strings.Join(p.CheckNode(s, grown, fmt.Sprintf("n%d", i%2+1), 100+i), "; "))
+	over := "MemoryOvercommit: (40960+40960)/65536 MiB = 1.25 > 1"
+	check := func(c *changeSet, i int) string {
+		s := c.grow(context.Background(), snap, 100+i, sizeOf(grown))
+		return strings.Join(p.CheckNode(s, grown, fmt.Sprintf("n%d", i%2+1), 100+i), "; ")
 	}
-	want := []string{"", "", "MemoryOvercommit: (40960+40960)/65536 MiB = 1.25 > 1", "MemoryOvercommit: (40960+40960)/65536 MiB = 1.25 > 1"}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("checks\n got %q\nwant %q", got, want)
+	c := newChangeSet(nil)
+	c.growQuiet = 500 * time.Millisecond // room for a loaded machine to start the four
+	got := make([]string, 4)
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Add(1)
+		go func() { defer wg.Done(); got[i] = check(c, i) }()
+	}
+	wg.Wait()
+	if want := []string{over, over, over, over}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("checks planned in parallel\n got %q\nwant %q", got, want)
+	}
+	c = newChangeSet(nil)
+	for i := range got {
+		got[i] = check(c, i)
+	}
+	if want := []string{"", "", over, over}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("checks planned one after the other\n got %q\nwant %q", got, want)
 	}
 	if g := snap.Guests[0]; g.MaxMem != 16<<30 {
 		t.Errorf("the caller's snapshot changed: guest 100 has %d bytes", g.MaxMem)

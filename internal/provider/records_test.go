@@ -142,6 +142,20 @@ func (w *warningLog) has(parts ...string) resource.TestCheckFunc {
 	}
 }
 
+// lacks checks that no warning holds part.
+func (w *warningLog) lacks(part string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, text := range w.texts {
+			if strings.Contains(text, part) {
+				return fmt.Errorf("a warning holds %q: %q", part, text)
+			}
+		}
+		return nil
+	}
+}
+
 // warningServer is the provider with its validation, plan, refresh and read warnings logged.
 type warningServer struct {
 	tfprotov6.ProviderServer

@@ -181,7 +181,7 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 	}
 	vmid, current := int(state.VMID.ValueInt64()), state.Node.ValueString()
 	// Growth in place is checked against the node's totals after all the plan's changes.
-	snap = r.data.changes.grow(snap, vmid, sizeOf(schedReq))
+	snap = r.data.changes.grow(ctx, snap, vmid, sizeOf(schedReq))
 	if at := leaveHAFrom(snap, &plan, &state, &resp.Diagnostics); at != "" {
 		current = at
 	}
