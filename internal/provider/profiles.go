@@ -103,17 +103,21 @@ func (p *providerData) pluginBase(profile types.String) (scheduler.PluginConfig,
 	}
 	layer, ok := p.profiles[name]
 	if !ok {
-		defined := make([]string, 0, len(p.profiles)+1)
-		defined = append(defined, defaultProfile)
-		for n := range p.profiles {
-			defined = append(defined, n)
-		}
-		sort.Strings(defined[1:])
 		return scheduler.PluginConfig{}, &scheduler.InputError{Attribute: "profile", Message: fmt.Sprintf(
 			"profile %q is not defined in the provider; defined profiles: %s. Add a profile block with name = %q to the provider, or choose a defined one.",
-			name, strings.Join(defined, ", "), name)}
+			name, p.definedProfiles(), name)}
 	}
 	return scheduler.MergePluginConfigs(p.defaults, layer), nil
+}
+
+// definedProfiles lists the profiles an object may select, the default first.
+func (p *providerData) definedProfiles() string {
+	defined := make([]string, 0, len(p.profiles)+1)
+	for n := range p.profiles {
+		defined = append(defined, n)
+	}
+	sort.Strings(defined)
+	return strings.Join(append([]string{defaultProfile}, defined...), ", ")
 }
 
 // pipeline builds an object's scheduler: the provider's plugin config, the profile the object

@@ -382,3 +382,17 @@ func TestAccVMCloneToAnotherNodeUsesSharedStorage(t *testing.T) {
 			ExpectError: regexp.MustCompile(`StorageCapacity: nfs has 342 GiB free, needs 380`)},
 	)
 }
+
+// A placement record naming a profile the provider lacks is said of the record (the
+// rebalance's warning), not as an error on a profile attribute of the data source.
+func TestRecordProfilesUndefined(t *testing.T) {
+	p := &providerData{profiles: map[string]scheduler.PluginConfig{"web": {}}}
+	_, err := p.recordProfiles()("gone")
+	want := "not defined in the provider (defined: default, web); add it to the provider or correct the record"
+	if err == nil || err.Error() != want {
+		t.Errorf("err = %v, want %q", err, want)
+	}
+	if _, err := p.recordProfiles()("web"); err != nil {
+		t.Errorf("a defined profile: %v", err)
+	}
+}
