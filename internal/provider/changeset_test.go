@@ -95,98 +95,38 @@ func TestAccChangeSetReplaceInFullCluster(t *testing.T) {
 // per node). The plan and the apply find it whatever order the VMs arrive in; the names
 // change the order of the tie-breaks, so each run arrives differently.
 func TestAccChangeSetMixedSizes(t *testing.T) {
-	for _, prefix := range []string{"a", "m", "z", "q"} {
-		t.Run(prefix, func(t *testing.T) {
-			env, sim := simEnv(t, sizedCluster(3, 16, 8))
-			config := env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "big" {
-  count  = 3
-  name   = "%[1]s-big-${count.index}"
-  memory = 5120
-}
-resource "qemuscheduler_vm" "small" {
-  count  = 3
-  name   = "%[1]s-small-${count.index}"
-  memory = 3072
-}`, prefix))
-			runParallel(t, resource.TestStep{Config: config, Check: memoryPerNode(sim, "map[pve1:8192 pve2:8192 pve3:8192]")})
-		})
-	}
+	mixedSizes(t, 3, "a", "m", "z", "q")
 }
 
 // Twelve VMs, more than Terraform's parallelism of 10, with exactly one packing (a 5 and a 3
 // GiB VM per 8 GiB node): the creates after the first wave find the room the plan gave them.
 func TestAccChangeSetMixedSizesBeyondParallelism(t *testing.T) {
-	for _, prefix := range []string{"a", "z"} {
+	mixedSizes(t, 6, "a", "z")
+}
+
+// mixedSizes applies n 5 GiB and n 3 GiB VMs to n 8 GiB nodes, once per name prefix, and
+// checks that every node is full.
+func mixedSizes(t *testing.T, n int, prefixes ...string) {
+	for _, prefix := range prefixes {
 		t.Run(prefix, func(t *testing.T) {
-			env, sim := simEnv(t, sizedCluster(6, 16, 8))
+			env, sim := simEnv(t, sizedCluster(n, 16, 8))
 			config := env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "big" {
-  count  = 6
+  count  = %[2]d
   name   = "%[1]s-big-${count.index}"
   memory = 5120
 }
 resource "qemuscheduler_vm" "small" {
-  count  = 6
+  count  = %[2]d
   name   = "%[1]s-small-${count.index}"
   memory = 3072
-}`, prefix))
-			runParallel(t, resource.TestStep{Config: config,
-				Check: memoryPerNode(sim, "map[pve1:8192 pve2:8192 pve3:8192 pve4:8192 pve5:8192 pve6:8192]")})
+}`, prefix, n))
+			want := map[string]int{}
+			for i := 1; i <= n; i++ {
+				want[fmt.Sprintf("pve%d", i)] = 8192
+			}
+			runParallel(t, resource.TestStep{Config: config, Check: memoryPerNode(sim, fmt.Sprint(want))})
 		})
 	}
-}
-
-// A placement data source's pick for a VM another provider creates holds its VMID through the
-// apply: a qemuscheduler_vm created first does not take it (the range makes the pick 100, the
-// lowest free id a create would otherwise take).
-func TestAccChangeSetApplyKeepsThePlansPicks(t *testing.T) {
-	env, _ := simEnv(t, sizedCluster(2, 16, 16))
-	runParallel(t, resource.TestStep{
-		Config: env.config(`data "qemuscheduler_placement" "ext" {
-  name        = "ext-0"
-  annotations = { "vmid.qemu-scheduler/range" = "100-100" }
-}
-resource "qemuscheduler_vm" "web" {
-  name = "web-0"
-}`),
-		Check: func(s *terraform.State) error {
-			pick := s.RootModule().Resources["data.qemuscheduler_placement.ext"].Primary.Attributes["vmid"]
-			vm := s.RootModule().Resources["qemuscheduler_vm.web"].Primary.Attributes["vmid"]
-			if pick != "100" || vm == pick {
-				return fmt.Errorf("the data source picked VMID %s and web-0 was created with %s: want 100 and another", pick, vm)
-			}
-			return nil
-		},
-	})
-}
-
-// A qemuscheduler_vm may take its node and VMID from a placement data source's pick for its
-// own name: the pick is that VM, counted once (it was refused as "VMID in use" by itself).
-func TestAccChangeSetVMFedByItsOwnPick(t *testing.T) {
-	env, sim := simEnv(t, sizedCluster(2, 16, 16))
-	var hcl []string
-	for _, n := range []string{"a", "b"} {
-		hcl = append(hcl, fmt.Sprintf(`data "qemuscheduler_placement" "%[1]s" {
-  name = "%[1]s"
-}
-resource "qemuscheduler_vm" "%[1]s" {
-  name = "%[1]s"
-  node = data.qemuscheduler_placement.%[1]s.node
-  vmid = data.qemuscheduler_placement.%[1]s.vmid
-}`, n))
-	}
-	config := env.config(hcl...)
-	runParallel(t, resource.TestStep{
-		Config: config,
-		Check: resource.ComposeTestCheckFunc(
-			resource.TestCheckResourceAttrPair("qemuscheduler_vm.a", "vmid", "data.qemuscheduler_placement.a", "vmid"),
-			resource.TestCheckResourceAttrPair("qemuscheduler_vm.b", "vmid", "data.qemuscheduler_placement.b", "vmid"),
-			func(*terraform.State) error {
-				if n := len(sim.Guests()); n != 2 {
-					return fmt.Errorf("%d guests, want 2", n)
-				}
-				return nil
-			}),
-	}, resource.TestStep{Config: config, PlanOnly: true})
 }
 
 // memoryPerNode checks the memory the simulator's guests are given per node (fmt of a map).
