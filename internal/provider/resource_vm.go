@@ -161,7 +161,7 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 	if creating && !r.data.newNames.claim(schedReq.Name) {
 		resp.Diagnostics.AddAttributeError(path.Root("name"), "Duplicate VM name",
 			fmt.Sprintf("name = %q is the name of another new VM of this plan. The scheduler tells the plan's VMs apart by name, so each needs its own: "+
-				"with count, e.g. name = \"%s-${count.index}\"; with for_each, name = each.key.", schedReq.Name, schedReq.Name))
+				"with count, e.g. name = \"%s-${count.index}\"; with for_each, name = each.key. %s", schedReq.Name, schedReq.Name, destroyAnyway))
 		return
 	}
 	if creating {

@@ -18,7 +18,7 @@ func TestAccUserMistakesFailThePlan(t *testing.T) {
 	for _, tc := range []struct{ name, body, want string }{
 		// A typo in a pinned node is not a full cluster: no "make room".
 		{"pinned node not in the cluster", `node = "pve9"`,
-			`Node does not exist.*node = "pve9": the cluster has no such node \(nodes: pve1, pve2, pve3, pve4\)`},
+			`Node does not exist.*node = "pve9": the cluster has no such node \(nodes: pve1, pve2, pve3, pve4\).*terraform destroy -refresh=false`},
 		// PVE creates the VM and then refuses to start it ("MAX 8 vcpus allowed per VM on this
 		// node"), whatever the overcommit ratio.
 		// The cluster's state, not the configuration, refuses it: terraform destroy, which plans
@@ -29,7 +29,7 @@ func TestAccUserMistakesFailThePlan(t *testing.T) {
 		// count without ${count.index} in the name: the plan's new VMs are told apart by name, so
 		// two of one name would be checked as one (count = 3 on room for 2 planned "3 to add").
 		{"one name for several new VMs", "count = 2",
-			`Duplicate VM name.*name = "v" is the name of another new VM of this plan.*name = "v-\$\{count.index\}"`},
+			`Duplicate VM name.*name = "v" is the name of another new VM of this plan.*name = "v-\$\{count.index\}".*terraform destroy -refresh=false`},
 		{"more vCPUs than any node has CPUs", "cores = 8\n  sockets = 2",
 			`3 node\(s\) have fewer CPUs than the VM's vCPUs.*CPUOvercommit: the VM's 16 vCPUs exceed the node's 8 CPUs`},
 	} {

@@ -96,8 +96,8 @@ func checkNodeExists(node string, snap scheduler.Snapshot, diags *diag.Diagnosti
 		names[i] = n.Name
 	}
 	diags.AddAttributeError(path.Root("node"), "Node does not exist",
-		fmt.Sprintf("node = %q: the cluster has no such node (nodes: %s). Fix the name, or remove node to let the scheduler choose.",
-			node, listOrNone(names)))
+		fmt.Sprintf("node = %q: the cluster has no such node (nodes: %s). Fix the name, or remove node to let the scheduler choose. %s",
+			node, listOrNone(names), destroyAnyway))
 }
 
 // setAnew tells whether a plan sets v anew: known and not empty, and for an existing VM other
