@@ -190,7 +190,7 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 	if target := plan.Node.ValueString(); known(plan.Node) && target != current {
 		if reasons := profile.CheckNode(snap, schedReq, target, vmid); len(reasons) > 0 {
 			resp.Diagnostics.AddAttributeError(path.Root("node"), "Cannot migrate to "+target,
-				fmt.Sprintf("%s fails the scheduling rules for this VM: %s.", target, strings.Join(reasons, "; ")))
+				fmt.Sprintf("%s fails the scheduling rules for this VM: %s. %s", target, strings.Join(reasons, "; "), destroyAnyway))
 		} else if known(state.PlacementSummary) {
 			resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("placement_summary"), summaryOn(state.PlacementSummary.ValueString(), target))...)
 		}

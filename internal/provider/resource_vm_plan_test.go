@@ -117,7 +117,7 @@ func TestModifyPlan(t *testing.T) {
 			wantWarning: []string{"VM 101 no longer fits its node", "NodeSelector: label node.qemu-scheduler/name=pve2, node_selector node.qemu-scheduler/name=pve3", "Placement is sticky"}},
 		{name: "migration to an offline node fails the plan",
 			state: existingVM(), plan: func() *vmModel { m := existingVM(); m.Node = types.StringValue("pve4"); return m }(),
-			wantError: []string{"Cannot migrate to pve4", "NodeOnline"}},
+			wantError: []string{"Cannot migrate to pve4", "NodeOnline", destroyAnyway}},
 		{name: "migration to a node that fits",
 			state: existingVM(), plan: func() *vmModel { m := existingVM(); m.Node = types.StringValue("pve3"); return m }()},
 		{name: "shrinking a disk warns at plan (so that destroy is not blocked) and fails the apply",

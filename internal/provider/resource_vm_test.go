@@ -105,7 +105,7 @@ func TestAccVMLifecycleFromScratch(t *testing.T) {
 			}),
 		)},
 		resource.TestStep{Config: vm(`started = false
-  node    = "pve4"`), ExpectError: wrapped(`pve4 fails the scheduling rules for this VM: NodeOnline: node is offline`)},
+  node    = "pve4"`), ExpectError: wrapped(`(?s)pve4 fails the scheduling rules for this VM: NodeOnline: node is offline.*terraform destroy -refresh=false`)},
 		resource.TestStep{Config: vm(`started = false
   node    = "pve3"`), Check: resource.ComposeAggregateTestCheckFunc(
 			resource.TestCheckResourceAttr(vmAddr, "node", "pve3"),

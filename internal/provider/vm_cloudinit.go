@@ -331,16 +331,16 @@ func (r *vmResource) checkSnippets(ctx context.Context, plan, state *vmModel, sn
 		switch {
 		case !found:
 			diags.AddAttributeError(at, "Snippet storage does not exist",
-				fmt.Sprintf("cloud_init.%s = %q: the cluster has no storage %q. Use a storage with the snippets content type, e.g. local:snippets/FILE.", c.attr, volid, storage))
+				fmt.Sprintf("cloud_init.%s = %q: the cluster has no storage %q. Use a storage with the snippets content type, e.g. local:snippets/FILE. %s", c.attr, volid, storage, destroyAnyway))
 			continue
 		case !slices.Contains(content, "snippets"):
 			diags.AddAttributeError(at, "Storage holds no snippets",
-				fmt.Sprintf("cloud_init.%s = %q: storage %q has no snippets content type (content: %s). Enable snippets on it (Datacenter > Storage > Edit > Content), or use a storage that has it.",
-					c.attr, volid, storage, strings.Join(content, ", ")))
+				fmt.Sprintf("cloud_init.%s = %q: storage %q has no snippets content type (content: %s). Enable snippets on it (Datacenter > Storage > Edit > Content), or use a storage that has it. %s",
+					c.attr, volid, storage, strings.Join(content, ", "), destroyAnyway))
 			continue
 		case node != "" && !onNode:
 			diags.AddAttributeError(at, "Snippet storage not on the VM's node",
-				fmt.Sprintf("cloud_init.%s = %q: storage %q is not available on node %s, where the VM runs. Use a storage the node has.", c.attr, volid, storage, node))
+				fmt.Sprintf("cloud_init.%s = %q: storage %q is not available on node %s, where the VM runs. Use a storage the node has. %s", c.attr, volid, storage, node, destroyAnyway))
 			continue
 		case lister == "":
 			continue // a local storage of a node the scheduler has still to choose
@@ -352,8 +352,8 @@ func (r *vmResource) checkSnippets(ctx context.Context, plan, state *vmModel, sn
 		}
 		if !slices.ContainsFunc(files, func(f string) bool { return f == volid }) {
 			diags.AddAttributeError(at, "Snippet not found",
-				fmt.Sprintf("cloud_init.%s = %q: storage %s on %s has no such snippet, so PVE would fail to start the VM. Copy the file into the storage's snippets directory, or fix the name (snippets there: %s).",
-					c.attr, volid, storage, lister, listOrNone(files)))
+				fmt.Sprintf("cloud_init.%s = %q: storage %s on %s has no such snippet, so PVE would fail to start the VM. Copy the file into the storage's snippets directory, or fix the name (snippets there: %s). %s",
+					c.attr, volid, storage, lister, listOrNone(files), destroyAnyway))
 		}
 	}
 }

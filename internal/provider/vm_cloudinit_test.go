@@ -231,8 +231,8 @@ func TestCheckSnippets(t *testing.T) {
 			got := ""
 			if diags.HasError() {
 				got = diags.Errors()[0].Summary()
-				if !strings.Contains(diags.Errors()[0].Detail(), "cloud_init.user_data = ") {
-					t.Errorf("detail %q does not name the attribute", diags.Errors()[0].Detail())
+				if d := diags.Errors()[0].Detail(); !strings.Contains(d, "cloud_init.user_data = ") || !strings.HasSuffix(d, destroyAnyway) {
+					t.Errorf("detail %q does not name the attribute or does not say how to destroy anyway", d)
 				}
 			}
 			if got != tt.want {
@@ -350,6 +350,6 @@ func TestAccVMCloudInitSnippetValidation(t *testing.T) {
 		resource.TestStep{Config: vm(`network_data = "ceph:snippets/n.yaml"`), PlanOnly: true,
 			ExpectError: regexp.MustCompile(`(?s)Storage holds no snippets.*cloud_init.network_data.*snippets\s+content\s+type`)},
 		resource.TestStep{Config: vm(`user_data = "cephfs:snippets/usr.yaml"`), PlanOnly: true,
-			ExpectError: regexp.MustCompile(`(?s)Snippet not found.*cloud_init.user_data.*network.yaml, cephfs:snippets/user.yaml`)},
+			ExpectError: regexp.MustCompile(`(?s)Snippet not found.*cloud_init.user_data.*network.yaml, cephfs:snippets/user.yaml.*terraform\s+destroy\s+-refresh=false`)},
 	)
 }

@@ -337,7 +337,7 @@ func checkHAMove(snap scheduler.Snapshot, rules []scheduler.HARule, plan, state 
 	others := slices.DeleteFunc(slices.Clone(rules), func(r scheduler.HARule) bool { return r.Name == own })
 	if why := scheduler.HARefusal(&snap, others, vmid, target, where); why != "" {
 		diags.AddAttributeError(path.Root("node"), "Cannot migrate to "+target,
-			fmt.Sprintf("The HA manager would refuse to move VM %d to %s: %s. Choose another node, or change the rule.", vmid, target, why))
+			fmt.Sprintf("The HA manager would refuse to move VM %d to %s: %s. Choose another node, or change the rule. %s", vmid, target, why, destroyAnyway))
 	}
 }
 

@@ -496,7 +496,7 @@ func TestAccVMHARulesPinNextToMovingPeer(t *testing.T) {
 			if moves, err := simClient(t, sim).HAMoves(context.Background()); err != nil || moves[101] != "pve3" {
 				t.Fatalf("HA moves %v, %v; want vm 101 moving to pve3", moves, err)
 			}
-		}, Config: config("pve3", "pve2"), ExpectError: regexp.MustCompile(`(?s)Cannot migrate to pve3.*the\s+HA\s+manager\s+is\s+moving\s+vm\s+101\s+there`)},
+		}, Config: config("pve3", "pve2"), ExpectError: regexp.MustCompile(`(?s)Cannot migrate to pve3.*the\s+HA\s+manager\s+is\s+moving\s+vm\s+101\s+there.*terraform\s+destroy\s+-refresh=false`)},
 		resource.TestStep{PreConfig: func() {
 			sim.ReleaseTasks()
 			must(t, sim.SetNodeHAState("pve2", "online"))

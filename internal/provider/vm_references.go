@@ -27,8 +27,8 @@ func checkReferences(plan, state *vmModel, creating bool, snap scheduler.Snapsho
 	if setAnew(plan.Pool, state.Pool, creating) && snap.Pools != nil && !slices.Contains(snap.Pools, plan.Pool.ValueString()) {
 		diags.AddAttributeError(path.Root("pool"), "Pool does not exist",
 			fmt.Sprintf("pool = %q: the cluster has no such pool (pools this token can see: %s), so Proxmox VE would refuse the create. "+
-				"Fix the name, or create the pool first (pveum pool add %s); a pool the token lacks Pool.Audit on is not listed.",
-				plan.Pool.ValueString(), listOrNone(snap.Pools), plan.Pool.ValueString()))
+				"Fix the name, or create the pool first (pveum pool add %s); a pool the token lacks Pool.Audit on is not listed. %s",
+				plan.Pool.ValueString(), listOrNone(snap.Pools), plan.Pool.ValueString(), destroyAnyway))
 	}
 	if setAnew(plan.Node, state.Node, creating) {
 		checkNodeExists(plan.Node.ValueString(), snap, diags)
@@ -43,12 +43,12 @@ func checkReferences(plan, state *vmModel, creating bool, snap scheduler.Snapsho
 		switch {
 		case !ok:
 			diags.AddAttributeError(at, "Storage does not exist",
-				fmt.Sprintf("%s = %q: the cluster has no such storage (storages: %s). Fix the name, or add the storage in Proxmox VE (Datacenter > Storage).",
-					at, name, strings.Join(slices.Sorted(maps.Keys(content)), ", ")))
+				fmt.Sprintf("%s = %q: the cluster has no such storage (storages: %s). Fix the name, or add the storage in Proxmox VE (Datacenter > Storage). %s",
+					at, name, strings.Join(slices.Sorted(maps.Keys(content)), ", "), destroyAnyway))
 		case !slices.Contains(have, "images"):
 			diags.AddAttributeError(at, "Storage holds no VM disks",
-				fmt.Sprintf("%s = %q: the storage has no images content type (content: %s), so Proxmox VE would refuse the disk. Use a storage with images, or enable it on %s.",
-					at, name, listOrNone(have), name))
+				fmt.Sprintf("%s = %q: the storage has no images content type (content: %s), so Proxmox VE would refuse the disk. Use a storage with images, or enable it on %s. %s",
+					at, name, listOrNone(have), name, destroyAnyway))
 		}
 	}
 	stateDisks := map[string]types.String{}
