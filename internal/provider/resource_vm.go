@@ -363,7 +363,14 @@ func (r *vmResource) Update(ctx context.Context, req resource.UpdateRequest, res
 		r.data.records.remember(vmid, rec)
 	}
 	if err == nil && plan.HA != nil {
-		err = r.syncHARules(ctx, &plan, vmid, ruleMode(plan.HA), r.haPolicy(ctx, &plan, &resp.Diagnostics), time.Now())
+		planned := plan.HA.Rules
+		err = r.syncHARules(ctx, &plan, vmid, haUpdateMode(plan.HA, state.HA), r.haPolicy(ctx, &plan, &resp.Diagnostics), time.Now())
+		if !planned.IsUnknown() {
+			// The plan found the rules in sync and Terraform holds the apply to that value; a
+			// peer applied earlier may have put the VM into a group rule since (its own write
+			// changed nothing), which the next refresh reads.
+			plan.HA.Rules = planned
+		}
 	}
 	if err != nil {
 		resp.Diagnostics.AddError(fmt.Sprintf("Cannot update VM %d", vmid), err.Error())

@@ -76,7 +76,8 @@ func haBlock() schema.Block {
 					"nodes shares that rule with its group, on the nodes all its members allow (PVE allows a positive group in one " +
 					"node rule only). Rule ids start with `qemuscheduler-`; " +
 					"other rules are read, never changed. A rule Proxmox VE would refuse is a plan error; on PVE 8 (no HA rules) a " +
-					"warning. `false` writes no rule for this VM (a peer's group rule still holds it). Default `true`."},
+					"warning. `false` writes no rule for this VM, and turning it off takes the VM out of the rules it was in (a peer " +
+					"that keeps its rules puts it back into their group's rule). Default `true`."},
 			"rules": schema.ListAttribute{Computed: true, ElementType: types.StringType,
 				Description: "The ids of the HA rules this provider keeps that hold the VM, sorted. A rule deleted or changed outside " +
 					"Terraform shows as a change here, and the next apply restores it."},

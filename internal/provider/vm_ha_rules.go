@@ -122,6 +122,17 @@ func ruleMode(h *haModel) haRuleMode {
 	return haRulesKeep
 }
 
+// haUpdateMode is the mode of an update from the block prior to the block h: a VM whose rules
+// are turned off leaves the rules it was in, which nobody else may keep (every member of its
+// group turned off); a peer that keeps its rules puts it back into the group's rule.
+func haUpdateMode(h, prior *haModel) haRuleMode {
+	mode := ruleMode(h)
+	if mode == haRulesOff && prior != nil && ruleMode(prior) == haRulesKeep {
+		return haRulesLeave
+	}
+	return mode
+}
+
 // haPolicy is what a VM's wanted rules are computed from.
 type haPolicy struct {
 	profile *scheduler.Profile
@@ -258,7 +269,7 @@ func (r *vmResource) planHARules(ctx context.Context, resp *resource.ModifyPlanR
 	} else if plan.VMID.IsUnknown() {
 		vmid = 0 // not chosen yet: no guest has it
 	}
-	mode := ruleMode(plan.HA)
+	mode := haUpdateMode(plan.HA, state.HA)
 	want := wantedRules(mode, p, vmid, node, snap, view)
 	if !view.rules.Supported {
 		if mode == haRulesKeep && len(want) > 0 {

@@ -180,13 +180,24 @@ func TestAccVMHARulesGroup(t *testing.T) {
 		resource.TestStep{Config: haGroup(env, 1, ""), Check: ruleHolds(t, sim, apartWeb, "negative", 1)},
 		resource.TestStep{Config: haGroup(env, 1, ""), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			Check: resource.TestCheckResourceAttr("qemuscheduler_vm.web.0", "ha.rules.#", "0")},
-		resource.TestStep{Config: haGroup(env, 3, "placement_rules = false"), Check: func(*terraform.State) error {
-			if rules := simRules(t, sim); len(rules) != 0 {
-				return fmt.Errorf("placement_rules = false: rules %+v", rules)
-			}
-			return nil
-		}},
+		resource.TestStep{Config: haGroup(env, 3, "placement_rules = false"), Check: noRules(t, sim)},
+		// Turned off after the rule was written: every VM leaves it, and the rule goes.
+		resource.TestStep{Config: haGroup(env, 3, ""), Check: ruleHolds(t, sim, apartWeb, "negative", 3)},
+		resource.TestStep{Config: haGroup(env, 3, "placement_rules = false"), Check: resource.ComposeTestCheckFunc(noRules(t, sim),
+			resource.TestCheckResourceAttr("qemuscheduler_vm.web.0", "ha.rules.#", "0"))},
+		resource.TestStep{Config: haGroup(env, 3, "placement_rules = false"),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}},
 	)
+}
+
+// noRules checks that the cluster has no HA rule.
+func noRules(t *testing.T, sim *pvesim.Server) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		if rules := simRules(t, sim); len(rules) != 0 {
+			return fmt.Errorf("placement_rules = false: rules %+v", rules)
+		}
+		return nil
+	}
 }
 
 // A required term over zones keeps the VM in its zone: a strict node rule listing the zone's
@@ -565,4 +576,52 @@ func simRuleNodes(t *testing.T, sim *pvesim.Server, id string) []string {
 		}
 	}
 	return nil
+}
+
+// A VM whose rules are in sync at plan time keeps the planned ha.rules when a peer created
+// earlier in the same apply (depends_on) puts it into the group's rule before its own update:
+// Terraform requires the applied value to be the planned one, and the next refresh reads the
+// new id.
+func TestAccVMHARulesPeerWritesBeforeUpdate(t *testing.T) {
+	env, sim := simEnv(t, haRulesCluster())
+	config := func(memory int, peer bool) string {
+		vm := func(name string, vmid, memory int, extra string) string {
+			return fmt.Sprintf(`resource "qemuscheduler_vm" %q {
+  name   = %q
+  vmid   = %d
+  memory = %d
+  tags   = ["web"]
+  clone {
+    source_vmid = 9000
+  }
+  vm_anti_affinity {
+    tags = ["web"]
+  }
+  ha {}
+  %s
+}
+`, name, name, vmid, memory, extra)
+		}
+		hcl := vm("old", 100, memory, "")
+		if peer {
+			hcl = vm("old", 100, memory, "depends_on = [qemuscheduler_vm.peer]") + vm("peer", 101, 512, "")
+		}
+		return env.config(hcl)
+	}
+	runSteps(t,
+		resource.TestStep{Config: config(512, false), Check: resource.TestCheckResourceAttr("qemuscheduler_vm.old", "ha.rules.#", "0")},
+		resource.TestStep{Config: config(768, true), Check: resource.ComposeTestCheckFunc(
+			resource.TestCheckResourceAttr("qemuscheduler_vm.old", "ha.rules.#", "0"),
+			resource.TestCheckResourceAttr("qemuscheduler_vm.peer", "ha.rules.0", apartWeb),
+			func(*terraform.State) error {
+				for _, r := range simRules(t, sim) {
+					if r.Name == apartWeb && slices.Equal(r.VMIDs, []int{100, 101}) {
+						return nil
+					}
+				}
+				return fmt.Errorf("no rule %s over 100 and 101: %+v", apartWeb, simRules(t, sim))
+			})},
+		resource.TestStep{Config: config(768, true), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			Check: resource.TestCheckResourceAttr("qemuscheduler_vm.old", "ha.rules.0", apartWeb)},
+	)
 }
