@@ -74,9 +74,16 @@ func diskOptionChange(key, old, value string) (sameVolume, cold bool) {
 	return true, false
 }
 
-// set changes a config key, or queues it while the VM runs and cannot take it live.
+// set changes a config key, or queues it while the VM runs and cannot take it live. A value
+// equal to the current one cancels the key's pending change instead, as update_vm's
+// cleanup_pending (pve-guest-common AbstractConfig.pm) drops pending values that match the
+// config.
 func (g *guest) set(key, value string) {
 	if g.status == "running" && !g.hotpluggable(key, value) {
+		if current, has := g.config[key]; has && current == value {
+			delete(g.pending, key)
+			return
+		}
 		if g.pending == nil {
 			g.pending = map[string]string{}
 		}
@@ -87,9 +94,14 @@ func (g *guest) set(key, value string) {
 	g.config[key] = value
 }
 
-// unset deletes a config key, or queues the deletion like set.
+// unset deletes a config key, or queues the deletion like set; cleanup_pending drops the
+// pending deletion of a key the config does not have (only a pending value is dropped).
 func (g *guest) unset(key string) {
 	if g.status == "running" && !g.hotpluggable(key, "") {
+		if _, has := g.config[key]; !has {
+			delete(g.pending, key)
+			return
+		}
 		if g.pending == nil {
 			g.pending = map[string]string{}
 		}

@@ -541,6 +541,46 @@ func TestPendingChangesOnARunningVM(t *testing.T) {
 	}
 }
 
+// A change that leaves a running VM's value as it is leaves nothing pending, and setting a
+// pending key back to its current value cancels the pending change: update_vm ends with
+// cleanup_pending (pve-guest-common AbstractConfig.pm), which drops pending values equal to
+// the config and pending deletions of keys the config does not have. The Telmate provider
+// sends every managed key on each update (memory=8192 unchanged) and then reads .../pending:
+// a pending row there makes it reboot the VM or fail "unable to update vm without rebooting".
+func TestUnchangedValuesLeaveNothingPending(t *testing.T) {
+	s, a := lab(t)
+	path := "/nodes/pve2/qemu/102"
+	put := func(params url.Values) {
+		t.Helper()
+		a.ok(a.form(http.MethodPut, path+"/config", params))
+	}
+	pendingRows := func() map[string]map[string]any {
+		rows := map[string]map[string]any{}
+		for _, r := range a.ok(a.get(path + "/pending")).list() {
+			_, waits := r["pending"]
+			if _, deletes := r["delete"]; waits || deletes {
+				rows[r["key"].(string)] = r
+			}
+		}
+		return rows
+	}
+	put(url.Values{"memory": {"8192"}, "cores": {"4"}})
+	if rows := pendingRows(); len(rows) != 0 {
+		t.Errorf("unchanged memory and cores: pending %v, want none", rows)
+	}
+	put(url.Values{"cores": {"8"}, "cpu": {"host"}})
+	if rows := pendingRows(); len(rows) != 2 || rows["cores"]["pending"] != 8.0 || rows["cpu"]["pending"] != "host" {
+		t.Fatalf("cores and cpu changed: pending %v, want both", rows)
+	}
+	put(url.Values{"cores": {"4"}, "delete": {"cpu"}})
+	if rows := pendingRows(); len(rows) != 0 {
+		t.Errorf("cores set back, pending-only cpu deleted: pending %v, want none", rows)
+	}
+	if g := s.MustGuest(t, 102); len(g.Pending) != 0 || g.Config["cores"] != "4" || g.Config["cpu"] != "" {
+		t.Errorf("GuestState pending %v, cores %q, cpu %q", g.Pending, g.Config["cores"], g.Config["cpu"])
+	}
+}
+
 // On a running VM, an existing disk's backup and replicate change at once while discard,
 // ssd, iothread and cache wait for the next start, as vmconfig_update_disk decides; a new
 // sata disk waits too (PVE hot-plugs only scsi and virtio disks).
