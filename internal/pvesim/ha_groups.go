@@ -1,11 +1,11 @@
 package pvesim
 
 // HA groups as PVE 8's pve-ha-manager serves them (API2/HA/Groups.pm): the bpg provider's
-// hagroup resource creates, reads, updates and deletes them. PVE 9 migrated groups to HA
+// hagroup resource creates, reads, updates and deletes them, and HA resources name one in
+// their group option (bpg's haresource, Telmate's hagroup). PVE 9 migrated groups to HA
 // rules: with rules (the cluster file's ha_rules) every group call fails as PVE 9 answers
-// once groups.cfg is empty. Groups are configuration only here: HA resources cannot name one
-// yet, and the simulated HA manager places services by the PVE 9 rules, not by group
-// priorities.
+// once groups.cfg is empty. The simulated HA manager places the services of a group as PVE 8
+// does, through the node-affinity rule PVE 9 turns the group into (groupRules).
 
 import (
 	"crypto/sha1"
@@ -200,8 +200,13 @@ func (s *Server) handleHAGroupDelete(w http.ResponseWriter, r *http.Request) {
 	if _, ok := readAllowedParams(w, r); !ok {
 		return
 	}
-	// PVE refuses to delete a group a service uses; the simulator's HA resources take no
-	// group yet (ha_resources.go refuses any), so none can be in use.
-	delete(s.haGroups, r.PathValue("group"))
+	id := r.PathValue("group")
+	for _, res := range s.sortedHAResources() {
+		if res.opts["group"] == id {
+			writeError(w, http.StatusInternalServerError, fmt.Sprintf("delete ha group failed: ha group is used by service '%s'", res.sid))
+			return
+		}
+	}
+	delete(s.haGroups, id)
 	writeData(w, nil)
 }

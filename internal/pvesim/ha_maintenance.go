@@ -36,7 +36,7 @@ func (s *Server) maintenanceStep(res *haResource) string {
 	case res.maintenanceNode == "":
 	case res.maintenanceNode == n.name:
 		res.maintenanceNode = "" // it never left
-	case res.opts["failback"] != "0" && slices.Contains(s.recoveryNodes(res), res.maintenanceNode):
+	case s.failback(res) && slices.Contains(s.recoveryNodes(res), res.maintenanceNode):
 		target = res.maintenanceNode
 	}
 	if target == "" || !s.haMigrate(res, target, res.typ == "ct") {

@@ -6,15 +6,19 @@ package pvesim
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 )
 
-// activeHARules are the rules the HA manager applies: enabled, and not dropped as infeasible.
-// The caller holds s.mu.
+// activeHARules are the rules the HA manager applies: enabled, and not dropped as infeasible;
+// on PVE 8 (no HA rules) the HA groups the resources name (groupRules). The caller holds s.mu.
 func (s *Server) activeHARules() []HARuleSpec {
+	if s.haRules == nil {
+		return s.groupRules()
+	}
 	errs := haRuleErrors(s.haRules, len(s.nodes))
 	var out []HARuleSpec
 	for _, r := range s.haRules {
@@ -23,6 +27,39 @@ func (s *Server) activeHARules() []HARuleSpec {
 		}
 	}
 	return out
+}
+
+// groupRules are PVE 8's HA groups as its HA manager applies them: each group a resource names
+// is a node-affinity rule over the group's nodes, strict when the group is restricted. That is
+// PVE 8's node choice (Manager.pm select_service_node, get_node_priority_groups: the highest
+// priority class of online group nodes, other nodes at -1 unless restricted), and what PVE 9
+// turns groups into (Groups.pm migrate_groups_to_rules). A resource naming a group that does
+// not exist gets the default group, every node. The caller holds s.mu.
+func (s *Server) groupRules() []HARuleSpec {
+	members := map[string][]string{}
+	for _, res := range s.sortedHAResources() {
+		if id := res.opts["group"]; s.haGroups[id] != nil {
+			members[id] = append(members[id], res.sid)
+		}
+	}
+	var out []HARuleSpec
+	for _, id := range slices.Sorted(maps.Keys(members)) {
+		g := s.haGroups[id]
+		out = append(out, HARuleSpec{Rule: "ha-group-" + id, Type: "node-affinity", Resources: members[id],
+			Nodes: splitList(g.nodes), Strict: g.opts["restricted"] == "1"})
+	}
+	return out
+}
+
+// failback tells whether the HA manager moves res back to a node of a higher priority class
+// (select_service_node): PVE 9's resource option failback (on by default), PVE 8's group
+// option nofailback (off by default; Groups.pm migrate_groups_to_resources carries it over
+// as failback). The caller holds s.mu.
+func (s *Server) failback(res *haResource) bool {
+	if g := s.haGroups[res.opts["group"]]; s.haRules == nil && g != nil {
+		return g.opts["nofailback"] != "1"
+	}
+	return res.opts["failback"] != "0"
 }
 
 // serviceNodes are the nodes a service counts on for the rules: the node it runs on while
@@ -150,7 +187,7 @@ func (s *Server) ruleTarget(res *haResource) string {
 	switch {
 	case len(nodes) == 0 || slices.Contains(nodes, g.node):
 		return ""
-	case res.opts["failback"] == "0" && s.ruleAllows(res, g.node):
+	case !s.failback(res) && s.ruleAllows(res, g.node):
 		return ""
 	}
 	return nodes[0]

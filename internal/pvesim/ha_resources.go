@@ -110,7 +110,12 @@ func (s *Server) parseSID(sid string) (typ string, vmid int, msg string) {
 	if id, err := strconv.Atoi(sid); err == nil && strconv.Itoa(id) == sid {
 		g, ok := s.guests[id]
 		if !ok {
-			return "", 0, fmt.Sprintf("unable to detect SID from VMID - VM/CT %d does not exist", id)
+			// PVE 8's parse_sid says "do" (pve-ha-manager 4.0, Config.pm); PVE 9 fixed it.
+			verb := "to"
+			if s.haRules == nil {
+				verb = "do"
+			}
+			return "", 0, fmt.Sprintf("unable %s detect SID from VMID - VM/CT %d does not exist", verb, id)
 		}
 		if g.typ == "lxc" {
 			return "ct", id, ""
@@ -150,7 +155,7 @@ func (s *Server) sortedHAResources() []*haResource {
 	return list
 }
 
-// haRow is a resource as GET /cluster/ha/resources shows it: only the options set.
+// haRow is a resource as GET /cluster/ha/resources/{sid} shows it: only the options set.
 func (s *Server) haRow(r *haResource, digest string) map[string]any {
 	row := map[string]any{"sid": r.sid, "type": r.typ, "digest": digest}
 	for k, v := range r.opts {
@@ -175,7 +180,13 @@ func (s *Server) handleHAResources(w http.ResponseWriter, r *http.Request) {
 	rows := []map[string]any{}
 	for _, res := range s.sortedHAResources() {
 		if typ == "" || res.typ == typ {
-			rows = append(rows, s.haRow(res, digest))
+			row := s.haRow(res, digest)
+			// The index flags a group that does not exist (PVE 8 creates a resource naming
+			// any group; Resources.pm index).
+			if id := res.opts["group"]; id != "" && s.haGroups[id] == nil {
+				row["errors"] = map[string]string{"group": fmt.Sprintf("group '%s' does not exist", id)}
+			}
+			rows = append(rows, row)
 		}
 	}
 	writeData(w, rows)
@@ -232,8 +243,6 @@ func (s *Server) handleHAResourceCreate(w http.ResponseWriter, r *http.Request) 
 		msg = "types does not match"
 	case p["group"] != "" && s.haRules != nil:
 		msg = "invalid parameter 'group': ha groups have been migrated to rules"
-	case p["group"] != "":
-		msg = fmt.Sprintf("HA group '%s' does not exist", p["group"])
 	case g == nil:
 		msg = fmt.Sprintf("resource '%s:%d' does not exist in cluster", typ, vmid)
 	case typ == "vm" && g.typ != "qemu":
@@ -275,7 +284,10 @@ func (s *Server) handleHAResourceUpdate(w http.ResponseWriter, r *http.Request) 
 	case p["digest"] != "" && p["digest"] != s.haDigest():
 		writeError(w, http.StatusInternalServerError, "detected modified configuration - file changed by other user? Try again.")
 		return
-	case p["group"] != "":
+	case p["group"] != "" && s.haRules != nil:
+		writeError(w, http.StatusInternalServerError, "invalid parameter 'group': ha groups have been migrated to rules")
+		return
+	case p["group"] != "" && s.haGroups[p["group"]] == nil:
 		writeError(w, http.StatusInternalServerError, fmt.Sprintf("HA group '%s' does not exist", p["group"]))
 		return
 	}

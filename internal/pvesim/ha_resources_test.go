@@ -165,7 +165,8 @@ func TestHAResourceRefusals(t *testing.T) {
 	}{
 		{url.Values{"sid": {"vm:999"}}, "500 resource 'vm:999' does not exist in cluster"},
 		{url.Values{"sid": {"vm:200"}}, "500 resource 'vm:200' - guest with ID 200 is not a VM"},
-		{url.Values{"sid": {"999"}}, "500 unable to detect SID from VMID - VM/CT 999 does not exist"},
+		// PVE 8's wording (the lab is PVE 8), typo included.
+		{url.Values{"sid": {"999"}}, "500 unable do detect SID from VMID - VM/CT 999 does not exist"},
 		{url.Values{"sid": {"vm100"}}, "500 unable to parse service id 'vm100'"},
 		{url.Values{"sid": {"vm:100"}, "state": {"on"}}, "400 Parameter verification failed."},
 		{url.Values{"sid": {"vm:100"}, "max_restart": {"-1"}}, "400 Parameter verification failed."},

@@ -398,3 +398,58 @@ func TestHAGroups(t *testing.T) {
 		t.Errorf("PVE 9 create: %s", r.status)
 	}
 }
+
+// PVE 8's HA resources name a group (bpg's haresource group, Telmate's hagroup): create takes
+// any group name and the index flags one that does not exist (Resources.pm create, index), an
+// update needs an existing group, and a group in use cannot be deleted (Groups.pm delete),
+// all as pve-ha-manager 4.0 answers. The HA manager then runs the service on the group's
+// highest priority online node, and leaves it where it runs when the group has nofailback
+// (Manager.pm select_service_node).
+func TestHAGroupsPlaceServices(t *testing.T) {
+	s, a := lab(t) // PVE 8
+	rounds := func() {
+		for i := 0; i < 4; i++ {
+			a.get("/cluster/ha/status/current")
+		}
+	}
+	a.ok(a.form(http.MethodPost, "/cluster/ha/groups", url.Values{"group": {"web"}, "nodes": {"pve3:2,pve2"}}))
+	a.ok(a.form(http.MethodPost, "/cluster/ha/resources", url.Values{"sid": {"102"}, "group": {"web"}}))
+	a.ok(a.form(http.MethodPost, "/cluster/ha/resources", url.Values{"sid": {"vm:103"}, "group": {"nope"}, "state": {"stopped"}}))
+	rows := map[string]map[string]any{}
+	for _, row := range a.ok(a.get("/cluster/ha/resources")).list() {
+		rows[row["sid"].(string)] = row
+	}
+	if errs, _ := rows["vm:103"]["errors"].(map[string]any); errs["group"] != "group 'nope' does not exist" || rows["vm:102"]["errors"] != nil {
+		t.Errorf("index rows %v", rows)
+	}
+	wantError(t, a.form(http.MethodPut, "/cluster/ha/resources/vm:102", url.Values{"group": {"nope"}}), 500, "HA group 'nope' does not exist")
+	wantError(t, a.form(http.MethodDelete, "/cluster/ha/groups/web", nil), 500, "delete ha group failed: ha group is used by service 'vm:102'")
+
+	rounds()
+	if g := s.MustGuest(t, 102); g.Node != "pve3" || g.Status != "running" {
+		t.Fatalf("vm:102 %s on %s, want running on pve3 (the group's priority 2 node)", g.Status, g.Node)
+	}
+	// nofailback: a higher priority elsewhere does not move a service that runs on a group node.
+	a.ok(a.form(http.MethodPut, "/cluster/ha/groups/web", url.Values{"nodes": {"pve2:3,pve3"}, "nofailback": {"1"}}))
+	rounds()
+	if g := s.MustGuest(t, 102); g.Node != "pve3" {
+		t.Errorf("vm:102 moved to %s although its group has nofailback", g.Node)
+	}
+	a.ok(a.form(http.MethodPut, "/cluster/ha/groups/web", url.Values{"delete": {"nofailback"}}))
+	rounds()
+	if g := s.MustGuest(t, 102); g.Node != "pve2" {
+		t.Errorf("vm:102 on %s, want pve2 (priority 3, failback)", g.Node)
+	}
+	// Out of the group, the service stays where it runs; then the group can go.
+	a.ok(a.form(http.MethodPut, "/cluster/ha/resources/vm:102", url.Values{"delete": {"group"}}))
+	a.ok(a.form(http.MethodPut, "/cluster/ha/groups/web", url.Values{"nodes": {"pve3"}}))
+	rounds()
+	if g := s.MustGuest(t, 102); g.Node != "pve2" {
+		t.Errorf("vm:102 without a group moved to %s", g.Node)
+	}
+	a.ok(a.form(http.MethodDelete, "/cluster/ha/groups/web", nil))
+
+	// PVE 9: the group option is refused on create and update.
+	_, a9 := haCluster(t, spread())
+	wantError(t, a9.form(http.MethodPut, "/cluster/ha/resources/vm:100", url.Values{"group": {"web"}}), 500, "invalid parameter 'group': ha groups have been migrated to rules")
+}
