@@ -396,10 +396,15 @@ func TestValidateRequest(t *testing.T) {
 // Every registered plugin answers to the name it is registered under, and the names are the
 // reference's, in pipeline order (Range before Regex gives Range precedence).
 func TestRegistry(t *testing.T) {
-	filters, scores, vmids := Names()
-	got := fmt.Sprint(filters, scores, vmids)
+	var names [3][]string
+	for i, specs := range [][]scheduler.PluginSpec{Registry.Filters, Registry.Scores, Registry.VMIDs} {
+		for _, spec := range specs {
+			names[i] = append(names[i], spec.Name)
+		}
+	}
+	got := fmt.Sprint(names[0], names[1], names[2])
 	if want := "[NodeName NodeOnline NodeRegex NodeSelector TaintToleration CPUOvercommit MemoryOvercommit StorageCapacity VMAffinity TopologySpread] [NodeResource NodeAffinity TaintToleration VMAffinity TopologySpread LeastAllocated MostAllocated BalancedAllocation] [Range Regex]"; got != want {
-		t.Fatalf("Names() = %s, want %s", got, want)
+		t.Fatalf("registered names = %s, want %s", got, want)
 	}
 	for _, specs := range [][]scheduler.PluginSpec{Registry.Filters, Registry.Scores, Registry.VMIDs} {
 		for _, spec := range specs {

@@ -42,16 +42,3 @@ var Registry = scheduler.Registry{
 func NewProfile(cfg scheduler.PluginConfig) (*scheduler.Profile, error) {
 	return scheduler.NewProfile(Registry, cfg)
 }
-
-// Names lists the plugin names per kind, for docs and validators.
-func Names() (filters, scores, vmids []string) {
-	return specNames(Registry.Filters), specNames(Registry.Scores), specNames(Registry.VMIDs)
-}
-
-func specNames(specs []scheduler.PluginSpec) []string {
-	out := make([]string, len(specs))
-	for i, s := range specs {
-		out[i] = s.Name
-	}
-	return out
-}
