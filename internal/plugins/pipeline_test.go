@@ -63,6 +63,33 @@ func TestPinnedVMIDPlacesOneVM(t *testing.T) {
 	}
 }
 
+// An id pinned by a later request of the same decision is not handed to an earlier one: a
+// set of new VMs, some fed a placement data source's VMID, others free, places them all.
+func TestPinnedVMIDIsKeptFromEarlierRequests(t *testing.T) {
+	reqs := []scheduler.Request{request("a"), request("b"), request("c")}
+	reqs[1].VMID = 100
+	reqs[2].Annotations[scheduler.AnnotationVMIDRange] = "101-110"
+	reqs = append(reqs, request("d"))
+	reqs[3].VMID = 101
+	p := mustProfile(scheduler.PluginConfig{})
+	snap := scheduler.Snapshot{Nodes: threeEqualNodes()}
+	for name, schedule := range map[string]func(scheduler.Snapshot, []scheduler.Request, scheduler.Options) (scheduler.Decision, error){
+		"Schedule": p.Schedule, "ScheduleSet": p.ScheduleSet,
+	} {
+		d, err := schedule(snap, reqs, scheduler.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var got []string
+		for _, pl := range d.Placements {
+			got = append(got, fmt.Sprintf("%s=%d", pl.Name, pl.VMID))
+		}
+		if want := "a=102 b=100 c=103 d=101"; strings.Join(got, " ") != want {
+			t.Errorf("%s: vmids %s, want %s", name, strings.Join(got, " "), want)
+		}
+	}
+}
+
 func TestDeterministicTieBreakSpreadsNames(t *testing.T) {
 	p := mustProfile(scheduler.PluginConfig{})
 	snap := scheduler.Snapshot{Nodes: threeEqualNodes()}

@@ -56,9 +56,9 @@ type changeSet struct {
 	hints   *planhints.Store
 	planned []scheduler.Reservation
 	arrived map[string]bool
-	// hintIDs are the members' VMIDs in the hints: negative, and the same for a name
+	// hintIDs are the unpinned members' VMIDs in the hints: negative, and the same for a name
 	// whatever its place, since a hint must hold room, not an id another guest may have
-	// taken since (the apply chooses its own). picksKept is false while the hints lack a pick.
+	// taken since (the apply chooses its own). A pinned member keeps its VMID. picksKept is false while the hints lack a pick.
 	hintIDs   map[string]int
 	picksKept bool
 }
@@ -141,13 +141,17 @@ func (c *changeSet) keepHints(ctx context.Context, names ...string) {
 		if m == nil || m.tentative == nil {
 			continue
 		}
-		id, ok := c.hintIDs[name]
-		if !ok {
-			id = -1 - len(c.hintIDs)
-			c.hintIDs[name] = id
-		}
 		r := m.tentative.Reservation(&m.req)
-		r.VMID = id
+		// A pinned VMID is the member's own (often a data source's pick fed to it): the apply's
+		// other creates must not take it.
+		if m.req.VMID == 0 {
+			id, ok := c.hintIDs[name]
+			if !ok {
+				id = -1 - len(c.hintIDs)
+				c.hintIDs[name] = id
+			}
+			r.VMID = id
+		}
 		set = append(set, r)
 	}
 	if err := c.hints.Put(set...); err != nil {

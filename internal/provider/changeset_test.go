@@ -227,3 +227,50 @@ func TestAccChangeSetGrowthInPlace(t *testing.T) {
 			log.lacks("(16384+57344)")),
 	})
 }
+
+// Placement data sources feeding qemuscheduler_vm resources (node and vmid pinned from the
+// picks) beside new VMs that take free ids, in one apply: the free VMs never take a pick's
+// VMID, whether the fed VM is created in the same wave (a) or after them (b, as another
+// provider's VM or a create beyond -parallelism would be).
+func TestAccChangeSetPicksFeedPinnedVMs(t *testing.T) {
+	env, sim := simEnv(t, sizedCluster(2, 16, 16))
+	runParallel(t, resource.TestStep{
+		Config: env.config(`data "qemuscheduler_placement" "a" {
+  name   = "fed-a"
+  memory = 1024
+}
+data "qemuscheduler_placement" "b" {
+  name   = "fed-b"
+  memory = 1024
+}
+resource "qemuscheduler_vm" "a" {
+  name   = "fed-a"
+  memory = 1024
+  node   = data.qemuscheduler_placement.a.node
+  vmid   = data.qemuscheduler_placement.a.vmid
+}
+resource "qemuscheduler_vm" "b" {
+  name       = "fed-b"
+  memory     = 1024
+  node       = data.qemuscheduler_placement.b.node
+  vmid       = data.qemuscheduler_placement.b.vmid
+  depends_on = [qemuscheduler_vm.free]
+}
+resource "qemuscheduler_vm" "free" {
+  count  = 2
+  name   = "free-${count.index}"
+  memory = 1024
+}`),
+		Check: resource.ComposeTestCheckFunc(
+			resource.TestCheckResourceAttr("data.qemuscheduler_placement.a", "vmid", "100"),
+			resource.TestCheckResourceAttr("data.qemuscheduler_placement.b", "vmid", "101"),
+			resource.TestCheckResourceAttr("qemuscheduler_vm.a", "vmid", "100"),
+			resource.TestCheckResourceAttr("qemuscheduler_vm.b", "vmid", "101"),
+			func(*terraform.State) error {
+				if _, ids := guestsPerNode(sim, "free-"); fmt.Sprint(ids) != "[102 103]" {
+					return fmt.Errorf("free VMs have ids %v, want [102 103], beside the picks 100 and 101", ids)
+				}
+				return nil
+			}),
+	})
+}

@@ -44,6 +44,8 @@ func (s IDSet) AllTaken(lo, hi int) bool {
 	return sort.SearchInts(s.sorted, hi+1)-sort.SearchInts(s.sorted, lo) == hi-lo+1
 }
 
+func (s IDSet) clone() IDSet { return IDSet{sorted: slices.Clone(s.sorted)} }
+
 func (s *IDSet) add(id int) {
 	i, found := slices.BinarySearch(s.sorted, id)
 	if !found {

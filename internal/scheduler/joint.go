@@ -140,8 +140,7 @@ func (p *Profile) scheduleJointly(snap Snapshot, reqs []Request, opts Options) (
 		if err != nil {
 			return Decision{}, err
 		}
-		run.used.add(id)
-		run.given[id] = reqs[i].Name
+		run.take(id, reqs[i].Name)
 		vmids[i], rules[i] = id, rule
 	}
 	s := newSearch(p, run.infos, &snap, reqs, fresh, vmids)

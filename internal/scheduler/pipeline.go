@@ -49,6 +49,10 @@ type run struct {
 	view  *view
 	infos []*NodeInfo
 	used  IDSet
+	// pinned is what an id chosen by rule must avoid when the call's requests pin ids: used
+	// and those ids, so that an earlier request does not take the id a later one pins (nil
+	// when none pins one: used).
+	pinned *IDSet
 	// given maps the ids handed out in this call to the request that took them.
 	given map[int]string
 	// kept marks existing guests already returned, so that no guest is kept twice.
@@ -61,6 +65,16 @@ type run struct {
 func (p *Profile) newRun(snap *Snapshot, reqs []Request, opts Options) *run {
 	v := newView(snap)
 	run := &run{p: p, snap: snap, view: v, infos: v.infos, used: usedIDs(snap), given: map[int]string{}, kept: map[int]bool{}}
+	for _, r := range reqs {
+		if r.VMID == 0 {
+			continue
+		}
+		if run.pinned == nil {
+			c := run.used.clone()
+			run.pinned = &c
+		}
+		run.pinned.add(r.VMID)
+	}
 	if opts.Sticky {
 		run.named = guestsByName(snap, reqs)
 	}
@@ -141,8 +155,7 @@ func (run *run) place(r *Request) (Placement, error) {
 		return Placement{}, err
 	}
 	storage, _, _ := ChooseStorage(chosen, r)
-	run.used.add(vmid)
-	run.given[vmid] = r.Name
+	run.take(vmid, r.Name)
 	chosen.add(newGuest(r, chosen.Node.Name, vmid, storage))
 	return Placement{
 		Name: r.Name, Node: chosen.Node.Name, VMID: vmid, Storage: storage, Candidates: ev.cands,
@@ -287,6 +300,23 @@ func tieHash(seed, node string) uint64 {
 	return h.Sum64()
 }
 
+// take hands vmid out to the request named.
+func (run *run) take(vmid int, name string) {
+	run.used.add(vmid)
+	if run.pinned != nil {
+		run.pinned.add(vmid)
+	}
+	run.given[vmid] = name
+}
+
+// free is the set an id chosen by rule must avoid.
+func (run *run) free() IDSet {
+	if run.pinned != nil {
+		return *run.pinned
+	}
+	return run.used
+}
+
 // selectVMID applies the precedence: pinned vmid, then the first enabled vmid plugin whose
 // annotation is set (Range before Regex), then the next free id in the datacenter bounds.
 func (run *run) selectVMID(r *Request) (int, string, error) {
@@ -313,13 +343,13 @@ func (run *run) ruleVMID(r *Request) (int, string, error) {
 		if !ok {
 			continue
 		}
-		id, err := v.SelectVMID(value, run.used)
+		id, err := v.SelectVMID(value, run.free())
 		if err != nil {
 			return 0, "", err
 		}
 		return id, v.Describe(value), nil
 	}
-	id, err := nextFreeID(run.snap.NextIDBounds, run.used)
+	id, err := nextFreeID(run.snap.NextIDBounds, run.free())
 	if err != nil {
 		return 0, "", err
 	}
