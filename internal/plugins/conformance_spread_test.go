@@ -15,7 +15,8 @@ import (
 // name; a pod label foo or bar is a VM tag, a selector "foo exists" the group of that tag, and
 // kube's label "node" (equal to the node's name in every case ported) our topology key "node".
 // Left out are the cases our model cannot express: namespaces, terminating pods, null
-// selectors, a node lacking the "node" label (our key "node" always exists) and owner refs.
+// selectors, services and owner refs. Our key "node" always exists, so a case with a node lacking
+// kube's "node" label uses a plain label for it; matchLabelKeys become tags of the selector.
 
 // kn is a node of a kube case: labels as "key=value"; "unschedulable" adds kube's
 // node.kubernetes.io/unschedulable:NoSchedule taint.
@@ -200,6 +201,13 @@ func TestKubePodTopologySpreadFilter(t *testing.T) {
 		{name: "Constraints hold different labelSelectors but pod doesn't match itself on 'zone' constraint", tags: bar,
 			spreads: []scheduler.SpreadConstraint{zone(1, "foo"), byNode(1, "bar")}, nodes: fourNodes(nil),
 			pods: slices.Concat(pods(foo, "node-a"), pods(bar, "node-x", "node-y")), fit: []string{"node-a", "node-b"}},
+		// Kube's label "node" is our plain label "host" here, which node-x lacks (our key "node"
+		// always exists).
+		{name: "two Constraints on zone and node, absence of label 'node' on node-x, spreads = [1/1, 1/0/0/1]", tags: foo,
+			spreads: []scheduler.SpreadConstraint{zone(1, "foo"), ks(1, "host", dns, "foo")},
+			nodes: []scheduler.Node{kn("node-a", "zone=zone1", "host=node-a"), kn("node-b", "zone=zone1", "host=node-b"),
+				kn("node-x", "zone=zone2"), kn("node-y", "zone=zone2", "host=node-y")},
+			pods: pods(foo, "node-a", "node-y"), fit: []string{"node-b"}},
 		{name: "two node inclusion Constraints, zone: honor/ignore, node: ignore/ignore", tags: foo, selector: fooSel,
 			spreads: []scheduler.SpreadConstraint{zone(1, "foo"), byNode(1, "foo", affinityPolicy(PolicyIgnore))},
 			nodes:   fourNodes(map[string][]string{"node-a": {"foo="}, "node-b": {"foo="}, "node-x": {"foo="}}),
@@ -356,6 +364,20 @@ func TestKubePodTopologySpreadScore(t *testing.T) {
 			nodes:   slices.Concat(zoned("zone1", "node-a", "node-b"), zoned("zone2", "node-c", "node-d")),
 			pods:    slices.Concat(pods(foo, "node-a"), pods(fooBar, "node-b"), pods(foo, "node-c"), pods(bar, "node-c")),
 			want:    map[string]float64{"node-a": 60, "node-b": 20, "node-c": 60, "node-d": 100}},
+		// matchLabelKeys adds the incoming pod's own value of the key to the selector: an empty
+		// selector with matchLabelKeys [foo] is the group of foo, a selector bar with [baz] the
+		// VMs that carry both.
+		{name: "matchLabelKeys ANDed with LabelSelector when LabelSelector is empty", tags: fooBar,
+			spreads: []scheduler.SpreadConstraint{zone("foo"), host(1, "bar")},
+			nodes:   slices.Concat(zoned("zone1", "node-a", "node-b"), zoned("zone2", "node-c", "node-d")),
+			pods:    slices.Concat(pods(foo, "node-a"), pods(fooBar, "node-b"), pods(foo, "node-c"), pods(bar, "node-c")),
+			want:    map[string]float64{"node-a": 60, "node-b": 20, "node-c": 60, "node-d": 100}},
+		{name: "matchLabelKeys ANDed with LabelSelector when LabelSelector isn't empty", tags: []string{"foo", "bar", "baz"},
+			spreads: []scheduler.SpreadConstraint{zone("foo"), host(1, "bar", func(c *scheduler.SpreadConstraint) { c.Tags = []string{"bar", "baz"} })},
+			nodes:   slices.Concat(zoned("zone1", "node-a", "node-b"), zoned("zone2", "node-c", "node-d")),
+			pods: slices.Concat(pods(foo, "node-a"), pods([]string{"foo", "bar", "baz"}, "node-b"), pods(foo, "node-c"), pods(bar, "node-c"),
+				pods([]string{"bar", "baz"}, "node-c")),
+			want: map[string]float64{"node-a": 60, "node-b": 20, "node-c": 60, "node-d": 100}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
