@@ -5,11 +5,12 @@
 // have to be what the apply returns). Creates beyond the apply's first wave arrive only as
 // earlier ones end, so a first wave decided on its own can take the room the plan promised to
 // the later ones. The plan's process therefore appends its tentative placements, as they
-// change, to a small file of the user's cache, one per process and cluster; the apply's
-// process reads the newest file that holds every VM of its first wave and keeps the room of
-// the VMs it has not decided yet.
+// change, to a small file in the working directory's Terraform data directory (else the
+// user's cache), one per process and cluster; the apply's process reads the newest file that
+// holds every VM of its first wave and keeps the room of the VMs it has not decided yet.
 // A hint is only a reservation: the apply still decides every VM under the hard filters, and
-// without a file (a plan saved and applied on another machine) it decides as before.
+// without a file (a plan saved and applied on another machine without its working directory)
+// it decides as before.
 package planhints
 
 import (
@@ -45,12 +46,22 @@ type Store struct {
 // different jobs can keep it with the saved plan.
 const DirEnv = "QEMUSCHEDULER_PLAN_DIR"
 
-// New returns the store of the cluster at endpoint, in $QEMUSCHEDULER_PLAN_DIR or else under
-// the user's cache directory; nil when there is neither (the apply then decides without
-// hints).
+// New returns the store of the cluster at endpoint, in $QEMUSCHEDULER_PLAN_DIR, else in the
+// Terraform data directory of the working directory (Terraform and OpenTofu start providers
+// there; $TF_DATA_DIR, else .terraform, when it exists), else under the user's cache
+// directory; nil when there is none (the apply then decides without hints). The data directory
+// goes wherever the working directory goes: a pipeline that plans and applies in different
+// jobs and keeps .terraform between them (for its providers) keeps the hints too.
 func New(endpoint string) *Store {
 	if dir := os.Getenv(DirEnv); dir != "" {
 		return NewIn(dir, endpoint)
+	}
+	data := os.Getenv("TF_DATA_DIR")
+	if data == "" {
+		data = ".terraform"
+	}
+	if info, err := os.Stat(data); err == nil && info.IsDir() {
+		return NewIn(filepath.Join(data, "qemuscheduler-plans"), endpoint)
 	}
 	cache, err := os.UserCacheDir()
 	if err != nil {

@@ -130,3 +130,44 @@ func TestPutAppendsAndTheLastLineWins(t *testing.T) {
 		t.Errorf("loaded %+v, want a on pve2 then b on pve1", got)
 	}
 }
+
+// The hints live where the apply of a saved plan finds them: $QEMUSCHEDULER_PLAN_DIR, else
+// the working directory's Terraform data directory ($TF_DATA_DIR or .terraform), which a
+// pipeline keeps between its plan and apply jobs, else the user's cache.
+func TestNewChoosesTheDirectory(t *testing.T) {
+	work, cache := t.TempDir(), t.TempDir()
+	t.Chdir(work)
+	t.Setenv("XDG_CACHE_HOME", cache)
+	t.Setenv("HOME", cache)
+	t.Setenv(DirEnv, "")
+	t.Setenv("TF_DATA_DIR", "")
+	if got, want := New("e").dir, filepath.Join(cache, "qemuscheduler", "plans"); got != want {
+		t.Errorf("without a data directory: %s, want %s", got, want)
+	}
+	if err := os.Mkdir(".terraform", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := New("e").dir, filepath.Join(".terraform", "qemuscheduler-plans"); got != want {
+		t.Errorf("with .terraform: %s, want %s", got, want)
+	}
+	if err := os.Mkdir("tfdata", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TF_DATA_DIR", "tfdata")
+	if got, want := New("e").dir, filepath.Join("tfdata", "qemuscheduler-plans"); got != want {
+		t.Errorf("with TF_DATA_DIR: %s, want %s", got, want)
+	}
+	t.Setenv(DirEnv, "elsewhere")
+	if got := New("e").dir; got != "elsewhere" {
+		t.Errorf("with %s: %s, want elsewhere", DirEnv, got)
+	}
+
+	// A plan in one job and its apply in another that has the working directory back.
+	t.Setenv(DirEnv, "")
+	if err := New("e").Put(res("a", "b")...); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(New("e").Load([]string{"a"})); len(got) != 2 {
+		t.Errorf("the apply read %v from the data directory, want [a b]", got)
+	}
+}
