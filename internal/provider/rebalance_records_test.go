@@ -58,7 +58,8 @@ data "qemuscheduler_rebalance" "r" {
 }
 
 // Hand-written records are honoured like written ones, and the disruption budget holds: two
-// control-plane VMs on tainted nodes, one moves per plan unless the budget allows two.
+// control-plane VMs on tainted nodes, one moves per plan unless the budget allows two. A record
+// without a profile line is checked under the default profile, with no warning.
 func TestAccRebalanceRecordBudget(t *testing.T) {
 	c := rebalanceCluster()
 	for i := 4; i <= 5; i++ {
@@ -91,8 +92,11 @@ data "qemuscheduler_rebalance" "r" {
 }
 `, budget)
 	}
-	runSteps(t,
+	// The records name no profile: they are checked under the default one, without a warning.
+	log := &warningLog{}
+	runLoggingWarnings(t, log,
 		resource.TestStep{Config: config(""), Check: resource.ComposeAggregateTestCheckFunc(
+			log.lacks("names profile"),
 			resource.TestCheckResourceAttr(rb, "moves.#", "1"),
 			resource.TestCheckResourceAttr(rb, "moves.0.vmid", "101"),
 			resource.TestCheckResourceAttr(rb, "moves.0.to", "pve4"),

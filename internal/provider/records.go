@@ -338,6 +338,8 @@ func optionalInt(v, def int) types.Int64 {
 // provider's plugin config and the named profile, without any object's own layers.
 func (p *providerData) recordProfiles() func(name string) (*scheduler.Profile, error) {
 	return func(name string) (*scheduler.Profile, error) {
+		// A record without a profile line is a VM of the default profile.
+		name = profileName(types.StringValue(name))
 		if _, ok := p.profiles[name]; !ok && name != defaultProfile {
 			// Said of a record, not of an attribute the user can change here.
 			return nil, fmt.Errorf("not defined in the provider (defined: %s); add it to the provider or correct the record", p.definedProfiles())
