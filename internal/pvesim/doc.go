@@ -40,7 +40,12 @@
 //     nodes that recovery would choose, or leaves them when none is allowed, and brings them
 //     back to their maintenance node when it ends; each round a started service outside the
 //     highest priority class of its node-affinity rule it can use is migrated there (failback,
-//     PVE 9's resource flag, on by default; off, only a node breaking a rule moves it);
+//     PVE 9's resource flag, on by default; off, only a node breaking a rule moves it); PVE 8
+//     HA groups (/cluster/ha/groups) that resources name, applied as the node-affinity rule
+//     PVE 9 turns a group into (nofailback is failback off); the HA manager's starts fail as
+//     vm_start does (more vCPUs than the node has, a missing cicustom snippet), and the
+//     service is relocated to a node where it has not failed, max_relocate times, then put
+//     into the error state, which only disabling it leaves;
 //   - VM lifecycle as tasks with real UPIDs, run at once or after a set duration: create,
 //     clone (on the source node; full or linked; target node only from shared storage),
 //     config get/set with digest and locks, pending changes on running VMs, resize (grow only),
@@ -53,7 +58,8 @@
 //     and /cluster/resources without stats for new guests until Tick, 403 for a missing
 //     privilege on an endpoint (Forbid).
 //
-// bpg-endpoints.md lists what the bpg provider calls and what the simulator does for each.
+// bpg-endpoints.md and telmate-endpoints.md list what the bpg and Telmate providers call and
+// what the simulator does for each.
 //
 // What it does not: containers beyond listing, snapshots, backups, firewall, SDN, ACLs, users
 // and tokens beyond the one of each, and any endpoint not routed (those answer 501 with their

@@ -247,8 +247,7 @@ func (s *Server) recover(res *haResource) bool {
 	g.node, g.lock, g.status = nodes[0], "", "stopped"
 	res.recovering, res.migrateTo, res.seen = false, "", false
 	if res.state() == "started" {
-		g.applyPending()
-		g.boot()
+		s.lrmStart(res, g)
 	}
 	return true
 }
@@ -273,7 +272,8 @@ func (s *Server) FailNode(name string) (map[int]string, error) {
 	recovered := map[int]string{}
 	for _, res := range s.sortedHAResources() {
 		g := s.guests[res.vmid]
-		if g == nil || g.node != name || !res.pickedUp || res.state() == "ignored" {
+		// A service in the error state is not fenced nor recovered (next_state_error).
+		if g == nil || g.node != name || !res.pickedUp || res.state() == "ignored" || res.errored {
 			continue
 		}
 		res.recovering, res.migrateTo = true, ""

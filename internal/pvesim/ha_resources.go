@@ -40,6 +40,11 @@ type haResource struct {
 	// maintenanceNode is the node the service was moved off for maintenance, where it returns
 	// (Manager.pm maintenance_node).
 	maintenanceNode string
+	// failedNodes are the nodes where starting it failed since its last start (Manager.pm
+	// failed_nodes); errored: its relocation policy ran out, it is in the error state until
+	// requested disabled (see ha_start.go).
+	failedNodes []string
+	errored     bool
 }
 
 // state is the requested state, with PVE's defaults and aliases (enabled = started).
@@ -278,6 +283,9 @@ func (s *Server) handleHAResourceUpdate(w http.ResponseWriter, r *http.Request) 
 	switch {
 	case res == nil:
 		return
+	case errorStateMsg(res) != "" && p["state"] != "disabled":
+		writeError(w, http.StatusInternalServerError, errorStateMsg(res))
+		return
 	case p["type"] != "" && p["type"] != res.typ:
 		writeError(w, http.StatusInternalServerError, "types does not match")
 		return
@@ -356,6 +364,10 @@ func (s *Server) handleHAMove(relocate bool) http.HandlerFunc {
 			writeError(w, http.StatusInternalServerError, fmt.Sprintf("resource '%s' is not HA managed", sid))
 			return
 		}
+		if msg := errorStateMsg(res); msg != "" {
+			writeError(w, http.StatusInternalServerError, msg)
+			return
+		}
 		if s.haRules == nil {
 			s.queueMove(res, p["node"], relocate)
 			writeData(w, nil) // PVE 8 answers null
@@ -396,6 +408,8 @@ func (s *Server) verboseState(res *haResource) string {
 		return "not found"
 	case !res.pickedUp:
 		return "queued"
+	case res.errored:
+		return "error"
 	case res.recovering:
 		return "recovery"
 	case res.migrateTo != "":
@@ -424,6 +438,8 @@ func (s *Server) serviceStatus() map[string]any {
 		}
 		state := res.state()
 		switch {
+		case res.errored:
+			state = "error"
 		case res.recovering:
 			state = "recovery"
 		case res.migrateTo != "" && res.relocate:
@@ -502,6 +518,12 @@ func (s *Server) crmRound() {
 		switch {
 		case g == nil || res.state() == "ignored":
 			continue
+		case res.errored:
+			// next_state_error: only a request to disable it leaves the error state.
+			if res.opts["state"] == "disabled" {
+				res.errored, res.failedNodes = false, nil
+			}
+			continue
 		case !res.pickedUp:
 			res.pickedUp = true
 			continue
@@ -534,8 +556,7 @@ func (s *Server) crmRound() {
 			continue
 		}
 		if res.state() == "started" {
-			g.applyPending()
-			g.boot()
+			s.lrmStart(res, g)
 		} else {
 			g.status = "stopped"
 		}
@@ -567,7 +588,7 @@ func (s *Server) haMigrate(res *haResource, target string, relocate bool) bool {
 	s.startMigration(nil, g, t, nil, func(ok bool) {
 		res.migrateTo, res.relocate = "", false
 		if restart {
-			g.boot()
+			s.lrmStart(res, g)
 		}
 	})
 	return true
@@ -609,8 +630,7 @@ func (s *Server) FailOver(vmid int, target string) error {
 	g.node, g.lock, g.status = t.name, "", "stopped"
 	res.migrateTo, res.seen = "", false
 	if res.state() == "started" {
-		g.applyPending()
-		g.boot()
+		s.lrmStart(res, g)
 	}
 	return nil
 }
@@ -619,6 +639,11 @@ func (s *Server) FailOver(vmid int, target string) error {
 // hastop, hamigrate) that only hands the request to the HA manager. The caller holds s.mu.
 func (s *Server) haTask(w http.ResponseWriter, r *http.Request, res *haResource, typ, target string) {
 	writeData(w, s.startTask(r, s.guests[res.vmid].node, typ, res.vmid, func() outcome {
+		// The task runs ha-manager, whose request an errored service refuses.
+		if msg := errorStateMsg(res); msg != "" && typ != "hastop" {
+			cmd := map[string]string{"hastart": "set " + res.sid + " --state started", "hamigrate": "migrate " + res.sid + " " + target}[typ]
+			return taskError("command 'ha-manager %s' failed: exit code 255", cmd)
+		}
 		switch typ {
 		case "hastart":
 			res.opts["state"] = "started"
