@@ -87,6 +87,21 @@ func TestKubeInterPodAffinitySingleNode(t *testing.T) {
 			tags: podLabel, pods: []scheduler.Guest{existing(podLabel, term("zone", in("securityscan", "value2")))}},
 		{name: "verify that PodAntiAffinity from existing pod is respected when pod has no AntiAffinity constraints. satisfy PodAntiAffinity symmetry with the existing pod",
 			tags: podLabel, pods: []scheduler.Guest{existing(podLabel, term("zone", notIn("securityscan", "value2")))}, fits: true},
+		{name: "satisfies the PodAntiAffinity with existing pod but doesn't satisfy PodAntiAffinity symmetry with incoming pod", tags: podLabel,
+			anti: []scheduler.VMGroupTerm{exists("service", "region"), exists("security", "region")},
+			pods: []scheduler.Guest{existing(podLabel2, exists("security", "zone"))}},
+		{name: "PodAntiAffinity symmetry check a1: incoming pod and existing pod partially match each other on AffinityTerms", tags: podLabel,
+			anti: []scheduler.VMGroupTerm{exists("service", "zone"), exists("security", "zone")},
+			pods: []scheduler.Guest{existing(podLabel2, exists("security", "zone"))}},
+		{name: "PodAntiAffinity symmetry check a2: incoming pod and existing pod partially match each other on AffinityTerms", tags: podLabel2,
+			anti: []scheduler.VMGroupTerm{exists("security", "zone")},
+			pods: []scheduler.Guest{existing(podLabel, exists("service", "zone"), exists("security", "zone"))}},
+		{name: "PodAntiAffinity symmetry check b1: incoming pod and existing pod partially match each other on AffinityTerms", tags: podTags("abc=", "xyz="),
+			anti: []scheduler.VMGroupTerm{exists("abc", "zone"), exists("def", "zone")},
+			pods: []scheduler.Guest{existing(podTags("def=", "xyz="), exists("abc", "zone"), exists("def", "zone"))}},
+		{name: "PodAntiAffinity symmetry check b2: incoming pod and existing pod partially match each other on AffinityTerms", tags: podTags("def=", "xyz="),
+			anti: []scheduler.VMGroupTerm{exists("abc", "zone"), exists("def", "zone")},
+			pods: []scheduler.Guest{existing(podTags("abc=", "xyz="), exists("abc", "zone"), exists("def", "zone"))}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := request("p")
