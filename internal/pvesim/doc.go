@@ -49,9 +49,12 @@
 //   - VM lifecycle as tasks with real UPIDs, run at once or after a set duration: create,
 //     clone (on the source node; full or linked; target node only from shared storage),
 //     config get/set with digest and locks, pending changes on running VMs, resize (grow only),
-//     start/stop/shutdown/reboot, migrate (disks on local storage move along; a target that
-//     fails while the task runs ends it "migration aborted", or "migration problems" for a
-//     live one, and the VM stays on its source, unlocked, an HA service started there), destroy;
+//     start/stop/shutdown/reboot, migrate (disks on local storage move along; a target that is
+//     down when the worker runs, offline when asked or failing while the task is held, ends
+//     it "migration aborted", as does any failure of a stopped VM's migration; one failing
+//     during a live transfer ends it "migration problems"; the VM stays on its source,
+//     unlocked, an HA service started there), destroy; clones and migrations to an offline
+//     cluster member are accepted, as PVE checks membership only;
 //     "already exists" is decided when a create or clone task runs;
 //   - faults for tests: latency, failing requests (next N or a rate), lost responses, failing
 //     tasks, held tasks, offline nodes, ids taken and guests moved or deleted by outside actors,

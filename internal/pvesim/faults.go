@@ -165,8 +165,10 @@ func (s *Server) SetTaskDuration(d time.Duration) {
 }
 
 // HoldTasks keeps tasks started from now on running until ReleaseTasks, so a test can act
-// while a task is in flight (take its vmid, move its VM) without racing a timer. With types,
-// only tasks of those types (qmigrate, ...) are held.
+// while a task is in flight (take its vmid, move its VM) without racing a timer: a held task
+// has taken its locks, and its worker does its work at release (a migration's target found
+// down then fails the first step, "migration aborted"). With types, only tasks of those
+// types (qmigrate, ...) are held.
 func (s *Server) HoldTasks(types ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

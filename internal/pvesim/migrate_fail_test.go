@@ -6,41 +6,61 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
-// TestMigrationToAFailingNode: a migration whose target node fails while the task runs ends in
-// error and leaves the guest where it was, as qemu-server does (pve-guest-common
-// AbstractMigrate.pm migrate, qemu-server QemuMigrate.pm): the config moves to the target
-// only in the last step (phase3_cleanup, move_config_to_node), so the guest stays on and is
-// owned by its source node, the cleanup of the failed phase drops the migrate lock and the
-// copies on the target. A stopped guest fails before phase 2 ("migration aborted"); a running
-// one when the live transfer breaks in phase 2, and runs on at the source ("migration
-// problems").
+// TestMigrationToAFailingNode: a migration whose target node is or goes down ends in error and
+// leaves the guest where it was, as qemu-server does (pve-guest-common AbstractMigrate.pm
+// migrate, qemu-server QemuMigrate.pm): the config moves to the target only in the last step
+// (phase3_cleanup, move_config_to_node), so the guest stays on and is owned by its source
+// node, the cleanup of the failed phase drops the migrate lock and the copies on the target.
+// migrate_vm does not check that the target is up, so a target down before the worker runs
+// (offline when asked, or failing while the task is held) fails prepare's ssh test, as does
+// every stopped guest before phase 2: "migration aborted". A running guest whose target fails
+// during the live transfer fails in phase 2 and runs on at the source: "migration problems".
 func TestMigrationToAFailingNode(t *testing.T) {
+	const aborted = "ERROR: migration aborted (duration 00:00:01): Can't connect to destination address using public key"
 	tests := []struct {
 		name, from, to string
 		vmid           int
 		params         url.Values
-		wantExit       string
-		wantLog        string
-		wantStatus     string
+		// when the target goes down: "asked" before the request, "held" while the task is
+		// held before its worker ran, "transfer" while the worker runs (a 500 ms task).
+		when       string
+		wantExit   string
+		wantLog    string
+		wantStatus string
 	}{
-		{"stopped, local disk", "pve3", "pve1", 103, url.Values{"target": {"pve1"}}, "migration aborted",
-			"ERROR: migration aborted (duration 00:00:01): Can't connect to destination address using public key", "stopped"},
-		{"running, shared disk", "pve2", "pve3", 102, url.Values{"target": {"pve3"}, "online": {"1"}}, "migration problems",
+		{"stopped, local disk", "pve3", "pve1", 103, url.Values{"target": {"pve1"}}, "held", "migration aborted", aborted, "stopped"},
+		{"running, target down when asked", "pve2", "pve3", 102, url.Values{"target": {"pve3"}, "online": {"1"}}, "asked", "migration aborted", aborted, "running"},
+		{"running, target fails before the worker runs", "pve2", "pve3", 102, url.Values{"target": {"pve3"}, "online": {"1"}}, "held", "migration aborted", aborted, "running"},
+		{"running, target fails during the transfer", "pve2", "pve3", 102, url.Values{"target": {"pve3"}, "online": {"1"}}, "transfer", "migration problems",
 			"ERROR: online migrate failure - aborting", "running"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, a := lab(t)
 			before := map[string]float64{tt.from: storageUsed(t, a, tt.from, "local-lvm"), tt.to: storageUsed(t, a, tt.to, "local-lvm")}
-			s.HoldTasks()
+			fail := func() {
+				t.Helper()
+				if _, err := s.FailNode(tt.to); err != nil {
+					t.Fatal(err)
+				}
+			}
+			switch tt.when {
+			case "asked":
+				fail()
+			case "held":
+				s.HoldTasks()
+			case "transfer":
+				s.SetTaskDuration(500 * time.Millisecond)
+			}
 			upid := a.ok(a.form(http.MethodPost, "/nodes/"+tt.from+"/qemu/"+strconv.Itoa(tt.vmid)+"/migrate", tt.params)).str()
-			if g := s.MustGuest(t, tt.vmid); g.Lock != "migrate" {
+			if g := s.MustGuest(t, tt.vmid); g.Lock != "migrate" && tt.when != "asked" {
 				t.Fatalf("lock %q while the migration runs, want migrate", g.Lock)
 			}
-			if _, err := s.FailNode(tt.to); err != nil {
-				t.Fatal(err)
+			if tt.when != "asked" {
+				fail()
 			}
 			s.ReleaseTasks()
 			if exit := a.wait(upid)["exitstatus"]; exit != tt.wantExit {

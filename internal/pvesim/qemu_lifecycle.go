@@ -232,9 +232,8 @@ func (s *Server) handleMigrate(w http.ResponseWriter, r *http.Request) {
 	case target.name == g.node:
 		paramError(w, "target", "target is local node.")
 		return
-	case !target.online:
-		writeError(w, http.StatusInternalServerError, fmt.Sprintf("target node '%s' is not online", target.name))
-		return
+	// migrate_vm checks that the target is a cluster member, not that it is up: the task
+	// finds out (targetFailed).
 	case g.status == "running" && !boolParam(p["online"]):
 		writeError(w, http.StatusInternalServerError, "can't migrate running VM without --online")
 		return
@@ -283,12 +282,15 @@ type diskMove struct {
 func (s *Server) startMigration(r *http.Request, g *guest, target *node, moves []diskMove, done func(ok bool)) string {
 	g.lock = "migrate"
 	source := g.node
+	// The worker's first step (prepare) tests the ssh connection to the target: a target down
+	// before the worker runs (when the task starts, or while it is held) fails there.
+	early := !target.online || s.holds("qmigrate")
 	return s.startTask(r, source, "qmigrate", g.vmid, func() outcome {
 		if !s.stillThere(g, source) {
 			return missingConfig(source, g.vmid) // recovered elsewhere meanwhile
 		}
 		if !target.online {
-			return targetFailed(g)
+			return targetFailed(g, early)
 		}
 		for _, m := range moves {
 			// The copy on the target is a full volume, even of a linked clone's disk.
@@ -313,12 +315,13 @@ func (s *Server) startMigration(r *http.Request, g *guest, target *node, moves [
 // guest's config has moved there (pve-guest-common AbstractMigrate.pm migrate, qemu-server
 // QemuMigrate.pm): the config move is the last step (phase3_cleanup, move_config_to_node), so
 // the guest stays on, and owned by, its source node; nothing is copied to the target and the
-// migrate lock is released by the phase's cleanup. A stopped guest fails before phase 2 (the
-// ssh test of prepare, or phase 1): "migration aborted". A running guest fails in phase 2
-// (QEMU's migration stream breaks; phase2_cleanup cancels it and the guest runs on at the
-// source), and the task ends "migration problems".
-func targetFailed(g *guest) outcome {
-	if g.status == "running" {
+// migrate lock is released by the phase's cleanup. A target down early (before the worker
+// ran: prepare's ssh test) and any stopped guest (prepare or phase 1) fail before phase 2:
+// "migration aborted". A running guest whose target fails once the worker runs fails in
+// phase 2 (QEMU's migration stream breaks; phase2_cleanup cancels it and the guest runs on at
+// the source), and the task ends "migration problems".
+func targetFailed(g *guest, early bool) outcome {
+	if g.status == "running" && !early {
 		return outcome{err: "migration problems", log: []string{
 			"migration status error: failed - Unable to write to socket: Broken pipe",
 			"ERROR: online migrate failure - aborting",
@@ -374,12 +377,10 @@ func (s *Server) handleClone(w http.ResponseWriter, r *http.Request, src *guest)
 	}
 	target := s.node(src.node)
 	if t := p["target"]; t != "" {
-		switch target = s.node(t); {
-		case target == nil:
+		// clone_vm checks that the target is a cluster member, not that it is up: the clone
+		// runs on the source node and its config moves to the target's directory in pmxcfs.
+		if target = s.node(t); target == nil {
 			writeError(w, http.StatusInternalServerError, fmt.Sprintf("no such cluster node '%s'", t))
-			return
-		case !target.online:
-			writeError(w, http.StatusInternalServerError, fmt.Sprintf("target node '%s' is not online", t))
 			return
 		}
 	}

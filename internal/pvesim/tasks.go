@@ -93,7 +93,7 @@ func (s *Server) startWorker(r *http.Request, nodeName, typ, id string, action f
 		s.lastTaskEnd = time.Now()
 	}
 	switch {
-	case s.holding && (len(s.holdTypes) == 0 || contains(s.holdTypes, typ)):
+	case s.holds(typ):
 		s.held = append(s.held, t.finish)
 		return t.upid
 	case s.taskDuration <= 0:
@@ -182,4 +182,10 @@ func (s *Server) TaskWindow() (first, last time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.firstTaskStart, s.lastTaskEnd
+}
+
+// holds tells whether a task of type typ started now is held until ReleaseTasks: it has
+// taken its locks, but its worker does its work only at release. The caller holds s.mu.
+func (s *Server) holds(typ string) bool {
+	return s.holding && (len(s.holdTypes) == 0 || contains(s.holdTypes, typ))
 }

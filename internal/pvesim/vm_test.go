@@ -347,7 +347,6 @@ func TestMigrate(t *testing.T) {
 			"500 can't live migrate attached local disks without with-local-disks option", ""},
 		{"to itself", "/nodes/pve1/qemu/100/migrate", url.Values{"target": {"pve1"}}, "400 Parameter verification failed.", ""},
 		{"to an unknown node", "/nodes/pve1/qemu/100/migrate", url.Values{"target": {"pve9"}}, "500 no such cluster node 'pve9'", ""},
-		{"to an offline node", "/nodes/pve2/qemu/102/migrate", url.Values{"target": {"pve4"}, "online": {"1"}}, "500 target node 'pve4' is not online", ""},
 		{"live on shared storage", "/nodes/pve2/qemu/102/migrate", url.Values{"target": {"pve3"}, "online": {"1"}}, "", "pve3"},
 		{"live with local disks", "/nodes/pve1/qemu/100/migrate", url.Values{"target": {"pve2"}, "online": {"1"}, "with-local-disks": {"1"}}, "", "pve2"},
 		{"offline", "/nodes/pve3/qemu/103/migrate", url.Values{"target": {"pve1"}}, "", "pve1"},
@@ -431,6 +430,9 @@ func TestClone(t *testing.T) {
 		{"newid taken on another node fails in the task", "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"102"}}, "", "clone failed: unable to create VM 102 - VM 102 already exists on node 'pve2'", nil},
 		{"missing pool", "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"303"}, "pool": {"nope"}}, "403 Permission check failed (pool 'nope' does not exist)", "", nil},
 		{"unknown parameter", "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"303"}, "cores": {"2"}}, "400 Parameter verification failed.", "", nil},
+		// clone_vm checks the target is a cluster member, not that it is up (pve4 is offline):
+		// the clone runs on the source node and its config lands in the target's directory.
+		{"to an offline node", "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"304"}, "target": {"pve4"}}, "", "OK", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -457,6 +459,12 @@ func TestClone(t *testing.T) {
 	}
 	if g := s.MustGuest(t, 300); g.Node != "pve3" || g.Pool != "lab" {
 		t.Errorf("clone 300 on %s in pool %q, want pve3 and lab", g.Node, g.Pool)
+	}
+	if g := s.MustGuest(t, 304); g.Node != "pve4" {
+		t.Errorf("clone 304 on %s, want pve4", g.Node)
+	}
+	if r := a.get("/nodes/pve4/qemu/304/config"); r.code != 595 {
+		t.Errorf("the clone's config through its offline node: %s", r.status)
 	}
 }
 
