@@ -365,7 +365,7 @@ func (r *vmResource) Update(ctx context.Context, req resource.UpdateRequest, res
 	if err == nil && plan.HA != nil {
 		planned := plan.HA.Rules
 		err = r.syncHARules(ctx, &plan, vmid, haUpdateMode(plan.HA, state.HA), r.haPolicy(ctx, &plan, &resp.Diagnostics), time.Now())
-		if !planned.IsUnknown() {
+		if !planned.IsUnknown() && !planned.IsNull() {
 			// The plan found the rules in sync and Terraform holds the apply to that value; a
 			// peer applied earlier may have put the VM into a group rule since (its own write
 			// changed nothing), which the next refresh reads.
