@@ -175,14 +175,16 @@ func (s *Server) HoldTasks(types ...string) {
 	s.holding, s.holdTypes = true, types
 }
 
-// ReleaseTasks completes the held tasks in the order they started and stops holding.
+// ReleaseTasks stops holding and completes the held tasks in the order they started; a task
+// one of them starts (a create's autostart) is not held.
 func (s *Server) ReleaseTasks() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, finish := range s.held {
+	held := s.held
+	s.held, s.holding, s.holdTypes = nil, false, nil
+	for _, finish := range held {
 		finish()
 	}
-	s.held, s.holding, s.holdTypes = nil, false, nil
 }
 
 // Tick publishes stats for every guest, ending the lag simulated by WithStatsLag.

@@ -385,17 +385,20 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	g.lock = "create"
 	c.commit(g)
 	s.guests[vmid] = g
-	writeData(w, s.startTask(r, n.name, "qmcreate", vmid, func() outcome {
-		if !start {
-			return taskOK()
+	writeData(w, s.startTask(r, n.name, "qmcreate", vmid, taskOK, func(ok bool) {
+		s.settleNew(g, ok)
+		if ok && start && s.stillThere(g, n.name) {
+			// "Execute autostart": once the VM is created and unlocked, the create's worker
+			// calls vm_start, which forks a qmstart worker of its own: its failure is not the
+			// create's (qemu-server API2/Qemu.pm create_vm).
+			s.startTask(r, n.name, "qmstart", vmid, func() outcome {
+				if failed, stop := s.lockedOrGone(g, n.name); stop {
+					return failed
+				}
+				return s.vmStart(g)
+			}, nil)
 		}
-		// The create starts the VM as a separate worker, whose failure is only a warning.
-		if msg := s.startProblem(g); msg != "" {
-			return outcome{warnings: []string{msg}}
-		}
-		g.boot()
-		return taskOK()
-	}, func(ok bool) { s.settleNew(g, ok) }))
+	}))
 }
 
 // configParams are the config-write parameters that are not VM config.

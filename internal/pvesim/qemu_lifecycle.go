@@ -65,25 +65,12 @@ func (s *Server) handlePower(w http.ResponseWriter, r *http.Request) {
 	node := g.node
 	// PVE checks the lock and the state inside the worker, so these are task failures.
 	writeData(w, s.startTask(r, node, typ, g.vmid, func() outcome {
-		switch {
-		case !s.stillThere(g, node):
-			return missingConfig(node, g.vmid)
-		case g.lock != "":
-			return taskError("VM is locked (%s)", g.lock)
+		if failed, stop := s.lockedOrGone(g, node); stop {
+			return failed
 		}
 		switch action {
 		case "start":
-			switch {
-			case g.template():
-				return taskError("you can't start a vm if it's a template")
-			case g.status == "running":
-				return taskError("VM %d already running", g.vmid)
-			}
-			g.applyPending()
-			if msg := s.startProblem(g); msg != "" {
-				return taskError("%s", msg)
-			}
-			g.boot()
+			return s.vmStart(g)
 		case "reboot":
 			if g.status != "running" {
 				return taskError("VM %d not running", g.vmid)
@@ -100,6 +87,36 @@ func (s *Server) handlePower(w http.ResponseWriter, r *http.Request) {
 		}
 		return taskOK()
 	}, nil))
+}
+
+// lockedOrGone is a power worker's first check: the guest must still be on node (an outside
+// actor may have moved or deleted it) and unlocked. The caller holds s.mu.
+func (s *Server) lockedOrGone(g *guest, node string) (outcome, bool) {
+	switch {
+	case !s.stillThere(g, node):
+		return missingConfig(node, g.vmid), true
+	case g.lock != "":
+		return taskError("VM is locked (%s)", g.lock), true
+	}
+	return outcome{}, false
+}
+
+// vmStart is vm_start's worker once the guest is found and unlocked: templates and running
+// guests are refused, pending changes applied, then the start's own checks (startProblem).
+// The caller holds s.mu.
+func (s *Server) vmStart(g *guest) outcome {
+	switch {
+	case g.template():
+		return taskError("you can't start a vm if it's a template")
+	case g.status == "running":
+		return taskError("VM %d already running", g.vmid)
+	}
+	g.applyPending()
+	if msg := s.startProblem(g); msg != "" {
+		return taskError("%s", msg)
+	}
+	g.boot()
+	return taskOK()
 }
 
 var resizeSize = regexp.MustCompile(`^\+?\d+(\.\d+)?[KMGT]?$`)

@@ -128,10 +128,10 @@ func TestCicustomCheckedWhenTheDriveIsGenerated(t *testing.T) {
 	if a.ok(r); a.task(a.form(http.MethodPost, "/nodes/pve1/qemu/151/status/start", nil)) != "OK" {
 		t.Error("start after fixing cicustom failed")
 	}
-	// start=1 on create: the start is a separate worker, its failure a warning of the create.
+	// start=1 on create: the create's worker forks a qmstart worker, whose failure is its own.
 	exit := a.task(a.form(http.MethodPost, "/nodes/pve1/qemu", url.Values{"vmid": {"152"}, "ide2": {"local-lvm:cloudinit"}, "cicustom": {bad}, "start": {"1"}}))
-	if g := s.MustGuest(t, 152); exit != "WARNINGS: 1" || g.Status != "stopped" {
-		t.Errorf("create with start=1: exit %q, VM %s; want WARNINGS: 1 and stopped", exit, g.Status)
+	if g := s.MustGuest(t, 152); exit != "OK" || g.Status != "stopped" {
+		t.Errorf("create with start=1: exit %q, VM %s; want OK and stopped", exit, g.Status)
 	}
 }
 

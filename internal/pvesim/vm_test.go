@@ -317,12 +317,18 @@ func TestPowerAndDestroy(t *testing.T) {
 
 // TestStartRefusesMoreVCPUsThanTheNodeHas: qemu-server's config_to_command dies with "MAX 16
 // vcpus allowed per VM on this node" when sockets x cores exceed the node's CPUs; the create
-// stores such a VM, and only its start fails (a warning of a create with start=1).
+// stores such a VM, and only its start fails. With start=1 the create's worker calls vm_start,
+// which forks a qmstart worker of its own (create_vm's "Execute autostart"): the create ends
+// OK and the VM stays stopped.
 func TestStartRefusesMoreVCPUsThanTheNodeHas(t *testing.T) {
 	s, a := lab(t) // pve3 has 16 CPUs
 	exit := a.task(a.form(http.MethodPost, "/nodes/pve3/qemu", url.Values{"vmid": {"150"}, "cores": {"16"}, "sockets": {"2"}, "start": {"1"}}))
-	if g := s.MustGuest(t, 150); exit != "WARNINGS: 1" || g.Status != "stopped" {
-		t.Errorf("create of 32 vCPUs with start=1 on 16 CPUs: exit %q, VM %s; want WARNINGS: 1 and stopped", exit, g.Status)
+	if g := s.MustGuest(t, 150); exit != "OK" || g.Status != "stopped" {
+		t.Errorf("create of 32 vCPUs with start=1 on 16 CPUs: exit %q, VM %s; want OK and stopped", exit, g.Status)
+	}
+	exit = a.task(a.form(http.MethodPost, "/nodes/pve3/qemu", url.Values{"vmid": {"151"}, "cores": {"16"}, "start": {"1"}}))
+	if g := s.MustGuest(t, 151); exit != "OK" || g.Status != "running" {
+		t.Errorf("create of 16 vCPUs with start=1 on 16 CPUs: exit %q, VM %s; want OK and running", exit, g.Status)
 	}
 	if exit := a.task(a.form(http.MethodPost, "/nodes/pve3/qemu/150/status/start", nil)); exit != "MAX 16 vcpus allowed per VM on this node" {
 		t.Errorf("start: exit %q", exit)
@@ -622,5 +628,20 @@ func TestDiskOptionsOnARunningVM(t *testing.T) {
 	a.task(a.form(http.MethodPost, path+"/status/start", nil))
 	if g := s.MustGuest(t, 102); len(g.Pending) != 0 || g.Config["scsi0"] != "ceph:vm-102-disk-0,cache=writeback,size=50G" {
 		t.Errorf("after a restart: pending %v, scsi0 %q", g.Pending, g.Config["scsi0"])
+	}
+}
+
+// A held create with start=1 starts its VM when released: the autostart's qmstart worker is
+// started by the create's completion, after holding ended.
+func TestHeldCreateAutostarts(t *testing.T) {
+	s, a := lab(t)
+	s.HoldTasks()
+	upid := a.ok(a.form(http.MethodPost, "/nodes/pve3/qemu", url.Values{"vmid": {"150"}, "cores": {"2"}, "start": {"1"}})).str()
+	s.ReleaseTasks()
+	if exit := a.wait(upid)["exitstatus"]; exit != "OK" {
+		t.Fatalf("create: %v", exit)
+	}
+	if g := s.MustGuest(t, 150); g.Status != "running" || g.Lock != "" {
+		t.Errorf("VM 150 %s, lock %q after the released create; want running, unlocked", g.Status, g.Lock)
 	}
 }
