@@ -3,6 +3,8 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -180,6 +182,8 @@ func (c *changeSet) decide(snap scheduler.Snapshot, m setMember) (scheduler.Plac
 	c.decided = true
 	c.arrived[m.req.Name] = true
 	base := c.withOtherPicks(snap)
+	// The growth the apply re-planned counts as the plan counted it (grow).
+	c.withSizes(&base)
 	// At apply a replaced VM is gone already, or still counts (create_before_destroy).
 	reqs, profile, view := c.sorted(base, false)
 	// First beside the room the plan gave the set's creates still to come, then without it.
@@ -212,11 +216,17 @@ func (c *changeSet) done(name string) {
 }
 
 // settle waits before a create decides, so that the apply's first wave of creates, planned
-// together, is decided together: until the process has decided a create, it waits until no
-// create has been planned for firstBurstQuiet (at most firstBurstMax). Later creates arrive
-// one by one as earlier ones end, so waiting would only slow them.
+// together, is decided together and beside the growth planned with them: until the process has
+// decided a create, it waits until no create or growth has been planned for firstBurstQuiet (at
+// most firstBurstMax). Later creates arrive one by one as earlier ones end, so waiting would
+// only slow them.
 func (c *changeSet) settle(ctx context.Context) {
-	c.quiet(ctx, firstBurstQuiet, func() (time.Time, bool) { return c.lastArrival, c.decided })
+	c.quiet(ctx, firstBurstQuiet, func() (time.Time, bool) {
+		if c.lastGrowth.After(c.lastArrival) {
+			return c.lastGrowth, c.decided
+		}
+		return c.lastArrival, c.decided
+	})
 }
 
 // quiet waits until last() is quiet long ago (at most firstBurstMax), or until it says to stop
@@ -243,11 +253,13 @@ func (c *changeSet) quiet(ctx context.Context, quiet time.Duration, last func() 
 }
 
 // grow records the size an existing VM has after the plan and returns the snapshot with every
-// planned size of the process: a node's totals after all the plan's changes on it. A VM that
-// grows waits until no other growth has been planned for burstWindow: Terraform plans the
-// instances of a plan within milliseconds of each other, so the totals its check and warning
-// show are those after the plan, not after the VMs that happened to be planned before it.
-func (c *changeSet) grow(ctx context.Context, snap scheduler.Snapshot, vmid int, size plannedSize) scheduler.Snapshot {
+// planned size of the process and the tentative placements of the plan's new VMs: a node's
+// totals after all the plan's changes on it. A VM that grows waits until no other growth has
+// been planned for burstWindow: Terraform plans the instances of a plan within milliseconds of
+// each other, so the totals its check and warning show are those after the plan, not after the
+// VMs that happened to be planned before it. The new VMs planned before the growth are placed
+// again beside it; the error says that they no longer fit together.
+func (c *changeSet) grow(ctx context.Context, snap scheduler.Snapshot, vmid int, size plannedSize) (scheduler.Snapshot, error) {
 	c.mu.Lock()
 	grows := false
 	if size.cpus > 0 && size.memory > 0 {
@@ -263,7 +275,54 @@ func (c *changeSet) grow(ctx context.Context, snap scheduler.Snapshot, vmid int,
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.withSizes(&snap)
-	return snap
+	var err error
+	if grows && !c.decided && c.allPlaced() {
+		err = c.placeAgain(ctx, snap)
+	}
+	return c.withTentative(snap, ""), err
+}
+
+// besideGrowth is the set's error as the plan of a VM that grows reports it: the plan's new
+// VMs, placed before the growth was known, no longer fit beside it.
+func besideGrowth(err error, name string) error {
+	var ue *scheduler.UnschedulableError
+	if !errors.As(err, &ue) {
+		return err
+	}
+	u := *ue
+	u.Message = fmt.Sprintf("%q grows in this plan, and beside its new size the plan's new VMs no longer fit together; below, why %q does not.\n\n%s", name, ue.Request, ue.Message)
+	var se *scheduler.SetError
+	if errors.As(err, &se) {
+		copied := *se
+		copied.UnschedulableError = &u
+		return &copied
+	}
+	return &u
+}
+
+// allPlaced tells whether the plan's new VMs have a tentative placement each: none has failed
+// its plan, which then reports the set's error already.
+func (c *changeSet) allPlaced() bool {
+	for _, m := range c.members {
+		if m.tentative == nil {
+			return false
+		}
+	}
+	return len(c.members) > 0
+}
+
+// placeAgain places the plan's new VMs again jointly beside the picks and the planned sizes
+// (snap carries neither) and keeps the result as their tentative placements.
+func (c *changeSet) placeAgain(ctx context.Context, snap scheduler.Snapshot) error {
+	base := c.withOtherPicks(snap)
+	c.withSizes(&base)
+	reqs, profile, view := c.sorted(base, true)
+	d, err := profile.ScheduleSet(view, reqs, scheduler.Options{})
+	if err != nil {
+		return err
+	}
+	c.tentative(ctx, d)
+	return nil
 }
 
 // growsFrom tells whether size is larger than the guest vmid is in snap in any dimension.

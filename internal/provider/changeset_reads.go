@@ -97,19 +97,13 @@ func (c *changeSet) refit(ctx context.Context, snap scheduler.Snapshot, batch []
 	if len(c.members) == 0 || c.decided {
 		return
 	}
-	base := c.withOtherPicks(snap)
-	c.withSizes(&base)
-	reqs, profile, view := c.sorted(base, true)
-	d, err := profile.ScheduleSet(view, reqs, scheduler.Options{})
-	if err != nil {
+	if err := c.placeAgain(ctx, snap); err != nil {
 		for _, r := range batch {
 			if r.err == nil {
 				r.d, r.err = scheduler.Decision{}, err
 			}
 		}
-		return
 	}
-	c.tentative(ctx, d)
 }
 
 // pick records a read's answers for VMs that do not exist yet (a read again replaces its own),

@@ -274,3 +274,40 @@ resource "qemuscheduler_vm" "free" {
 			}),
 	})
 }
+
+// A VM that grows and a new VM in one plan: the new VM, planned before the growth is known (a
+// create has nothing to refresh, so Terraform plans it first), is placed again beside the
+// growth. pve1's g grows from 2 to 8 GiB; the new 4 GiB VM, which would go to the emptier pve1,
+// then fits only on pve2, and with pve2 full too the plan fails on g, saying so.
+func TestAccChangeSetGrowthBesideNewVMs(t *testing.T) {
+	config := func(env *accEnv, fill0, gmem, news int) string {
+		return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "g" {
+  name   = "g"
+  node   = "pve1"
+  memory = %[2]d
+}
+resource "qemuscheduler_vm" "fill" {
+  count  = 2
+  name   = "fill-${count.index}"
+  node   = "pve${count.index + 2}"
+  memory = count.index == 0 ? %[1]d : 6144
+}
+resource "qemuscheduler_vm" "new" {
+  count  = %[3]d
+  name   = "new-${count.index}"
+  memory = 4096
+}`, fill0, gmem, news))
+	}
+	t.Run("placed again", func(t *testing.T) {
+		env, sim := simEnv(t, sizedCluster(3, 16, 8))
+		runParallel(t, resource.TestStep{Config: config(env, 4096, 2048, 0)},
+			resource.TestStep{Config: config(env, 4096, 8192, 1), Check: wantPerNode(sim, "new-", map[string]int{"pve2": 1})})
+	})
+	t.Run("refused", func(t *testing.T) {
+		env, _ := simEnv(t, sizedCluster(3, 16, 8))
+		runParallel(t, resource.TestStep{Config: config(env, 6144, 2048, 0)},
+			resource.TestStep{Config: config(env, 6144, 8192, 1), ExpectError: wrapped(
+				// On g when new-0 was planned first, as usual; on new-0 when g was.
+				`No placement for "new-0"[\s\S]*pve1: MemoryOvercommit: \(8192\+4096\)/8192 MiB = 1.5 > 1`)})
+	})
+}

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -39,7 +40,10 @@ func TestChangeSetGrowthCountsThePlansOtherChanges(t *testing.T) {
 	grown := scheduler.Request{Cores: 2, Sockets: 1, MemoryMiB: 40960}
 	over := "MemoryOvercommit: (40960+40960)/65536 MiB = 1.25 > 1"
 	check := func(c *changeSet, i int) string {
-		s := c.grow(context.Background(), snap, 100+i, sizeOf(grown))
+		s, err := c.grow(context.Background(), snap, 100+i, sizeOf(grown))
+		if err != nil {
+			t.Error(err)
+		}
 		return strings.Join(p.CheckNode(s, grown, fmt.Sprintf("n%d", i%2+1), 100+i), "; ")
 	}
 	c := newChangeSet(nil)
@@ -173,6 +177,66 @@ func TestChangeSetReadAfterNewVMsRefits(t *testing.T) {
 				t.Errorf("read: %v", err)
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 				t.Errorf("read: %v, want an error saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A VM that grows after the plan's new VMs were planned: they are placed again beside the
+// growth, the growth's check counts them where they go, and when they no longer fit, the
+// growth's plan says so. g (2 GiB on n1, 8 GiB nodes) grows to 6 GiB; the new 4 GiB VM went
+// to the emptier n1 and moves to n2, unless n2 is as full.
+func TestChangeSetGrowthPlacesTheNewVMsAgain(t *testing.T) {
+	p, ctx := registryProfile(t), context.Background()
+	for _, tc := range []struct {
+		name string
+		n2   int    // MiB of the guest on n2
+		want string // the growth's error, "" for none
+	}{
+		{"placed again", 4096, ""},
+		{"no longer fit", 6144, `"g" grows in this plan, and beside its new size the plan's new VMs no longer fit together; below, why "new-0" does not.
+
+0/2 nodes are available: 2 node(s) exceeded memory overcommit ratio 1`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := scheduler.Snapshot{}
+			for _, n := range []string{"n1", "n2"} {
+				snap.Nodes = append(snap.Nodes, scheduler.Node{Name: n, Online: true, MaxCPU: 16, MaxMem: 8 << 30,
+					Storages: []scheduler.Storage{{Name: "local-lvm", Content: []string{"images"}, Active: true, Total: 100 << 30}}})
+			}
+			snap.Guests = []scheduler.Guest{
+				{VMID: 100, Node: "n1", Name: "g", Type: scheduler.GuestQEMU, Status: "running", CPUs: 1, MaxMem: 2 << 30},
+				{VMID: 101, Node: "n2", Name: "other", Type: scheduler.GuestQEMU, Status: "running", CPUs: 1, MaxMem: uint64(tc.n2) << 20},
+			}
+			c := newChangeSet(nil)
+			c.growQuiet = 0
+			if err := c.plan(ctx, snap, setMember{profile: p, req: scheduler.Request{Name: "new-0", Cores: 1, Sockets: 1, MemoryMiB: 4096}}); err != nil {
+				t.Fatal(err)
+			}
+			if got := c.members["new-0"].tentative.Node; got != "n1" {
+				t.Fatalf("new-0 tentatively on %s, want n1: the test does not exercise the placement again", got)
+			}
+			grown := scheduler.Request{Cores: 1, Sockets: 1, MemoryMiB: 6144}
+			after, err := c.grow(ctx, snap, 100, sizeOf(grown))
+			if tc.want != "" {
+				var ue *scheduler.UnschedulableError
+				if !errors.As(besideGrowth(err, "g"), &ue) || ue.Message != tc.want {
+					t.Fatalf("grow: %v, want an error saying %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.members["new-0"].tentative.Node; got != "n2" {
+				t.Errorf("new-0 tentatively on %s after the growth, want n2", got)
+			}
+			if reasons := p.CheckNode(after, scheduler.Request{Cores: 1, Sockets: 1, MemoryMiB: tc.n2}, "n2", 101); len(reasons) != 0 {
+				t.Errorf("n2 after the plan: %v", reasons)
+			}
+			// The growth's check counts the new VM where it goes: on n2, 4+4 GiB fill it.
+			if reasons := p.CheckNode(after, scheduler.Request{Cores: 1, Sockets: 1, MemoryMiB: tc.n2 + 1}, "n2", 101); len(reasons) == 0 {
+				t.Error("the snapshot after the growth does not count the new VM on n2")
 			}
 		})
 	}

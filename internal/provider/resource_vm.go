@@ -181,7 +181,11 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 	}
 	vmid, current := int(state.VMID.ValueInt64()), state.Node.ValueString()
 	// Growth in place is checked against the node's totals after all the plan's changes.
-	snap = r.data.changes.grow(ctx, snap, vmid, sizeOf(schedReq))
+	snap, err = r.data.changes.grow(ctx, snap, vmid, sizeOf(schedReq))
+	if err != nil {
+		addPlanError(&resp.Diagnostics, besideGrowth(err, state.Name.ValueString()), "", r.data.changes.hint())
+		return
+	}
 	if at := leaveHAFrom(snap, &plan, &state, &resp.Diagnostics); at != "" {
 		current = at
 	}
