@@ -109,8 +109,8 @@ func Want(in Input) []Rule {
 }
 
 // nodeRuleNodes are the nodes the VM's node rule lists: those passing its node-level rules,
-// within the domain of its node for every required term with another topology key. policy
-// names what restricts them.
+// within the domain of its node for every required term with another topology key, and the
+// node it runs on. policy names what restricts them.
 func nodeRuleNodes(in Input) ([]string, string) {
 	nodes := slices.Clone(in.PolicyNodes)
 	policy := []string{"node_selector, required node_affinity, taints and node regex"}
@@ -148,6 +148,13 @@ func nodeRuleNodes(in Input) ([]string, string) {
 			}
 			return true
 		})
+	}
+	// Placement is sticky (kube's IgnoredDuringExecution): the node the VM runs on stays in
+	// its rule when its rules no longer pass there (a changed node_selector, a new taint), or
+	// the HA manager would move it off that node on its own, which no plan showed.
+	if at != nil && !slices.Contains(nodes, at.Name) {
+		nodes = append(nodes, at.Name)
+		policy = append(policy, "the node it runs on, "+at.Name+" (placement is sticky)")
 	}
 	sort.Strings(nodes)
 	return nodes, strings.Join(policy, "; ")

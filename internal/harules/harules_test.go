@@ -51,6 +51,25 @@ func TestNodeRuleNodes(t *testing.T) {
 	}
 }
 
+// A VM whose node no longer passes its node-level rules (its node_selector changed, a taint
+// came) keeps that node in its rule, besides the nodes that pass: placement is sticky, and a
+// strict rule without it would make the HA manager move the VM on its own.
+func TestWantKeepsTheNodeTheVMRunsOn(t *testing.T) {
+	snap := cluster()
+	req := scheduler.Request{NodeSelector: map[string]string{"zone": "a"}}
+	got := Want(Input{VMID: 104, Name: "db", Node: "pve3", Snap: snap, PolicyNodes: NodeRuleNodes(profile(t), snap, req), Request: req})
+	if len(got) != 1 || !reflect.DeepEqual(got[0].Nodes, []string{"pve1", "pve2", "pve3"}) || !strings.Contains(got[0].Policy, "pve3 (placement is sticky)") {
+		t.Fatalf("node rule %+v, want zone a and pve3, where the VM runs", got)
+	}
+	// Before the VM exists, or on a node that passes, only the passing nodes.
+	for _, node := range []string{"", "pve1"} {
+		got := Want(Input{VMID: 104, Name: "db", Node: node, Snap: snap, PolicyNodes: NodeRuleNodes(profile(t), snap, req), Request: req})
+		if len(got) != 1 || !reflect.DeepEqual(got[0].Nodes, []string{"pve1", "pve2"}) || strings.Contains(got[0].Policy, "sticky") {
+			t.Errorf("node %q: node rule %+v, want zone a", node, got)
+		}
+	}
+}
+
 func TestWant(t *testing.T) {
 	snap := cluster()
 	managed := map[int]bool{100: true, 101: true, 102: true, 103: true}
@@ -187,8 +206,9 @@ func TestWantPositiveGroupSharesOneNodeRule(t *testing.T) {
 	snap := cluster()
 	snap.Guests = append(snap.Guests, scheduler.Guest{VMID: 104, Node: "pve3", Tags: []string{"db"}})
 	pair := scheduler.Request{VMAffinity: []scheduler.VMGroupTerm{{Tags: []string{"db"}, TopologyKey: "node"}}}
+	// Node is left out: the nodes a VM runs on stay in its rule (TestWantKeepsTheNodeTheVMRunsOn).
 	want := func(vmid int, managed map[int]bool, nodes ...string) []Rule {
-		return Want(Input{VMID: vmid, Name: "db", Node: "pve3", Snap: snap, Managed: managed, PolicyNodes: nodes, Request: pair})
+		return Want(Input{VMID: vmid, Name: "db", Snap: snap, Managed: managed, PolicyNodes: nodes, Request: pair})
 	}
 	// Alone, the first member writes the group's node rule.
 	first := want(103, map[int]bool{103: true}, "pve1", "pve2", "pve3")

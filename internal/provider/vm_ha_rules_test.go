@@ -625,3 +625,50 @@ func TestAccVMHARulesPeerWritesBeforeUpdate(t *testing.T) {
 			Check: resource.TestCheckResourceAttr("qemuscheduler_vm.old", "ha.rules.0", apartWeb)},
 	)
 }
+
+// Placement is sticky for an HA VM too: a node_selector its node no longer passes keeps that
+// node in the VM's node rule (besides the nodes that pass), so the HA manager does not move
+// the VM away on its own, which no plan showed; the plan warns as for any VM.
+func TestAccVMHARulesStickyNodeSelector(t *testing.T) {
+	env, sim := simEnv(t, haRulesCluster())
+	config := func(zone string) string {
+		return env.providerBlock("  read_node_notes = true") + fmt.Sprintf(`resource "qemuscheduler_vm" "db" {
+  name          = "db"
+  vmid          = 150
+  memory        = 512
+  node_selector = { zone = %q }
+  clone {
+    source_vmid = 9000
+  }
+  ha {}
+}`, zone)
+	}
+	var node string
+	stays := func(*terraform.State) error {
+		// The HA manager runs a round after each read.
+		for range 5 {
+			if _, err := simClient(t, sim).HAResources(context.Background()); err != nil {
+				return err
+			}
+		}
+		if g, _ := sim.Guest(150); g.Node != node {
+			return fmt.Errorf("VM 150 moved from %s to %s", node, g.Node)
+		}
+		for _, r := range simRules(t, sim) {
+			if r.Name == "qemuscheduler-vm-150" && slices.Equal(r.Nodes, []string{"pve1", "pve2", node}) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no node rule for VM 150 on zone a and %s: %+v", node, simRules(t, sim))
+	}
+	runSteps(t,
+		resource.TestStep{Config: config("b"), Check: func(*terraform.State) error {
+			g, _ := sim.Guest(150)
+			node = g.Node
+			return nil
+		}},
+		resource.TestStep{Config: config("a"), Check: stays},
+		resource.TestStep{Config: config("a"), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			Check: stays},
+	)
+}
