@@ -200,27 +200,32 @@ func noRules(t *testing.T, sim *pvesim.Server) resource.TestCheckFunc {
 	}
 }
 
+// haDB is the HA VM db (150), cloned, on the cluster's Notes labels; attrs are more attributes.
+func haDB(env *accEnv, attrs string) string {
+	return env.providerBlock("  read_node_notes = true") + fmt.Sprintf(`resource "qemuscheduler_vm" "db" {
+  name   = "db"
+  vmid   = 150
+  memory = 512
+  %s
+  clone {
+    source_vmid = 9000
+  }
+  ha {}
+}`, attrs)
+}
+
 // A required term over zones keeps the VM in its zone: a strict node rule listing the zone's
 // nodes, which the HA manager's recovery honours; a pin moved to the other zone takes the rule
 // along; import reads the rule back.
 func TestAccVMHARulesZone(t *testing.T) {
 	env, sim := simEnv(t, haRulesCluster())
 	config := func(node string) string {
-		return env.providerBlock("  read_node_notes = true") + fmt.Sprintf(`resource "qemuscheduler_vm" "db" {
-  name   = "db"
-  vmid   = 150
-  node   = %q
-  memory = 512
-  tags   = ["db"]
-  clone {
-    source_vmid = 9000
-  }
+		return haDB(env, fmt.Sprintf(`node = %q
+  tags = ["db"]
   vm_anti_affinity {
     tags         = ["db"]
     topology_key = "zone"
-  }
-  ha {}
-}`, node)
+  }`, node))
 	}
 	nodeRule := func(nodes ...string) resource.TestCheckFunc {
 		return func(*terraform.State) error {
@@ -631,18 +636,7 @@ func TestAccVMHARulesPeerWritesBeforeUpdate(t *testing.T) {
 // the VM away on its own, which no plan showed; the plan warns as for any VM.
 func TestAccVMHARulesStickyNodeSelector(t *testing.T) {
 	env, sim := simEnv(t, haRulesCluster())
-	config := func(zone string) string {
-		return env.providerBlock("  read_node_notes = true") + fmt.Sprintf(`resource "qemuscheduler_vm" "db" {
-  name          = "db"
-  vmid          = 150
-  memory        = 512
-  node_selector = { zone = %q }
-  clone {
-    source_vmid = 9000
-  }
-  ha {}
-}`, zone)
-	}
+	config := func(zone string) string { return haDB(env, fmt.Sprintf("node_selector = { zone = %q }", zone)) }
 	var node string
 	stays := func(*terraform.State) error {
 		// The HA manager runs a round after each read.
