@@ -285,12 +285,19 @@ func (c *changeSet) grow(ctx context.Context, snap scheduler.Snapshot, vmid int,
 // besideGrowth is the set's error as the plan of a VM that grows reports it: the plan's new
 // VMs, placed before the growth was known, no longer fit beside it.
 func besideGrowth(err error, name string) error {
+	return reworded(err, func(ue *scheduler.UnschedulableError) string {
+		return fmt.Sprintf("%q grows in this plan, and beside its new size the plan's new VMs no longer fit together; below, why %q does not.\n\n%s", name, ue.Request, ue.Message)
+	})
+}
+
+// reworded is err with the message of its UnschedulableError (a SetError's too) rewritten.
+func reworded(err error, message func(*scheduler.UnschedulableError) string) error {
 	var ue *scheduler.UnschedulableError
 	if !errors.As(err, &ue) {
 		return err
 	}
 	u := *ue
-	u.Message = fmt.Sprintf("%q grows in this plan, and beside its new size the plan's new VMs no longer fit together; below, why %q does not.\n\n%s", name, ue.Request, ue.Message)
+	u.Message = message(ue)
 	var se *scheduler.SetError
 	if errors.As(err, &se) {
 		copied := *se
@@ -488,6 +495,45 @@ func replacedVMID(ctx context.Context, priv privateState, diags *diag.Diagnostic
 		return 0
 	}
 	return vmid
+}
+
+// taintedPredecessor is the VM a new VM with a pinned VMID replaces when Terraform plans it as
+// a plain create: a tainted VM's replacement comes with no prior state or private data, so the
+// guest already holding the pinned VMID under the same name is taken as that VM, destroyed
+// before its replacement is created. Any other guest of the VMID is not (0): the VMID is taken.
+func taintedPredecessor(snap scheduler.Snapshot, r scheduler.Request) int {
+	if r.VMID == 0 {
+		return 0
+	}
+	for _, g := range snap.Guests {
+		if g.VMID == r.VMID && g.Name == r.Name && !g.Template && g.Type == scheduler.GuestQEMU {
+			return g.VMID
+		}
+	}
+	return 0
+}
+
+// withNamesake adds a line to a refused new VM's error when the VM has no pinned VMID and a
+// guest of its name exists: a tainted VM's replacement comes as a plain create
+// (taintedPredecessor), which without a pinned VMID cannot be told from a new VM of the same
+// name, so the tainted VM still counts.
+func withNamesake(err error, snap scheduler.Snapshot, r scheduler.Request, replaces int) error {
+	if err == nil || replaces != 0 || r.VMID != 0 {
+		return err
+	}
+	for _, g := range snap.Guests {
+		if g.Name == r.Name && !g.Template && g.Type == scheduler.GuestQEMU {
+			return reworded(err, func(ue *scheduler.UnschedulableError) string {
+				if ue.Request != r.Name {
+					return ue.Message
+				}
+				return ue.Message + fmt.Sprintf("\nVM %d on %s already has this name. If it is this resource's VM, tainted, Terraform plans its replacement as a new VM "+
+					"and does not say which VM it replaces, so the old one still counts: terraform untaint the resource, then terraform apply -replace "+
+					"it (a replaced VM frees its room for its replacement).", g.VMID, g.Node)
+			})
+		}
+	}
+	return err
 }
 
 // sizeOf is a request's size as an existing guest shows it.

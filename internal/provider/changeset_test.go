@@ -91,6 +91,55 @@ func TestAccChangeSetReplaceInFullCluster(t *testing.T) {
 	})
 }
 
+// A tainted VM with a pinned VMID (a failed start taints it; terraform taint here) is replaced
+// by the next apply, in a full cluster too: Terraform plans a tainted object's replacement as
+// a plain create, telling the provider nothing of the VM it replaces, so the guest of the pinned
+// VMID and the same name is taken as that VM. Its VMID and capacity are its replacement's.
+func TestAccChangeSetTaintedReplaceInFullCluster(t *testing.T) {
+	env, sim := simEnv(t, sizedCluster(2, 4, 16))
+	config := env.providerBlock(cpuRatioOne) + `resource "qemuscheduler_vm" "web" {
+  count = 2
+  name  = "web-${count.index}"
+  vmid  = 300 + count.index
+  cores = 4
+}`
+	var before string
+	runParallel(t, resource.TestStep{
+		Config: config,
+		Check: func(s *terraform.State) error {
+			before = s.RootModule().Resources["qemuscheduler_vm.web.0"].Primary.Attributes["node"]
+			return nil
+		},
+	}, resource.TestStep{
+		Taint:  []string{"qemuscheduler_vm.web[0]"},
+		Config: config,
+		Check: resource.ComposeTestCheckFunc(wantPerNode(sim, "web-", map[string]int{"pve1": 1, "pve2": 1}),
+			guestExists(sim, 300, nil), guestExists(sim, 301, nil),
+			func(s *terraform.State) error {
+				if got := s.RootModule().Resources["qemuscheduler_vm.web.0"].Primary.Attributes["node"]; got != before {
+					return fmt.Errorf("web-0 was replaced on %s, want %s, the only node with room", got, before)
+				}
+				return nil
+			}),
+	})
+}
+
+// Without a pinned VMID a tainted VM's replacement cannot be told from a new VM of the same
+// name: in a full cluster the plan fails, and says how to replace it.
+func TestAccChangeSetTaintedUnpinnedSaysHow(t *testing.T) {
+	env, _ := simEnv(t, sizedCluster(1, 4, 16))
+	config := env.providerBlock(cpuRatioOne) + `resource "qemuscheduler_vm" "web" {
+  name  = "web"
+  cores = 4
+}`
+	runParallel(t, resource.TestStep{Config: config}, resource.TestStep{
+		Taint:       []string{"qemuscheduler_vm.web"},
+		Config:      config,
+		PlanOnly:    true,
+		ExpectError: wrapped(`VM 100 on pve1 already has this name. If it is this resource's VM, tainted,[\s\S]*terraform untaint the resource, then terraform apply -replace it`),
+	})
+}
+
 // Three 5 GiB and three 3 GiB VMs on three 8 GiB nodes have exactly one packing (a 5 and a 3
 // per node). The plan and the apply find it whatever order the VMs arrive in; the names
 // change the order of the tie-breaks, so each run arrives differently.

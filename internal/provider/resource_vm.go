@@ -166,11 +166,16 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 	}
 	if creating {
 		// Placed with the plan's other new VMs: all of them fit, or the plan fails.
+		replaces := replacedVMID(ctx, req.Private, &resp.Diagnostics)
+		if replaces == 0 {
+			replaces = taintedPredecessor(snap, schedReq)
+		}
 		if schedReq, err = cloneNode(snap, src, schedReq); err == nil {
-			err = r.data.changes.plan(ctx, snap, setMember{profile: profile, req: schedReq, replaces: replacedVMID(ctx, req.Private, &resp.Diagnostics)})
+			err = r.data.changes.plan(ctx, snap, setMember{profile: profile, req: schedReq, replaces: replaces})
 		}
 		if err != nil {
-			addPlanError(&resp.Diagnostics, underProfile(err, plan.Profile), plan.Name.ValueString(), r.data.changes.hint())
+			err = withNamesake(underProfile(err, plan.Profile), snap, schedReq, replaces)
+			addPlanError(&resp.Diagnostics, err, plan.Name.ValueString(), r.data.changes.hint())
 		}
 		return
 	}
