@@ -277,9 +277,20 @@ func (c *changeSet) grow(ctx context.Context, snap scheduler.Snapshot, vmid int,
 	c.withSizes(&snap)
 	var err error
 	if grows && !c.decided && c.allPlaced() {
-		err = c.placeAgain(ctx, snap)
+		err = c.placeAgain(ctx, snap, true)
 	}
 	return c.withTentative(snap, ""), err
+}
+
+// hold tells whether every member's tentative placement passes the hard filters on view
+// beside the other members' tentative placements.
+func (c *changeSet) hold(view scheduler.Snapshot) bool {
+	for name, m := range c.members {
+		if len(m.profile.CheckNode(c.withTentative(view, name), m.req, m.tentative.Node, 0)) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // besideGrowth is the set's error as the plan of a VM that grows reports it: the plan's new
@@ -319,11 +330,15 @@ func (c *changeSet) allPlaced() bool {
 }
 
 // placeAgain places the plan's new VMs again jointly beside the picks and the planned sizes
-// (snap carries neither) and keeps the result as their tentative placements.
-func (c *changeSet) placeAgain(ctx context.Context, snap scheduler.Snapshot) error {
+// (snap carries neither) and keeps the result as their tentative placements; unlessHeld leaves
+// them where they are when every tentative placement still holds there.
+func (c *changeSet) placeAgain(ctx context.Context, snap scheduler.Snapshot, unlessHeld bool) error {
 	base := c.withOtherPicks(snap)
 	c.withSizes(&base)
 	reqs, profile, view := c.sorted(base, true)
+	if unlessHeld && c.hold(view) {
+		return nil
+	}
 	d, err := profile.ScheduleSet(view, reqs, scheduler.Options{})
 	if err != nil {
 		return err

@@ -97,7 +97,7 @@ func (c *changeSet) refit(ctx context.Context, snap scheduler.Snapshot, batch []
 	if len(c.members) == 0 || c.decided {
 		return
 	}
-	if err := c.placeAgain(ctx, snap); err != nil {
+	if err := c.placeAgain(ctx, snap, false); err != nil {
 		for _, r := range batch {
 			if r.err == nil {
 				r.d, r.err = scheduler.Decision{}, err
