@@ -108,6 +108,43 @@ func Want(in Input) []Rule {
 	return out
 }
 
+// Held are the rules among cur that hold the VM vmid, tagged tags, because a peer keeps it
+// there: an HA-managed member of the rule whose placement record holds the required term over
+// nodes that made the rule and selects the VM (kube's symmetry: an existing pod's anti-affinity
+// binds the pods it selects). The VM does not leave them for lack of such a term of its own;
+// else the peer's next apply would put it back, and its own take it out again.
+func Held(vmid int, tags []string, cur []scheduler.HARule, snap scheduler.Snapshot, managed map[int]bool) []Rule {
+	recorded := map[int]*scheduler.Recorded{}
+	for _, g := range snap.Guests {
+		if g.Recorded != nil && managed[g.VMID] {
+			recorded[g.VMID] = g.Recorded
+		}
+	}
+	var out []Rule
+	for _, r := range cur {
+		if r.Type != scheduler.HAResourceAffinity || !strings.HasPrefix(r.Name, Prefix) || !slices.Contains(r.VMIDs, vmid) {
+			continue
+		}
+		for _, m := range r.VMIDs {
+			if rec := recorded[m]; m != vmid && rec != nil && (selectsInRule(rec.Policy.VMAntiAffinity, "apart", r.Name, tags) ||
+				selectsInRule(rec.Policy.VMAffinity, "together", r.Name, tags)) {
+				out = append(out, Rule{HARule: r})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// selectsInRule tells whether one of terms is a required term over nodes whose rule is named
+// name (verb apart or together) and whose group holds a VM tagged tags.
+func selectsInRule(terms []scheduler.VMGroupTerm, verb, name string, tags []string) bool {
+	return slices.ContainsFunc(terms, func(t scheduler.VMGroupTerm) bool {
+		sel := t.Group()
+		return t.Weight == 0 && t.TopologyKey == topologyNode && strings.EqualFold(Prefix+verb+"-"+groupKey(sel), name) && sel.Selects(tags)
+	})
+}
+
 // nodeRuleNodes are the nodes the VM's node rule lists: those passing its node-level rules,
 // within the domain of its node for every required term with another topology key, and the
 // node it runs on. policy names what restricts them.

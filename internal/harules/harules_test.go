@@ -70,6 +70,30 @@ func TestWantKeepsTheNodeTheVMRunsOn(t *testing.T) {
 	}
 }
 
+// A VM stays in a group rule that a peer's record keeps it in (kube's symmetry), without a
+// term of its own; not in a rule no peer's record explains, nor one whose group it left.
+func TestHeld(t *testing.T) {
+	snap := cluster()
+	managed := map[int]bool{100: true, 101: true, 103: true}
+	anti := scheduler.Request{VMAntiAffinity: []scheduler.VMGroupTerm{{Tags: []string{"web"}, TopologyKey: "node"}}}
+	snap.Guests[0].Recorded = &scheduler.Recorded{Policy: anti}
+	rule := scheduler.HARule{Name: "qemuscheduler-apart-web", Type: scheduler.HAResourceAffinity, Affinity: scheduler.HANegative, VMIDs: []int{100, 101}}
+	cur := []scheduler.HARule{rule}
+	if got := Held(101, []string{"web"}, cur, snap, managed); len(got) != 1 || got[0].Name != rule.Name {
+		t.Errorf("held %+v, want the rule of 100's record", got)
+	}
+	if got := Held(101, []string{"db"}, cur, snap, managed); len(got) != 0 {
+		t.Errorf("held %+v after leaving the group", got)
+	}
+	if got := Held(101, []string{"web"}, cur, snap, map[int]bool{101: true}); len(got) != 0 {
+		t.Errorf("held %+v by a peer the HA manager does not manage", got)
+	}
+	snap.Guests[0].Recorded = nil
+	if got := Held(101, []string{"web"}, cur, snap, managed); len(got) != 0 {
+		t.Errorf("held %+v without a record", got)
+	}
+}
+
 func TestWant(t *testing.T) {
 	snap := cluster()
 	managed := map[int]bool{100: true, 101: true, 102: true, 103: true}

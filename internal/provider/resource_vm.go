@@ -154,7 +154,7 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 	}
 	r.checkSnippets(ctx, &plan, &state, snap, &resp.Diagnostics)
 	checkReferences(&plan, &state, creating, snap, &resp.Diagnostics)
-	r.planHARules(ctx, resp, &plan, &state, creating, snap, haPolicy{profile: profile, req: schedReq, name: plan.Name.ValueString()})
+	breaks := r.planHARules(ctx, resp, &plan, &state, creating, snap, haPolicy{profile: profile, req: schedReq, name: plan.Name.ValueString()})
 	if resp.Diagnostics.HasError() {
 		return // a wrong name, not the cluster's capacity: no placement error besides
 	}
@@ -209,9 +209,13 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 		return
 	}
 	if reasons := profile.CheckNode(snap, schedReq, current, vmid); len(reasons) > 0 {
+		stays := "Placement is sticky, so the VM stays; pin or change node to move it."
+		if breaks != "" {
+			stays = "Placement is sticky, but " + breaks + ": PVE's HA manager moves a VM that breaks an HA rule to a node the rules " +
+				"allow (when there is one), so this VM or its peer leaves once the rule is written. Pin the nodes to choose where they go."
+		}
 		resp.Diagnostics.AddWarning("VM "+state.ID.ValueString()+" no longer fits its node under the current scheduling rules",
-			fmt.Sprintf("%s on %s: %s. Placement is sticky, so the VM stays; pin or change node to move it.",
-				state.Name.ValueString(), current, strings.Join(reasons, "; ")))
+			fmt.Sprintf("%s on %s: %s. %s", state.Name.ValueString(), current, strings.Join(reasons, "; "), stays))
 	}
 }
 
@@ -354,6 +358,7 @@ func (r *vmResource) Update(ctx context.Context, req resource.UpdateRequest, res
 	defer r.data.invalidate()
 	vmid := int(state.VMID.ValueInt64())
 	node := state.Node.ValueString()
+	plannedNode, plannedSummary := plan.Node, plan.PlacementSummary
 	want := plan.vmConfig(ctx, &resp.Diagnostics)
 	old := state.vmConfig(ctx, &resp.Diagnostics)
 	rec := r.record(ctx, &plan, &resp.Diagnostics)
@@ -370,16 +375,6 @@ func (r *vmResource) Update(ctx context.Context, req resource.UpdateRequest, res
 	}
 	if err == nil {
 		r.data.records.remember(vmid, rec)
-	}
-	if err == nil && plan.HA != nil {
-		planned := plan.HA.Rules
-		err = r.syncHARules(ctx, &plan, vmid, haUpdateMode(plan.HA, state.HA), r.haPolicy(ctx, &plan, &resp.Diagnostics), time.Now())
-		if !planned.IsUnknown() && !planned.IsNull() {
-			// The plan found the rules in sync and Terraform holds the apply to that value; a
-			// peer applied earlier may have put the VM into a group rule since (its own write
-			// changed nothing), which the next refresh reads.
-			plan.HA.Rules = planned
-		}
 	}
 	if err != nil {
 		resp.Diagnostics.AddError(fmt.Sprintf("Cannot update VM %d", vmid), err.Error())
@@ -399,7 +394,32 @@ func (r *vmResource) Update(ctx context.Context, req resource.UpdateRequest, res
 	plan.keepAddresses(state.agentModel)
 	r.readAgent(cleanupCtx, &plan, err == nil && !state.Started.ValueBool(), &resp.Diagnostics)
 	recordPin(ctx, &plan, req.Config, err == nil, resp.Private, &resp.Diagnostics)
+	if err == nil && plan.HA != nil {
+		// The rules last, after the state is read: a rule the placement breaks makes the HA
+		// manager move the VM or a peer (the plan warned), which must not change the node
+		// Terraform holds the apply to; the next refresh reads where it went.
+		planned := plan.HA.Rules
+		if err := r.syncHARules(ctx, &plan, vmid, haUpdateMode(plan.HA, state.HA), r.haPolicy(ctx, &plan, &resp.Diagnostics), time.Now()); err != nil {
+			resp.Diagnostics.AddError(fmt.Sprintf("Cannot update the HA rules of VM %d", vmid), err.Error())
+		}
+		if !planned.IsUnknown() && !planned.IsNull() {
+			// The plan found the rules in sync and Terraform holds the apply to that value; a
+			// peer applied earlier may have put the VM into a group rule since (its own write
+			// changed nothing), which the next refresh reads.
+			plan.HA.Rules = planned
+		}
+	}
 	plan.HA.knownRules()
+	if haManaged(plan.HA) && known(plannedNode) && !plan.Node.Equal(plannedNode) {
+		// The HA manager moved the VM while it was applied (a failover, a rule this apply or
+		// a peer's wrote): Terraform holds the apply to the planned node, and the next refresh
+		// reads where it runs (not drift).
+		tflog.Info(ctx, "the HA manager moved the VM during the apply", map[string]any{"vmid": vmid, "node": plan.Node.ValueString()})
+		plan.Node = plannedNode
+		if known(plannedSummary) {
+			plan.PlacementSummary = plannedSummary
+		}
+	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 

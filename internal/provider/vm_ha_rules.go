@@ -181,6 +181,12 @@ func wantedRules(mode haRuleMode, p haPolicy, vmid int, node string, snap schedu
 		want := harules.Want(harules.Input{VMID: vmid, Name: p.name, Node: node, Request: p.req, Snap: snap, Managed: v.managed,
 			PolicyNodes: harules.NodeRuleNodes(p.profile, snap, p.req)})
 		keepDownNodes(want, v.rules.Rules, snap)
+		for _, held := range harules.Held(vmid, p.req.Tags, v.rules.Rules, snap, v.managed) {
+			if !slices.ContainsFunc(want, func(w harules.Rule) bool { return strings.EqualFold(w.Name, held.Name) }) {
+				want = append(want, held)
+			}
+		}
+		sort.Slice(want, func(i, j int) bool { return want[i].Name < want[j].Name })
 		return want
 	case haRulesOff:
 		var kept []harules.Rule
@@ -252,16 +258,17 @@ func refusals(changes []harules.Change, cur []scheduler.HARule, nodes int) []str
 // planHARules checks at plan time the rules the VM would be written into against what PVE
 // refuses, and plans ha.rules: the ids it will be in when the cluster already has the rules
 // as wanted, unknown (a change) when a write is due, such as after a rule was deleted or
-// changed outside Terraform.
+// changed outside Terraform. It returns which of the wanted rules the VM's placement breaks
+// (ruleBreaks).
 func (r *vmResource) planHARules(ctx context.Context, resp *resource.ModifyPlanResponse, plan, state *vmModel, creating bool,
-	snap scheduler.Snapshot, p haPolicy) {
+	snap scheduler.Snapshot, p haPolicy) (breaks string) {
 	if plan.HA == nil || plan.HA.PlacementRules.IsUnknown() {
-		return
+		return ""
 	}
 	view, err := r.data.ha.read(ctx, r.data.client, time.Now().Add(-r.data.maxAge))
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read the HA rules", err.Error())
-		return
+		return ""
 	}
 	vmid, node := int(plan.VMID.ValueInt64()), ""
 	if !creating {
@@ -283,13 +290,13 @@ func (r *vmResource) planHARules(ctx context.Context, resp *resource.ModifyPlanR
 			msg+". Change the VM's placement policy or the conflicting rule, or set ha.placement_rules = false. "+destroyAnyway)
 	}
 	if creating {
-		return
+		return ""
 	}
 	if haPinMoves(plan, state) && hasResourceAffinity(view.rules.Rules) {
 		// Only for a changed pin: the peers the HA manager is moving, one read.
 		if snap.HAMoves, err = r.data.client.HAMoves(ctx); err != nil {
 			resp.Diagnostics.AddError("Cannot read the HA manager status", err.Error())
-			return
+			return ""
 		}
 	}
 	snap.HAFailbackOff = view.failbackOff
@@ -306,6 +313,30 @@ func (r *vmResource) planHARules(ctx context.Context, resp *resource.ModifyPlanR
 		}
 	}
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("ha").AtName("rules"), rules)...)
+	return ruleBreaks(want, snap, vmid, node)
+}
+
+// ruleBreaks tells which wanted resource-affinity rules the VM vmid on node breaks with its
+// peers where they run (a negative peer on its node, a positive one elsewhere): the HA manager
+// migrates a service that breaks a rule, so writing such a rule moves the VM or a peer,
+// although placement is otherwise sticky. "" when none does.
+func ruleBreaks(want []harules.Rule, snap scheduler.Snapshot, vmid int, node string) string {
+	var out []string
+	for _, r := range want {
+		if r.Type != scheduler.HAResourceAffinity || node == "" {
+			continue
+		}
+		var with []string
+		for _, m := range r.VMIDs {
+			if at, err := proxmox.LocateIn(snap, m); err == nil && m != vmid && (r.Affinity == scheduler.HANegative) == (at == node) {
+				with = append(with, fmt.Sprintf("VM %d on %s", m, at))
+			}
+		}
+		if len(with) > 0 {
+			out = append(out, fmt.Sprintf("HA rule %s (%s resource affinity) holds it with %s", r.Name, r.Affinity, strings.Join(with, ", ")))
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // haPinMoves tells a changed pin of a VM that stays HA-managed: the HA manager carries out

@@ -268,20 +268,26 @@ func TestAccVMHARulesZone(t *testing.T) {
 	)
 }
 
-// A rule PVE would refuse is a plan error naming the VM's policy and the conflicting rule:
-// here an admin's positive rule over two VMs the configuration then keeps apart.
-func TestAccVMHARulesConflictAtPlan(t *testing.T) {
-	env, sim := simEnv(t, haRulesCluster())
-	together := env.config(`resource "qemuscheduler_vm" "web" {
+// webPair is two HA VMs of the web group, cloned; attrs are more attributes (HCL lines).
+func webPair(env *accEnv, attrs string) string {
+	return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
   count  = 2
   name   = "web-${count.index}"
   memory = 512
   tags   = ["web"]
+  %s
   clone {
     source_vmid = 9000
   }
   ha {}
-}`)
+}`, attrs))
+}
+
+// A rule PVE would refuse is a plan error naming the VM's policy and the conflicting rule:
+// here an admin's positive rule over two VMs the configuration then keeps apart.
+func TestAccVMHARulesConflictAtPlan(t *testing.T) {
+	env, sim := simEnv(t, haRulesCluster())
+	together := webPair(env, "")
 	runSteps(t,
 		resource.TestStep{Config: together},
 		resource.TestStep{PreConfig: func() {
@@ -664,5 +670,37 @@ func TestAccVMHARulesStickyNodeSelector(t *testing.T) {
 		resource.TestStep{Config: config("a"), Check: stays},
 		resource.TestStep{Config: config("a"), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			Check: stays},
+	)
+}
+
+// A group rule that the VMs' placement breaks (two VMs on one node, then one keeps apart from
+// the other) makes PVE's HA manager move one of them once it is written: the plan's warning
+// says so, where it said that the VM stays; afterwards they run apart, and the member without
+// the term of its own stays in the rule.
+func TestAccVMHARulesBreakWarns(t *testing.T) {
+	env, sim := simEnv(t, haRulesCluster())
+	config := func(apart bool) string {
+		node, rule := `node = "pve1"`, ""
+		if apart {
+			node, rule = "", `dynamic "vm_anti_affinity" {
+    for_each = count.index == 0 ? [1] : []
+    content {
+      tags = ["web"]
+    }
+  }`
+		}
+		return webPair(env, node+"\n  "+rule)
+	}
+	log := &warningLog{}
+	runLoggingWarnings(t, log,
+		resource.TestStep{Config: config(false)},
+		resource.TestStep{Config: config(true), Check: resource.ComposeTestCheckFunc(
+			log.has("VM 100 no longer fits its node", "Placement is sticky, but HA rule "+apartWeb+
+				" (negative resource affinity) holds it with VM 101 on pve1", "this VM or its peer leaves once the rule is written"),
+			ruleHolds(t, sim, apartWeb, "negative", 2))},
+		// web-1 declares no anti-affinity but stays in the rule web-0's record keeps it in:
+		// no change, where each apply of one took out what the other's put in.
+		resource.TestStep{Config: config(true), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			Check: resource.ComposeTestCheckFunc(apartOnNodes(sim, 100, 101), ruleHolds(t, sim, apartWeb, "negative", 2))},
 	)
 }
