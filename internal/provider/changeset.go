@@ -63,6 +63,8 @@ type changeSet struct {
 	// taken since (the apply chooses its own). A pinned member keeps its VMID. picksKept is false while the hints lack a pick.
 	hintIDs   map[string]int
 	picksKept bool
+	// batch holds what the apply's last joint decision gave the members not decided yet.
+	batch map[string]scheduler.Placement
 }
 
 // setMember is one new VM of the change set.
@@ -85,7 +87,7 @@ type plannedSize struct {
 
 func newChangeSet(hints *planhints.Store) *changeSet {
 	return &changeSet{members: map[string]*setMember{}, picks: map[string]scheduler.Reservation{}, sizes: map[int]plannedSize{},
-		hints: hints, arrived: map[string]bool{}, hintIDs: map[string]int{}, growQuiet: burstWindow}
+		hints: hints, arrived: map[string]bool{}, hintIDs: map[string]int{}, growQuiet: burstWindow, batch: map[string]scheduler.Placement{}}
 }
 
 // plan checks a new VM of the plan together with the other new VMs planned so far. It places
@@ -93,10 +95,35 @@ func newChangeSet(hints *planhints.Store) *changeSet {
 // whole set again jointly. An error means the set cannot be placed: it names the VM that
 // does not fit and how many of the set can be placed together.
 func (c *changeSet) plan(ctx context.Context, snap scheduler.Snapshot, m setMember) error {
+	err := c.place(ctx, snap, &m)
+	var ue *scheduler.UnschedulableError
+	if !errors.As(err, &ue) {
+		return err
+	}
+	// Terraform plans the set's VMs within milliseconds of each other, in no fixed order, and a
+	// refusal depends on the set: a VM planned later may be what this one needs (the peer of a
+	// required vm_affinity), and the set's line counts them all. So a refused VM waits until
+	// none has arrived for burstWindow, and the whole set is placed again.
+	c.quiet(ctx, burstWindow, func() (time.Time, bool) { return c.lastArrival, false })
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	base := c.withOtherPicks(snap)
+	c.withSizes(&base)
+	reqs, profile, view := c.sorted(base, true)
+	d, err := profile.ScheduleSet(view, reqs, scheduler.Options{})
+	if err != nil {
+		return err
+	}
+	c.tentative(ctx, d)
+	return nil
+}
+
+// place is plan's first attempt, with the members planned so far.
+func (c *changeSet) place(ctx context.Context, snap scheduler.Snapshot, m *setMember) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lastArrival = time.Now()
-	c.members[m.req.Name] = &m
+	c.members[m.req.Name] = m
 	base := c.withOtherPicks(snap)
 	c.withSizes(&base)
 	alone := c.withTentative(base, m.req.Name)
@@ -191,13 +218,25 @@ func (c *changeSet) decide(snap scheduler.Snapshot, m setMember) (scheduler.Plac
 	if planned := c.withPlanned(view); len(planned.Reservations) > len(view.Reservations) {
 		views = []scheduler.Snapshot{planned, view}
 	}
+	// The place an earlier create's joint decision gave this one, while it still holds: a set
+	// decided together stays as decided (a required vm_affinity on a VM created after it).
+	if p, ok := c.batch[m.req.Name]; ok {
+		delete(c.batch, m.req.Name) // a retry (its VMID taken meanwhile) decides afresh
+		if !idTaken(views[0], p.VMID) && len(m.profile.CheckNode(views[0], m.req, p.Node, 0)) == 0 {
+			return p, nil
+		}
+	}
 	for _, v := range views {
 		if d, err := profile.ScheduleSet(v, reqs, scheduler.Options{}); err == nil {
+			var own scheduler.Placement
 			for _, p := range d.Placements {
 				if p.Name == m.req.Name {
-					return p, nil
+					own = p
+				} else {
+					c.batch[p.Name] = p
 				}
 			}
+			return own, nil
 		}
 	}
 	d, err := m.profile.Schedule(base, []scheduler.Request{m.req}, scheduler.Options{})
@@ -205,6 +244,12 @@ func (c *changeSet) decide(snap scheduler.Snapshot, m setMember) (scheduler.Plac
 		return scheduler.Placement{}, err
 	}
 	return d.Placements[0], nil
+}
+
+// idTaken tells whether a guest or reservation of snap holds vmid.
+func idTaken(snap scheduler.Snapshot, vmid int) bool {
+	return slices.ContainsFunc(snap.Guests, func(g scheduler.Guest) bool { return g.VMID == vmid }) ||
+		slices.ContainsFunc(snap.Reservations, func(r scheduler.Reservation) bool { return r.VMID == vmid })
 }
 
 // done forgets a member whose create has been decided (the ledger holds it from then on) or

@@ -140,6 +140,38 @@ func TestAccChangeSetTaintedUnpinnedSaysHow(t *testing.T) {
 	})
 }
 
+// New VMs with a required vm_affinity on another new VM of the same plan: whichever Terraform
+// plans first, the plan places them together, and the apply creates them on one node. The
+// names change the order of arrival and of the tie-breaks.
+func TestAccChangeSetAffinityWithinTheSet(t *testing.T) {
+	for _, prefix := range []string{"a", "m", "z"} {
+		t.Run(prefix, func(t *testing.T) {
+			env, sim := simEnv(t, sizedCluster(3, 16, 16))
+			runParallel(t, resource.TestStep{
+				Config: env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "app" {
+  count  = 2
+  name   = "%[1]s-app-${count.index}"
+  memory = 1024
+  vm_affinity {
+    tags = ["%[1]s-db"]
+  }
+}
+resource "qemuscheduler_vm" "db" {
+  name   = "%[1]s-db"
+  memory = 1024
+  tags   = ["%[1]s-db"]
+}`, prefix)),
+				Check: func(*terraform.State) error {
+					if got, _ := guestsPerNode(sim, prefix+"-"); len(got) != 1 {
+						return fmt.Errorf("app and db per node %v, want all on one node", got)
+					}
+					return nil
+				},
+			})
+		})
+	}
+}
+
 // Three 5 GiB and three 3 GiB VMs on three 8 GiB nodes have exactly one packing (a 5 and a 3
 // per node). The plan and the apply find it whatever order the VMs arrive in; the names
 // change the order of the tie-breaks, so each run arrives differently.

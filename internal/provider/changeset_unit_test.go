@@ -241,3 +241,45 @@ func TestChangeSetGrowthPlacesTheNewVMsAgain(t *testing.T) {
 		})
 	}
 }
+
+// The apply's creates decided together stay as decided: the VM decided first is placed beside
+// the others' joint placement, and a later one keeps its place there while it holds, although
+// alone it would score another node higher (the required vm_affinity of app, which only n1
+// takes, would break).
+func TestChangeSetApplyKeepsTheJointDecision(t *testing.T) {
+	snap := scheduler.Snapshot{}
+	for _, n := range []struct {
+		name string
+		cpu  float64
+	}{{"n1", 0.9}, {"n2", 0.1}} {
+		snap.Nodes = append(snap.Nodes, scheduler.Node{Name: n.name, Online: true, MaxCPU: 16, MaxMem: 16 << 30, CPU: n.cpu,
+			Labels:   map[string]string{"zone": n.name},
+			Storages: []scheduler.Storage{{Name: "local-lvm", Content: []string{"images"}, Active: true, Total: 100 << 30}}})
+	}
+	p := registryProfile(t)
+	app := scheduler.Request{Name: "app", Cores: 1, Sockets: 1, MemoryMiB: 1024, NodeSelector: map[string]string{"zone": "n1"},
+		VMAffinity: []scheduler.VMGroupTerm{{Tags: []string{"db"}, TopologyKey: "node"}}}
+	db := scheduler.Request{Name: "db", Cores: 1, Sockets: 1, MemoryMiB: 1024, Tags: []string{"db"}}
+	alone, err := p.Schedule(snap, []scheduler.Request{db}, scheduler.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newChangeSet(nil)
+	c.members["db"] = &setMember{profile: p, req: db}
+	first, err := c.decide(snap, setMember{profile: p, req: app})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Node == alone.Placements[0].Node {
+		t.Fatalf("app went to %s, where db alone goes: the test does not exercise the kept decision", first.Node)
+	}
+	// The ledger holds app from here: the snapshot carries it as a reservation.
+	snap.Reservations = append(snap.Reservations, first.Reservation(&app))
+	second, err := c.decide(snap, setMember{profile: p, req: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Node != first.Node {
+		t.Errorf("db decided on %s, app on %s: the joint decision was not kept", second.Node, first.Node)
+	}
+}
