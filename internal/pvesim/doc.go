@@ -36,6 +36,9 @@
 //     affinity, no negative peer running or migrating there, with positive peers, then the
 //     node with the fewest HA services) or none (the service stays in recovery, retried every
 //     round); a migration next to a negative peer answered with blocking-resources and refused;
+//     the HA manager's migrations take local disks along, as PVEVM's migrate passes
+//     with-local-disks (its own moves, recovery and maintenance choose only nodes sharing
+//     the disks' storage);
 //     node maintenance migrates the node's started HA services (qmigrate under lock) to the
 //     nodes that recovery would choose, or leaves them when none is allowed, and brings them
 //     back to their maintenance node when it ends; each round a started service outside the

@@ -566,26 +566,28 @@ func (s *Server) crmRound() {
 // haMigrate is the LRM carrying out a move the CRM ordered: qemu-server's migration
 // (startMigration: a qmigrate task, the guest locked "migrate", online when it runs); a
 // relocate shuts the guest down first and starts it again on target. Until the task ends the
-// service shows the move and counts on both nodes. A move the LRM cannot do is dropped: a
-// target that is unknown, not online for the HA manager or the guest's own node, disks on
-// local storage. It tells whether the move started. The caller holds s.mu.
+// service shows the move and counts on both nodes. Disks on local storage move along
+// (PVEVM.pm migrate passes with-local-disks). A move the LRM cannot do is dropped: a target
+// that is unknown, not online for the HA manager or the guest's own node, or lacks the
+// storage of a local disk. It tells whether the move started. The caller holds s.mu.
 func (s *Server) haMigrate(res *haResource, target string, relocate bool) bool {
 	g, t := s.guests[res.vmid], s.node(target)
 	res.migrateTo, res.relocate = "", false
 	if t == nil || t.reportedHAState() != "online" || t.name == g.node {
 		return false
 	}
-	for _, v := range g.volumes() {
-		if st := s.storageOf(g, v.storage); st == nil || !st.shared {
-			return false
-		}
+	// PVEVM's migrate calls migrate_vm with with-local-disks: local disks move along when the
+	// target has their storage, and the migration fails (the service stays) when it has not.
+	moves, msg := s.localDiskMoves(g, t, "")
+	if msg != "" {
+		return false
 	}
 	restart := relocate && g.status == "running"
 	if restart {
 		g.status = "stopped"
 	}
 	res.migrateTo, res.relocate = t.name, relocate
-	s.startMigration(nil, g, t, nil, func(ok bool) {
+	s.startMigration(nil, g, t, moves, func(ok bool) {
 		res.migrateTo, res.relocate = "", false
 		if restart {
 			s.lrmStart(res, g)

@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
 
 // serviceRow is the status/current row of sid, nil when it is not listed.
@@ -239,5 +241,44 @@ func TestHAResourceFailback(t *testing.T) {
 	a.ok(a.form(http.MethodPut, "/cluster/ha/resources/vm:100", url.Values{"failback": {"0"}}))
 	if row := a.ok(a.get("/cluster/ha/resources/vm:100")).obj(); row["failback"] != 0.0 {
 		t.Errorf("failback after setting it off: %v", row)
+	}
+}
+
+// The LRM migrates an HA service with migrate_vm and with-local-disks (pve-ha-manager
+// Resources/PVEVM.pm migrate): a VM's disks on local storage move to the same storage on the
+// target; a target without that storage fails the migration (check_storage_availability) and
+// the service stays where it runs.
+func TestHAMigrationMovesLocalDisks(t *testing.T) {
+	c, err := pvesim.ParseCluster([]byte(`
+nodes:
+  - {name: pve1, cpus: 8, memory_gib: 32}
+  - {name: pve2, cpus: 8, memory_gib: 32}
+  - {name: pve3, cpus: 8, memory_gib: 32}
+storages:
+  - {name: local-lvm, type: lvmthin, content: [images], nodes: [pve1, pve2], size_gib: 100}
+guests:
+  - {vmid: 100, node: pve1, status: running, cores: 2, memory_mib: 2048, config: {scsi0: "local-lvm:vm-100-disk-0,size=10G"}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := pvesim.NewTestServer(t, c)
+	a := newAPI(t, s)
+	a.ok(a.form(http.MethodPost, "/cluster/ha/resources", url.Values{"sid": {"vm:100"}}))
+	a.get("/cluster/ha/status/current") // picked up
+	for _, target := range []string{"pve3", "pve2"} {
+		if exit := a.task(a.form(http.MethodPost, "/nodes/pve1/qemu/100/migrate", url.Values{"target": {target}, "online": {"1"}})); exit != "OK" {
+			t.Fatalf("hamigrate to %s: %s", target, exit)
+		}
+		for i := 0; i < 4; i++ {
+			a.get("/cluster/ha/status/current")
+		}
+	}
+	// pve3 has no local-lvm: that move failed and the service stayed; pve2 took the disk.
+	if g := s.MustGuest(t, 100); g.Node != "pve2" || g.Status != "running" {
+		t.Fatalf("vm:100 %s on %s, want running on pve2", g.Status, g.Node)
+	}
+	if used1, used2 := storageUsed(t, a, "pve1", "local-lvm"), storageUsed(t, a, "pve2", "local-lvm"); used1 != 0 || used2 != 10*(1<<30) {
+		t.Errorf("local-lvm used: pve1 %v, pve2 %v; want the 10 GiB disk on pve2 only", used1, used2)
 	}
 }

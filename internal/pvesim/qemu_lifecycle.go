@@ -259,30 +259,39 @@ func (s *Server) handleMigrate(w http.ResponseWriter, r *http.Request) {
 		s.haTask(w, r, res, "hamigrate", target.name)
 		return
 	}
-	// Disks on local storage move with the VM: they need the storage (or targetstorage) on the
-	// target, and a live migration must be told to copy them.
+	moves, msg := s.localDiskMoves(g, target, p["targetstorage"])
+	switch {
+	case (len(moves) > 0 || msg != "") && g.status == "running" && !boolParam(p["with-local-disks"]):
+		writeError(w, http.StatusInternalServerError, "can't live migrate attached local disks without with-local-disks option")
+		return
+	case msg != "":
+		writeError(w, http.StatusInternalServerError, msg)
+		return
+	}
+	writeData(w, s.startMigration(r, g, target, moves, nil))
+}
+
+// localDiskMoves are the disks of g on local storage, which move with it to target: each
+// needs its storage, or targetstorage, on the target ("storage ... is not available on node",
+// check_storage_availability). The caller holds s.mu.
+func (s *Server) localDiskMoves(g *guest, target *node, targetStorage string) ([]diskMove, string) {
 	var moves []diskMove
 	for _, v := range g.volumes() {
 		from := s.storageOf(g, v.storage)
 		if from == nil || from.shared {
 			continue
 		}
-		if g.status == "running" && !boolParam(p["with-local-disks"]) {
-			writeError(w, http.StatusInternalServerError, "can't live migrate attached local disks without with-local-disks option")
-			return
-		}
 		toName := v.storage
-		if ts := p["targetstorage"]; ts != "" && ts != "1" {
-			toName = ts
+		if targetStorage != "" && targetStorage != "1" {
+			toName = targetStorage
 		}
 		to, msg := imageStorage(target, toName)
 		if msg != "" {
-			writeError(w, http.StatusInternalServerError, fmt.Sprintf("storage '%s' is not available on node '%s'", toName, target.name))
-			return
+			return moves, fmt.Sprintf("storage '%s' is not available on node '%s'", toName, target.name)
 		}
 		moves = append(moves, diskMove{from, to, v.key, v.name})
 	}
-	writeData(w, s.startMigration(r, g, target, moves, nil))
+	return moves, ""
 }
 
 // diskMove is a disk on local storage that a migration copies to the target's storage.
