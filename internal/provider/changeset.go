@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -83,6 +84,9 @@ type plannedSize struct {
 	cpus   float64
 	memory uint64
 	disk   uint64
+	// node is where the VM is; added the bytes its disks take in addition, by storage.
+	node  string
+	added map[string]uint64
 }
 
 func newChangeSet(hints *planhints.Store) *changeSet {
@@ -394,12 +398,64 @@ func (c *changeSet) placeAgain(ctx context.Context, snap scheduler.Snapshot, unl
 
 // growsFrom tells whether size is larger than the guest vmid is in snap in any dimension.
 func growsFrom(snap scheduler.Snapshot, vmid int, size plannedSize) bool {
+	if len(size.added) > 0 {
+		return true
+	}
 	for _, g := range snap.Guests {
 		if g.VMID == vmid {
 			return size.cpus > g.CPUs || size.memory > g.MaxMem || size.disk > g.DiskBytes
 		}
 	}
 	return false
+}
+
+// storageShort says, for each storage the disks of the existing VM vmid grow on, when the
+// plan's disk growth there (of every VM of the plan on that storage) and the new VMs' disks of
+// snap (grow's snapshot: their tentative placements, picks and creates in flight) exceed its
+// free space.
+func (c *changeSet) storageShort(snap scheduler.Snapshot, vmid int) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	own := c.sizes[vmid]
+	var reasons []string
+	for _, name := range slices.Sorted(maps.Keys(own.added)) {
+		i := slices.IndexFunc(snap.Nodes, func(n scheduler.Node) bool { return n.Name == own.node })
+		if i < 0 {
+			continue
+		}
+		j := slices.IndexFunc(snap.Nodes[i].Storages, func(s scheduler.Storage) bool { return s.Name == name })
+		if j < 0 {
+			continue
+		}
+		row := snap.Nodes[i].Storages[j]
+		here := func(node string) bool { return row.Shared || node == own.node }
+		var grown, fresh uint64
+		for _, s := range c.sizes {
+			if here(s.node) {
+				grown += s.added[name]
+			}
+		}
+		for _, r := range snap.Reservations {
+			if r.Storage == name && here(r.Node) {
+				fresh += r.DiskBytes
+			}
+		}
+		free := row.Total - min(row.Used, row.Total)
+		if grown+fresh <= free {
+			continue
+		}
+		reason := fmt.Sprintf("StorageCapacity: %s has %s GiB free, the plan's disks grow by %s GiB there", name, gib(free), gib(grown))
+		if fresh > 0 {
+			reason += fmt.Sprintf(" and its new VMs need %s GiB", gib(fresh))
+		}
+		reasons = append(reasons, reason)
+	}
+	return reasons
+}
+
+// gib writes bytes as GiB, to two decimals at most.
+func gib(bytes uint64) string {
+	return scheduler.FormatNumber(math.Round(float64(bytes)/scheduler.GiB*100) / 100)
 }
 
 // withOtherPicks adds the picks of VMs that are not members: a new VM fed by a data source

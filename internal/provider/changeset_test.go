@@ -356,6 +356,34 @@ resource "qemuscheduler_vm" "free" {
 	})
 }
 
+// Disks growing in place are checked against their storage's free space after all the plan's
+// growth there: two 200 GiB disks on pve1's 500 GiB local storage grow to 300 GiB each, 200
+// GiB more where 100 are free. Each VM alone grows by 100, which would fit.
+func TestAccChangeSetDiskGrowthInPlace(t *testing.T) {
+	env, _ := simEnv(t, sizedCluster(2, 16, 64))
+	vms := func(size int) string {
+		return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "data" {
+  count  = 2
+  name   = "data-${count.index}"
+  memory = 1024
+  node   = "pve1"
+  disk {
+    slot = "scsi0"
+    size = %d
+  }
+}`, size))
+	}
+	log := &warningLog{}
+	runLoggingWarnings(t, log, resource.TestStep{
+		Config: vms(200),
+	}, resource.TestStep{
+		Config: vms(300),
+		Check: resource.ComposeTestCheckFunc(
+			log.has("no longer fits its node", "data-0 on pve1: StorageCapacity: local-lvm has 100 GiB free, the plan's disks grow by 200 GiB there"),
+			log.has("no longer fits its node", "data-1 on pve1: StorageCapacity: local-lvm has 100 GiB free, the plan's disks grow by 200 GiB there")),
+	})
+}
+
 // A VM that grows and a new VM in one plan: the new VM, planned before the growth is known (a
 // create has nothing to refresh, so Terraform plans it first), is placed again beside the
 // growth. pve1's g grows from 2 to 8 GiB; the new 4 GiB VM, which would go to the emptier pve1,

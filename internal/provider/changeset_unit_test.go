@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 	"strings"
 	"sync"
 	"testing"
@@ -281,5 +282,45 @@ func TestChangeSetApplyKeepsTheJointDecision(t *testing.T) {
 	}
 	if second.Node != first.Node {
 		t.Errorf("db decided on %s, app on %s: the joint decision was not kept", second.Node, first.Node)
+	}
+}
+
+// The disk growth of the plan is counted per storage: a local storage per node, a shared one
+// once for the cluster, with the plan's new VMs' disks on it.
+func TestChangeSetDiskGrowthPerStorage(t *testing.T) {
+	snap := scheduler.Snapshot{Reservations: []scheduler.Reservation{{VMID: -1, Node: "n2", Name: "new", Storage: "ceph", DiskBytes: 30 * scheduler.GiB}}}
+	for _, n := range []string{"n1", "n2"} {
+		snap.Nodes = append(snap.Nodes, scheduler.Node{Name: n, Online: true, MaxCPU: 16, MaxMem: 16 << 30, Storages: []scheduler.Storage{
+			{Name: "local", Content: []string{"images"}, Active: true, Total: 100 * scheduler.GiB, Used: 50 * scheduler.GiB},
+			{Name: "ceph", Content: []string{"images"}, Active: true, Shared: true, Total: 1000 * scheduler.GiB, Used: 900 * scheduler.GiB}}})
+	}
+	c := newChangeSet(nil)
+	c.growQuiet = 0
+	grow := func(vmid int, node string, added map[string]uint64) {
+		if _, err := c.grow(context.Background(), snap, vmid, plannedSize{cpus: 1, memory: 1 << 30, node: node, added: added}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grow(100, "n1", map[string]uint64{"local": 40 * scheduler.GiB, "ceph": 40 * scheduler.GiB})
+	grow(101, "n2", map[string]uint64{"local": 40 * scheduler.GiB, "ceph": 20 * scheduler.GiB})
+	// n1's local: 40 of 50 free; ceph: 40 + 20 grown and 30 new of 100 free.
+	if got := strings.Join(c.storageShort(snap, 100), "; "); got != "" {
+		t.Errorf("VM 100: %q, want nothing (90 of 100 GiB on ceph)", got)
+	}
+	grow(102, "n1", map[string]uint64{"local": 20 * scheduler.GiB, "ceph": 11 * scheduler.GiB})
+	ceph := "StorageCapacity: ceph has 100 GiB free, the plan's disks grow by 71 GiB there and its new VMs need 30 GiB"
+	if got, want := strings.Join(c.storageShort(snap, 100), "; "), ceph+"; StorageCapacity: local has 50 GiB free, the plan's disks grow by 60 GiB there"; got != want {
+		t.Errorf("VM 100: %q\nwant %q", got, want)
+	}
+	if got := strings.Join(c.storageShort(snap, 101), "; "); got != ceph {
+		t.Errorf("VM 101 (n2's local has room): %q\nwant %q", got, ceph)
+	}
+	d := func(slot, storage string, size int64) diskModel {
+		return diskModel{Slot: types.StringValue(slot), Storage: types.StringValue(storage), Size: types.Int64Value(size)}
+	}
+	added := grownDisks([]diskModel{d("scsi0", "local", 10), d("scsi1", "ceph", 50)},
+		[]diskModel{d("scsi0", "local", 15), d("scsi1", "ceph", 40), {Slot: types.StringValue("scsi2"), Storage: types.StringUnknown(), Size: types.Int64Value(8)}}, "ceph")
+	if fmt.Sprint(added) != fmt.Sprint(map[string]uint64{"local": 5 * scheduler.GiB, "ceph": 8 * scheduler.GiB}) {
+		t.Errorf("grownDisks = %v, want 5 GiB on local (scsi0) and 8 on ceph (the new scsi2 on the VM's storage; scsi1's shrink adds nothing)", added)
 	}
 }

@@ -186,7 +186,9 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 	}
 	vmid, current := int(state.VMID.ValueInt64()), state.Node.ValueString()
 	// Growth in place is checked against the node's totals after all the plan's changes.
-	snap, err = r.data.changes.grow(ctx, snap, vmid, sizeOf(schedReq))
+	size := sizeOf(schedReq)
+	size.node, size.added = current, grownDisks(state.Disks, plan.Disks, state.Storage.ValueString())
+	snap, err = r.data.changes.grow(ctx, snap, vmid, size)
 	if err != nil {
 		addPlanError(&resp.Diagnostics, besideGrowth(err, state.Name.ValueString()), "", r.data.changes.hint())
 		return
@@ -208,7 +210,7 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 	if checkNodeCPUs(snap, current, schedReq.VCPUs(), &plan, &state, &resp.Diagnostics); resp.Diagnostics.HasError() {
 		return
 	}
-	if reasons := profile.CheckNode(snap, schedReq, current, vmid); len(reasons) > 0 {
+	if reasons := append(profile.CheckNode(snap, schedReq, current, vmid), r.data.changes.storageShort(snap, vmid)...); len(reasons) > 0 {
 		stays := "Placement is sticky, so the VM stays; pin or change node to move it."
 		if breaks != "" {
 			stays = "Placement is sticky, but " + breaks + ": PVE's HA manager moves a VM that breaks an HA rule to a node the rules " +

@@ -217,6 +217,34 @@ func checkDiskShrink(state, plan []diskModel, diags *diag.Diagnostics, fatal boo
 	}
 }
 
+// grownDisks is the space an existing VM's disks take in addition after the plan, by storage:
+// the growth of its disks on the storage they are on, and new disks on their storage or the
+// VM's (fallback).
+func grownDisks(state, plan []diskModel, fallback string) map[string]uint64 {
+	before := map[string]diskModel{}
+	for _, d := range state {
+		before[d.Slot.ValueString()] = d
+	}
+	added := map[string]uint64{}
+	for _, d := range plan {
+		if d.Size.IsNull() || d.Size.IsUnknown() {
+			continue
+		}
+		var from int64
+		storage := storageOr(d.Storage, fallback)
+		if old, ok := before[d.Slot.ValueString()]; ok {
+			from, storage = old.Size.ValueInt64(), old.Storage.ValueString()
+		}
+		if d.Size.ValueInt64() > from && storage != "" {
+			added[storage] += uint64(d.Size.ValueInt64()-from) * scheduler.GiB
+		}
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	return added
+}
+
 // storageOr is the storage a user-set storage attribute names, else fallback (the scheduler's
 // choice): for a new disk, and for the disks of a full clone.
 func storageOr(v types.String, fallback string) string {
