@@ -285,28 +285,28 @@ output "ids" {
 // Four 16 GiB workers, two per 64 GiB node, grow to 56 GiB in one plan: the warning gives the
 // node's figure after the plan (1.75), not the figure of one VM grown alone (1.125).
 func TestAccChangeSetGrowthInPlace(t *testing.T) {
-	env, _ := simEnv(t, sizedCluster(2, 16, 64))
-	workers := func(memory int) string {
-		return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "worker" {
+	growthWarns(t, `resource "qemuscheduler_vm" "worker" {
   count  = 4
   name   = "worker-${count.index}"
   memory = %d
   node   = count.index %% 2 == 0 ? "pve1" : "pve2"
-}`, memory))
-	}
-	log := &warningLog{}
-	runLoggingWarnings(t, log, resource.TestStep{
-		Config: workers(16384),
-	}, resource.TestStep{
-		// Growth is a warning, not a refusal: the apply goes ahead.
-		Config: workers(57344),
-		Check: resource.ComposeTestCheckFunc(
+}`, 16384, 57344, func(log *warningLog) resource.TestCheckFunc {
+		return resource.ComposeTestCheckFunc(
 			log.has("no longer fits its node", "MemoryOvercommit: (57344+57344)/65536 MiB = 1.75 > 1", "on pve1"),
 			log.has("no longer fits its node", "MemoryOvercommit: (57344+57344)/65536 MiB = 1.75 > 1", "on pve2"),
 			// Planned in parallel, no VM's warning gives the figure before its peer's growth
 			// ((16+56)/64 = 1.125 warned too, once).
-			log.lacks("(16384+57344)")),
+			log.lacks("(16384+57344)"))
 	})
+}
+
+// growthWarns applies the HCL format with before, then with after, on two 16-CPU 64 GiB nodes,
+// and checks the warnings logged: growth is a warning, not a refusal, so the apply goes ahead.
+func growthWarns(t *testing.T, format string, before, after int, check func(*warningLog) resource.TestCheckFunc) {
+	env, _ := simEnv(t, sizedCluster(2, 16, 64))
+	log := &warningLog{}
+	runLoggingWarnings(t, log, resource.TestStep{Config: env.config(fmt.Sprintf(format, before))},
+		resource.TestStep{Config: env.config(fmt.Sprintf(format, after)), Check: check(log)})
 }
 
 // Placement data sources feeding qemuscheduler_vm resources (node and vmid pinned from the
@@ -360,9 +360,7 @@ resource "qemuscheduler_vm" "free" {
 // growth there: two 200 GiB disks on pve1's 500 GiB local storage grow to 300 GiB each, 200
 // GiB more where 100 are free. Each VM alone grows by 100, which would fit.
 func TestAccChangeSetDiskGrowthInPlace(t *testing.T) {
-	env, _ := simEnv(t, sizedCluster(2, 16, 64))
-	vms := func(size int) string {
-		return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "data" {
+	growthWarns(t, `resource "qemuscheduler_vm" "data" {
   count  = 2
   name   = "data-${count.index}"
   memory = 1024
@@ -371,16 +369,10 @@ func TestAccChangeSetDiskGrowthInPlace(t *testing.T) {
     slot = "scsi0"
     size = %d
   }
-}`, size))
-	}
-	log := &warningLog{}
-	runLoggingWarnings(t, log, resource.TestStep{
-		Config: vms(200),
-	}, resource.TestStep{
-		Config: vms(300),
-		Check: resource.ComposeTestCheckFunc(
+}`, 200, 300, func(log *warningLog) resource.TestCheckFunc {
+		return resource.ComposeTestCheckFunc(
 			log.has("no longer fits its node", "data-0 on pve1: StorageCapacity: local-lvm has 100 GiB free, the plan's disks grow by 200 GiB there"),
-			log.has("no longer fits its node", "data-1 on pve1: StorageCapacity: local-lvm has 100 GiB free, the plan's disks grow by 200 GiB there")),
+			log.has("no longer fits its node", "data-1 on pve1: StorageCapacity: local-lvm has 100 GiB free, the plan's disks grow by 200 GiB there"))
 	})
 }
 
