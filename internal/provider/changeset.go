@@ -562,10 +562,14 @@ func without(snap scheduler.Snapshot, vmid int) scheduler.Snapshot {
 
 // destroyHint is what a refused set adds, since terraform destroy plans the configuration
 // first and a provider cannot tell that plan from any other.
-const destroyHint = "The plan stops before anything is created. Reduce the plan's new VMs (count, for_each) or make room, then plan again. " + destroyAnyway
+const destroyHint = "The plan stops before anything is created. Reduce the plan's new VMs (count, for_each) or make room, then plan again. " + destroyAnyway + " " + replanned
 
 // aloneHint replaces destroyHint when the VM fits on no node even alone.
-const aloneHint = "The plan stops before anything is created. " + destroyAnyway
+const aloneHint = "The plan stops before anything is created. " + destroyAnyway + " " + replanned
+
+// replanned ends a refusal that may come from the apply: Terraform plans each create again
+// just before it, and that plan cannot be told from the first one either.
+const replanned = "If this is terraform apply of a plan that passed, the cluster changed since that plan: the VMs that still fit are created, the others are not; make room, then apply again."
 
 // applyHint replaces destroyHint in an apply that has created VMs already: the cluster changed
 // since its plan.
