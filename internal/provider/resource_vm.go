@@ -412,10 +412,12 @@ func (r *vmResource) Update(ctx context.Context, req resource.UpdateRequest, res
 		}
 	}
 	plan.HA.knownRules()
-	if haManaged(plan.HA) && known(plannedNode) && !plan.Node.Equal(plannedNode) {
+	// A pinned VM keeps its pin as its node, but its summary says where it runs.
+	moved := !plan.Node.Equal(plannedNode) || known(plannedSummary) && !plan.PlacementSummary.Equal(plannedSummary)
+	if haManaged(plan.HA) && known(plannedNode) && moved {
 		// The HA manager moved the VM while it was applied (a failover, a rule this apply or
-		// a peer's wrote): Terraform holds the apply to the planned node, and the next refresh
-		// reads where it runs (not drift).
+		// a peer's wrote): Terraform holds the apply to the planned node and summary, and the
+		// next refresh reads where it runs (not drift).
 		tflog.Info(ctx, "the HA manager moved the VM during the apply", map[string]any{"vmid": vmid, "node": plan.Node.ValueString()})
 		plan.Node = plannedNode
 		if known(plannedSummary) {

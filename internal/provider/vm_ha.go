@@ -195,7 +195,8 @@ func (r *vmResource) migrate(ctx context.Context, plan, state *vmModel, vm *prox
 }
 
 // setPower starts or shuts down the VM. For an HA-managed VM PVE only hands the request to
-// the HA manager, so the guest is polled until it is in the wanted state.
+// the HA manager, so the guest is polled until it is in the wanted state, on whichever node:
+// the HA manager may have moved it (the request then followed it there).
 func (r *vmResource) setPower(ctx context.Context, ha *haModel, node string, vmid int, run bool) error {
 	c := r.data.client
 	var err error
@@ -207,7 +208,7 @@ func (r *vmResource) setPower(ctx context.Context, ha *haModel, node string, vmi
 	if err != nil || !haManaged(ha) {
 		return err
 	}
-	return c.WaitGuest(ctx, vmid, node, map[bool]string{true: "running", false: "stopped"}[run])
+	return c.WaitGuest(ctx, vmid, "", map[bool]string{true: "running", false: "stopped"}[run])
 }
 
 // While the HA manager manages a VM whose node is pinned, the state keeps the pin as the

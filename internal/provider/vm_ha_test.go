@@ -664,3 +664,55 @@ func TestAccVMHAMigrationTargetFails(t *testing.T) {
 			)},
 	)
 }
+
+// The HA manager moving a VM between the update's lookup of its node and its config write (a
+// CRM round acting on a rule a peer's update just wrote, say) does not fail the apply: PVE
+// answers that the config does not exist there, and the update finds the VM again and writes
+// where it runs. The pin stays the VM's node: an empty plan after.
+func TestAccVMHAMovedDuringUpdate(t *testing.T) {
+	env, sim := simEnv(t, labCluster())
+	vm := func(memory int, started bool) string {
+		return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
+  name    = "ha-moved"
+  vmid    = 150
+  node    = "pve2"
+  memory  = %d
+  started = %t
+  clone {
+    source_vmid = 9000
+  }
+  ha {
+    state = %q
+  }
+  timeouts {
+    update = "30s"
+  }
+}`, memory, started, map[bool]string{true: "started", false: "stopped"}[started]))
+	}
+	const config, power = "POST /nodes/{node}/qemu/{vmid}/config", "POST /nodes/{node}/qemu/{vmid}/status/{action}"
+	managed := &proxmox.HASettings{State: "started", MaxRestart: 1, MaxRelocate: 1}
+	runSteps(t,
+		resource.TestStep{Config: vm(1024, true), Check: haIs(t, sim, 150, managed, "pve2", "running")},
+		resource.TestStep{PreConfig: func() {
+			sim.ResetRequests()
+			must(t, sim.MoveBefore(config, 150, "pve3"))
+		}, Config: vm(2048, true), Check: resource.ComposeTestCheckFunc(
+			resource.TestCheckResourceAttr(vmAddr, "node", "pve2"),
+			resource.TestCheckResourceAttr(vmAddr, "memory", "2048"),
+			haIs(t, sim, 150, managed, "pve3", "running"),
+			func(*terraform.State) error {
+				if g := sim.MustGuest(t, 150); g.Config["memory"] != "2048" {
+					return fmt.Errorf("memory %q on %s, want 2048", g.Config["memory"], g.Node)
+				}
+				if n, failed := sim.Requests(config), sim.FailedRequests(config); n != 2 || failed != 1 {
+					return fmt.Errorf("%d config writes (%d failed), want 2 (1): one where the VM was, one where it went", n, failed)
+				}
+				return nil
+			})},
+		resource.TestStep{Config: vm(2048, true), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}},
+		resource.TestStep{Config: vm(2048, false), Check: haIs(t, sim, 150, &proxmox.HASettings{State: "stopped", MaxRestart: 1, MaxRelocate: 1}, "pve3", "stopped")},
+		// Moved before the start: started where it went, and waited for there.
+		resource.TestStep{PreConfig: func() { must(t, sim.MoveBefore(power, 150, "pve1")) }, Config: vm(2048, true),
+			Check: haIs(t, sim, 150, managed, "pve1", "running")},
+	)
+}

@@ -142,3 +142,57 @@ func TestMigrateHAToAFailingNode(t *testing.T) {
 		t.Errorf("after the failed migration: %s on %s, lock %q", g.Status, g.Node, g.Lock)
 	}
 }
+
+// A write to a VM the HA manager moved between the caller's lookup and the write follows it:
+// PVE answers that the config does not exist (the move is over) or that the VM is locked (it
+// runs), and the VM is found again, its migration waited for, and written where it is, once.
+// A VM the cluster no longer lists is not written again.
+func TestWritesFollowAVMTheHAManagerMoves(t *testing.T) {
+	s, c := labClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.AddHAResource(ctx, 102, proxmox.HASettings{State: "started", MaxRestart: 1, MaxRelocate: 1}); err != nil {
+		t.Fatal(err)
+	}
+	const config, resize, start = "POST /nodes/{node}/qemu/{vmid}/config", "PUT /nodes/{node}/qemu/{vmid}/resize", "POST /nodes/{node}/qemu/{vmid}/status/{action}"
+	if err := s.MoveBefore(config, 102, "pve3"); err != nil {
+		t.Fatal(err)
+	}
+	s.ResetRequests()
+	if err := c.UpdateVM(ctx, "pve2", 102, map[string]string{"description": "moved"}, nil); err != nil {
+		t.Fatalf("update of a VM moved after its lookup: %v", err)
+	}
+	if g := s.MustGuest(t, 102); g.Node != "pve3" || g.Config["description"] != "moved" {
+		t.Errorf("after the update: on %s, description %q", g.Node, g.Config["description"])
+	}
+	if n, failed := s.Requests(config), s.FailedRequests(config); n != 2 || failed != 1 {
+		t.Errorf("%d config writes (%d failed), want 2 (1)", n, failed)
+	}
+
+	// The migration still runs when the write arrives: the grown disk grows once, on pve1.
+	s.HoldTasks("qmigrate")
+	if err := s.MoveBefore(resize, 102, "pve1"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.ResizeDisk(ctx, "pve3", 102, "scsi0", "+10G") }()
+	waitFor(t, func() bool { return s.FailedRequests(resize) == 1 })
+	s.ReleaseTasks()
+	if err := <-done; err != nil {
+		t.Fatalf("resize of a VM being moved: %v", err)
+	}
+	if g := s.MustGuest(t, 102); g.Node != "pve1" || !strings.Contains(g.Config["scsi0"], "size=60G") {
+		t.Errorf("after the resize: on %s, scsi0 %q", g.Node, g.Config["scsi0"])
+	}
+	if n := s.Requests(resize); n != 2 {
+		t.Errorf("%d resizes, want 2", n)
+	}
+
+	s.DeleteGuest(102)
+	if err := c.StartVM(ctx, "pve1", 102); !errors.Is(err, proxmox.ErrNotFound) {
+		t.Errorf("start of a deleted VM: %v, want ErrNotFound", err)
+	}
+	if n := s.Requests(start); n != 1 {
+		t.Errorf("%d starts of a VM the cluster no longer lists, want 1", n)
+	}
+}

@@ -190,7 +190,56 @@ func (c *Client) UpdateVM(ctx context.Context, node string, vmid int, set map[st
 		sort.Strings(sorted)
 		body["delete"] = strings.Join(sorted, ",")
 	}
-	return c.idempotentTask(ctx, fmt.Sprintf("update VM %d", vmid), http.MethodPost, vmPath(node, vmid)+"/config", body)
+	return c.onVM(ctx, node, vmid, func(node string) error {
+		return c.idempotentTask(ctx, fmt.Sprintf("update VM %d", vmid), http.MethodPost, vmPath(node, vmid)+"/config", body)
+	})
+}
+
+// maxFollows bounds how often a write follows a VM that moved away under it.
+const maxFollows = 3
+
+// onVM runs write, a change of VM vmid on node, the node the caller found it on. PVE's HA
+// manager may move an HA-managed VM between that lookup and the write (the CRM acts every
+// ~10 s, and at once on a rule just written): PVE then answers "Configuration file
+// 'nodes/X/qemu-server/N.conf' does not exist", or "VM is locked (migrate)" while the move
+// runs. onVM then finds the VM again, waits for a lock that ends by itself (the migration's),
+// and writes where the VM is now, at most maxFollows times. A VM the cluster no longer lists
+// as a QEMU VM, or lists unlocked where it was not found, is not written again: the answer
+// stands. The error of a move that went on for too long is the last write's.
+func (c *Client) onVM(ctx context.Context, node string, vmid int, write func(node string) error) error {
+	err := write(node)
+	op := fmt.Sprintf("find VM %d again", vmid)
+	for range maxFollows {
+		if !errors.Is(err, ErrNotFound) && !lockedByMigration(err) {
+			return err
+		}
+		r, ferr := c.findGuest(ctx, op, vmid)
+		for ferr == nil && passingLock(r.Lock) {
+			if !c.sleep(ctx) {
+				return fmt.Errorf("%w; %s: it is still locked (%s): %w", err, op, r.Lock, ctx.Err())
+			}
+			r, ferr = c.findGuest(ctx, op, vmid)
+		}
+		switch {
+		case errors.Is(ferr, ErrNotFound), ferr == nil && r.Type != "qemu", ferr == nil && r.Node == node && errors.Is(err, ErrNotFound):
+			return err
+		case ferr != nil:
+			return fmt.Errorf("%w; %w", err, ferr)
+		}
+		node = r.Node
+		err = write(node)
+	}
+	return err
+}
+
+// passingLock tells a lock that ends by itself (a create, clone or migration still running)
+// from none and from a suspended VM's, which does not.
+func passingLock(lock string) bool { return lock != "" && lock != "suspended" }
+
+// lockedByMigration tells PVE's refusal of a change to a VM that is being migrated.
+func lockedByMigration(err error) bool {
+	var e *APIError
+	return errors.As(err, &e) && strings.Contains(e.Message, "VM is locked (migrate)")
 }
 
 // SetTags replaces a VM's tags (empty deletes them) with PVE's synchronous config write: no
@@ -201,8 +250,10 @@ func (c *Client) SetTags(ctx context.Context, node string, vmid int, tags string
 	if tags == "" {
 		body = map[string]any{"delete": "tags"}
 	}
-	return c.retry.do(ctx, func() error {
-		return c.write(ctx, fmt.Sprintf("set the tags of VM %d", vmid), http.MethodPut, vmPath(node, vmid)+"/config", body, nil)
+	return c.onVM(ctx, node, vmid, func(node string) error {
+		return c.retry.do(ctx, func() error {
+			return c.write(ctx, fmt.Sprintf("set the tags of VM %d", vmid), http.MethodPut, vmPath(node, vmid)+"/config", body, nil)
+		})
 	})
 }
 
@@ -211,15 +262,19 @@ func (c *Client) SetTags(ctx context.Context, node string, vmid int, tags string
 func (c *Client) ResizeDisk(ctx context.Context, node string, vmid int, disk, size string) error {
 	op := fmt.Sprintf("resize %s of VM %d", disk, vmid)
 	body := map[string]any{"disk": disk, "size": size}
-	if strings.HasPrefix(size, "+") {
-		return c.task(ctx, op, http.MethodPut, vmPath(node, vmid)+"/resize", body)
-	}
-	return c.idempotentTask(ctx, op, http.MethodPut, vmPath(node, vmid)+"/resize", body)
+	return c.onVM(ctx, node, vmid, func(node string) error {
+		if strings.HasPrefix(size, "+") {
+			return c.task(ctx, op, http.MethodPut, vmPath(node, vmid)+"/resize", body)
+		}
+		return c.idempotentTask(ctx, op, http.MethodPut, vmPath(node, vmid)+"/resize", body)
+	})
 }
 
 // StartVM starts a VM; one already running is fine, which also makes retries safe.
 func (c *Client) StartVM(ctx context.Context, node string, vmid int) error {
-	err := c.idempotentTask(ctx, fmt.Sprintf("start VM %d", vmid), http.MethodPost, vmPath(node, vmid)+"/status/start", nil)
+	err := c.onVM(ctx, node, vmid, func(node string) error {
+		return c.idempotentTask(ctx, fmt.Sprintf("start VM %d", vmid), http.MethodPost, vmPath(node, vmid)+"/status/start", nil)
+	})
 	var apiErr *APIError
 	if errors.As(err, &apiErr) && strings.Contains(apiErr.Message, "already running") {
 		return nil
@@ -229,7 +284,9 @@ func (c *Client) StartVM(ctx context.Context, node string, vmid int) error {
 
 // StopVM stops a VM at once (PVE treats stopping a stopped VM as success).
 func (c *Client) StopVM(ctx context.Context, node string, vmid int) error {
-	return c.idempotentTask(ctx, fmt.Sprintf("stop VM %d", vmid), http.MethodPost, vmPath(node, vmid)+"/status/stop", nil)
+	return c.onVM(ctx, node, vmid, func(node string) error {
+		return c.idempotentTask(ctx, fmt.Sprintf("stop VM %d", vmid), http.MethodPost, vmPath(node, vmid)+"/status/stop", nil)
+	})
 }
 
 // shutdownGrace is how long past its timeout a shutdown task may run before we stop the VM
@@ -242,8 +299,11 @@ func (c *Client) ShutdownVM(ctx context.Context, node string, vmid int, timeout 
 	secs := max(1, int(timeout.Seconds()))
 	sctx, cancel := context.WithTimeout(ctx, time.Duration(secs)*time.Second+shutdownGrace)
 	defer cancel()
-	err := c.task(sctx, fmt.Sprintf("shut down VM %d", vmid), http.MethodPost, vmPath(node, vmid)+"/status/shutdown",
-		map[string]any{"timeout": secs, "forceStop": 1})
+	err := c.onVM(sctx, node, vmid, func(at string) error {
+		node = at
+		return c.task(sctx, fmt.Sprintf("shut down VM %d", vmid), http.MethodPost, vmPath(node, vmid)+"/status/shutdown",
+			map[string]any{"timeout": secs, "forceStop": 1})
+	})
 	switch {
 	case err == nil || ctx.Err() != nil:
 		return err
@@ -311,8 +371,8 @@ func (c *Client) DeleteVM(ctx context.Context, node string, vmid int) error {
 		vm, err = c.GetVM(ctx, node, vmid)
 	}
 	// A create, clone or migration still running holds the VM's lock: wait for it to end
-	// rather than fail on "VM is locked". A suspended VM's lock does not end by itself.
-	for err == nil && vm.Lock != "" && vm.Lock != "suspended" {
+	// rather than fail on "VM is locked".
+	for err == nil && passingLock(vm.Lock) {
 		if !c.sleep(ctx) {
 			return fmt.Errorf("%s: it is still locked (%s): %w", op, vm.Lock, ctx.Err())
 		}

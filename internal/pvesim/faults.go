@@ -3,6 +3,7 @@ package pvesim
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -26,6 +27,10 @@ type fault struct {
 	// names it), and skip lets that many of them through first.
 	taskType string
 	skip     int
+	// moveTo, when set, is no failure: before the request about guest vmid is served, the
+	// HA manager moves that guest there (MoveBefore).
+	vmid   int
+	moveTo string
 }
 
 // taskStatus is the endpoint a client polls while it waits for a task.
@@ -94,6 +99,7 @@ func (s *Server) takeFault(endpoint, path string) *fault {
 	for _, f := range s.faults {
 		switch {
 		case f.endpoint != endpoint:
+		case f.vmid != 0 && !aboutGuest(path, f.vmid):
 		case f.taskType != "" && !strings.Contains(path, ":"+f.taskType+":"):
 		case f.skip > 0:
 			f.skip--
@@ -110,6 +116,35 @@ func (s *Server) takeFault(endpoint, path string) *fault {
 		}
 	}
 	return nil
+}
+
+// MoveBefore plays PVE's HA manager moving HA-managed guest vmid to target just before the
+// next request to endpoint about that guest is served: the move a client races between its
+// lookup of the guest and its write (the CRM acts every ~10 s, and at once on a rule just
+// written). The move is the CRM's migration (a qmigrate task, the guest locked "migrate" on
+// its source until it ends; HoldTasks keeps it running); one the HA manager cannot make
+// (haMigrate) is dropped. It refuses a guest that is no HA resource the CRM knows.
+func (s *Server) MoveBefore(endpoint string, vmid int, target string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if res := s.haManaged(vmid); res == nil || !res.pickedUp {
+		return fmt.Errorf("pvesim: guest %d is no HA-managed resource the CRM knows", vmid)
+	}
+	s.faults = append(s.faults, &fault{endpoint: endpoint, left: 1, vmid: vmid, moveTo: target})
+	return nil
+}
+
+// moveNow is the HA manager's move of MoveBefore; the caller holds s.mu.
+func (s *Server) moveNow(f *fault) {
+	if res := s.haManaged(f.vmid); res != nil && s.guests[f.vmid] != nil {
+		s.haMigrate(res, f.moveTo, false)
+	}
+}
+
+// aboutGuest tells whether an API path names guest vmid (/nodes/{node}/qemu/{vmid}/...).
+func aboutGuest(path string, vmid int) bool {
+	id := "/qemu/" + strconv.Itoa(vmid)
+	return strings.HasSuffix(path, id) || strings.Contains(path, id+"/")
 }
 
 // FailNextTask makes the next task of the given type (qmcreate, qmclone, qmstart, ...) end

@@ -294,6 +294,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case f == nil:
 		s.mux.ServeHTTP(w, r)
+	case f.moveTo != "":
+		s.mu.Lock()
+		s.moveNow(f)
+		s.mu.Unlock()
+		s.mux.ServeHTTP(w, r)
 	case f.served:
 		s.mux.ServeHTTP(discard{header: http.Header{}}, r)
 		writeError(w, f.status, f.message)
