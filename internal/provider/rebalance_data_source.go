@@ -134,7 +134,7 @@ func (d *rebalanceDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 					"to":     schema.StringAttribute{Computed: true, Description: "The node it should move to."},
 					"reason": schema.StringAttribute{Computed: true, Description: "Why, with numbers."},
 				}}},
-			"kept": schema.ListNestedAttribute{Computed: true, Description: "Guests that should move but stay: no feasible target, a cap (`max_moves`, `max_moves_per_node`, `max_moves_per_group`) reached, or, for `low_node_utilization`, the guests of a node that stays above target that no node takes; with the reasons.",
+			"kept": schema.ListNestedAttribute{Computed: true, Description: "Guests that should move but stay: no feasible target, a cap (`max_moves`, `max_moves_per_node`, `max_moves_per_group`) reached, or, for `low_node_utilization`, the guests of a node that stays above target that no node takes; each guest once, with all its reasons joined by `; `.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"vmid":   schema.Int64Attribute{Computed: true, Description: "The guest's VMID."},
 					"name":   schema.StringAttribute{Computed: true, Description: "The guest's name."},

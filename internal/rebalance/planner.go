@@ -298,7 +298,7 @@ func (p *planner) balance(u Utilization) error {
 		if s := usage(src); s.CPUPercent > u.CPUTarget || s.MemoryPercent > u.MemoryTarget {
 			for _, k := range refused {
 				k.Reason = fmt.Sprintf("LowNodeUtilization: %s stays above target (cpu %s%%, memory %s%%); %s", src, pct(s.CPUPercent), pct(s.MemoryPercent), k.Reason)
-				p.plan.Kept = append(p.plan.Kept, k)
+				p.addKept(k)
 			}
 		}
 	}
@@ -434,7 +434,21 @@ func (p *planner) shiftLiveMemory(g *scheduler.Guest, from, to string) {
 }
 
 func (p *planner) keep(g *scheduler.Guest, reason string) {
-	p.plan.Kept = append(p.plan.Kept, Kept{VMID: g.VMID, Name: g.Name, Node: g.Node, Reason: reason})
+	p.addKept(Kept{VMID: g.VMID, Name: g.Name, Node: g.Node, Reason: reason})
+}
+
+// addKept reports a guest kept, once: a guest kept for several reasons (a rule it breaks and
+// the load of its node) gets one entry with all of them, so that kept can be keyed by vmid.
+func (p *planner) addKept(k Kept) {
+	for i := range p.plan.Kept {
+		if e := &p.plan.Kept[i]; e.VMID == k.VMID {
+			if !strings.Contains(e.Reason, k.Reason) {
+				e.Reason += "; " + k.Reason
+			}
+			return
+		}
+	}
+	p.plan.Kept = append(p.plan.Kept, k)
 }
 
 // check returns the checker of the guest's profile on the working snapshot, built once per

@@ -147,6 +147,21 @@ func TestKeptWhenNoNodePasses(t *testing.T) {
 	}
 }
 
+// A guest kept for a rule it breaks and for its node's load is one entry with both reasons, so
+// that kept can be keyed by vmid (a Terraform for expression fails on a duplicate key).
+func TestKeptOnceWithEveryReason(t *testing.T) {
+	in := input(t, nodes("pve1", "pve2", "pve3"), vm(100, "pve2", 8, 1, "web"), vm(101, "pve1", 40, 1))
+	in.Policy.Annotations[scheduler.AnnotationNodeRegex] = "pve1"
+	in.LowNodeUtilization = &Utilization{CPUThreshold: 30, MemoryThreshold: 30, CPUTarget: 60, MemoryTarget: 60}
+	plan := mustPlan(t, in)
+	if len(plan.Moves) != 0 || len(plan.Kept) != 1 {
+		t.Fatalf("plan %+v, want vm100 kept once", plan)
+	}
+	if r := plan.Kept[0].Reason; !strings.Contains(r, "no node passes: pve1: CPUOvercommit") || !strings.Contains(r, "LowNodeUtilization: pve2 stays above target (cpu 80%") {
+		t.Fatalf("reason %q, want the violation and the load", r)
+	}
+}
+
 func TestLowNodeUtilization(t *testing.T) {
 	ns := nodes("pve1", "pve2", "pve3")
 	in := input(t, ns,
