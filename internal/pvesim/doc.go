@@ -37,8 +37,8 @@
 //     node with the fewest HA services) or none (the service stays in recovery, retried every
 //     round); a migration next to a negative peer answered with blocking-resources and refused;
 //     the HA manager's migrations take local disks along, as PVEVM's migrate passes
-//     with-local-disks (its own moves, recovery and maintenance choose only nodes sharing
-//     the disks' storage);
+//     with-local-disks; it chooses nodes without looking at storage, so a guest recovered
+//     away from its local disks fails to start there and ends in the error state;
 //     node maintenance migrates the node's started HA services (qmigrate under lock) to the
 //     nodes that recovery would choose, or leaves them when none is allowed, and brings them
 //     back to their maintenance node when it ends; each round a started service outside the

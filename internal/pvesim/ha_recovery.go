@@ -103,17 +103,17 @@ func (s *Server) negativeBlockers(res *haResource, node string) []string {
 }
 
 // recoveryNodes are the nodes the HA manager may recover res on, best first, as
-// select_service_node orders them: online nodes outside maintenance where its disks are
-// reachable; a strict node-affinity rule keeps only its nodes (a non-strict one prefers its
+// select_service_node orders them: online nodes outside maintenance (the HA manager does not
+// look at storage: a guest recovered away from its local disks fails to start there, see
+// startProblem); a strict node-affinity rule keeps only its nodes (a non-strict one prefers its
 // highest priority class of them); nodes where a negative peer runs or is being migrated to
 // are dropped; nodes of positive peers are preferred; then the node running the fewest HA
 // services, in cluster order. None: the service stays in recovery. Maintenance moves choose
 // with it too (maintenanceStep). The caller holds s.mu.
 func (s *Server) recoveryNodes(res *haResource) []string {
-	g := s.guests[res.vmid]
 	var cands []string
 	for _, n := range s.nodes {
-		if n.online && n.haState != "maintenance" && s.reachable(g, n.name) {
+		if n.online && n.haState != "maintenance" {
 			cands = append(cands, n.name)
 		}
 	}
@@ -176,11 +176,11 @@ func (s *Server) recoveryNodes(res *haResource) []string {
 // next_state_started, select_service_node without preference): with failback (on unless
 // set to 0) to the node recovery would pick when its node is not among the allowed nodes of
 // the highest priority class (recoveryNodes), without failback only when its node breaks a
-// rule (ruleAllows); "" to stay. A guest with disks on local storage stays: the migration
-// could not take them. The caller holds s.mu.
+// rule (ruleAllows); "" to stay. Disks on local storage move along (haMigrate). The caller
+// holds s.mu.
 func (s *Server) ruleTarget(res *haResource) string {
 	g := s.guests[res.vmid]
-	if res.state() != "started" || !s.reachable(g, g.node) {
+	if res.state() != "started" {
 		return ""
 	}
 	nodes := s.recoveryNodes(res)
@@ -220,19 +220,6 @@ func nodePriority(spec string) (string, int) {
 	name, p, _ := strings.Cut(spec, ":")
 	prio, _ := strconv.Atoi(p) // the API checked the format; none is 0
 	return name, prio
-}
-
-// reachable tells whether every disk of g is on storage that node shares with g's node: the
-// only way g can run there after its own node is gone. The caller holds s.mu.
-func (s *Server) reachable(g *guest, node string) bool {
-	t := s.node(node)
-	for _, v := range g.volumes() {
-		st := s.storageOf(g, v.storage)
-		if st == nil || !st.shared || t.storage(v.storage) != st {
-			return false
-		}
-	}
-	return true
 }
 
 // recover moves a service in recovery to the best allowed node and starts it there when its

@@ -598,11 +598,11 @@ func (s *Server) haMigrate(res *haResource, target string, relocate bool) bool {
 
 // FailOver plays a node failure and the HA manager's recovery of an HA-managed guest on it:
 // the guest's node goes offline (fenced), and the CRM recovers the guest on target, where it
-// boots afresh when its requested state is started and stays stopped otherwise. It refuses
-// what PVE would not recover: a guest that is no HA-managed resource the CRM knows, a target
-// that is unknown, offline or the guest's own node, and (as the guest could not run there)
-// disks on storage target does not share, and a target the HA rules forbid (recoveryNodes;
-// FailNode lets the HA manager choose). SetNodeOnline brings the failed node back; the
+// boots afresh when its requested state is started (a start that fails as on PVE: disks on
+// storage target does not share are not there, see ha_start.go) and stays stopped otherwise.
+// It refuses what PVE would not recover: a guest that is no HA-managed resource the CRM
+// knows, a target that is unknown, offline or the guest's own node, and a target the HA rules
+// forbid (recoveryNodes; FailNode lets the HA manager choose). SetNodeOnline brings the failed node back; the
 // guest stays where it was recovered unless a node-affinity rule ranks the failed node higher
 // (failback, ruleTarget), as in PVE.
 func (s *Server) FailOver(vmid int, target string) error {
@@ -616,11 +616,6 @@ func (s *Server) FailOver(vmid int, target string) error {
 		return fmt.Errorf("pvesim: guest %d is no HA-managed resource the CRM knows", vmid)
 	case t == nil || !t.online || t.name == g.node:
 		return fmt.Errorf("pvesim: guest %d cannot be recovered on %q: not an online node other than %s", vmid, target, g.node)
-	}
-	for _, v := range g.volumes() {
-		if st := s.storageOf(g, v.storage); st == nil || !st.shared {
-			return fmt.Errorf("pvesim: guest %d has %s on storage %s, which %s does not share", vmid, v.key, v.storage, target)
-		}
 	}
 	n := s.node(g.node)
 	n.online, res.recovering = false, true

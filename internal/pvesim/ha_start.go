@@ -1,7 +1,8 @@
 package pvesim
 
 // The HA stack starting a service and recovering from a failed start, as pve-ha-manager does:
-// the LRM starts the guest (PVEVM start, vm_start's checks), retrying max_restart times on the
+// the LRM starts the guest (PVEVM start, vm_start's checks: too many vCPUs, a missing cicustom
+// snippet, a disk left behind on another node's local storage), retrying max_restart times on the
 // node; then the CRM relocates it to another node, max_relocate times, and after that puts it
 // into the error state, where it stays until it is requested disabled.
 

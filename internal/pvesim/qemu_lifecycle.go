@@ -19,7 +19,8 @@ func missingConfig(node string, vmid int) outcome {
 
 // startProblem is why starting g on its node fails, "" when it does not: vm_start generates
 // the cloud-init drive first, then config_to_command refuses more vCPUs (sockets x cores) than
-// the node has CPUs. The caller holds s.mu.
+// the node has CPUs, then activate_volumes fails on a disk the node's storage does not hold.
+// The caller holds s.mu.
 func (s *Server) startProblem(g *guest) string {
 	if msg := s.cloudInitProblem(g); msg != "" {
 		return msg
@@ -27,7 +28,43 @@ func (s *Server) startProblem(g *guest) string {
 	if n := s.node(g.node); n != nil && g.maxcpus() > n.cpus {
 		return fmt.Sprintf("MAX %d vcpus allowed per VM on this node", n.cpus)
 	}
+	if v, st := s.missingVolume(g); st != nil {
+		return st.activateError(v.name)
+	}
 	return ""
+}
+
+// missingVolume is the first disk of g (unused volumes aside, as get_current_vm_volumes
+// leaves them) that its node's storage does not hold, with that storage: a guest the HA
+// manager recovered away from its disks on local storage. The caller holds s.mu.
+func (s *Server) missingVolume(g *guest) (volume, *storage) {
+	for _, v := range g.volumes() {
+		if strings.HasPrefix(v.key, "unused") {
+			continue
+		}
+		if st := s.storageOf(g, v.storage); st != nil {
+			if _, held := st.volumes[v.name]; !held {
+				return v, st
+			}
+		}
+	}
+	return volume{}, nil
+}
+
+// activateError is how starting a VM fails on a volume the storage does not hold:
+// activate_volumes' error (LvmThinPlugin's activate_lv, LVMPlugin's lvchange, ZFSPoolPlugin's
+// wait for the zvol link), or for file storages QEMU's failure to open it (vm_start_nolock).
+func (st *storage) activateError(volname string) string {
+	lv := strings.TrimPrefix(st.volumePath(volname), "/dev/")
+	switch st.typ {
+	case "lvmthin":
+		return "no such logical volume " + lv
+	case "lvm":
+		return fmt.Sprintf("can't activate LV '/dev/%s':   Failed to find logical volume \"%s\"", lv, lv)
+	case "zfspool", "zfs":
+		return fmt.Sprintf("timeout: no zvol device link for '%s' found after 300 sec.", volname)
+	}
+	return "start failed: QEMU exited with code 1"
 }
 
 // powerParams are each power action's parameters in qemu-server (vm_start, vm_stop,
@@ -317,6 +354,16 @@ func (s *Server) startMigration(r *http.Request, g *guest, target *node, moves [
 		}
 		if !target.online {
 			return targetFailed(g, early)
+		}
+		for _, m := range moves {
+			// phase 1 sizes each local volume (volume_size_info) before copying any.
+			if _, held := m.from.volumes[m.vol]; !held {
+				_, msg := m.from.volumeSize(m.vol)
+				return outcome{err: "migration aborted", log: []string{
+					fmt.Sprintf("can't migrate local disk '%s:%s': %s", m.from.name, m.vol, msg),
+					"ERROR: migration aborted (duration 00:00:01): can't migrate VM - check log",
+				}}
+			}
 		}
 		for _, m := range moves {
 			// The copy on the target is a full volume, even of a linked clone's disk.
