@@ -94,6 +94,11 @@ func (s *Server) handlePower(w http.ResponseWriter, r *http.Request) {
 	if _, valid := readAllowedParams(w, r, powerParams[action]...); !valid {
 		return
 	}
+	// vm_reboot refuses a VM that does not run before it forks its worker.
+	if action == "reboot" && g.status != "running" {
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("VM %d not running", g.vmid))
+		return
+	}
 	if res := s.haManaged(g.vmid); res != nil && action != "reboot" {
 		// PVE hands power changes of an HA resource to the HA manager.
 		s.haTask(w, r, res, map[string]string{"start": "hastart", "stop": "hastop", "shutdown": "hastop"}[action], "")

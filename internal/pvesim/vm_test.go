@@ -281,7 +281,6 @@ func TestPowerAndDestroy(t *testing.T) {
 		{"/nodes/pve3/qemu/103/status/reboot", "OK", "running"},
 		{"/nodes/pve3/qemu/103/status/shutdown", "OK", "stopped"},
 		{"/nodes/pve3/qemu/103/status/stop", "OK", "stopped"},
-		{"/nodes/pve3/qemu/103/status/reboot", "VM 103 not running", "stopped"},
 		{"/nodes/pve1/qemu/9000/status/start", "you can't start a vm if it's a template", "stopped"},
 	}
 	for _, tt := range tests {
@@ -297,6 +296,10 @@ func TestPowerAndDestroy(t *testing.T) {
 		}
 	}
 
+	// vm_reboot checks that the VM runs before it forks (qemu-server API2/Qemu.pm).
+	if r := a.form(http.MethodPost, "/nodes/pve3/qemu/103/status/reboot", nil); r.status != "500 VM 103 not running" {
+		t.Errorf("reboot of a stopped VM: %s", r.status)
+	}
 	a.task(a.form(http.MethodPost, "/nodes/pve3/qemu/103/config", url.Values{"protection": {"1"}}))
 	if r := a.form(http.MethodDelete, "/nodes/pve3/qemu/103", nil); r.status != "500 can't remove VM 103 - protection mode enabled" {
 		t.Fatalf("destroying a protected VM: %s", r.status)
