@@ -101,3 +101,33 @@ func TestHAStartFailureNoRelocation(t *testing.T) {
 		t.Errorf("vm:102 %s on %s, service %v; want stopped on pve2 in the error state", g.Status, g.Node, row)
 	}
 }
+
+// A cicustom snippet on a node's local storage is missing on the others: recovered there, the
+// service's start fails when the cloud-init drive is generated (qemu-server Cloudinit.pm,
+// "can't find file"), and after its relocation fails alike it is in the error state.
+func TestHARecoveryWithoutTheSnippet(t *testing.T) {
+	s, a := lab(t)
+	if err := s.PutSnippet("pve2", "local", "pve2-only.yaml", 100); err != nil {
+		t.Fatal(err)
+	}
+	path := "/nodes/pve2/qemu/102"
+	a.ok(a.form(http.MethodPut, path+"/config", url.Values{"ide2": {"ceph:cloudinit"}, "cicustom": {"vendor=local:snippets/pve2-only.yaml"}}))
+	a.task(a.form(http.MethodPost, path+"/status/stop", nil))
+	if exit := a.task(a.form(http.MethodPost, path+"/status/start", nil)); exit != "OK" {
+		t.Fatalf("start on pve2, where the snippet is: %s", exit)
+	}
+	a.ok(a.form(http.MethodPost, "/cluster/ha/resources", url.Values{"sid": {"vm:102"}}))
+	crmRounds(a)
+	if _, err := s.FailNode("pve2"); err != nil {
+		t.Fatal(err)
+	}
+	crmRounds(a)
+	g := s.MustGuest(t, 102)
+	if row := serviceRow(a, "vm:102"); row["crm_state"] != "error" || g.Status != "stopped" || g.Node == "pve2" {
+		t.Fatalf("vm:102 %s on %s, service %v; want stopped off pve2 in the error state", g.Status, g.Node, row)
+	}
+	a.ok(a.form(http.MethodDelete, "/cluster/ha/resources/vm:102", nil))
+	if exit := a.task(a.form(http.MethodPost, "/nodes/"+g.Node+"/qemu/102/status/start", nil)); exit != "can't find file 'local:snippets/pve2-only.yaml'" {
+		t.Errorf("start away from the snippet: %s", exit)
+	}
+}
