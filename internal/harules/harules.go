@@ -85,7 +85,7 @@ func Want(in Input) []Rule {
 			sort.Ints(members)
 			add(Rule{HARule: scheduler.HARule{Name: Prefix + verb + "-" + groupKey(sel), Type: scheduler.HAResourceAffinity, Affinity: affinity,
 				VMIDs: members, CTs: cts, Comment: fmt.Sprintf("qemuscheduler: VMs tagged %s %s (required %s)", describe(sel), verb, attr)},
-				Policy: fmt.Sprintf("required %s on tags %s with topology_key node", attr, describe(sel))})
+				Policy: termPolicy(attr, sel, topologyNode)})
 		}
 	}
 	terms(in.Request.VMAntiAffinity, scheduler.HANegative, "vm_anti_affinity", "apart")
@@ -145,27 +145,38 @@ func selectsInRule(terms []scheduler.VMGroupTerm, verb, name string, tags []stri
 	})
 }
 
+// termPolicy names a required VM group term as the configuration writes it.
+func termPolicy(attr string, sel scheduler.TagSelector, key string) string {
+	return fmt.Sprintf("required %s on tags %s with topology_key %s", attr, describe(sel), key)
+}
+
 // nodeRuleNodes are the nodes the VM's node rule lists: those passing its node-level rules,
 // within the domain of its node for every required term with another topology key, and the
-// node it runs on. policy names what restricts them.
+// node it runs on. policy names what restricts them, as the VM sets it.
 func nodeRuleNodes(in Input) ([]string, string) {
 	nodes := slices.Clone(in.PolicyNodes)
-	policy := []string{"node_selector, required node_affinity, taints and node regex"}
+	policy := nodeLevelPolicy(in)
 	var at *scheduler.Node
 	for i := range in.Snap.Nodes {
 		if in.Snap.Nodes[i].Name == in.Node {
 			at = &in.Snap.Nodes[i]
 		}
 	}
-	keys := map[string]string{}
-	for _, t := range append(slices.Clone(in.Request.VMAffinity), in.Request.VMAntiAffinity...) {
-		if t.Weight == 0 && t.TopologyKey != topologyNode {
-			keys[t.TopologyKey] = "required vm (anti-)affinity"
+	keys := map[string][]string{}
+	terms := func(list []scheduler.VMGroupTerm, attr string) {
+		for _, t := range list {
+			if t.Weight == 0 && t.TopologyKey != topologyNode {
+				keys[t.TopologyKey] = append(keys[t.TopologyKey], termPolicy(attr, t.Group(), t.TopologyKey))
+			}
 		}
 	}
+	terms(in.Request.VMAffinity, "vm_affinity")
+	terms(in.Request.VMAntiAffinity, "vm_anti_affinity")
 	for _, c := range in.Request.TopologySpread {
 		if c.WhenUnsatisfiable == "DoNotSchedule" && c.TopologyKey != topologyNode {
-			keys[c.TopologyKey] = "topology_spread (DoNotSchedule)"
+			sel := scheduler.TagSelector{Tags: c.Tags, TagsAnyOf: c.TagsAnyOf, TagsNoneOf: c.TagsNoneOf}
+			keys[c.TopologyKey] = append(keys[c.TopologyKey],
+				fmt.Sprintf("topology_spread on tags %s with topology_key %s (DoNotSchedule)", describe(sel), c.TopologyKey))
 		}
 	}
 	for _, key := range slices.Sorted(maps.Keys(keys)) {
@@ -176,7 +187,7 @@ func nodeRuleNodes(in Input) ([]string, string) {
 		if !ok {
 			continue
 		}
-		policy = append(policy, fmt.Sprintf("%s: stays in %s=%s", keys[key], key, v))
+		policy = append(policy, fmt.Sprintf("%s: stays in %s=%s", strings.Join(slices.Compact(keys[key]), ", "), key, v))
 		nodes = slices.DeleteFunc(nodes, func(name string) bool {
 			for _, n := range in.Snap.Nodes {
 				if n.Name == name {
@@ -194,7 +205,68 @@ func nodeRuleNodes(in Input) ([]string, string) {
 		policy = append(policy, "the node it runs on, "+at.Name+" (placement is sticky)")
 	}
 	sort.Strings(nodes)
+	if len(policy) == 0 {
+		policy = []string{"its node-level rules"}
+	}
 	return nodes, strings.Join(policy, "; ")
+}
+
+// nodeLevelPolicy names the node-level rules that keep the VM off a node (NodeRuleNodes), as
+// the VM sets them: its node_selector, required node_affinity terms and node regex
+// annotation, and for a node left out that these pass, a taint it does not tolerate or too
+// few CPUs.
+func nodeLevelPolicy(in Input) []string {
+	req := in.Request
+	var out []string
+	if len(req.NodeSelector) > 0 {
+		pairs := make([]string, 0, len(req.NodeSelector))
+		for _, k := range slices.Sorted(maps.Keys(req.NodeSelector)) {
+			pairs = append(pairs, fmt.Sprintf("%s = %q", k, req.NodeSelector[k]))
+		}
+		out = append(out, "node_selector = { "+strings.Join(pairs, ", ")+" }")
+	}
+	for _, t := range req.NodeAffinity {
+		if t.Weight == 0 {
+			out = append(out, "required node_affinity "+nodelabels.FormatAffinity(t))
+		}
+	}
+	if re, ok := req.Annotations[scheduler.AnnotationNodeRegex]; ok {
+		out = append(out, fmt.Sprintf("annotation %s = %q", scheduler.AnnotationNodeRegex, re))
+	}
+	vcpus := max(req.Cores, 1) * max(req.Sockets, 1)
+	for _, n := range in.Snap.Nodes {
+		if slices.Contains(in.PolicyNodes, n.Name) || !namesPass(req, n) {
+			continue
+		}
+		for _, t := range n.Taints {
+			if (t.Effect == nodelabels.NoSchedule || t.Effect == nodelabels.NoExecute) &&
+				!strings.HasPrefix(t.Key, nodelabels.ReservedPrefix) && !nodelabels.Tolerated(req.Tolerations, t) {
+				out = append(out, fmt.Sprintf("no toleration for taint %s of %s", nodelabels.FormatTaint(t), n.Name))
+			}
+		}
+		if n.MaxCPU > 0 && vcpus > n.MaxCPU {
+			out = append(out, fmt.Sprintf("%d vCPUs, more than the %d CPUs of %s", vcpus, n.MaxCPU, n.Name))
+		}
+	}
+	return out
+}
+
+// namesPass tells whether node n passes req's rules on its labels and name: node selector,
+// required node affinity and node regex (matching the whole name, as the filter does).
+func namesPass(req scheduler.Request, n scheduler.Node) bool {
+	for k, v := range req.NodeSelector {
+		if n.Labels[k] != v {
+			return false
+		}
+	}
+	for _, t := range req.NodeAffinity {
+		if t.Weight == 0 && !nodelabels.MatchAffinity(n.Labels, t) {
+			return false
+		}
+	}
+	re, err := regexp.Compile(`^(?:` + req.Annotations[scheduler.AnnotationNodeRegex] + `)$`)
+	_, set := req.Annotations[scheduler.AnnotationNodeRegex]
+	return !set || err != nil || re.MatchString(n.Name)
 }
 
 // NodeRuleNodes are the nodes that pass req's node-level rules (node selector, required node

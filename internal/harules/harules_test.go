@@ -70,6 +70,42 @@ func TestWantKeepsTheNodeTheVMRunsOn(t *testing.T) {
 	}
 }
 
+// A node rule's policy names what this VM sets, as its configuration writes it, so that a
+// refusal says which attribute to change: its node_selector, required node_affinity, node
+// regex, the taints it does not tolerate on nodes those pass, its required terms over other
+// keys; never a list of every kind.
+func TestWantNamesTheVMPolicy(t *testing.T) {
+	snap := cluster()
+	policy := func(req scheduler.Request) string {
+		t.Helper()
+		got := Want(Input{VMID: 104, Name: "db", Node: "pve3", Snap: snap, PolicyNodes: NodeRuleNodes(profile(t), snap, req), Request: req})
+		if len(got) != 1 {
+			t.Fatalf("rules %+v, want one node rule", got)
+		}
+		return got[0].Policy
+	}
+	regex := scheduler.Request{Annotations: map[string]string{scheduler.AnnotationNodeRegex: "pve[34]"}}
+	for _, c := range []struct {
+		name string
+		req  scheduler.Request
+		want string
+	}{
+		{"node selector, not the taint of a node it excludes", scheduler.Request{NodeSelector: map[string]string{"zone": "b", "rack": "1"}},
+			`node_selector = { rack = "1", zone = "b" }; the node it runs on, pve3 (placement is sticky)`},
+		{"required node affinity and an untolerated taint", scheduler.Request{NodeAffinity: []scheduler.NodeAffinityTerm{
+			scheduler.Expression(0, "zone", "In", "b"), scheduler.Expression(20, "zone", "In", "a")}},
+			`required node_affinity zone In [b]; no toleration for taint gpu:NoSchedule of pve4`},
+		{"node regex", regex, `annotation node.qemu-scheduler/regex = "pve[34]"; no toleration for taint gpu:NoSchedule of pve4`},
+		{"term over zones", scheduler.Request{Tolerations: []scheduler.Toleration{{Operator: "Exists"}},
+			VMAntiAffinity: []scheduler.VMGroupTerm{{Tags: []string{"db"}, TopologyKey: "zone"}}},
+			`required vm_anti_affinity on tags db with topology_key zone: stays in zone=b`},
+	} {
+		if got := policy(c.req); got != c.want {
+			t.Errorf("%s: policy %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
 // A VM stays in a group rule that a peer's record keeps it in (kube's symmetry), without a
 // term of its own; not in a rule no peer's record explains, nor one whose group it left.
 func TestHeld(t *testing.T) {

@@ -268,6 +268,27 @@ func TestAccVMHARulesZone(t *testing.T) {
 	)
 }
 
+// A node rule PVE would refuse (the VM is in an admin's node rule already) is a plan error
+// naming what this VM sets, its node_selector, and the admin's rule.
+func TestAccVMHARulesNodeConflictNamesThePolicy(t *testing.T) {
+	env, sim := simEnv(t, haRulesCluster())
+	runSteps(t,
+		resource.TestStep{Config: haDB(env, "")},
+		resource.TestStep{PreConfig: func() {
+			must(t, simClient(t, sim).CreateHARule(context.Background(), scheduler.HARule{Name: "admin-nodes", Type: scheduler.HANodeAffinity,
+				VMIDs: []int{150}, Nodes: []string{"pve1", "pve2", "pve3"}}))
+		}, Config: haDB(env, `node_selector = { zone = "a" }`),
+			ExpectError: regexp.MustCompile(`(?s)would refuse an HA rule.*qemuscheduler-vm-150\s+\(keeping\s+node_selector\s+=\s+\{\s+zone\s+=\s+"a"\s+\}\).*admin-nodes`)},
+		// Nothing was written: the admin's rule alone.
+		resource.TestStep{Config: haDB(env, ""), Check: func(*terraform.State) error {
+			if rules := simRules(t, sim); len(rules) != 1 || rules[0].Name != "admin-nodes" {
+				return fmt.Errorf("rules %+v, want the admin's alone", rules)
+			}
+			return nil
+		}},
+	)
+}
+
 // webPair is two HA VMs of the web group, cloned; attrs are more attributes (HCL lines).
 func webPair(env *accEnv, attrs string) string {
 	return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
