@@ -75,6 +75,7 @@ func (s *Server) routes() {
 	h("POST /nodes/{node}/qemu/{vmid}/move_disk", s.handleMoveDisk)
 	h("PUT /nodes/{node}/qemu/{vmid}/cloudinit", s.handleCloudInitUpdate)
 	h("DELETE /nodes/{node}/qemu/{vmid}", s.handleDelete)
+	h("GET /nodes/{node}/tasks", s.handleTaskList)
 	h("GET /nodes/{node}/tasks/{upid}/status", serveFound(s, s.taskFor, s.handleTaskStatus))
 	h("GET /nodes/{node}/tasks/{upid}/log", serveFound(s, s.taskFor, s.handleTaskLog))
 	h("DELETE /nodes/{node}/tasks/{upid}", serveFound(s, s.taskFor, s.handleTaskStop))

@@ -24,7 +24,8 @@
 //     (download-url, query-url-metadata) from a simulated web (the cluster file's
 //     remote_files: the simulator reaches no URL), volumes deleted (imgdel task; a base volume
 //     in use by a linked clone is refused), the storage.cfg section (GET /storage/{storage});
-//   - tasks can be stopped (DELETE .../tasks/{upid}: a running one ends "received interrupt");
+//   - tasks can be stopped (DELETE .../tasks/{upid}: a running one ends "received interrupt")
+//     and listed (GET /nodes/{node}/tasks with its filters, most recently finished first);
 //   - nodes: host-arch, node config with Notes (description, stored and digested as PVE does),
 //     HA node states (hastate on /cluster/resources node rows once HA has run, and
 //     /cluster/ha/status/manager_status, whose service_status gives each service's CRM state,

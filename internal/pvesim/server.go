@@ -28,6 +28,7 @@ type Server struct {
 	poolComments map[string]string
 	nextID       *NextIDSpec
 	tasks        map[string]*task
+	archived     []*task // finished tasks, in the order they ended (the task index)
 	pid          int
 	rng          *mrand.Rand
 	mux          *http.ServeMux

@@ -1,9 +1,12 @@
 package pvesim
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +21,7 @@ type task struct {
 	pid       int
 	pstart    int
 	startTime int64
+	endTime   int64
 	done      bool
 	exit      string
 	log       []string
@@ -86,11 +90,15 @@ func (s *Server) startWorker(r *http.Request, nodeName, typ, id string, action f
 			t.exit = "OK"
 			t.log = append(t.log, "TASK OK")
 		}
+		// The task ends (and enters the task index) before a worker it forks on its way out
+		// (a create's autostart, started by release) can.
+		t.done = true
+		s.lastTaskEnd = time.Now()
+		t.endTime = s.lastTaskEnd.Unix()
+		s.archived = append(s.archived, t)
 		if release != nil {
 			release(res.err == "")
 		}
-		t.done = true
-		s.lastTaskEnd = time.Now()
 	}
 	switch {
 	case s.holds(typ):
@@ -129,15 +137,22 @@ func (s *Server) taskFor(w http.ResponseWriter, r *http.Request) *task {
 	return t
 }
 
-func (s *Server) handleTaskStatus(w http.ResponseWriter, r *http.Request, t *task) {
-	status := map[string]any{
+// row is the task as the task calls show it: a token's tasks name the bare user and the
+// token id separately (Tasks.pm convert_token_task).
+func (t *task) row() map[string]any {
+	row := map[string]any{
 		"upid": t.upid, "node": t.node, "pid": t.pid, "pstart": t.pstart, "starttime": t.startTime,
-		"type": t.typ, "id": t.id, "user": t.user, "status": "running",
+		"type": t.typ, "id": t.id, "user": t.user,
 	}
-	// A token's tasks name the bare user and the token id separately.
 	if user, token, isToken := strings.Cut(t.user, "!"); isToken {
-		status["user"], status["tokenid"] = user, token
+		row["user"], row["tokenid"] = user, token
 	}
+	return row
+}
+
+func (s *Server) handleTaskStatus(w http.ResponseWriter, r *http.Request, t *task) {
+	status := t.row()
+	status["status"] = "running"
 	if t.done {
 		status["status"] = "stopped"
 		status["exitstatus"] = t.exit
@@ -188,4 +203,126 @@ func (s *Server) TaskWindow() (first, last time.Time) {
 // taken its locks, but its worker does its work only at release. The caller holds s.mu.
 func (s *Server) holds(typ string) bool {
 	return s.holding && (len(s.holdTypes) == 0 || contains(s.holdTypes, typ))
+}
+
+// taskListProps are the parameters of GET /nodes/{node}/tasks (pve-manager API2/Tasks.pm
+// node_tasks).
+var taskListProps = map[string]prop{
+	"start": intProp().atLeast(0), "limit": intProp().atLeast(0), "userfilter": strProp(), "typefilter": strProp(),
+	"vmid": intProp().between(100, 999999999), "errors": boolProp(), "source": enumProp("archive", "active", "all"),
+	"since": intProp(), "until": intProp(), "statusfilter": checkedProp(checkTaskStatusList),
+}
+
+// checkTaskStatusList is the pve-task-status-type-list format.
+func checkTaskStatusList(v string) string {
+	for _, s := range splitList(v) {
+		if !contains([]string{"ok", "error", "warning", "unknown"}, strings.ToLower(s)) {
+			return fmt.Sprintf("invalid status '%s'", s)
+		}
+	}
+	return ""
+}
+
+// taskStatusType is PVE::UPID normalize_status_type.
+func taskStatusType(status string) string {
+	switch {
+	case status == "" || status == "unexpected status":
+		return "unknown"
+	case status == "OK":
+		return "ok"
+	case taskWarnings.MatchString(status):
+		return "warning"
+	}
+	return "error"
+}
+
+var taskWarnings = regexp.MustCompile(`^WARNINGS: \d+$`)
+
+// handleTaskList is GET /nodes/{node}/tasks (Tasks.pm node_tasks): the node's running tasks
+// first with status RUNNING (source active or all), then its finished ones (source archive,
+// the default, or all), most recently finished first, with their exit status as status;
+// filtered by user (a substring, any case), type, vmid, start time and status type (errors: all
+// but OK), then paged by start and limit (50); total counts the tasks that passed the filters.
+// The simulator's users see every task, as a Sys.Audit holder does.
+func (s *Server) handleTaskList(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.onlineParams(w, r, slices.Sorted(maps.Keys(taskListProps))...)
+	if !ok {
+		return
+	}
+	problems := map[string]string{}
+	for k, v := range p {
+		prop := taskListProps[k]
+		if prop.typ == tBoolean {
+			v = normBool(v)
+			p[k] = v
+		}
+		if msg := checkProp(v, prop, k); msg != "" {
+			problems[k] = msg
+		}
+	}
+	if len(problems) > 0 {
+		writeParamError(w, problems)
+		return
+	}
+	node, start, limit := r.PathValue("node"), atoi(p["start"]), 50
+	if v, set := p["limit"]; set {
+		limit = atoi(v)
+	}
+	wanted := map[string]bool{"ok": true, "warning": true, "error": true, "unknown": true}
+	switch {
+	case p["errors"] == "1":
+		wanted["ok"] = false
+	case p["statusfilter"] != "":
+		wanted = map[string]bool{}
+		for _, f := range splitList(p["statusfilter"]) {
+			wanted[strings.ToLower(f)] = true
+		}
+	}
+	var candidates []*task
+	if src := cmp.Or(p["source"], "archive"); src != "archive" {
+		for _, t := range slices.SortedFunc(maps.Values(s.tasks), func(a, b *task) int { return a.pid - b.pid }) {
+			if !t.done && t.node == node {
+				candidates = append(candidates, t)
+			}
+		}
+	}
+	if p["source"] != "active" {
+		for i := len(s.archived) - 1; i >= 0; i-- {
+			if t := s.archived[i]; t.node == node {
+				candidates = append(candidates, t)
+			}
+		}
+	}
+	rows, count := []map[string]any{}, 0
+	for _, t := range candidates {
+		row := t.row()
+		status := t.exit // "" while running: unknown, as in PVE's filter
+		switch {
+		case p["userfilter"] != "" && !strings.Contains(strings.ToLower(row["user"].(string)), strings.ToLower(p["userfilter"])):
+			continue
+		case p["typefilter"] != "" && t.typ != p["typefilter"]:
+			continue
+		case p["vmid"] != "" && t.id != p["vmid"]:
+			continue
+		case p["since"] != "" && t.startTime < int64(atoi(p["since"])):
+			continue
+		case p["until"] != "" && t.startTime > int64(atoi(p["until"])):
+			continue
+		case !wanted[taskStatusType(status)]:
+			continue
+		}
+		count++
+		if count <= start || len(rows) >= limit {
+			continue
+		}
+		if t.done {
+			row["endtime"], row["status"] = t.endTime, t.exit
+		} else {
+			row["status"] = "RUNNING"
+		}
+		rows = append(rows, row)
+	}
+	writeEnvelope(w, map[string]any{"data": rows, "total": count})
 }

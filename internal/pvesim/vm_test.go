@@ -2,6 +2,7 @@ package pvesim_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -646,5 +647,58 @@ func TestHeldCreateAutostarts(t *testing.T) {
 	}
 	if g := s.MustGuest(t, 150); g.Status != "running" || g.Lock != "" {
 		t.Errorf("VM 150 %s, lock %q after the released create; want running, unlocked", g.Status, g.Lock)
+	}
+}
+
+// GET /nodes/{node}/tasks as pve-manager's API2/Tasks.pm node_tasks answers it: the node's
+// finished tasks, most recently finished first, with their exit status; running ones first
+// with status RUNNING for source active or all; filters on type, vmid, user, status (errors:
+// all but OK) and paging by start and limit, total counting every task that passed the
+// filters. Here it shows the autostart of a create with start=1: a qmstart task of its own.
+func TestTaskList(t *testing.T) {
+	s, a := lab(t)
+	a.task(a.form(http.MethodPost, "/nodes/pve3/qemu", url.Values{"vmid": {"150"}, "cores": {"16"}, "sockets": {"2"}, "start": {"1"}}))
+	a.task(a.form(http.MethodPost, "/nodes/pve3/qemu/103/status/start", nil))
+	s.HoldTasks()
+	running := a.ok(a.form(http.MethodPost, "/nodes/pve3/qemu/103/status/stop", nil)).str()
+	defer s.ReleaseTasks()
+	list := func(q url.Values) ([]string, int) {
+		t.Helper()
+		r := a.ok(a.form(http.MethodGet, "/nodes/pve3/tasks", q))
+		var got []string
+		for _, row := range r.list() {
+			got = append(got, fmt.Sprintf("%s %s %v", row["type"], row["id"], row["status"]))
+			if row["user"] != "root@pam" || row["tokenid"] != "sim" || row["node"] != "pve3" || (row["status"] != "RUNNING") == (row["endtime"] == nil) {
+				t.Errorf("row %v", row)
+			}
+		}
+		return got, *r.env.Total
+	}
+	for _, tc := range []struct {
+		query url.Values
+		want  string
+		total int
+	}{
+		{nil, "[qmstart 103 OK qmstart 150 MAX 16 vcpus allowed per VM on this node qmcreate 150 OK]", 3},
+		{url.Values{"errors": {"1"}}, "[qmstart 150 MAX 16 vcpus allowed per VM on this node]", 1},
+		{url.Values{"statusfilter": {"ok"}, "vmid": {"150"}}, "[qmcreate 150 OK]", 1},
+		{url.Values{"typefilter": {"qmstart"}, "limit": {"1"}}, "[qmstart 103 OK]", 2},
+		{url.Values{"start": {"1"}, "limit": {"1"}}, "[qmstart 150 MAX 16 vcpus allowed per VM on this node]", 3},
+		{url.Values{"source": {"active"}}, "[qmstop 103 RUNNING]", 1},
+		{url.Values{"source": {"all"}, "limit": {"2"}}, "[qmstop 103 RUNNING qmstart 103 OK]", 4},
+		{url.Values{"userfilter": {"ROOT@"}, "typefilter": {"qmcreate"}}, "[qmcreate 150 OK]", 1},
+		{url.Values{"userfilter": {"nobody"}}, "[]", 0},
+	} {
+		if got, total := list(tc.query); fmt.Sprint(got) != tc.want || total != tc.total {
+			t.Errorf("%v: %v (total %d), want %s (total %d)", tc.query, got, total, tc.want, tc.total)
+		}
+	}
+	if !strings.Contains(running, ":qmstop:103:") {
+		t.Errorf("stop UPID %s", running)
+	}
+	wantError(t, a.form(http.MethodGet, "/nodes/pve3/tasks", url.Values{"statusfilter": {"fine"}}), 400, "invalid status 'fine'")
+	wantError(t, a.form(http.MethodGet, "/nodes/pve3/tasks", url.Values{"vmid": {"99"}}), 400, "Parameter verification failed.")
+	if rows := a.ok(a.get("/nodes/pve1/tasks")).list(); len(rows) != 0 {
+		t.Errorf("pve1's tasks: %v", rows)
 	}
 }
