@@ -113,11 +113,8 @@ func checkHAGroupParams(w http.ResponseWriter, p map[string]string, required boo
 		problems["type"] = fmt.Sprintf("value '%s' does not have a value in the enumeration 'group'", t)
 	}
 	for k, prop := range haGroupProps {
-		if v, set := p[k]; set {
-			if prop.typ == tBoolean {
-				p[k] = normBool(v)
-			}
-			if msg := checkProp(p[k], prop, k); msg != "" {
+		if _, set := p[k]; set {
+			if msg := checkTyped(p, k, prop); msg != "" {
 				problems[k] = msg
 			}
 		}

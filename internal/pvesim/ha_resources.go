@@ -87,18 +87,14 @@ var haResourceProps = map[string]prop{
 // failback is PVE 9's (pve-ha-manager 5.0, with the HA rules): PVE 8 does not know it.
 func (s *Server) checkHAParams(w http.ResponseWriter, p map[string]string, extra ...string) bool {
 	problems := map[string]string{}
-	for k, v := range p {
+	for k := range p {
 		prop, known := haResourceProps[k]
 		switch {
 		case contains(extra, k):
 		case !known || (k == "failback" && s.haRules == nil):
 			problems[k] = "property is not defined in schema and the schema does not allow additional properties"
 		default:
-			if prop.typ == tBoolean {
-				v = normBool(v)
-				p[k] = v
-			}
-			if msg := checkProp(v, prop, k); msg != "" {
+			if msg := checkTyped(p, k, prop); msg != "" {
 				problems[k] = msg
 			}
 		}

@@ -269,3 +269,12 @@ func printPropertyString(f *propFormat, res map[string]string) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// checkTyped checks parameter k of p against its schema pr, normalising a boolean to 0 or 1
+// in place as PVE's parameter check does; the problem, or "".
+func checkTyped(p map[string]string, k string, pr prop) string {
+	if pr.typ == tBoolean {
+		p[k] = normBool(p[k])
+	}
+	return checkProp(p[k], pr, k)
+}

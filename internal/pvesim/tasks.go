@@ -252,13 +252,8 @@ func (s *Server) handleTaskList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	problems := map[string]string{}
-	for k, v := range p {
-		prop := taskListProps[k]
-		if prop.typ == tBoolean {
-			v = normBool(v)
-			p[k] = v
-		}
-		if msg := checkProp(v, prop, k); msg != "" {
+	for k := range p {
+		if msg := checkTyped(p, k, taskListProps[k]); msg != "" {
 			problems[k] = msg
 		}
 	}
