@@ -114,14 +114,19 @@ func (m *members) merge(o *members) {
 	m.count += o.count
 }
 
-// String lists the ids, an assumed guest marked as in flight: "1001, 1002 (in flight)".
+// String lists the ids, an assumed guest marked as in flight when this process creates it,
+// else as planned (placed earlier in the same plan or decision): "1001, 1002 (in flight),
+// 1003 (planned)".
 func (m *members) String() string {
 	listed := min(m.count, listedIDs)
 	ids := make([]string, listed)
 	for i, g := range m.first[:listed] {
 		ids[i] = strconv.Itoa(g.VMID)
-		if g.Assumed {
+		switch {
+		case g.Creating:
 			ids[i] += " (in flight)"
+		case g.Assumed:
+			ids[i] += " (planned)"
 		}
 	}
 	s := strings.Join(ids, ", ")

@@ -45,7 +45,7 @@ func TestCountGroupOncePerRequest(t *testing.T) {
 		stopped, tmpl,
 	}
 	ns := infos(nodes, guests...)
-	ns[1].Guests = append(ns[1].Guests, &scheduler.Guest{VMID: 106, Node: "pve2", Tags: []string{"web", "prod"}, Assumed: true})
+	ns[1].Guests = append(ns[1].Guests, &scheduler.Guest{VMID: 106, Node: "pve2", Tags: []string{"web", "prod"}, Assumed: true, Creating: true})
 	state := scheduler.NewCycleState()
 	c := countGroup(state, ns, scheduler.TagSelector{Tags: []string{"web", "prod"}}, "zone")
 	if c.total != 4 || c.domains != 2 || c.in(&nodes[0]) != 2 || c.in(&nodes[2]) != 1 {

@@ -27,9 +27,9 @@ func TestVMAntiAffinityFilterByNode(t *testing.T) {
 	got := verdicts(t, newPlugin[scheduler.FilterPlugin](t, newVMAffinityFilter, nil), &r, ns)
 	want := map[string]string{
 		"pve1": "VMAntiAffinity: pve1 already runs 1 guest tagged [web]: 1001",
-		"pve2": "VMAntiAffinity: pve2 already runs 1 guest tagged [web]: 1002", // stopped guests count
-		"pve3": "",                                                             // templates never count; db is another group
-		"pve4": "VMAntiAffinity: pve4 already runs 1 guest tagged [web]: 1005 (in flight)",
+		"pve2": "VMAntiAffinity: pve2 already runs 1 guest tagged [web]: 1002",           // stopped guests count
+		"pve3": "",                                                                       // templates never count; db is another group
+		"pve4": "VMAntiAffinity: pve4 already runs 1 guest tagged [web]: 1005 (planned)", // placed earlier in the plan
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got  %v\nwant %v", got, want)

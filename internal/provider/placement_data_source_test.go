@@ -457,3 +457,40 @@ data "qemuscheduler_placement" "p" {
 		),
 	})
 }
+
+// A VM placed earlier in the same plan (another data source's pick) is named in a reason as
+// planned, not as a create in flight: nothing is being created during a plan.
+func TestAccPlacementReasonNamesPlannedVMs(t *testing.T) {
+	env, _ := simEnv(t, equalCluster())
+	web := func(name, extra string) string {
+		return fmt.Sprintf(`data "qemuscheduler_placement" %q {
+  name = %q
+  vmid = %d
+  tags = ["web"]
+  vm_anti_affinity {
+    tags         = ["web"]
+    topology_key = "node"
+  }
+  %s
+}
+`, name, name, map[string]int{"p0": 500, "p": 501}[name], extra)
+	}
+	runParallel(t, resource.TestStep{
+		Config: env.config(web("p0", ""), web("p", "depends_on = [data.qemuscheduler_placement.p0]")),
+		Check: func(s *terraform.State) error {
+			first := s.RootModule().Resources["data.qemuscheduler_placement.p0"].Primary.Attributes["node"]
+			attrs := s.RootModule().Resources[ds].Primary.Attributes
+			for i := 0; attrs[fmt.Sprintf("candidates.%d.node", i)] != ""; i++ {
+				if attrs[fmt.Sprintf("candidates.%d.node", i)] != first {
+					continue
+				}
+				want := fmt.Sprintf("VMAntiAffinity: %s already runs 1 guest tagged [web]: 500 (planned)", first)
+				if got := attrs[fmt.Sprintf("candidates.%d.reasons.0", i)]; got != want {
+					return fmt.Errorf("reason on %s = %q, want %q", first, got, want)
+				}
+				return nil
+			}
+			return fmt.Errorf("no candidate %s in %v", first, attrs)
+		},
+	})
+}

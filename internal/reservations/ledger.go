@@ -55,6 +55,7 @@ func (l *Ledger) Decide(ctx context.Context, snapshot func(context.Context) (sch
 	if err != nil {
 		return scheduler.Reservation{}, err
 	}
+	r.Creating = true
 	l.inFlight[r.VMID] = r
 	return r, nil
 }

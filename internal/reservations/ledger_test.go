@@ -263,8 +263,8 @@ func TestInFlightReservationKeepsNameAndTagsForGroups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(seen) != 1 || seen[0].Name != "web-1" || !reflect.DeepEqual(seen[0].Tags, []string{"web"}) {
-		t.Fatalf("the second decision saw %+v, want web-1's reservation with its tags", seen)
+	if len(seen) != 1 || seen[0].Name != "web-1" || !reflect.DeepEqual(seen[0].Tags, []string{"web"}) || !seen[0].Creating {
+		t.Fatalf("the second decision saw %+v, want web-1's reservation with its tags, marked as a create under way", seen)
 	}
 	if second.Node == first.Node {
 		t.Fatalf("both web VMs on %s: the in-flight one was not a member of its group", first.Node)

@@ -139,7 +139,7 @@ func buildNodeInfos(snap *Snapshot) ([]*NodeInfo, map[string]*NodeInfo) {
 // guest is the reservation as an assumed guest.
 func (r Reservation) guest() *Guest {
 	return &Guest{VMID: r.VMID, Node: r.Node, Name: r.Name, Type: GuestQEMU, Status: "running",
-		CPUs: float64(r.VCPUs), MaxMem: uint64(r.MemoryMiB) * MiB, Tags: r.Tags, Assumed: true,
+		CPUs: float64(r.VCPUs), MaxMem: uint64(r.MemoryMiB) * MiB, Tags: r.Tags, Assumed: true, Creating: r.Creating,
 		Storage: r.Storage, DiskBytes: r.DiskBytes, Recorded: antiAffinityRecord(r.AntiAffinity)}
 }
 

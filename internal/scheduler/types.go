@@ -133,8 +133,11 @@ type Guest struct {
 	// being created or cloned, or marked by this provider until its first start.
 	Pending bool
 	// Assumed marks a guest that PVE does not list yet: a placement made earlier in the same
-	// decision or an in-flight reservation of this process.
+	// decision or plan, or an in-flight reservation of this process.
 	Assumed bool
+	// Creating marks an assumed guest whose create this process runs (in flight), where the
+	// others are only planned: reasons tell the two apart.
+	Creating bool
 	// DiskBytes is the configured size of the guest's disks when known (0 = unknown).
 	DiskBytes uint64
 	// Storage is where an assumed guest's new disks (DiskBytes) go; they debit its free space.
@@ -175,6 +178,9 @@ type Reservation struct {
 	// AntiAffinity are the VM's vm_anti_affinity terms, which later decisions respect before
 	// the VM exists (the symmetry its placement record gives it once it does).
 	AntiAffinity []VMGroupTerm
+	// Creating marks the reservation of a create under way (the ledger's), where the others
+	// hold what a plan placed tentatively or picked.
+	Creating bool
 }
 
 // antiAffinityRecord is what a guest placed from a request with these anti-affinity terms
