@@ -7,7 +7,6 @@ package pvesim
 //
 //	POST /pvesim/nodes/{node}/maintenance  enable=1|0  HA maintenance on or off (the node's hastate);
 //	                                                   its HA services are migrated away, and back
-
 //	POST /pvesim/nodes/{node}/fail                     the node fails; the HA manager recovers its services
 //	POST /pvesim/nodes/{node}/recover                  the node is back online
 //	PUT  /pvesim/nodes/{node}/load  cpu_load=0.5 mem_used_gib=20   the host's own load

@@ -3,7 +3,11 @@ package pvesim
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
+	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -103,9 +107,38 @@ func ParseCluster(data []byte) (Cluster, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil {
-		return Cluster{}, fmt.Errorf("cluster file: %w", err)
+		return Cluster{}, fmt.Errorf("cluster file: %s", unknownFieldText.ReplaceAllStringFunc(err.Error(), explainUnknownField))
 	}
 	return c, c.validate()
+}
+
+// unknownFieldText is yaml's message for a key its type lacks (a misspelling, mostly).
+var unknownFieldText = regexp.MustCompile(`field (\S+) not found in type pvesim\.(\w+)`)
+
+// fileSections name the cluster file's parts after the types that hold them.
+var fileSections = map[string]struct {
+	name string
+	typ  reflect.Type
+}{
+	"Cluster": {"at the top level", reflect.TypeOf(Cluster{})}, "NodeSpec": {"in a node", reflect.TypeOf(NodeSpec{})},
+	"StorageSpec": {"in a storage", reflect.TypeOf(StorageSpec{})}, "GuestSpec": {"in a guest", reflect.TypeOf(GuestSpec{})},
+	"NextIDSpec": {"in next_id", reflect.TypeOf(NextIDSpec{})}, "HARuleSpec": {"in an HA rule", reflect.TypeOf(HARuleSpec{})},
+	"RemoteFileSpec": {"in a remote file", reflect.TypeOf(RemoteFileSpec{})},
+}
+
+// explainUnknownField rewrites yaml's "field x not found in type pvesim.NodeSpec" in the
+// file's words, with the keys that part takes.
+func explainUnknownField(msg string) string {
+	m := unknownFieldText.FindStringSubmatch(msg)
+	sec, ok := fileSections[m[2]]
+	if !ok {
+		return msg
+	}
+	var keys []string
+	for i := range sec.typ.NumField() {
+		keys = append(keys, strings.Split(sec.typ.Field(i).Tag.Get("yaml"), ",")[0])
+	}
+	return fmt.Sprintf("unknown key %s %s; the keys are %s", m[1], sec.name, strings.Join(keys, ", "))
 }
 
 // LoadCluster reads a cluster file from disk.
@@ -129,6 +162,9 @@ func (c Cluster) validate() error {
 		if n.HAState != "" && !contains(haNodeStates, n.HAState) {
 			return fmt.Errorf("cluster file: node %q has hastate %q; use one of %s", n.Name, n.HAState, strings.Join(haNodeStates, ", "))
 		}
+		if n.CPULoad < 0 || n.CPULoad > 1 || n.MemUsedGiB < 0 || n.MemUsedGiB > n.MemoryGiB {
+			return fmt.Errorf("cluster file: node %q has cpu_load %g and mem_used_gib %g; cpu_load is a fraction of its CPUs (0..1), mem_used_gib at most its memory_gib %g", n.Name, n.CPULoad, n.MemUsedGiB, n.MemoryGiB)
+		}
 		if len(n.Notes) > maxNodeDescription {
 			return fmt.Errorf("cluster file: node %q has notes of %d characters; PVE allows %d", n.Name, len(n.Notes), maxNodeDescription)
 		}
@@ -137,6 +173,11 @@ func (c Cluster) validate() error {
 	for _, f := range c.RemoteFiles {
 		if !remoteURL.MatchString(f.URL) || f.Size <= 0 {
 			return fmt.Errorf("cluster file: remote file %q needs an http(s) url and a size > 0", f.URL)
+		}
+		for algo := range f.Checksums {
+			if !contains(checksumAlgorithms, algo) {
+				return fmt.Errorf("cluster file: remote file %q has a checksum %q; the algorithms are %s", f.URL, algo, strings.Join(checksumAlgorithms, ", "))
+			}
 		}
 	}
 	storages := map[string]bool{}
@@ -176,6 +217,11 @@ func (c Cluster) validate() error {
 			return fmt.Errorf("cluster file: guest %d is in pool %q, which is not in pools", g.VMID, g.Pool)
 		case g.Template && g.Status == "running":
 			return fmt.Errorf("cluster file: guest %d is a template and cannot be running", g.VMID)
+		case g.Cores < 0 || g.Sockets < 0 || g.MemoryMiB < 0:
+			return fmt.Errorf("cluster file: guest %d has cores %d, sockets %d, memory_mib %d; none can be negative", g.VMID, g.Cores, g.Sockets, g.MemoryMiB)
+		}
+		if err := g.validateConfig(storages); err != nil {
+			return err
 		}
 		ids[g.VMID] = true
 	}
@@ -185,12 +231,35 @@ func (c Cluster) validate() error {
 	return c.validateHARules(nodes, ids)
 }
 
+// validateConfig checks a VM's config keys and values against qemu-server's schema, as PVE
+// would have refused them, and that its disks are on storages of the file. Containers have
+// no config schema here: they are only listed.
+func (g GuestSpec) validateConfig(storages map[string]bool) error {
+	if g.Type == "lxc" {
+		return nil
+	}
+	if _, problems := checkConfig(g.Config); len(problems) > 0 {
+		key := sortedKeys(problems)[0]
+		return fmt.Errorf("cluster file: guest %d: config %s: %s", g.VMID, key, problems[key])
+	}
+	for _, v := range guestFromSpec(g).volumes() {
+		if !storages[v.storage] {
+			return fmt.Errorf("cluster file: guest %d: %s is on storage %q, which is not in storages", g.VMID, v.key, v.storage)
+		}
+	}
+	return nil
+}
+
 // validateContent checks the content types against the storage type's (pve-storage's
 // plugindata) and the snippets against the content.
 func (st StorageSpec) validateContent() error {
 	valid, known := storageContents[st.Type]
-	if !known {
+	switch {
+	case st.Type == "":
 		valid = allContents
+	case !known:
+		types := slices.Sorted(maps.Keys(storageContents))
+		return fmt.Errorf("cluster file: storage %q has type %q; use one of %s, or no type (it then takes every content type)", st.Name, st.Type, strings.Join(types, ", "))
 	}
 	for _, c := range st.Content {
 		if !contains(valid, c) {
