@@ -188,6 +188,20 @@ func TestWritesFollowAVMTheHAManagerMoves(t *testing.T) {
 		t.Errorf("%d resizes, want 2", n)
 	}
 
+	// A VM that moves on before every write is followed a bounded number of times.
+	for _, to := range []string{"pve3", "pve2", "pve3", "pve2"} {
+		if err := s.MoveBefore(config, 102, to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.ResetRequests()
+	if err := c.UpdateVM(ctx, "pve1", 102, map[string]string{"description": "chased"}, nil); !errors.Is(err, proxmox.ErrNotFound) {
+		t.Errorf("update of a VM that keeps moving: %v, want ErrNotFound", err)
+	}
+	if n := s.Requests(config); n != 4 {
+		t.Errorf("%d config writes to a VM that keeps moving, want 4: the first and three follows", n)
+	}
+
 	s.DeleteGuest(102)
 	if err := c.StartVM(ctx, "pve1", 102); !errors.Is(err, proxmox.ErrNotFound) {
 		t.Errorf("start of a deleted VM: %v, want ErrNotFound", err)

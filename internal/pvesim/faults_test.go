@@ -255,3 +255,32 @@ func TestTaskPollFaultsAndReplacedAnswers(t *testing.T) {
 		t.Fatalf("the create behind a replaced answer did not happen: %+v", g)
 	}
 }
+
+// MoveBefore moves an HA-managed guest just before the next request about it, not before a
+// request about another guest; a guest the HA manager does not manage is refused.
+func TestMoveBefore(t *testing.T) {
+	s, a := lab(t)
+	const config = "POST /nodes/{node}/qemu/{vmid}/config"
+	if err := s.MoveBefore(config, 102, "pve3"); err == nil {
+		t.Fatal("moved a guest that is no HA resource")
+	}
+	if r := a.form(http.MethodPost, "/cluster/ha/resources", url.Values{"sid": {"vm:102"}}); r.code != http.StatusOK {
+		t.Fatalf("add HA resource: %s", r.status)
+	}
+	a.get("/cluster/ha/status/current") // a CRM round picks it up
+	if err := s.MoveBefore(config, 102, "pve3"); err != nil {
+		t.Fatal(err)
+	}
+	if exit := a.task(a.form(http.MethodPost, "/nodes/pve3/qemu/103/config", url.Values{"description": {"x"}})); exit != "OK" {
+		t.Fatalf("write to another guest: %s", exit)
+	}
+	if g := s.MustGuest(t, 102); g.Node != "pve2" {
+		t.Fatalf("a request about another guest moved 102 to %s", g.Node)
+	}
+	if r := a.form(http.MethodPost, "/nodes/pve2/qemu/102/config", url.Values{"description": {"x"}}); r.status != "500 Configuration file 'nodes/pve2/qemu-server/102.conf' does not exist" {
+		t.Errorf("write after the move: %s", r.status)
+	}
+	if g := s.MustGuest(t, 102); g.Node != "pve3" || g.Lock != "" {
+		t.Errorf("after the move: on %s, lock %q", g.Node, g.Lock)
+	}
+}
