@@ -327,7 +327,7 @@ provider "qemuscheduler" {
 }
 
 // Every way of connecting: token with a private CA, ticket login without TLS verification,
-// and the bpg-compatible environment variables; plus the two mistakes a user meets first.
+// and the bpg-compatible environment variables; plus the mistakes a user meets first.
 func TestAccProviderConnections(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -345,6 +345,9 @@ func TestAccProviderConnections(t *testing.T) {
 		{name: "environment variables", env: func(sim *pvesim.Server) map[string]string {
 			return map[string]string{"PROXMOX_VE_ENDPOINT": sim.URL(), "PROXMOX_VE_API_TOKEN": sim.APIToken(), "PROXMOX_VE_INSECURE": "true"}
 		}},
+		{name: "malformed PROXMOX_VE_INSECURE", env: func(sim *pvesim.Server) map[string]string {
+			return map[string]string{"PROXMOX_VE_ENDPOINT": sim.URL(), "PROXMOX_VE_API_TOKEN": sim.APIToken(), "PROXMOX_VE_INSECURE": "yes"}
+		}, want: `PROXMOX_VE_INSECURE is "yes", not a boolean: set it to true or false`},
 		{name: "wrong token secret", provider: func(sim *pvesim.Server) string {
 			id, _, _ := strings.Cut(sim.APIToken(), "=")
 			return fmt.Sprintf("endpoint = %q\napi_token = %q\ninsecure = true", sim.URL(), id+"=wrong")

@@ -184,8 +184,14 @@ func (p *qemuProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 		UserAgent: "terraform-provider-qemuscheduler/" + p.version,
 	}
 	cfg.Insecure = m.Insecure.ValueBool()
-	if m.Insecure.IsNull() {
-		cfg.Insecure, _ = strconv.ParseBool(os.Getenv(envInsecure))
+	if v := os.Getenv(envInsecure); m.Insecure.IsNull() && v != "" {
+		insecure, err := strconv.ParseBool(v)
+		if err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("insecure"), "Invalid "+envInsecure,
+				fmt.Sprintf("%s is %q, not a boolean: set it to true or false (or set insecure in the provider block).", envInsecure, v))
+			return
+		}
+		cfg.Insecure = insecure
 	}
 	for _, secret := range []string{cfg.APIToken, cfg.Password} {
 		if secret != "" { // masking "" would garble every log value
