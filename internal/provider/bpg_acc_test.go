@@ -63,7 +63,12 @@ func bpgMirror(t *testing.T) {
 // sources take their VMIDs from distinct ranges, so that no two VMs of the plan share one.
 func bpgLabConfig(env *accEnv, memory int) string {
 	bpg := fmt.Sprintf("provider \"proxmox\" {\n  endpoint  = %q\n  api_token = %q\n  insecure  = true\n}\n", env.sim.URL(), env.sim.APIToken())
-	return env.config(bpg, fmt.Sprintf(`
+	return env.config(bpg, fmt.Sprintf(bpgRecipe, memory))
+}
+
+// bpgRecipe is the configuration of bpgLabConfig, the VMs' memory in MiB its one verb; the
+// README shows it with 2048 (TestReadmeBpgRecipe).
+const bpgRecipe = `
 data "qemuscheduler_placement" "clones" {
   names       = ["bpg-clone-1", "bpg-clone-2"]
   cores       = 2
@@ -130,8 +135,7 @@ resource "proxmox_virtual_environment_vm" "scratch" {
     bridge = "vmbr0"
   }
 }
-`, memory))
-}
+`
 
 // The bpg provider (v0.80.0, built from its module) fed by qemuscheduler_placement, against the
 // simulated lab cluster: create, an empty plan, an in-place update, an empty plan, destroy

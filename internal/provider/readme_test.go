@@ -235,3 +235,30 @@ func checkClaims(st *terraform.State, claims []snippetClaim) error {
 	}
 	return nil
 }
+
+// The README's bpg recipe is what TestAccBpgProviderFedByPlacement applies (with 2048 MiB),
+// line by line; only the README's comments are its own.
+func TestReadmeBpgRecipe(t *testing.T) {
+	comment := regexp.MustCompile(`\s*#.*$`)
+	lines := func(src string) []string {
+		var out []string
+		for _, l := range strings.Split(src, "\n") {
+			if l = comment.ReplaceAllString(l, ""); strings.TrimSpace(l) != "" {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	want := lines(fmt.Sprintf(bpgRecipe, 2048))
+	for _, s := range readmeSnippets(t) {
+		if s.lang != "hcl" || !strings.Contains(s.src, `resource "proxmox_virtual_environment_vm" "clone"`) {
+			continue
+		}
+		got := lines(s.src)
+		if !slices.Equal(got, want) {
+			t.Errorf("README.md line %d, the bpg recipe, differs from bpgRecipe:\n%s\nwant:\n%s", s.line, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		return
+	}
+	t.Fatal(`README.md has no hcl snippet with resource "proxmox_virtual_environment_vm" "clone"`)
+}
