@@ -1,6 +1,7 @@
 package pvesim
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"sort"
@@ -199,8 +200,10 @@ func (s *Server) maxCPU(g *guest) int {
 func (s *Server) guestRow(g *guest) resourceRow {
 	row := resourceRow{ID: g.typ + "/" + strconv.Itoa(g.vmid), Type: g.typ, VMID: g.vmid, Node: g.node, Status: "unknown",
 		Tags: g.config["tags"], Lock: g.lock, Pool: g.pool}
+	// PVE's hastate is the CRM's state of the service once the manager status lists it, else
+	// the state resources.cfg requests, if any (pve-manager API2/Cluster.pm resources).
 	if res := s.haResourceOf(g.vmid); res != nil {
-		row.HAState = s.verboseState(res)
+		row.HAState = cmp.Or(s.crmState(res), res.opts["state"])
 	}
 	n := s.node(g.node)
 	if !g.hasStats || n == nil || !n.online {

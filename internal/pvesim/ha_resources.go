@@ -429,21 +429,9 @@ func (s *Server) serviceStatus() map[string]any {
 	out := map[string]any{}
 	for _, res := range s.sortedHAResources() {
 		g := s.guests[res.vmid]
-		if g == nil || !res.pickedUp || res.state() == "ignored" {
+		state := s.crmState(res)
+		if state == "" {
 			continue
-		}
-		state := res.state()
-		switch {
-		case res.errored:
-			state = "error"
-		case res.recovering:
-			state = "recovery"
-		case res.migrateTo != "" && res.relocate:
-			state = "relocate"
-		case res.migrateTo != "":
-			state = "migrate"
-		case state == "stopped" && g.status == "running":
-			state = "request_stop"
 		}
 		sum := sha1.Sum([]byte(res.sid + " " + state + " " + g.node + " " + res.migrateTo))
 		entry := map[string]any{"node": g.node, "state": state, "uid": hex.EncodeToString(sum[:8])}
@@ -456,6 +444,30 @@ func (s *Server) serviceStatus() map[string]any {
 		out[res.sid] = entry
 	}
 	return out
+}
+
+// crmState is the CRM's state of res (Manager.pm: started, request_stop, stopped, migrate,
+// relocate, recovery, error), "" while the CRM does not list it (not picked up yet, ignored,
+// or its guest gone). The caller holds s.mu.
+func (s *Server) crmState(res *haResource) string {
+	g := s.guests[res.vmid]
+	if g == nil || !res.pickedUp || res.state() == "ignored" {
+		return ""
+	}
+	switch state := res.state(); {
+	case res.errored:
+		return "error"
+	case res.recovering:
+		return "recovery"
+	case res.migrateTo != "" && res.relocate:
+		return "relocate"
+	case res.migrateTo != "":
+		return "migrate"
+	case state == "stopped" && g.status == "running":
+		return "request_stop"
+	default:
+		return state
+	}
 }
 
 // handleHAStatus is GET /cluster/ha/status/current: quorum, master, one lrm row per node
@@ -490,16 +502,19 @@ func (s *Server) handleHAStatus(w http.ResponseWriter, _ *http.Request) {
 		state := s.verboseState(res)
 		row := map[string]any{"id": "service:" + res.sid, "type": "service", "sid": res.sid, "node": node, "state": state,
 			"status": fmt.Sprintf("%s (%s, %s)", res.sid, node, state), "request_state": res.state()}
-		if res.pickedUp && res.state() != "ignored" {
-			row["crm_state"] = state
+		// crm_state is the CRM's own state (Status.pm: $ss->{state}), state the verbose one.
+		if crm := s.crmState(res); crm != "" {
+			row["crm_state"] = crm
 		}
 		for _, k := range []string{"max_restart", "max_relocate", "failback"} {
 			if v, set := res.opts[k]; set {
 				row[k] = atoi(v)
 			}
 		}
-		if c := res.opts["comment"]; c != "" {
-			row["comment"] = c
+		for _, k := range []string{"group", "comment"} {
+			if v := res.opts[k]; v != "" {
+				row[k] = v
+			}
 		}
 		rows = append(rows, row)
 	}

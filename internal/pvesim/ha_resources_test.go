@@ -336,3 +336,30 @@ func TestHALocalDisks(t *testing.T) {
 		t.Errorf("start away from its disk: %s", exit)
 	}
 }
+
+// /cluster/resources gives an HA guest the CRM's state of its service once the manager status
+// lists it, else the state resources.cfg requests, nothing when that sets none (pve-manager
+// API2/Cluster.pm resources); status/current shows the verbose state (starting) as state and
+// the CRM's as crm_state (pve-ha-manager API2/HA/Status.pm).
+func TestHAStateOfGuestRows(t *testing.T) {
+	_, a := lab(t)
+	a.ok(a.form(http.MethodPost, "/cluster/ha/resources", url.Values{"sid": {"vm:103"}})) // stopped VM, no state set
+	a.ok(a.form(http.MethodPost, "/cluster/ha/resources", url.Values{"sid": {"vm:102"}, "state": {"stopped"}}))
+	// Each read is followed by a CRM round: the first picks both up, the next acts.
+	hastates := func() (any, any) {
+		rows := map[any]any{}
+		for _, r := range a.ok(a.get("/cluster/resources?type=vm")).list() {
+			rows[r["vmid"]] = r["hastate"]
+		}
+		return rows[103.0], rows[102.0]
+	}
+	if s103, s102 := hastates(); s103 != nil || s102 != "stopped" {
+		t.Errorf("before the CRM knows them: 103 %v, 102 %v; want none and the requested stopped", s103, s102)
+	}
+	if s103, s102 := hastates(); s103 != "started" || s102 != "request_stop" {
+		t.Errorf("picked up: 103 %v, 102 %v; want started and request_stop", s103, s102)
+	}
+	if row := serviceRow(a, "vm:103"); row["state"] != "starting" || row["crm_state"] != "started" {
+		t.Errorf("status/current of vm:103: %v", row)
+	}
+}
