@@ -47,6 +47,15 @@ type haResource struct {
 	errored     bool
 }
 
+// requestState is the state resources.cfg requests as the HA stack reads it
+// (read_and_check_resources_config): started when unset or enabled; disabled stays disabled.
+func (r *haResource) requestState() string {
+	if st := r.opts["state"]; st != "" && st != "enabled" {
+		return st
+	}
+	return "started"
+}
+
 // state is the requested state, with PVE's defaults and aliases (enabled = started).
 func (r *haResource) state() string {
 	switch st := r.opts["state"]; st {
@@ -404,6 +413,8 @@ func (s *Server) verboseState(res *haResource) string {
 		return "not found"
 	case !res.pickedUp:
 		return "queued"
+	case res.errored && res.requestState() == "disabled":
+		return "clearing error flag"
 	case res.errored:
 		return "error"
 	case res.recovering:
@@ -418,7 +429,7 @@ func (s *Server) verboseState(res *haResource) string {
 	case want == "stopped" && g.status == "running":
 		return "stopping"
 	}
-	return want
+	return res.requestState() // stopped shows as disabled when disabled was requested
 }
 
 // serviceStatus is the manager status's service_status: each service the CRM has picked up,
@@ -501,7 +512,7 @@ func (s *Server) handleHAStatus(w http.ResponseWriter, _ *http.Request) {
 		}
 		state := s.verboseState(res)
 		row := map[string]any{"id": "service:" + res.sid, "type": "service", "sid": res.sid, "node": node, "state": state,
-			"status": fmt.Sprintf("%s (%s, %s)", res.sid, node, state), "request_state": res.state()}
+			"status": fmt.Sprintf("%s (%s, %s)", res.sid, node, state), "request_state": res.requestState()}
 		// crm_state is the CRM's own state (Status.pm: $ss->{state}), state the verbose one.
 		if crm := s.crmState(res); crm != "" {
 			row["crm_state"] = crm

@@ -81,9 +81,12 @@ func TestHAStartFailureErrorState(t *testing.T) {
 
 	// Disabled, it leaves the error state; fixed, it starts.
 	a.ok(a.form(http.MethodPut, "/cluster/ha/resources/vm:102", url.Values{"state": {"disabled"}}))
+	if row := serviceRow(a, "vm:102"); row["state"] != "clearing error flag" {
+		t.Errorf("disabled, before the CRM's round: %v", row)
+	}
 	crmRounds(a)
-	if row := serviceRow(a, "vm:102"); row["crm_state"] == "error" {
-		t.Fatalf("disabled, still %v", row)
+	if row := serviceRow(a, "vm:102"); row["crm_state"] != "stopped" || row["request_state"] != "disabled" || row["state"] != "disabled" {
+		t.Fatalf("disabled: %v; want crm_state stopped, request_state and state disabled", row)
 	}
 	a.ok(a.form(http.MethodPut, "/nodes/pve3/qemu/102/config", url.Values{"cores": {"8"}}))
 	a.ok(a.form(http.MethodPut, "/cluster/ha/resources/vm:102", url.Values{"state": {"started"}}))
