@@ -569,7 +569,7 @@ const aloneHint = "The plan stops before anything is created. " + destroyAnyway 
 
 // replanned ends a refusal that may come from the apply: Terraform plans each create again
 // just before it, and that plan cannot be told from the first one either.
-const replanned = "If this is terraform apply of a plan that passed, the cluster changed since that plan: the VMs that still fit are created, the others are not; make room, then apply again."
+const replanned = "If this is terraform apply of a plan that passed, the cluster changed since that plan: the VMs that still fit are created, the others are not."
 
 // applyHint replaces destroyHint in an apply that has created VMs already: the cluster changed
 // since its plan.
