@@ -234,6 +234,9 @@ func TestSticky(t *testing.T) {
 		reqs     func() []scheduler.Request
 		opts     scheduler.Options
 		existing []bool // per placement
+		// moved: the guest is placed anew on another node, keeping its VMID (a resource fed
+		// with both migrates it); otherwise a placement not kept is a new VM with a free id.
+		moved bool
 	}{
 		{name: "kept where it is", reqs: func() []scheduler.Request { return []scheduler.Request{request("web")} },
 			opts: scheduler.Options{Sticky: true}, existing: []bool{true}},
@@ -241,7 +244,7 @@ func TestSticky(t *testing.T) {
 			existing: []bool{false}},
 		{name: "two guests with the name: scheduled as new", reqs: func() []scheduler.Request { return []scheduler.Request{request("twin")} },
 			opts: scheduler.Options{Sticky: true}, existing: []bool{false}},
-		{name: "node no longer matches the regex", opts: scheduler.Options{Sticky: true}, existing: []bool{false},
+		{name: "node no longer matches the regex", opts: scheduler.Options{Sticky: true}, existing: []bool{false}, moved: true,
 			reqs: func() []scheduler.Request {
 				r := request("web")
 				r.Annotations[scheduler.AnnotationNodeRegex] = "pve[23]"
@@ -270,7 +273,10 @@ func TestSticky(t *testing.T) {
 				if pl.Existing && (pl.Node != "pve1" || pl.VMID != 150) {
 					t.Fatalf("kept placement = %s/%d, want pve1/150", pl.Node, pl.VMID)
 				}
-				if !pl.Existing && (pl.Node == "pve1" || pl.VMID == 150 || pl.VMID == 9000) {
+				if tt.moved && (pl.Node == "pve1" || pl.VMID != 150) {
+					t.Fatalf("moved placement = %s/%d, want another node and the guest's vmid 150", pl.Node, pl.VMID)
+				}
+				if !pl.Existing && !tt.moved && (pl.Node == "pve1" || pl.VMID == 150 || pl.VMID == 9000) {
 					t.Fatalf("new placement = %s/%d, want another node and a free id", pl.Node, pl.VMID)
 				}
 				if len(pl.Candidates) != 3 {

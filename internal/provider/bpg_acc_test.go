@@ -138,8 +138,9 @@ resource "proxmox_virtual_environment_vm" "scratch" {
 `
 
 // The bpg provider (v0.80.0, built from its module) fed by qemuscheduler_placement, against the
-// simulated lab cluster: create, an empty plan, an in-place update, an empty plan, destroy
-// leaving nothing, with every request answered (no 501, an endpoint pvesim lacks).
+// simulated lab cluster: create, an empty plan, an in-place update, an empty plan, a clone's
+// node in HA maintenance and the clone migrated, an empty plan, destroy leaving nothing, with
+// every request answered (no 501, an endpoint pvesim lacks).
 func TestAccBpgProviderFedByPlacement(t *testing.T) {
 	c := pvesim.LoadTestCluster(t, "../../examples/lab/cluster.yaml")
 	// The lab cluster's template 9000 on pve1, its ceph storage and the request log.
@@ -152,12 +153,20 @@ func TestAccBpgProviderFedByPlacement(t *testing.T) {
 	for _, addr := range all {
 		updated = append(updated, plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate))
 	}
+	first := &bpgClone{}
 	runCase(t, resource.TestCase{
 		ExternalProviders: map[string]resource.ExternalProvider{"proxmox": {Source: "bpg/proxmox", VersionConstraint: bpgVersion}},
 		Steps: []resource.TestStep{
 			{Config: bpgLabConfig(env, 2048), Check: bpgPlaced(sim, 2048)},
 			{Config: bpgLabConfig(env, 2048), PlanOnly: true},
-			{Config: bpgLabConfig(env, 3072), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: updated}, Check: bpgPlaced(sim, 3072)},
+			{Config: bpgLabConfig(env, 3072), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: updated},
+				Check: resource.ComposeTestCheckFunc(bpgPlaced(sim, 3072), first.record)},
+			{Config: bpgLabConfig(env, 3072), PlanOnly: true},
+			// HA maintenance on the first clone's node: the data source answers another node
+			// and the clone's own VMID, and bpg (migrate = true) migrates it, in place.
+			{PreConfig: func() { must(t, sim.SetNodeHAState(first.node, "maintenance")) }, Config: bpgLabConfig(env, 3072),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(clones[0], plancheck.ResourceActionUpdate)}},
+				Check:            resource.ComposeTestCheckFunc(bpgPlaced(sim, 3072), first.migrated(sim))},
 			{Config: bpgLabConfig(env, 3072), PlanOnly: true},
 		},
 		CheckDestroy: func(*terraform.State) error {
@@ -171,6 +180,37 @@ func TestAccBpgProviderFedByPlacement(t *testing.T) {
 		},
 	})
 	bpgAnswered(t, sim)
+}
+
+// bpgClone is where the first clone was before its node went into maintenance.
+type bpgClone struct {
+	vmid, node string
+}
+
+func (c *bpgClone) record(s *terraform.State) error {
+	attrs := s.RootModule().Resources["proxmox_virtual_environment_vm.clone.0"].Primary.Attributes
+	c.vmid, c.node = attrs["vm_id"], attrs["node_name"]
+	return nil
+}
+
+// migrated checks that the first clone left its node under the same VMID: migrated, not
+// destroyed and created again under another id.
+func (c *bpgClone) migrated(sim *pvesim.Server) resource.TestCheckFunc {
+	return func(s *terraform.State) error {
+		attrs := s.RootModule().Resources["proxmox_virtual_environment_vm.clone.0"].Primary.Attributes
+		var vmid int
+		if _, err := fmt.Sscan(c.vmid, &vmid); err != nil {
+			return fmt.Errorf("clone 0's vm_id %q: %w", c.vmid, err)
+		}
+		g, ok := sim.Guest(vmid)
+		switch {
+		case attrs["vm_id"] != c.vmid:
+			return fmt.Errorf("clone 0 is VM %s now, was %s: re-created instead of migrated", attrs["vm_id"], c.vmid)
+		case !ok || g.Node == c.node:
+			return fmt.Errorf("VM %d (in the cluster: %v) is still on %s, whose HA maintenance should move it", vmid, ok, c.node)
+		}
+		return nil
+	}
 }
 
 // bpgAnswered fails the test for every request bpg made that pvesim does not implement (501).

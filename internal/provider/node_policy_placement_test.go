@@ -159,7 +159,7 @@ func TestAccVMNodePolicy(t *testing.T) {
 }
 
 // Sticky placement re-checks the node policy: an existing VM keeps its node while the node
-// still passes, and is placed anew when it no longer does.
+// still passes, and is placed anew when it no longer does, keeping its VMID.
 func TestAccPlacementStickyNodePolicy(t *testing.T) {
 	env, _ := simEnv(t, policyCluster())
 	env.createVM(t, "pve1", 300, map[string]string{"name": "web-x", "memory": "512"})
@@ -178,7 +178,7 @@ func TestAccPlacementStickyNodePolicy(t *testing.T) {
 				  operator = "Exists"
 				}`),
 			Check: resource.ComposeAggregateTestCheckFunc(resource.TestCheckResourceAttr(ds, "node", "pve3"),
-				resource.TestCheckResourceAttr(ds, "placements.0.existing", "false")),
+				resource.TestCheckResourceAttr(ds, "vmid", "300"), resource.TestCheckResourceAttr(ds, "placements.0.existing", "false")),
 		}},
 	})
 }

@@ -69,7 +69,8 @@ func (d *placementDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 		Description: "Runs the scheduler at plan time, read-only: which node and VMID a VM (or several) would get, with the " +
 			"full explanation. Feed `node` and `vmid` to any Proxmox resource. A VM that already exists with the requested " +
 			"name keeps its node and VMID (`existing = true`) while it still passes the hard filters, so the answer does " +
-			"not flap after the VM is created.",
+			"not flap after the VM is created; once its node fails them, the VM is placed on another node with its own " +
+			"VMID (`existing = false`), so that the resource it feeds migrates it.",
 		Attributes: map[string]schema.Attribute{
 			"name": schema.StringAttribute{Optional: true, Validators: []validator.String{dnsNameCheck},
 				Description: "The VM's name, a DNS name as `qemuscheduler_vm` requires: seed of the tie-break and key of the sticky lookup. Exactly one of `name` and `names`."},

@@ -156,3 +156,42 @@ func TestPendingGuestRaisesLiveFigures(t *testing.T) {
 		t.Fatalf("alloc cpu %v (want 6: running, pending, pending running), live mem %d GiB (want 2: host + the pending stopped one), cpu %v (want 0.25)", ni.AllocCPU, ni.Mem>>30, ni.CPU)
 	}
 }
+
+// rejectNode refuses one node, as a node entering HA maintenance is refused.
+type rejectNode string
+
+func (rejectNode) Name() string { return "RejectNode" }
+func (n rejectNode) Filter(_ *CycleState, _ *Request, ni *NodeInfo) *Rejection {
+	if ni.Node.Name == string(n) {
+		return &Rejection{Reason: "in maintenance"}
+	}
+	return nil
+}
+
+// A named guest whose node no longer passes is placed anew on another node with its own VMID,
+// by Schedule and by the joint placement alike: fed to another provider's VM, the new node
+// migrates it, where a new VMID would destroy it and create another.
+func TestMovedGuestKeepsItsVMID(t *testing.T) {
+	reg := Registry{Filters: []PluginSpec{{Name: "RejectNode", New: func(map[string]string) (Plugin, error) { return rejectNode("n1"), nil }}}}
+	prof := testProfile(t, reg, PluginConfig{})
+	snap := Snapshot{Nodes: testNodes("n1", "n2"), Guests: []Guest{{VMID: 2000, Node: "n1", Name: "clone-1", Status: "running"}}}
+	reqs := []Request{{Name: "clone-1", Cores: 1, Sockets: 1, MemoryMiB: 1}, {Name: "clone-2", Cores: 1, Sockets: 1, MemoryMiB: 1}}
+	for name, schedule := range map[string]func(Snapshot, []Request, Options) (Decision, error){"Schedule": prof.Schedule, "jointly": prof.scheduleJointly} {
+		d, err := schedule(snap, reqs, Options{Sticky: true})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		moved, other := d.Placements[0], d.Placements[1]
+		if moved.Node != "n2" || moved.VMID != 2000 || moved.Existing || !strings.Contains(moved.Summary, "vmid 2000 (the existing guest's, which leaves n1)") {
+			t.Errorf("%s: clone-1 = %s/%d existing %v (%s), want moved to n2 keeping vmid 2000", name, moved.Node, moved.VMID, moved.Existing, moved.Summary)
+		}
+		if other.VMID == 2000 {
+			t.Errorf("%s: clone-2 took the moved guest's vmid 2000", name)
+		}
+	}
+	// Pinned to another id, the request is another VM: it gets that id.
+	pinned := []Request{{Name: "clone-1", Cores: 1, Sockets: 1, MemoryMiB: 1, VMID: 2100}}
+	if d, err := prof.Schedule(snap, pinned, Options{Sticky: true}); err != nil || d.Placements[0].VMID != 2100 {
+		t.Errorf("pinned 2100: %+v, %v", d.Placements, err)
+	}
+}

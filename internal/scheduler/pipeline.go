@@ -12,7 +12,7 @@ type Options struct {
 	// Sticky keeps a request whose Name matches exactly one existing guest where that guest
 	// is, as long as its node is still feasible for the request: the hard filters pass (the
 	// guest's own usage excluded, earlier placements of the call included) and the storage
-	// can be served there. Otherwise the request is placed as a new VM.
+	// can be served there. Otherwise the request is placed anew, keeping the guest's VMID.
 	Sticky bool
 }
 
@@ -136,6 +136,21 @@ func (run *run) keep(r *Request) (Placement, bool) {
 		Name: r.Name, Node: g.Node, VMID: g.VMID, Storage: storage, Existing: true, Candidates: ev.cands,
 		Summary: fmt.Sprintf("%s: existing guest %d kept on %s (still passes every filter), storage %s", r.Name, g.VMID, g.Node, storage),
 	}, true
+}
+
+// moving returns the existing guest named like the request that keep did not keep where it
+// is (its node no longer passes): the request places that guest on another node, so it keeps
+// its VMID. A resource fed with the node and VMID then migrates the VM (the VMID survives a
+// migration) instead of destroying it and creating another under a new id.
+func (run *run) moving(r *Request) *Guest {
+	g := run.named[r.Name]
+	if g == nil || run.kept[g.VMID] || (r.VMID != 0 && r.VMID != g.VMID) {
+		return nil
+	}
+	if _, taken := run.given[g.VMID]; taken {
+		return nil
+	}
+	return g
 }
 
 func (run *run) place(r *Request) (Placement, error) {
@@ -317,9 +332,13 @@ func (run *run) free() IDSet {
 	return run.used
 }
 
-// selectVMID applies the precedence: pinned vmid, then the first enabled vmid plugin whose
-// annotation is set (Range before Regex), then the next free id in the datacenter bounds.
+// selectVMID applies the precedence: the existing guest's own id when the request moves it,
+// then a pinned vmid, then the first enabled vmid plugin whose annotation is set (Range before
+// Regex), then the next free id in the datacenter bounds.
 func (run *run) selectVMID(r *Request) (int, string, error) {
+	if g := run.moving(r); g != nil {
+		return g.VMID, "the existing guest's, which leaves " + g.Node, nil
+	}
 	if r.VMID != 0 {
 		if other, ok := run.given[r.VMID]; ok {
 			return 0, "", &InputError{Attribute: "vmid", Message: fmt.Sprintf("VMID %d is pinned for %q but was already given to %q in the same decision; a pinned vmid can place one VM only", r.VMID, r.Name, other)}
