@@ -11,9 +11,11 @@ package main
 import (
 	"context"
 	"encoding/pem"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http/httptest"
 	"os"
@@ -54,8 +56,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 
 	cluster, err := pvesim.LoadCluster(*clusterFile)
-	if err != nil {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%w (pass a cluster file with --cluster; see examples/lab/cluster.yaml)", err)
+	case err != nil:
+		// The file's own mistake: name the file, examples/lab/README.md documents the format.
+		return fmt.Errorf("%s: %w (the format: examples/lab/README.md)", *clusterFile, err)
 	}
 	opts := []pvesim.Option{pvesim.WithTaskDuration(*taskDuration)}
 	if *statsLag {

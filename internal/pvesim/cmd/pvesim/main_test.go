@@ -72,11 +72,16 @@ func TestRunServesTheLab(t *testing.T) {
 }
 
 func TestRunRefusesBadInput(t *testing.T) {
+	misspelled := filepath.Join(t.TempDir(), "cluster.yaml")
+	if err := os.WriteFile(misspelled, []byte("nodes: [{name: pve1, cpus: 4, memory: 8}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--cluster", "no-such-file.yaml"}, "no-such-file.yaml"},
+		{[]string{"--cluster", "no-such-file.yaml"}, "no-such-file.yaml: no such file or directory (pass a cluster file with --cluster"},
+		{[]string{"--cluster", misspelled}, misspelled + ": cluster file: yaml: unmarshal errors:\n  line 1: unknown key memory in a node"},
 		{[]string{"--cluster", "../../../../examples/lab/cluster.yaml", "extra"}, `unexpected argument "extra"`},
 		{[]string{"--task-duration", "soon"}, "invalid value"},
 		{[]string{"--cluster", "../../../../examples/lab/cluster.yaml", "--addr", "256.0.0.1:0"}, "choose another --addr"},
