@@ -333,11 +333,12 @@ func (r *vmResource) Read(ctx context.Context, req resource.ReadRequest, resp *r
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
-// readBack refreshes the model after a write; if PVE cannot be read, computed values that are
-// still unknown are set null so that the state can be saved.
+// readBack refreshes the model after a write, from node or wherever the VM runs now (the HA
+// manager may have moved it since); if PVE cannot be read, computed values that are still
+// unknown are set null so that the state can be saved.
 func (r *vmResource) readBack(ctx context.Context, m *vmModel, node string, vmid int, diags *diag.Diagnostics) {
 	m.ID, m.VMID, m.Node = types.StringValue(strconv.Itoa(vmid)), types.Int64Value(int64(vmid)), types.StringValue(node)
-	vm, err := r.data.client.GetVM(ctx, node, vmid)
+	vm, err := r.data.readVM(ctx, vmid, node)
 	if err != nil {
 		diags.AddError(fmt.Sprintf("Cannot read VM %d back", vmid), err.Error())
 		m.nullUnknowns()
@@ -388,10 +389,7 @@ func (r *vmResource) Update(ctx context.Context, req resource.UpdateRequest, res
 	if known(plan.Node) {
 		expected = plan.Node.ValueString()
 	}
-	if vm, rerr := r.data.readVM(cleanupCtx, vmid, expected); rerr == nil {
-		node = vm.Node
-	}
-	r.readBack(cleanupCtx, &plan, node, vmid, &resp.Diagnostics)
+	r.readBack(cleanupCtx, &plan, expected, vmid, &resp.Diagnostics)
 	// A VM this update started has a guest agent to wait for; one that ran on is asked once.
 	plan.keepAddresses(state.agentModel)
 	r.readAgent(cleanupCtx, &plan, err == nil && !state.Started.ValueBool(), &resp.Diagnostics)
@@ -401,8 +399,10 @@ func (r *vmResource) Update(ctx context.Context, req resource.UpdateRequest, res
 		// manager move the VM or a peer (the plan warned), which must not change the node
 		// Terraform holds the apply to; the next refresh reads where it went.
 		planned := plan.HA.Rules
-		if err := r.syncHARules(ctx, &plan, vmid, haUpdateMode(plan.HA, state.HA), r.haPolicy(ctx, &plan, &resp.Diagnostics), time.Now()); err != nil {
-			resp.Diagnostics.AddError(fmt.Sprintf("Cannot update the HA rules of VM %d", vmid), err.Error())
+		if p, ok := r.haPolicy(ctx, &plan, &resp.Diagnostics); ok {
+			if err := r.syncHARules(ctx, &plan, vmid, haUpdateMode(plan.HA, state.HA), p, time.Now()); err != nil {
+				resp.Diagnostics.AddError(fmt.Sprintf("Cannot update the HA rules of VM %d", vmid), err.Error())
+			}
 		}
 		if !planned.IsUnknown() && !planned.IsNull() {
 			// The plan found the rules in sync and Terraform holds the apply to that value; a
@@ -412,14 +412,17 @@ func (r *vmResource) Update(ctx context.Context, req resource.UpdateRequest, res
 		}
 	}
 	plan.HA.knownRules()
-	// A pinned VM keeps its pin as its node, but its summary says where it runs.
-	moved := !plan.Node.Equal(plannedNode) || known(plannedSummary) && !plan.PlacementSummary.Equal(plannedSummary)
-	if haManaged(plan.HA) && known(plannedNode) && moved {
+	// A pinned VM keeps its pin as its node, and an unpinned one may be planned with its node
+	// unknown, but the summary says where it runs.
+	moved := known(plannedNode) && !plan.Node.Equal(plannedNode) || known(plannedSummary) && !plan.PlacementSummary.Equal(plannedSummary)
+	if haManaged(plan.HA) && moved {
 		// The HA manager moved the VM while it was applied (a failover, a rule this apply or
 		// a peer's wrote): Terraform holds the apply to the planned node and summary, and the
 		// next refresh reads where it runs (not drift).
 		tflog.Info(ctx, "the HA manager moved the VM during the apply", map[string]any{"vmid": vmid, "node": plan.Node.ValueString()})
-		plan.Node = plannedNode
+		if known(plannedNode) {
+			plan.Node = plannedNode
+		}
 		if known(plannedSummary) {
 			plan.PlacementSummary = plannedSummary
 		}

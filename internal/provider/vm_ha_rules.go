@@ -466,13 +466,18 @@ func (r *vmResource) writeHARules(ctx context.Context, changes []harules.Change,
 	return true, nil
 }
 
-// haPolicy is the plan's policy for the rules, read only when they are kept.
-func (r *vmResource) haPolicy(ctx context.Context, m *vmModel, diags *diag.Diagnostics) haPolicy {
+// haPolicy is the plan's policy for the rules, read only when they are kept; ok is false
+// when it cannot be had (diags say why). Its own diagnostics decide: an error the caller met
+// before (a failed read back) must not stop the rules.
+func (r *vmResource) haPolicy(ctx context.Context, m *vmModel, diags *diag.Diagnostics) (p haPolicy, ok bool) {
 	if ruleMode(m.HA) != haRulesKeep {
-		return haPolicy{}
+		return haPolicy{}, true
 	}
-	req, _, _ := r.request(ctx, m, false, diags)
-	return haPolicy{profile: r.data.pipeline(ctx, &m.schedulingModel, diags), req: req, name: m.Name.ValueString()}
+	var d diag.Diagnostics
+	req, _, _ := r.request(ctx, m, false, &d)
+	profile := r.data.pipeline(ctx, &m.schedulingModel, &d)
+	diags.Append(d...)
+	return haPolicy{profile: profile, req: req, name: m.Name.ValueString()}, profile != nil && !d.HasError()
 }
 
 // haBeforeMove, before an update moves an HA-managed VM to a new pinned node, rewrites its
@@ -482,7 +487,10 @@ func (r *vmResource) haBeforeMove(ctx context.Context, plan, state *vmModel, vmi
 	if !haManaged(state.HA) || ruleMode(plan.HA) != haRulesKeep || !known(plan.Node) || plan.Node.Equal(state.Node) {
 		return nil
 	}
-	p := r.haPolicy(ctx, plan, diags)
+	p, ok := r.haPolicy(ctx, plan, diags)
+	if !ok {
+		return errors.New("the VM's placement policy cannot be read (see the other errors)")
+	}
 	p.node = plan.Node.ValueString()
 	return r.syncHARules(ctx, nil, vmid, haRulesKeep, p, time.Now())
 }

@@ -668,14 +668,18 @@ func TestAccVMHAMigrationTargetFails(t *testing.T) {
 // The HA manager moving a VM between the update's lookup of its node and its config write (a
 // CRM round acting on a rule a peer's update just wrote, say) does not fail the apply: PVE
 // answers that the config does not exist there, and the update finds the VM again and writes
-// where it runs. The pin stays the VM's node: an empty plan after.
+// where it runs. The pin stays the VM's node: an empty plan after. So for a power change,
+// which waits for the VM where it went, and for an unpinned VM.
 func TestAccVMHAMovedDuringUpdate(t *testing.T) {
 	env, sim := simEnv(t, labCluster())
-	vm := func(memory int, started bool) string {
+	vm := func(node string, memory int, started bool) string {
+		if node != "" {
+			node = fmt.Sprintf("node = %q", node)
+		}
 		return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
   name    = "ha-moved"
   vmid    = 150
-  node    = "pve2"
+  %s
   memory  = %d
   started = %t
   clone {
@@ -687,16 +691,16 @@ func TestAccVMHAMovedDuringUpdate(t *testing.T) {
   timeouts {
     update = "30s"
   }
-}`, memory, started, map[bool]string{true: "started", false: "stopped"}[started]))
+}`, node, memory, started, map[bool]string{true: "started", false: "stopped"}[started]))
 	}
 	const config, power = "POST /nodes/{node}/qemu/{vmid}/config", "POST /nodes/{node}/qemu/{vmid}/status/{action}"
 	managed := &proxmox.HASettings{State: "started", MaxRestart: 1, MaxRelocate: 1}
 	runSteps(t,
-		resource.TestStep{Config: vm(1024, true), Check: haIs(t, sim, 150, managed, "pve2", "running")},
+		resource.TestStep{Config: vm("pve2", 1024, true), Check: haIs(t, sim, 150, managed, "pve2", "running")},
 		resource.TestStep{PreConfig: func() {
 			sim.ResetRequests()
 			must(t, sim.MoveBefore(config, 150, "pve3"))
-		}, Config: vm(2048, true), Check: resource.ComposeTestCheckFunc(
+		}, Config: vm("pve2", 2048, true), Check: resource.ComposeTestCheckFunc(
 			resource.TestCheckResourceAttr(vmAddr, "node", "pve2"),
 			resource.TestCheckResourceAttr(vmAddr, "memory", "2048"),
 			haIs(t, sim, 150, managed, "pve3", "running"),
@@ -709,10 +713,33 @@ func TestAccVMHAMovedDuringUpdate(t *testing.T) {
 				}
 				return nil
 			})},
-		resource.TestStep{Config: vm(2048, true), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}},
-		resource.TestStep{Config: vm(2048, false), Check: haIs(t, sim, 150, &proxmox.HASettings{State: "stopped", MaxRestart: 1, MaxRelocate: 1}, "pve3", "stopped")},
+		resource.TestStep{Config: vm("pve2", 2048, true), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}},
+		resource.TestStep{Config: vm("pve2", 2048, false), Check: haIs(t, sim, 150, &proxmox.HASettings{State: "stopped", MaxRestart: 1, MaxRelocate: 1}, "pve3", "stopped")},
 		// Moved before the start: started where it went, and waited for there.
-		resource.TestStep{PreConfig: func() { must(t, sim.MoveBefore(power, 150, "pve1")) }, Config: vm(2048, true),
+		resource.TestStep{PreConfig: func() { must(t, sim.MoveBefore(power, 150, "pve1")) }, Config: vm("pve2", 2048, true),
 			Check: haIs(t, sim, 150, managed, "pve1", "running")},
+		// Unpinned, the node is planned unknown but the summary known: the summary is held
+		// to the plan too, and the next refresh reads where the VM went.
+		resource.TestStep{PreConfig: func() { must(t, sim.MoveBefore(config, 150, "pve3")) }, Config: vm("", 3072, true),
+			Check: resource.ComposeTestCheckFunc(resource.TestCheckResourceAttr(vmAddr, "node", "pve3"), haIs(t, sim, 150, managed, "pve3", "running"))},
+		resource.TestStep{Config: vm("", 3072, true), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}},
 	)
+}
+
+// An error the update met before its HA rules (its VM could not be read back, say) neither
+// keeps the rules' policy from being read nor leaves it without a profile: the policy's own
+// diagnostics decide. (A nil profile crashed the provider.)
+func TestHAPolicyAfterAnotherError(t *testing.T) {
+	r := &vmResource{data: &providerData{}}
+	m := vmModel{schedulingModel: nullScheduling(), Name: types.StringValue("web-0"), Tags: types.SetNull(types.StringType),
+		HA: haBlockOf("started", 1, 1, types.StringNull())}
+	var diags diag.Diagnostics
+	diags.AddError("Cannot read VM 100 back", "it moved")
+	p, ok := r.haPolicy(context.Background(), &m, &diags)
+	if !ok || p.profile == nil || p.name != "web-0" {
+		t.Fatalf("policy %+v, ok %t after another error", p, ok)
+	}
+	if diags.ErrorsCount() != 1 {
+		t.Errorf("diagnostics %v, want the earlier error alone", diags)
+	}
 }
