@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -53,7 +54,11 @@ func isAdmin(args []string) bool {
 func runAdmin(args []string, stdout io.Writer) error {
 	flags := flag.NewFlagSet("pvesim", flag.ContinueOnError)
 	caCert := flags.String("ca-cert", "", "the simulator's certificate (PEM), as --ca-out wrote it")
-	if err := flags.Parse(args); err != nil {
+	flags.Usage = func() { fmt.Fprintln(flags.Output(), adminUsage) }
+	switch err := flags.Parse(args); {
+	case errors.Is(err, flag.ErrHelp):
+		return nil
+	case err != nil:
 		return err
 	}
 	args = flags.Args()

@@ -48,7 +48,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	taskDuration := flags.Duration("task-duration", 0, "how long each task (create, clone, start, ...) runs; 0 finishes at once")
 	statsLag := flags.Bool("stats-lag", false, "new guests show in /cluster/resources without stats, as right after a create on PVE")
 	logRequests := flags.Bool("log", false, "print every request with its status to stderr (a 501 is an endpoint pvesim does not simulate)")
-	if err := flags.Parse(args); err != nil {
+	flags.Usage = func() {
+		fmt.Fprintln(flags.Output(), "pvesim [flags]: serve a simulated Proxmox VE cluster until interrupted")
+		flags.PrintDefaults()
+		fmt.Fprintf(flags.Output(), "Subcommands act on a running simulator:\n%s\n", adminUsage)
+	}
+	switch err := flags.Parse(args); {
+	case errors.Is(err, flag.ErrHelp):
+		return nil
+	case err != nil:
 		return err
 	}
 	if flags.NArg() > 0 {

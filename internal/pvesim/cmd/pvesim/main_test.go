@@ -94,6 +94,15 @@ func TestRunRefusesBadInput(t *testing.T) {
 	}
 }
 
+// -h prints the flags and the subcommands (a subcommand's -h, the subcommands) and is no error.
+func TestRunHelp(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"--ca-cert", "ca.pem", "-h"}} {
+		if err := run(context.Background(), args, io.Discard); err != nil {
+			t.Errorf("run(%q) = %v, want nil", args, err)
+		}
+	}
+}
+
 // The subcommands act on a running simulator through its admin endpoint, with what
 // --env-out and --ca-out wrote.
 func TestSubcommandsActOnTheRunningSimulator(t *testing.T) {
