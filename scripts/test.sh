@@ -8,7 +8,13 @@ cd "$(dirname "$0")/.."
 # tests and OpenTofu quiet (it warns on stdout when the file is missing, which breaks
 # terraform-plugin-testing's version check).
 tfrc=$(mktemp)
-trap 'rm -f "$tfrc"' EXIT
+tofu_out=$(mktemp)
+tofu_pid=""
+cleanup() {
+  [ -n "$tofu_pid" ] && kill "$tofu_pid" 2>/dev/null || true
+  rm -f "$tfrc" "$tofu_out"
+}
+trap cleanup EXIT
 export TF_CLI_CONFIG_FILE="$tfrc"
 
 echo "== unit tests"
@@ -19,10 +25,20 @@ if [ -z "$terraform_bin" ]; then
   echo "terraform is not on PATH; install Terraform >= 1.5 to run the acceptance tests" >&2
   exit 1
 fi
+# On a new machine OpenTofu is built once (minutes): build it while the Terraform pass runs,
+# whose tests mostly wait on the simulator's tasks and the CLI; cached, this returns at once.
+scripts/tofu.sh >"$tofu_out" &
+tofu_pid=$!
 echo "== acceptance tests with $("$terraform_bin" version | head -1)"
 TF_ACC=1 TF_ACC_TERRAFORM_PATH="$terraform_bin" go test -count=1 -timeout 30m ./internal/provider/
 
-tofu_bin=$(scripts/tofu.sh)
+if ! wait "$tofu_pid"; then
+  tofu_pid=""
+  echo "building OpenTofu failed (scripts/tofu.sh; its output is above)" >&2
+  exit 1
+fi
+tofu_pid=""
+tofu_bin=$(cat "$tofu_out")
 echo "== acceptance tests with $("$tofu_bin" version | head -1)"
 TF_ACC=1 TF_ACC_TERRAFORM_PATH="$tofu_bin" TF_ACC_PROVIDER_HOST=registry.opentofu.org \
   go test -count=1 -timeout 30m ./internal/provider/
