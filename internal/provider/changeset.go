@@ -111,15 +111,7 @@ func (c *changeSet) plan(ctx context.Context, snap scheduler.Snapshot, m setMemb
 	c.quiet(ctx, burstWindow, func() (time.Time, bool) { return c.lastArrival, false })
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	base := c.withOtherPicks(snap)
-	c.withSizes(&base)
-	reqs, profile, view := c.sorted(base, true)
-	d, err := profile.ScheduleSet(view, reqs, scheduler.Options{})
-	if err != nil {
-		return err
-	}
-	c.tentative(ctx, d)
-	return nil
+	return c.placeAgain(ctx, snap, false)
 }
 
 // place is plan's first attempt, with the members planned so far.
