@@ -30,6 +30,9 @@ func TestAccUserMistakesFailThePlan(t *testing.T) {
 		// two of one name would be checked as one (count = 3 on room for 2 planned "3 to add").
 		{"one name for several new VMs", "count = 2",
 			`Duplicate VM name.*name = "v" is the name of another new VM of this plan.*name = "v-\$\{count.index\}".*terraform destroy -refresh=false`},
+		// A template deleted since: a destroy's plan of a half-applied count's missing VMs meets it too.
+		{"clone source gone", "clone {\n    source_vmid = 9999\n  }",
+			`Cannot read the clone source.*clone.source_vmid = 9999: .*VM 9999 does not exist in the cluster.*terraform destroy -refresh=false`},
 		{"more vCPUs than any node has CPUs", "cores = 8\n  sockets = 2",
 			`3 node\(s\) have fewer CPUs than the VM's vCPUs.*CPUOvercommit: the VM's 16 vCPUs exceed the node's 8 CPUs`},
 	} {

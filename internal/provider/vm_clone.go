@@ -64,7 +64,10 @@ func (r *vmResource) cloneSource(ctx context.Context, c *cloneModel, diags *diag
 	}
 	src, err := r.data.readVM(ctx, int(c.SourceVMID.ValueInt64()), c.SourceNode.ValueString())
 	if err != nil {
-		diags.AddAttributeError(path.Root("clone").AtName("source_vmid"), "Cannot read the clone source", err.Error())
+		// The source may be gone from the cluster since the VMs that exist were created: an
+		// error a destroy's plan of the remaining new VMs (a half-applied count) meets too.
+		diags.AddAttributeError(path.Root("clone").AtName("source_vmid"), "Cannot read the clone source",
+			fmt.Sprintf("clone.source_vmid = %d: %v. %s", c.SourceVMID.ValueInt64(), err, destroyAnyway))
 	}
 	return src
 }
