@@ -63,8 +63,13 @@ func bpgMirror(t *testing.T) {
 // sources take their VMIDs from distinct ranges, so that no two VMs of the plan share one.
 func bpgLabConfig(env *accEnv, memory int) string {
 	bpg := fmt.Sprintf("provider \"proxmox\" {\n  endpoint  = %q\n  api_token = %q\n  insecure  = true\n}\n", env.sim.URL(), env.sim.APIToken())
-	return env.config(bpg, fmt.Sprintf(bpgRecipe, memory))
+	return env.providerBlock(bpgProviderSettings) + bpg + fmt.Sprintf(bpgRecipe, memory)
 }
+
+// bpgProviderSettings is the qemuscheduler provider block's body of the recipe: the lab keeps
+// its taints in node Notes (pve5 is a GPU node), which only read_node_notes reads. The README
+// shows the block with it (TestReadmeBpgRecipe).
+const bpgProviderSettings = "  read_node_notes = true # the lab's taints live in node Notes (GPU node pve5)"
 
 // bpgRecipe is the configuration of bpgLabConfig, the VMs' memory in MiB its one verb; the
 // README shows it with 2048 (TestReadmeBpgRecipe).
@@ -254,6 +259,8 @@ func bpgPlaced(sim *pvesim.Server, memory int) resource.TestCheckFunc {
 				return fmt.Errorf("%s: memory %q, want %d", addr, g.Config["memory"], memory)
 			case !strings.Contains(g.Config["scsi0"], size):
 				return fmt.Errorf("%s: scsi0 %q, want %s", addr, g.Config["scsi0"], size)
+			case g.Node == "pve5":
+				return fmt.Errorf("%s: VM %d is on pve5, the GPU node its Notes taint dedicated=gpu:NoSchedule", addr, vmid)
 			}
 		}
 		if len(nodes) != 2 {

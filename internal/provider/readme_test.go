@@ -249,7 +249,8 @@ func TestReadmeBpgRecipe(t *testing.T) {
 		}
 		return out
 	}
-	want := lines(fmt.Sprintf(bpgRecipe, 2048))
+	// The README shows the qemuscheduler provider block without the test's connection.
+	want := lines((&accEnv{}).providerBlock(bpgProviderSettings) + fmt.Sprintf(bpgRecipe, 2048))
 	for _, s := range readmeSnippets(t) {
 		if s.lang != "hcl" || !strings.Contains(s.src, `resource "proxmox_virtual_environment_vm" "clone"`) {
 			continue
