@@ -426,8 +426,10 @@ func (s *Server) verboseState(res *haResource) string {
 		return "migrate"
 	case want == "started" && g.status != "running":
 		return "starting"
+	case want == "stopped" && g.status == "running" && !res.seen:
+		return "stopping" // Tools.pm: the CRM still has it started, the stop is requested
 	case want == "stopped" && g.status == "running":
-		return "stopping"
+		return "request_stop" // Tools.pm shows the CRM's state once it has taken the stop
 	}
 	return res.requestState() // stopped shows as disabled when disabled was requested
 }
@@ -474,8 +476,10 @@ func (s *Server) crmState(res *haResource) string {
 		return "relocate"
 	case res.migrateTo != "":
 		return "migrate"
+	case state == "stopped" && g.status == "running" && res.seen:
+		return "request_stop" // next_state_started took the stop; the LRM stops it next
 	case state == "stopped" && g.status == "running":
-		return "request_stop"
+		return "started" // the stop is requested, the CRM has not seen it yet
 	default:
 		return state
 	}
@@ -547,7 +551,8 @@ func (s *Server) crmRound() {
 			}
 			continue
 		case !res.pickedUp:
-			res.pickedUp = true
+			// Manager.pm adds a service requested stopped as request_stop: the stop is taken.
+			res.pickedUp, res.seen = true, res.state() == "stopped" && g.status == "running"
 			continue
 		case res.recovering:
 			s.recover(res)

@@ -1,6 +1,7 @@
 package pvesim_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -361,5 +362,50 @@ func TestHAStateOfGuestRows(t *testing.T) {
 	}
 	if row := serviceRow(a, "vm:103"); row["state"] != "starting" || row["crm_state"] != "started" {
 		t.Errorf("status/current of vm:103: %v", row)
+	}
+}
+
+// A stop of a running HA VM, as PVE shows it (pve-ha-manager): until the CRM has seen the
+// request its service is still started and status/current shows the verbose "stopping"
+// (Tools.pm get_verbose_service_state); once next_state_started has taken it the service is
+// request_stop, which status/current shows as is, until the LRM has stopped the VM. The guest's
+// status/current ha.state is the CRM's state (HA/Config.pm get_service_status, which
+// qemu-server's vm_status returns), not the verbose one.
+func TestHAStopShowsRequestStop(t *testing.T) {
+	s, a := lab(t)
+	a.ok(a.form(http.MethodPost, "/cluster/ha/resources", url.Values{"sid": {"vm:102"}}))
+	a.get("/cluster/ha/resources") // a CRM round: picked up, started
+	guestHA := func() any { return a.ok(a.get("/nodes/pve2/qemu/102/status/current")).obj()["ha"] }
+	if ha := guestHA(); fmt.Sprint(ha) != "map[managed:1 state:started]" {
+		t.Fatalf("guest ha of the started service: %v", ha)
+	}
+	a.ok(a.form(http.MethodPut, "/cluster/ha/resources/vm:102", url.Values{"state": {"stopped"}}))
+	// Each GET is answered, then a CRM round runs.
+	if row := serviceRow(a, "vm:102"); row["state"] != "stopping" || row["crm_state"] != "started" {
+		t.Errorf("stop requested, not seen: %v, want state stopping, crm_state started", row)
+	}
+	if row := serviceRow(a, "vm:102"); row["state"] != "request_stop" || row["crm_state"] != "request_stop" {
+		t.Errorf("stop taken by the CRM: %v, want state and crm_state request_stop", row)
+	}
+	if g := s.MustGuest(t, 102); g.Status != "stopped" {
+		t.Fatalf("VM %s after the LRM's round", g.Status)
+	}
+	if row := serviceRow(a, "vm:102"); row["state"] != "stopped" || row["crm_state"] != "stopped" {
+		t.Errorf("stopped: %v", row)
+	}
+}
+
+// A service added requested stopped while its VM runs is request_stop from the CRM's first
+// round (Manager.pm adds it so), in both status/current and the guest's ha.state; before that
+// the guest's ha.state is null, the manager status not listing it.
+func TestHAServiceAddedStoppedIsRequestStop(t *testing.T) {
+	_, a := lab(t)
+	a.ok(a.form(http.MethodPost, "/cluster/ha/resources", url.Values{"sid": {"vm:102"}, "state": {"stopped"}}))
+	st := a.ok(a.get("/nodes/pve2/qemu/102/status/current")).obj()
+	if ha, ok := st["ha"].(map[string]any); !ok || ha["managed"] != 1.0 || ha["state"] != nil {
+		t.Errorf("guest ha before the CRM picked the service up: %v, want managed 1 and state null", st["ha"])
+	}
+	if row := serviceRow(a, "vm:102"); row["state"] != "request_stop" || row["crm_state"] != "request_stop" {
+		t.Errorf("picked up: %v, want request_stop", row)
 	}
 }

@@ -130,7 +130,13 @@ func (s *Server) handleStatusCurrent(w http.ResponseWriter, r *http.Request, g *
 	row := s.listRow(g)
 	row["ha"] = map[string]any{"managed": 0}
 	if res := s.haManaged(g.vmid); res != nil {
-		row["ha"] = map[string]any{"managed": 1, "state": s.verboseState(res)}
+		// HA/Config.pm get_service_status: the CRM's state in the manager status (not the
+		// verbose one of status/current), null until the CRM has picked the service up.
+		var state any
+		if crm := s.crmState(res); crm != "" {
+			state = crm
+		}
+		row["ha"] = map[string]any{"managed": 1, "state": state}
 	}
 	row["qmpstatus"] = g.status
 	if g.status == "running" {
