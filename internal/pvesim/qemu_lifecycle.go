@@ -17,19 +17,35 @@ func missingConfig(node string, vmid int) outcome {
 	return taskError("Configuration file 'nodes/%s/qemu-server/%d.conf' does not exist", node, vmid)
 }
 
-// startProblem is why starting g on its node fails, "" when it does not: vm_start generates
-// the cloud-init drive first, then config_to_command refuses more vCPUs (sockets x cores) than
-// the node has CPUs, then activate_volumes fails on a disk the node's storage does not hold.
-// The caller holds s.mu.
+// startProblem is why starting g on its node fails, "" when it does not. vm_start_nolock
+// generates the cloud-init drive first; then PVE 8 runs config_to_command, which refuses more
+// vCPUs (sockets x cores) than the node has CPUs, before activate_volumes, which fails on a
+// disk the node's storage does not hold. PVE 9 activates the volumes first (qemu-server 9.0.1,
+// "activate volumes before config_to_command()", for -blockdev). The caller holds s.mu.
 func (s *Server) startProblem(g *guest) string {
 	if msg := s.cloudInitProblem(g); msg != "" {
 		return msg
 	}
-	if n := s.node(g.node); n != nil && g.maxcpus() > n.cpus {
-		return fmt.Sprintf("MAX %d vcpus allowed per VM on this node", n.cpus)
+	vcpus := func() string {
+		if n := s.node(g.node); n != nil && g.maxcpus() > n.cpus {
+			return fmt.Sprintf("MAX %d vcpus allowed per VM on this node", n.cpus)
+		}
+		return ""
 	}
-	if v, st := s.missingVolume(g); st != nil {
-		return st.activateError(v.name)
+	volumes := func() string {
+		if v, st := s.missingVolume(g); st != nil {
+			return st.activateError(v.name)
+		}
+		return ""
+	}
+	checks := []func() string{vcpus, volumes}
+	if s.haRules != nil { // PVE 9
+		checks = []func() string{volumes, vcpus}
+	}
+	for _, check := range checks {
+		if msg := check(); msg != "" {
+			return msg
+		}
 	}
 	return ""
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
 
 func storageUsed(t *testing.T, a *api, node, name string) float64 {
@@ -340,6 +342,36 @@ func TestStartRefusesMoreVCPUsThanTheNodeHas(t *testing.T) {
 	a.task(a.form(http.MethodPost, "/nodes/pve3/qemu/150/config", url.Values{"sockets": {"1"}}))
 	if exit := a.task(a.form(http.MethodPost, "/nodes/pve3/qemu/150/status/start", nil)); exit != "OK" {
 		t.Errorf("start with 16 vCPUs on 16 CPUs: exit %q", exit)
+	}
+}
+
+// A start that fails twice over, on too many vCPUs and on a disk its node does not hold (VM 103
+// moved away from its local-lvm disk), fails as each PVE version checks first: PVE 8's
+// vm_start_nolock runs config_to_command ("MAX 16 vcpus allowed per VM on this node") before
+// activate_volumes; PVE 9 activates the volumes first (qemu-server 9.0.1, "vm start/commandline:
+// activate volumes before config_to_command()"), so LvmThinPlugin's error comes first.
+func TestStartChecksInEachPVEVersionsOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		rules []pvesim.HARuleSpec // nil is PVE 8
+		want  string
+	}{
+		{"PVE 8", nil, "MAX 16 vcpus allowed per VM on this node"},
+		{"PVE 9", []pvesim.HARuleSpec{}, "no such logical volume local-lvm/vm-103-disk-0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := labCluster(t)
+			c.HARules = tc.rules
+			s := pvesim.NewTestServer(t, c)
+			a := newAPI(t, s)
+			a.task(a.form(http.MethodPost, "/nodes/pve3/qemu/103/config", url.Values{"cores": {"32"}}))
+			if err := s.SetGuestNode(103, "pve2"); err != nil { // pve2 has 16 CPUs, not the disk
+				t.Fatal(err)
+			}
+			if exit := a.task(a.form(http.MethodPost, "/nodes/pve2/qemu/103/status/start", nil)); exit != tc.want {
+				t.Errorf("start: %q, want %q", exit, tc.want)
+			}
+		})
 	}
 }
 
