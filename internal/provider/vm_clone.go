@@ -91,9 +91,10 @@ func cloneNode(snap scheduler.Snapshot, src *proxmox.VM, req scheduler.Request) 
 			continue
 		}
 		if req.Node != "" && req.Node != src.Node {
+			// Cluster: the source may have moved since the pin was written.
 			return req, &scheduler.InputError{Attribute: "node", Message: fmt.Sprintf(
-				"the clone source %d keeps %s on storage %q, which is local to %s: Proxmox VE can clone it only onto %s. Pin node = %q, or clone from a template on shared storage.",
-				src.VMID, k, diskStorage(v), src.Node, src.Node, src.Node)}
+				"the clone source %d keeps %s on storage %q, which is local to %s: Proxmox VE can clone it only onto %s. Pin node = %q, or clone from a template on shared storage",
+				src.VMID, k, diskStorage(v), src.Node, src.Node, src.Node), Cluster: true}
 		}
 		req.Node = src.Node
 		return req, nil
