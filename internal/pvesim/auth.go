@@ -81,8 +81,9 @@ func (s *Server) handleTicket(w http.ResponseWriter, r *http.Request) {
 		"cap": map[string]any{}, "clustername": "sim"})
 }
 
-// adminPrivileges are the Administrator role's privileges in pve-access-control 8.1 (PVE 8.2,
-// the version the simulator reports): root@pam has every one on every path.
+// adminPrivileges are the Administrator role's privileges in pve-access-control 8.1 (PVE 8.2):
+// root@pam has every one on every path. A PVE 9 cluster reports them too, though
+// pve-access-control 9.0 replaced VM.Monitor by VM.GuestAgent.* and added VM.Replicate.
 var adminPrivileges = []string{"Datastore.Allocate", "Datastore.AllocateSpace", "Datastore.AllocateTemplate",
 	"Datastore.Audit", "Group.Allocate", "Mapping.Audit", "Mapping.Modify", "Mapping.Use", "Permissions.Modify",
 	"Pool.Allocate", "Pool.Audit", "Realm.Allocate", "Realm.AllocateUser", "SDN.Allocate", "SDN.Audit", "SDN.Use",

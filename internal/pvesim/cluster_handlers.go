@@ -18,9 +18,7 @@ func (s *Server) routes() {
 	h("GET /access/users", s.handleUsers)
 	h("GET /access/users/{userid}", s.handleUser)
 	h("GET /access/permissions", s.handlePermissions)
-	h("GET /version", func(w http.ResponseWriter, _ *http.Request) {
-		writeData(w, map[string]any{"version": "8.2.4", "release": "8.2", "repoid": "faa83925c9641325"})
-	})
+	h("GET /version", s.handleVersion)
 	h("GET /cluster/status", s.handleClusterStatus)
 	h("GET /cluster/resources", s.handleResources)
 	h("GET /cluster/nextid", s.handleNextID)
@@ -428,6 +426,7 @@ func (s *Server) handleNodeStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	n := s.node(r.PathValue("node"))
 	l := s.loads()[n.name]
+	v := s.pveVersion()
 	writeData(w, map[string]any{
 		"uptime": 86400, "idle": 0, "cpu": l.cpu, "wait": 0.0003, "loadavg": []string{"0.15", "0.25", "0.30"},
 		"cpuinfo": map[string]any{"model": "Simulated CPU", "vendor": "GenuineIntel", "family": "6", "cpus": n.cpus,
@@ -439,6 +438,6 @@ func (s *Server) handleNodeStatus(w http.ResponseWriter, r *http.Request) {
 		"kversion":       "Linux 6.8.12-4-pve #1 SMP PREEMPT_DYNAMIC",
 		"current-kernel": map[string]any{"sysname": "Linux", "release": "6.8.12-4-pve", "version": "#1 SMP", "machine": "x86_64"},
 		"boot-info":      map[string]any{"mode": "efi", "secureboot": 0},
-		"pveversion":     "pve-manager/8.2.4/faa83925c9641325",
+		"pveversion":     "pve-manager/" + v.version + "/" + v.repoid,
 	})
 }

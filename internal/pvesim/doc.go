@@ -4,6 +4,8 @@
 // answers with the PVE 7, 8 and 9 responses recorded in go-proxmox.
 //
 // What it models:
+//   - the release: PVE 8 (GET /version 8.2.4) for a cluster file without ha_rules, PVE 9
+//     (9.2.11) with them; both answer as pve-manager's API2.pm version and node status do;
 //   - auth: API tokens (no CSRF) and tickets from POST /access/ticket (CSRF header on writes);
 //     401 "No ticket" or "authentication failure" with an empty body; one user, root@pam, and
 //     its token without privilege separation, which GET /access/users and /access/permissions
