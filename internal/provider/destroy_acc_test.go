@@ -123,6 +123,7 @@ func (c *cliDir) serve() (string, func()) {
 // and terraform destroy -refresh=false removes every VM of the state.
 func TestAccDestroyAfterRefusedPlan(t *testing.T) {
 	env, sim := simEnv(t, bigNodeCluster(3))
+	t.Parallel()
 	cli := newCLIDir(t, env.providerBlock("")+webVMs("web", 3, webAntiAffinity))
 	cli.mustRun("apply", "-auto-approve", "-input=false")
 	if got, ids := guestsPerNode(sim, "web-"); len(ids) != 3 || len(got) != 3 {
@@ -140,6 +141,7 @@ func TestAccDestroyAfterRefusedPlan(t *testing.T) {
 // removes the 2 VMs of the state.
 func TestAccDestroyAfterHalfFailedApply(t *testing.T) {
 	env, sim := simEnv(t, bigNodeCluster(3))
+	t.Parallel()
 	cli := newCLIDir(t, env.providerBlock("")+webVMs("web", 3, webAntiAffinity))
 	cli.mustRun("plan", "-input=false", "-out=tfplan")
 	must(t, sim.SetNodeOnline("pve3", false))
