@@ -232,7 +232,7 @@ func (s *Server) recover(res *haResource) bool {
 	}
 	g := s.guests[res.vmid]
 	g.node, g.lock, g.status = nodes[0], "", "stopped"
-	res.recovering, res.migrateTo, res.seen = false, "", false
+	res.recovering, res.migrateTo, res.seen, res.crmStopped = false, "", false, false
 	if res.state() == "started" {
 		s.lrmStart(res, g)
 	}

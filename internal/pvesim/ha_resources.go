@@ -31,6 +31,10 @@ type haResource struct {
 	pickedUp bool
 	// seen: the CRM has seen the current request and carries it out next round.
 	seen bool
+	// crmStopped: the CRM had the service stopped when its start was requested; its state
+	// stays stopped until the round that sees the request (Manager.pm next_state_stopped moves
+	// it to request_start, and on to started in the same round).
+	crmStopped bool
 	// migrateTo is a migrate or relocate command, queued, then carried out while the guest is
 	// locked "migrate"; relocate stops the VM first.
 	migrateTo string
@@ -304,6 +308,7 @@ func (s *Server) handleHAResourceUpdate(w http.ResponseWriter, r *http.Request) 
 		writeError(w, http.StatusInternalServerError, fmt.Sprintf("HA group '%s' does not exist", p["group"]))
 		return
 	}
+	s.newRequest(res)
 	for _, k := range splitList(p["delete"]) {
 		if _, known := haResourceProps[k]; !known || k == "type" {
 			paramError(w, "delete", fmt.Sprintf("invalid option '%s'", k))
@@ -316,7 +321,6 @@ func (s *Server) handleHAResourceUpdate(w http.ResponseWriter, r *http.Request) 
 			res.opts[k] = v
 		}
 	}
-	res.seen = false // a new request
 	writeData(w, nil)
 }
 
@@ -391,6 +395,13 @@ func (s *Server) handleHAMove(relocate bool) http.HandlerFunc {
 		}
 		writeData(w, answer)
 	}
+}
+
+// newRequest marks res's configuration as about to change (a state, hastart, hastop): the CRM
+// has not seen it yet, and keeps its own state meanwhile, stopped included. The caller holds
+// s.mu.
+func (s *Server) newRequest(res *haResource) {
+	res.seen, res.crmStopped = false, s.crmState(res) == "stopped"
 }
 
 // queueMove hands the CRM a migrate command, which it drops for a service it has not picked
@@ -480,6 +491,8 @@ func (s *Server) crmState(res *haResource) string {
 		return "request_stop" // next_state_started took the stop; the LRM stops it next
 	case state == "stopped" && g.status == "running":
 		return "started" // the stop is requested, the CRM has not seen it yet
+	case state == "started" && g.status != "running" && res.crmStopped:
+		return "stopped" // the start is requested, the CRM has not seen it yet
 	default:
 		return state
 	}
@@ -564,13 +577,14 @@ func (s *Server) crmRound() {
 		}
 		pending := res.migrateTo != "" || (res.state() == "started") != (g.status == "running")
 		if !pending {
+			res.crmStopped = false
 			if target := s.ruleTarget(res); target != "" {
 				s.haMigrate(res, target, false)
 			}
 			continue
 		}
 		if !res.seen {
-			res.seen = true
+			res.seen, res.crmStopped = true, false
 			continue
 		}
 		res.seen = false
@@ -652,7 +666,7 @@ func (s *Server) FailOver(vmid int, target string) error {
 	}
 	res.recovering = false
 	g.node, g.lock, g.status = t.name, "", "stopped"
-	res.migrateTo, res.seen = "", false
+	res.migrateTo, res.seen, res.crmStopped = "", false, false
 	if res.state() == "started" {
 		s.lrmStart(res, g)
 	}
@@ -670,11 +684,11 @@ func (s *Server) haTask(w http.ResponseWriter, r *http.Request, res *haResource,
 		}
 		switch typ {
 		case "hastart":
+			s.newRequest(res)
 			res.opts["state"] = "started"
-			res.seen = false
 		case "hastop":
+			s.newRequest(res)
 			res.opts["state"] = "stopped"
-			res.seen = false
 		case "hamigrate":
 			s.queueMove(res, target, false)
 		}

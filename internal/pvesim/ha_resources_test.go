@@ -409,3 +409,51 @@ func TestHAServiceAddedStoppedIsRequestStop(t *testing.T) {
 		t.Errorf("picked up: %v, want request_stop", row)
 	}
 }
+
+// A start of a stopped HA service, as PVE shows it (pve-ha-manager): until the CRM has seen
+// the request its state stays stopped (Manager.pm next_state_stopped moves it to request_start
+// and on to started in the round that sees it), in status/current's crm_state and the guest's
+// ha.state (HA/Config.pm get_service_status); the verbose state is starting either way
+// (Tools.pm get_verbose_service_state: stopped with started requested, or started and not
+// running), until the LRM has started the VM. A later change (a comment) leaves it started.
+func TestHAStartKeepsStoppedUntilSeen(t *testing.T) {
+	s, a := lab(t)
+	a.ok(a.form(http.MethodPost, "/cluster/ha/resources", url.Values{"sid": {"vm:102"}, "state": {"stopped"}}))
+	stopped := func() {
+		t.Helper()
+		for i := 0; i < 3 && s.MustGuest(t, 102).Status != "stopped"; i++ {
+			a.get("/cluster/ha/resources") // CRM rounds: the stop taken (request_stop), then done
+		}
+		if row := serviceRow(a, "vm:102"); row["state"] != "stopped" || row["crm_state"] != "stopped" {
+			t.Fatalf("stopped service: %v", row)
+		}
+	}
+	start := func() { a.ok(a.form(http.MethodPut, "/cluster/ha/resources/vm:102", url.Values{"state": {"started"}})) }
+	stopped()
+	start()
+	// Each GET is answered, then a CRM round runs.
+	if row := serviceRow(a, "vm:102"); row["state"] != "starting" || row["crm_state"] != "stopped" {
+		t.Errorf("start requested, not seen: %v, want state starting, crm_state stopped", row)
+	}
+	a.ok(a.form(http.MethodPut, "/cluster/ha/resources/vm:102", url.Values{"comment": {"web"}}))
+	if row := serviceRow(a, "vm:102"); row["state"] != "starting" || row["crm_state"] != "started" {
+		t.Errorf("start taken by the CRM, then a comment: %v, want state starting, crm_state started", row)
+	}
+	for i := 0; i < 3 && s.MustGuest(t, 102).Status != "running"; i++ {
+		a.get("/cluster/ha/resources")
+	}
+	if row := serviceRow(a, "vm:102"); row["state"] != "started" || row["crm_state"] != "started" {
+		t.Errorf("started: %v", row)
+	}
+	// The guest's ha.state is the CRM's state too.
+	a.ok(a.form(http.MethodPut, "/cluster/ha/resources/vm:102", url.Values{"state": {"stopped"}}))
+	stopped()
+	start()
+	guestHA := func() any { return a.ok(a.get("/nodes/pve2/qemu/102/status/current")).obj()["ha"] }
+	if ha := guestHA(); fmt.Sprint(ha) != "map[managed:1 state:stopped]" {
+		t.Errorf("guest ha, start requested, not seen: %v, want state stopped", ha)
+	}
+	if ha := guestHA(); fmt.Sprint(ha) != "map[managed:1 state:started]" {
+		t.Errorf("guest ha, start taken by the CRM: %v, want state started", ha)
+	}
+}
