@@ -552,12 +552,25 @@ func without(snap scheduler.Snapshot, vmid int) scheduler.Snapshot {
 	return snap
 }
 
-// destroyHint is what a refused set adds, since terraform destroy plans the configuration
-// first and a provider cannot tell that plan from any other.
-const destroyHint = "The plan stops before anything is created. Reduce the plan's new VMs (count, for_each) or make room, then plan again. " + destroyAnyway + " " + replanned
+// planStops begins every plan-time refusal's hint (not the apply's): nothing is created yet.
+const planStops = "The plan stops before anything is created. "
+
+// What a refused placement can place fewer of: a qemuscheduler_vm's new VMs, or the names a
+// qemuscheduler_placement data source places.
+const (
+	reduceNewVMs = "the plan's new VMs (count, for_each)"
+	reduceNames  = "the names the plan's qemuscheduler_placement data sources place (their names, or their count)"
+)
+
+// destroyHint is what a refused set adds, reduce saying what to place fewer of, since
+// terraform destroy plans the configuration first and a provider cannot tell that plan from
+// any other.
+func destroyHint(reduce string) string {
+	return planStops + "Reduce " + reduce + " or make room, then plan again. " + destroyAnyway + " " + replanned
+}
 
 // aloneHint replaces destroyHint when the VM fits on no node even alone.
-const aloneHint = "The plan stops before anything is created. " + destroyAnyway + " " + replanned
+const aloneHint = planStops + destroyAnyway + " " + replanned
 
 // replanned ends a refusal that may come from the apply: Terraform plans each create again
 // just before it, and that plan cannot be told from the first one either.
@@ -565,18 +578,21 @@ const replanned = "If this is terraform apply of a plan that passed, the cluster
 
 // applyHint replaces destroyHint in an apply that has created VMs already: the cluster changed
 // since its plan.
-const applyHint = "The cluster changed since the plan: the VMs this apply created so far stay in the state, and the rest are not created. " +
-	"Make room or reduce the new VMs (count, for_each), then apply again; or terraform destroy -refresh=false to remove what was created."
+func applyHint(reduce string) string {
+	return "The cluster changed since the plan: the VMs this apply created so far stay in the state, and the rest are not created. " +
+		"Make room or reduce " + reduce + ", then apply again; or terraform destroy -refresh=false to remove what was created."
+}
 
-// hint is the line a refused placement ends with: applyHint once this process has decided a
-// create, destroyHint before.
-func (c *changeSet) hint() string {
+// hint is the line a refused placement ends with, reduce (reduceNewVMs, reduceNames) saying
+// what to place fewer of: applyHint once this process has decided a create, destroyHint
+// before.
+func (c *changeSet) hint(reduce string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.decided {
-		return applyHint
+		return applyHint(reduce)
 	}
-	return destroyHint
+	return destroyHint(reduce)
 }
 
 // destroyAnyway ends every plan-time error that the cluster's state (not the configuration's

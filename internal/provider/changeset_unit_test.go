@@ -125,11 +125,11 @@ func TestChangeSetApplyFollowsThePlan(t *testing.T) {
 				where[m.req.Name] = p.Node
 				snap.Reservations = append(snap.Reservations, p.Reservation(&m.req)) // the ledger
 			}
-			if h := apply.hint(); h != applyHint {
+			if h := apply.hint(reduceNewVMs); h != applyHint(reduceNewVMs) {
 				t.Errorf("after the apply's creates, a refusal ends %q, want the apply's hint (no \"before anything is created\")", h)
 			}
-			if h := plan.hint(); h != destroyHint {
-				t.Errorf("in the plan, a refusal ends %q, want %q", h, destroyHint)
+			if h := plan.hint(reduceNewVMs); h != destroyHint(reduceNewVMs) {
+				t.Errorf("in the plan, a refusal ends %q, want %q", h, destroyHint(reduceNewVMs))
 			}
 			got := "first-0 first-1 apart"
 			if where["first-0"] == where["first-1"] {

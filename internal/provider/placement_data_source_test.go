@@ -196,6 +196,15 @@ func TestAccPlacementErrors(t *testing.T) {
 	}
 }
 
+// A data source's names that do not all fit (three of the four, 10 GiB each on pve1 to pve3)
+// end with what to reduce there, the names the data sources place, not a resource's count or
+// for_each. A cluster of its own: the read is not decided together with other tests' reads.
+func TestAccPlacementNamesDoNotAllFit(t *testing.T) {
+	env, _ := simEnv(t, labCluster())
+	placementFails(t, env, "", `names = ["w-1", "w-2", "w-3", "w-4"]
+			memory = 10240`, wrapped(`Reduce the names the plan's qemuscheduler_placement data sources place \(their names, or their count\) or make room, then plan again\.`))
+}
+
 // placementChecks plans one placement data source on env's cluster, under the provider
 // settings provider, and checks its attributes. Read-only, so the cases of one test share env.
 func placementChecks(t *testing.T, env *accEnv, provider, body string, attrs map[string]string) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -209,8 +210,8 @@ func addPlanError(diags *diag.Diagnostics, err error, planned, hint string) {
 	}
 	var se *scheduler.SetError
 	isSet := errors.As(err, &se)
-	if isSet && se.Alone && hint == destroyHint {
-		hint = aloneHint // neither fewer VMs nor room would help
+	if isSet && se.Alone && strings.HasPrefix(hint, planStops) {
+		hint = aloneHint // at plan time, neither fewer VMs nor room would help
 	}
 	detail := ue.Message + explainCandidates(ue.Candidates) + "\n\n" + hint
 	if isSet && planned != "" && planned != ue.Request {

@@ -175,7 +175,7 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 		}
 		if err != nil {
 			err = withNamesake(underProfile(err, plan.Profile), snap, schedReq, replaces)
-			addPlanError(&resp.Diagnostics, err, plan.Name.ValueString(), r.data.changes.hint())
+			addPlanError(&resp.Diagnostics, err, plan.Name.ValueString(), r.data.changes.hint(reduceNewVMs))
 		}
 		return
 	}
@@ -190,7 +190,7 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 	size.node, size.added = current, grownDisks(state.Disks, plan.Disks, state.Storage.ValueString())
 	snap, err = r.data.changes.grow(ctx, snap, vmid, size)
 	if err != nil {
-		addPlanError(&resp.Diagnostics, besideGrowth(err, state.Name.ValueString()), "", r.data.changes.hint())
+		addPlanError(&resp.Diagnostics, besideGrowth(err, state.Name.ValueString()), "", r.data.changes.hint(reduceNewVMs))
 		return
 	}
 	if at := leaveHAFrom(snap, &plan, &state, &resp.Diagnostics); at != "" {

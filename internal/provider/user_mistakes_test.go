@@ -65,7 +65,7 @@ func TestPlanErrorNamesThePlannedVM(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var diags diag.Diagnostics
-			addPlanError(&diags, tc.err, tc.planned, destroyHint)
+			addPlanError(&diags, tc.err, tc.planned, destroyHint(reduceNewVMs))
 			if len(diags) != 1 || diags[0].Summary() != `No placement for "w-7"` {
 				t.Fatalf("diagnostics %v, want one error No placement for \"w-7\"", diags)
 			}
