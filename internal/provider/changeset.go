@@ -15,12 +15,19 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/planhints"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/reservations"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
 // burstWindow is how long a placement data source waits for the plan's other reads, so that
 // they are decided together: Terraform reads them within milliseconds of each other.
 const burstWindow = 50 * time.Millisecond
+
+// planQuiet is how long a VM that grows, or a new VM the set refuses, waits for the plan's
+// other VMs (none planned for that long), so that its check sees the whole plan: Terraform
+// plans them within milliseconds of each other. A variable so that the package's tests, which
+// may run on a loaded machine, can give the plan's VMs more time.
+var planQuiet = 50 * time.Millisecond
 
 // firstBurstQuiet and firstBurstMax bound the wait of the apply's first creates: they wait
 // until no create has been planned for firstBurstQuiet, so that a slow walk (a loaded
@@ -39,6 +46,11 @@ type changeSet struct {
 	mu sync.Mutex
 	// members are the new VMs by name: planned in this process and not yet decided.
 	members map[string]*setMember
+	// ledger holds the creates this process decided (at apply), which a plan-time check of
+	// the set's other VMs counts: the view may not show them yet. view is the process's
+	// shared cluster view (nil in unit tests: the snapshot given is used).
+	ledger *reservations.Ledger
+	view   func(context.Context) (scheduler.Snapshot, error)
 	// picks are the placement data sources' answers for VMs that do not exist yet, by name.
 	picks map[string]scheduler.Reservation
 	// sizes are the planned sizes of existing VMs that grow in place, by VMID.
@@ -49,10 +61,10 @@ type changeSet struct {
 	// decision.
 	lastArrival time.Time
 	decided     bool
-	// lastGrowth is when an existing VM that grows was last planned; growQuiet is how long
-	// a growth waits for the plan's others (grow).
+	// lastGrowth is when an existing VM that grows was last planned; quietFor is how long a
+	// growth or a refused VM waits for the plan's others (planQuiet).
 	lastGrowth time.Time
-	growQuiet  time.Duration
+	quietFor   time.Duration
 	// hints keep the plan's placements for its apply (nil: none); planned is what the first
 	// create's decision found of them, and arrived the members decided since, whose room
 	// the plan no longer needs to hold.
@@ -89,9 +101,9 @@ type plannedSize struct {
 	added map[string]uint64
 }
 
-func newChangeSet(hints *planhints.Store) *changeSet {
-	return &changeSet{members: map[string]*setMember{}, picks: map[string]scheduler.Reservation{}, sizes: map[int]plannedSize{},
-		hints: hints, arrived: map[string]bool{}, hintIDs: map[string]int{}, growQuiet: burstWindow, batch: map[string]scheduler.Placement{}}
+func newChangeSet(hints *planhints.Store, ledger *reservations.Ledger) *changeSet {
+	return &changeSet{ledger: ledger, members: map[string]*setMember{}, picks: map[string]scheduler.Reservation{}, sizes: map[int]plannedSize{},
+		hints: hints, arrived: map[string]bool{}, hintIDs: map[string]int{}, quietFor: planQuiet, batch: map[string]scheduler.Placement{}}
 }
 
 // plan checks a new VM of the plan together with the other new VMs planned so far. It places
@@ -99,7 +111,7 @@ func newChangeSet(hints *planhints.Store) *changeSet {
 // whole set again jointly. An error means the set cannot be placed: it names the VM that
 // does not fit and how many of the set can be placed together.
 func (c *changeSet) plan(ctx context.Context, snap scheduler.Snapshot, m setMember) error {
-	err := c.place(ctx, snap, &m)
+	err := c.place(ctx, c.withDecided(ctx, snap), &m)
 	var ue *scheduler.UnschedulableError
 	if !errors.As(err, &ue) {
 		return err
@@ -107,11 +119,28 @@ func (c *changeSet) plan(ctx context.Context, snap scheduler.Snapshot, m setMemb
 	// Terraform plans the set's VMs within milliseconds of each other, in no fixed order, and a
 	// refusal depends on the set: a VM planned later may be what this one needs (the peer of a
 	// required vm_affinity), and the set's line counts them all. So a refused VM waits until
-	// none has arrived for burstWindow, and the whole set is placed again.
-	c.quiet(ctx, burstWindow, func() (time.Time, bool) { return c.lastArrival, false })
+	// none has arrived for quietFor, and the whole set is placed again.
+	c.quiet(ctx, c.quietFor, func() (time.Time, bool) { return c.lastArrival, false })
+	snap = c.withDecided(ctx, snap) // with the creates the apply decided while this VM waited
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.placeAgain(ctx, snap, false)
+}
+
+// withDecided returns the current view (snap, when there is none to read) with the creates
+// this process has decided that it may not show yet: at apply, Terraform plans each create
+// again just before it, beside the creates of the others. The ledger drops a create once a
+// view read after it shows the guest, so the view is read again here, not taken from before.
+func (c *changeSet) withDecided(ctx context.Context, snap scheduler.Snapshot) scheduler.Snapshot {
+	if c.view != nil {
+		if current, err := c.view(ctx); err == nil {
+			snap = current
+		}
+	}
+	if c.ledger != nil {
+		c.ledger.AddTo(&snap)
+	}
+	return snap
 }
 
 // place is plan's first attempt, with the members planned so far.
@@ -296,7 +325,7 @@ func (c *changeSet) quiet(ctx context.Context, quiet time.Duration, last func() 
 // grow records the size an existing VM has after the plan and returns the snapshot with every
 // planned size of the process and the tentative placements of the plan's new VMs: a node's
 // totals after all the plan's changes on it. A VM that grows waits until no other growth has
-// been planned for burstWindow: Terraform plans the instances of a plan within milliseconds of
+// been planned for quietFor: Terraform plans the instances of a plan within milliseconds of
 // each other, so the totals its check and warning show are those after the plan, not after the
 // VMs that happened to be planned before it. The new VMs planned before the growth are placed
 // again beside it; the error says that they no longer fit together.
@@ -311,7 +340,7 @@ func (c *changeSet) grow(ctx context.Context, snap scheduler.Snapshot, vmid int,
 	}
 	c.mu.Unlock()
 	if grows {
-		c.quiet(ctx, c.growQuiet, func() (time.Time, bool) { return c.lastGrowth, false })
+		c.quiet(ctx, c.quietFor, func() (time.Time, bool) { return c.lastGrowth, false })
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

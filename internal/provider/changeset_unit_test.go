@@ -47,8 +47,8 @@ func TestChangeSetGrowthCountsThePlansOtherChanges(t *testing.T) {
 		}
 		return strings.Join(p.CheckNode(s, grown, fmt.Sprintf("n%d", i%2+1), 100+i), "; ")
 	}
-	c := newChangeSet(nil)
-	c.growQuiet = 500 * time.Millisecond // room for a loaded machine to start the four
+	c := newChangeSet(nil, nil)
+	c.quietFor = 500 * time.Millisecond // room for a loaded machine to start the four
 	got := make([]string, 4)
 	var wg sync.WaitGroup
 	for i := range got {
@@ -59,7 +59,7 @@ func TestChangeSetGrowthCountsThePlansOtherChanges(t *testing.T) {
 	if want := []string{over, over, over, over}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("checks planned in parallel\n got %q\nwant %q", got, want)
 	}
-	c = newChangeSet(nil)
+	c = newChangeSet(nil, nil)
 	for i := range got {
 		got[i] = check(c, i)
 	}
@@ -101,14 +101,14 @@ func TestChangeSetApplyFollowsThePlan(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			plan := newChangeSet(planhints.NewIn(dir, "e"))
+			plan := newChangeSet(planhints.NewIn(dir, "e"), nil)
 			snap := scheduler.Snapshot{Nodes: nodes}
 			for _, m := range set {
 				if err := plan.plan(ctx, snap, m); err != nil {
 					t.Fatalf("plan %s: %v", m.req.Name, err)
 				}
 			}
-			apply := newChangeSet(planhints.NewIn(dir, "e"))
+			apply := newChangeSet(planhints.NewIn(dir, "e"), nil)
 			snap.Guests = tc.changed
 			for _, m := range set[:2] { // the first wave; the later creates wait for it
 				if err := apply.plan(ctx, snap, m); err != nil {
@@ -166,7 +166,7 @@ func TestChangeSetReadAfterNewVMsRefits(t *testing.T) {
 		{"the new VMs no longer fit", 4096, `only 1 of the plan's 2 new VMs can be placed together`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newChangeSet(nil)
+			c := newChangeSet(nil, nil)
 			for _, n := range []string{"web-0", "web-1"} { // 5 GiB each: one per node
 				if err := c.plan(ctx, snap, setMember{profile: p, req: req(n, 5120)}); err != nil {
 					t.Fatal(err)
@@ -209,8 +209,8 @@ func TestChangeSetGrowthPlacesTheNewVMsAgain(t *testing.T) {
 				{VMID: 100, Node: "n1", Name: "g", Type: scheduler.GuestQEMU, Status: "running", CPUs: 1, MaxMem: 2 << 30},
 				{VMID: 101, Node: "n2", Name: "other", Type: scheduler.GuestQEMU, Status: "running", CPUs: 1, MaxMem: uint64(tc.n2) << 20},
 			}
-			c := newChangeSet(nil)
-			c.growQuiet = 0
+			c := newChangeSet(nil, nil)
+			c.quietFor = 0
 			if err := c.plan(ctx, snap, setMember{profile: p, req: scheduler.Request{Name: "new-0", Cores: 1, Sockets: 1, MemoryMiB: 4096}}); err != nil {
 				t.Fatal(err)
 			}
@@ -265,7 +265,7 @@ func TestChangeSetApplyKeepsTheJointDecision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newChangeSet(nil)
+	c := newChangeSet(nil, nil)
 	c.members["db"] = &setMember{profile: p, req: db}
 	first, err := c.decide(snap, setMember{profile: p, req: app})
 	if err != nil {
@@ -294,8 +294,8 @@ func TestChangeSetDiskGrowthPerStorage(t *testing.T) {
 			{Name: "local", Content: []string{"images"}, Active: true, Total: 100 * scheduler.GiB, Used: 50 * scheduler.GiB},
 			{Name: "ceph", Content: []string{"images"}, Active: true, Shared: true, Total: 1000 * scheduler.GiB, Used: 900 * scheduler.GiB}}})
 	}
-	c := newChangeSet(nil)
-	c.growQuiet = 0
+	c := newChangeSet(nil, nil)
+	c.quietFor = 0
 	grow := func(vmid int, node string, added map[string]uint64) {
 		if _, err := c.grow(context.Background(), snap, vmid, plannedSize{cpus: 1, memory: 1 << 30, node: node, added: added}); err != nil {
 			t.Fatal(err)

@@ -230,11 +230,13 @@ func (p *qemuProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 		notes = proxmox.NewNotesCache(client)
 	}
 	tflog.Debug(ctx, "configured Proxmox VE client", map[string]any{"endpoint": cfg.Endpoint, "api_token": cfg.APIToken})
+	ledger := reservations.New()
 	data := &providerData{client: client, defaults: scheduler.MergePluginConfigs(plugins.ProxLBConfig(!m.HonorProxLBTags.Equal(types.BoolValue(false))), yamlCfg, blockCfg),
-		profiles: profiles, ledger: reservations.New(), changes: newChangeSet(planhints.New(cfg.Endpoint)), nodes: newNodePolicy(blocks, notes), maxAge: p.snapshotAge}
+		profiles: profiles, ledger: ledger, changes: newChangeSet(planhints.New(cfg.Endpoint), ledger), nodes: newNodePolicy(blocks, notes), maxAge: p.snapshotAge}
 	if data.maxAge == 0 {
 		data.maxAge = defaultSnapshotAge
 	}
+	data.changes.view = data.snapshot
 	data.records = newGuestRecords(client, data.nodes.queue)
 	data.profileDefaults = defaults
 	resp.DataSourceData = data

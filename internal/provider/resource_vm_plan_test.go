@@ -58,7 +58,7 @@ func planWith(t *testing.T, state, plan *vmModel) diag.Diagnostics {
 	ctx := context.Background()
 	sim := pvesim.NewTestServer(t, labCluster())
 	client := simClient(t, sim)
-	r := &vmResource{data: &providerData{client: client, ledger: reservations.New(), changes: newChangeSet(nil)}}
+	r := &vmResource{data: &providerData{client: client, ledger: reservations.New(), changes: newChangeSet(nil, nil)}}
 	var sch resource.SchemaResponse
 	r.Schema(ctx, resource.SchemaRequest{}, &sch)
 	objType := sch.Schema.Type().TerraformType(ctx)

@@ -95,7 +95,7 @@ func TestReadAgent(t *testing.T) {
 		"ipconfig0": "ip=192.0.2.9/24", "start": "1"}); err != nil {
 		t.Fatal(err)
 	}
-	r := &vmResource{data: &providerData{client: client, ledger: reservations.New(), changes: newChangeSet(nil)}}
+	r := &vmResource{data: &providerData{client: client, ledger: reservations.New(), changes: newChangeSet(nil, nil)}}
 	const agentCalls = "GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces"
 	read := func(agent, started bool, timeout string, wait bool, prior agentModel) (*vmModel, diag.Diagnostics, int) {
 		m := &vmModel{Node: types.StringValue("pve2"), VMID: types.Int64Value(150), Agent: types.BoolValue(agent), Started: types.BoolValue(started), agentModel: prior}
