@@ -301,19 +301,24 @@ func (r *vmResource) planHARules(ctx context.Context, resp *resource.ModifyPlanR
 	}
 	snap.HAFailbackOff = view.failbackOff
 	checkHAMove(snap, view.rules.Rules, plan, state, vmid, &resp.Diagnostics)
-	// In sync, the plan keeps what the state read: a plan without refresh must not show the
-	// members peers added since as a change.
-	rules := types.ListUnknown(types.StringType)
-	if len(changes) == 0 {
-		var d diag.Diagnostics
-		rules, d = types.ListValueFrom(ctx, types.StringType, ruleNames(want))
-		resp.Diagnostics.Append(d...)
-		if state != nil && state.HA != nil && !state.HA.Rules.IsNull() && !state.HA.Rules.IsUnknown() {
-			rules = state.HA.Rules
-		}
-	}
-	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("ha").AtName("rules"), rules)...)
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("ha").AtName("rules"), plannedRules(mode, state.HA, want, len(changes) == 0))...)
 	return ruleBreaks(want, snap, vmid, node)
+}
+
+// plannedRules is the plan's ha.rules: unknown while a write is due (inSync false), else the
+// ids of want. With the mode unchanged, it keeps what the state read: a plan without refresh
+// must not show the members peers added since as a change. A changed mode plans want, also in
+// the plan Terraform makes again at apply, right before the update, when peers of the same
+// apply have already written: a VM leaving a rule its last peer deleted is in none, not in the
+// one the state read (the update holds ha.rules to a known planned value).
+func plannedRules(mode haRuleMode, prior *haModel, want []harules.Rule, inSync bool) types.List {
+	if !inSync {
+		return types.ListUnknown(types.StringType)
+	}
+	if prior != nil && mode == ruleMode(prior) && !prior.Rules.IsNull() && !prior.Rules.IsUnknown() {
+		return prior.Rules
+	}
+	return types.ListValueMust(types.StringType, stringValues(ruleNames(want)))
 }
 
 // ruleBreaks tells which wanted resource-affinity rules the VM vmid on node breaks with its
