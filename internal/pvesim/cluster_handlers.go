@@ -418,6 +418,11 @@ func (s *Server) handleNodes(w http.ResponseWriter, _ *http.Request) {
 	writeData(w, rows)
 }
 
+// handleNodeStatus answers as pve-manager's API2/Nodes.pm status: kversion is uname's
+// "sysname release version" and current-kernel its fields (get_current_kernel_info), of the
+// release's kernel; pveversion is "pve-manager/VERSION/REPOID" (PVE::pvecfg); memory.available
+// (MemAvailable) only since pve-manager 9.0.0~19; cpuinfo as ProcFSTools read_cpuinfo, whose hvm
+// is whether flags carry vmx or svm.
 func (s *Server) handleNodeStatus(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -427,16 +432,20 @@ func (s *Server) handleNodeStatus(w http.ResponseWriter, r *http.Request) {
 	n := s.node(r.PathValue("node"))
 	l := s.loads()[n.name]
 	v := s.pveVersion()
+	memory := map[string]any{"total": n.maxmem, "used": l.mem, "free": n.maxmem - l.mem}
+	if v.major >= 9 {
+		memory["available"] = n.maxmem - l.mem
+	}
 	writeData(w, map[string]any{
 		"uptime": 86400, "idle": 0, "cpu": l.cpu, "wait": 0.0003, "loadavg": []string{"0.15", "0.25", "0.30"},
 		"cpuinfo": map[string]any{"model": "Simulated CPU", "vendor": "GenuineIntel", "family": "6", "cpus": n.cpus,
-			"cores": max(n.cpus/2, 1), "sockets": 1, "mhz": "3000.000", "hvm": "1", "user_hz": 100, "flags": "fpu vme"},
-		"memory":         map[string]any{"total": n.maxmem, "used": l.mem, "free": n.maxmem - l.mem, "available": n.maxmem - l.mem},
+			"cores": max(n.cpus/2, 1), "sockets": 1, "mhz": "3000.000", "hvm": "1", "user_hz": 100, "flags": "fpu vme vmx sse2"},
+		"memory":         memory,
 		"swap":           map[string]any{"total": 0, "used": 0, "free": 0},
 		"ksm":            map[string]any{"shared": 0},
 		"rootfs":         map[string]any{"total": uint64(100 * gib), "used": uint64(10 * gib), "free": uint64(90 * gib), "avail": uint64(85 * gib)},
-		"kversion":       "Linux 6.8.12-4-pve #1 SMP PREEMPT_DYNAMIC",
-		"current-kernel": map[string]any{"sysname": "Linux", "release": "6.8.12-4-pve", "version": "#1 SMP", "machine": "x86_64"},
+		"kversion":       "Linux " + v.kernelRelease + " " + v.kernelVersion,
+		"current-kernel": map[string]any{"sysname": "Linux", "release": v.kernelRelease, "version": v.kernelVersion, "machine": "x86_64"},
 		"boot-info":      map[string]any{"mode": "efi", "secureboot": 0},
 		"pveversion":     "pve-manager/" + v.version + "/" + v.repoid,
 	})

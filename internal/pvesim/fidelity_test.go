@@ -227,7 +227,6 @@ var simOnly = map[string]string{
 	"/nodes/pve1/status current-kernel":        "PVE 8 reports the running kernel",
 	"/nodes/pve1/status cpuinfo.family":        "part of cpuinfo on every PVE",
 	"/nodes/pve1/status cpuinfo.vendor":        "part of cpuinfo on every PVE",
-	"/nodes/pve1/status memory.available":      "added in PVE 9 (MemAvailable)",
 	"/nodes/pve1/storage used_fraction":        "pvesm status reports it since PVE 7",
 	"/nodes/pve1/qemu/150/status/current tags": "qemu-server's vmstatus copies tags from the config",
 	"/nodes/pve1/qemu/150/config agent":        "set on this VM so that status/current reports the agent; the recorded VM has none",

@@ -12,16 +12,26 @@ import (
 // in the shape of pve-manager's API2.pm version (PVE::pvecfg::version_info): exactly version
 // (the pve-manager package version), release (x.y) and repoid (a 16-digit short git id);
 // console only when datacenter.cfg sets it, which the simulated one does not. The node status
-// reports the same build as pveversion ("pve-manager/VERSION/REPOID").
+// reports the same build as pveversion ("pve-manager/VERSION/REPOID"), and the kernel of that
+// release (API2/Nodes.pm status: kversion is uname's "sysname release version", current-kernel
+// its fields): the build of the default kernel series published with it (pve-kernel: 6.8.8-1 of
+// 2024-06-10 with pve-manager 8.2.4; PVE 9.2 made 7.0 the default, 7.0.14-12 of 2026-08-11 with
+// 9.2.11), whose version debian/rules stamps "PMX <version> (<changelog date, UTC>)". The node
+// status has memory.available only since pve-manager 9.0.0~19 ("api: node status: add the
+// available memory").
 func TestVersionPerRelease(t *testing.T) {
 	node := []pvesim.NodeSpec{{Name: "pve1", CPUs: 4, MemoryGiB: 8}}
 	for _, tc := range []struct {
 		name                     string
 		cluster                  pvesim.Cluster
 		version, release, repoid string
+		kernel, kernelVersion    string
+		available                bool
 	}{
-		{"PVE 8 (no ha_rules)", pvesim.Cluster{Nodes: node}, "8.2.4", "8.2", "faa83925c9641325"},
-		{"PVE 9 (ha_rules)", pvesim.Cluster{Nodes: node, HARules: []pvesim.HARuleSpec{}}, "9.2.11", "9.2", "f6997e698c7933ea"},
+		{"PVE 8 (no ha_rules)", pvesim.Cluster{Nodes: node}, "8.2.4", "8.2", "faa83925c9641325",
+			"6.8.8-1-pve", "#1 SMP PREEMPT_DYNAMIC PMX 6.8.8-1 (2024-06-10T11:42Z)", false},
+		{"PVE 9 (ha_rules)", pvesim.Cluster{Nodes: node, HARules: []pvesim.HARuleSpec{}}, "9.2.11", "9.2", "f6997e698c7933ea",
+			"7.0.14-12-pve", "#1 SMP PREEMPT_DYNAMIC PMX 7.0.14-12 (2026-08-11T11:05Z)", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := newAPI(t, pvesim.NewTestServer(t, tc.cluster))
@@ -36,6 +46,17 @@ func TestVersionPerRelease(t *testing.T) {
 			status := a.ok(a.get("/nodes/pve1/status")).obj()
 			if pv := status["pveversion"]; pv != "pve-manager/"+tc.version+"/"+tc.repoid {
 				t.Errorf("pveversion = %v, want pve-manager/%s/%s", pv, tc.version, tc.repoid)
+			}
+			if kv, want := status["kversion"], "Linux "+tc.kernel+" "+tc.kernelVersion; kv != want {
+				t.Errorf("kversion = %v, want %s", kv, want)
+			}
+			wantKernel := map[string]any{"sysname": "Linux", "release": tc.kernel, "version": tc.kernelVersion, "machine": "x86_64"}
+			if ck, _ := status["current-kernel"].(map[string]any); !maps.Equal(ck, wantKernel) {
+				t.Errorf("current-kernel = %v, want %v", status["current-kernel"], wantKernel)
+			}
+			mem, _ := status["memory"].(map[string]any)
+			if _, ok := mem["available"]; ok != tc.available {
+				t.Errorf("memory = %v: available present %v, want %v", mem, ok, tc.available)
 			}
 		})
 	}
