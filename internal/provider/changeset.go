@@ -581,8 +581,11 @@ func without(snap scheduler.Snapshot, vmid int) scheduler.Snapshot {
 	return snap
 }
 
-// planStops begins every plan-time refusal's hint (not the apply's): nothing is created yet.
-const planStops = "The plan stops before anything is created. "
+// planStops begins every refusal's hint that may come from a plan (not the apply's hint, once
+// this process has created VMs). Terraform plans each create again at apply, just before it,
+// and a provider cannot tell that plan from terraform plan's: the hint says what holds in
+// each, since at apply the creates of the VMs that still fit go on while this one is refused.
+const planStops = "If this is terraform plan, or the plan step of terraform apply, nothing has been created. "
 
 // What a refused placement can place fewer of: a qemuscheduler_vm's new VMs, or the names a
 // qemuscheduler_placement data source places.
@@ -595,15 +598,15 @@ const (
 // terraform destroy plans the configuration first and a provider cannot tell that plan from
 // any other.
 func destroyHint(reduce string) string {
-	return planStops + "Reduce " + reduce + " or make room, then plan again. " + destroyAnyway + " " + replanned
+	return planStops + "Reduce " + reduce + " or make room, then plan again. " + replanned + " " + destroyAnyway
 }
 
 // aloneHint replaces destroyHint when the VM fits on no node even alone.
-const aloneHint = planStops + destroyAnyway + " " + replanned
+const aloneHint = planStops + replanned + " " + destroyAnyway
 
-// replanned ends a refusal that may come from the apply: Terraform plans each create again
-// just before it, and that plan cannot be told from the first one either.
-const replanned = "If this is terraform apply of a plan that passed, the cluster changed since that plan: the VMs that still fit are created, the others are not."
+// replanned is the part of a refusal for the apply: Terraform plans each create again just
+// before it, and that plan cannot be told from the first one either.
+const replanned = "If this is terraform apply of a plan that passed, the cluster changed since that plan: the VMs that still fit are created (they stay in the state), the others are not."
 
 // applyHint replaces destroyHint in an apply that has created VMs already: the cluster changed
 // since its plan.

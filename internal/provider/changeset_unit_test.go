@@ -131,6 +131,11 @@ func TestChangeSetApplyFollowsThePlan(t *testing.T) {
 			if h := plan.hint(reduceNewVMs); h != destroyHint(reduceNewVMs) {
 				t.Errorf("in the plan, a refusal ends %q, want %q", h, destroyHint(reduceNewVMs))
 			}
+			// The same refusal comes from the plan Terraform makes of a create at apply, beside
+			// the creates of the VMs that still fit: it says what holds in each case.
+			if h := destroyHint(reduceNewVMs); strings.Contains(h, "before anything is created") || !strings.Contains(h, replanned) {
+				t.Errorf("a refusal before the apply's creates ends %q: it claims nothing is created, or lacks what holds at apply (%q)", h, replanned)
+			}
 			got := "first-0 first-1 apart"
 			if where["first-0"] == where["first-1"] {
 				got = "first-0 first-1 same node"
