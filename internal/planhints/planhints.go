@@ -5,9 +5,11 @@
 // have to be what the apply returns). Creates beyond the apply's first wave arrive only as
 // earlier ones end, so a first wave decided on its own can take the room the plan promised to
 // the later ones. The plan's process therefore appends its tentative placements, as they
-// change, to a small file in the working directory's Terraform data directory (else the
-// user's cache), one per process and cluster; the apply's process reads the newest file that
-// holds every VM of its first wave and keeps the room of the VMs it has not decided yet.
+// change, to a small file in the working directory's Terraform data directory with a copy in
+// the user's cache (the cache alone without a data directory), one per process and cluster;
+// the apply's process reads the newest file that holds every VM of its first wave (its own
+// data directory first, then the cache: a saved plan applied from another working directory)
+// and keeps the room of the VMs it has not decided yet.
 // A hint is only a reservation: the apply still decides every VM under the hard filters, and
 // without a file (a plan saved and applied on another machine without its working directory)
 // it decides as before.
@@ -36,10 +38,14 @@ const maxAge = 72 * time.Hour
 
 // Store is one provider process's view of the hints of one cluster.
 type Store struct {
-	dir    string
-	prefix string // the cluster's files
-	own    string // this process's file name
-	pruned bool   // by this store's first Put
+	dir string
+	// copyDir, when set, keeps a copy of this process's hints and is read when dir holds no
+	// plan of the wave: the user's cache, beside a working directory's data directory, so that
+	// a saved plan applied from another working directory of the machine finds its plan.
+	copyDir string
+	prefix  string // the cluster's files
+	own     string // this process's file name
+	pruned  bool   // by this store's first Put
 }
 
 // DirEnv names the directory of the hints, when set: a pipeline that plans and applies in
@@ -48,26 +54,34 @@ const DirEnv = "QEMUSCHEDULER_PLAN_DIR"
 
 // New returns the store of the cluster at endpoint, in $QEMUSCHEDULER_PLAN_DIR, else in the
 // Terraform data directory of the working directory (Terraform and OpenTofu start providers
-// there; $TF_DATA_DIR, else .terraform, when it exists), else under the user's cache
-// directory; nil when there is none (the apply then decides without hints). The data directory
-// goes wherever the working directory goes: a pipeline that plans and applies in different
-// jobs and keeps .terraform between them (for its providers) keeps the hints too.
+// there; $TF_DATA_DIR, else .terraform, when it exists) with a copy under the user's cache
+// directory, else under the user's cache directory alone; nil when there is neither (the apply
+// then decides without hints). The data directory goes wherever the working directory goes: a
+// pipeline that plans and applies in different jobs and keeps .terraform between them (for its
+// providers) keeps the hints too. The copy serves a saved plan applied from another working
+// directory of the same machine (terraform apply /path/to/plan elsewhere), whose data
+// directory, if any, is not the plan's.
 func New(endpoint string) *Store {
 	if dir := os.Getenv(DirEnv); dir != "" {
 		return NewIn(dir, endpoint)
+	}
+	var cacheDir string
+	if cache, err := os.UserCacheDir(); err == nil {
+		cacheDir = filepath.Join(cache, "qemuscheduler", "plans")
 	}
 	data := os.Getenv("TF_DATA_DIR")
 	if data == "" {
 		data = ".terraform"
 	}
 	if info, err := os.Stat(data); err == nil && info.IsDir() {
-		return NewIn(filepath.Join(data, "qemuscheduler-plans"), endpoint)
+		s := NewIn(filepath.Join(data, "qemuscheduler-plans"), endpoint)
+		s.copyDir = cacheDir
+		return s
 	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
+	if cacheDir == "" {
 		return nil
 	}
-	return NewIn(filepath.Join(cache, "qemuscheduler", "plans"), endpoint)
+	return NewIn(cacheDir, endpoint)
 }
 
 // NewIn is New with the directory given.
@@ -91,10 +105,12 @@ func (s *Store) Put(placements ...scheduler.Reservation) error {
 		return nil
 	}
 	if !s.pruned {
-		if err := os.MkdirAll(s.dir, 0o700); err != nil {
-			return err
+		for _, dir := range s.dirs() {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return err
+			}
+			prune(dir)
 		}
-		s.prune()
 		s.pruned = true
 	}
 	var buf bytes.Buffer
@@ -104,27 +120,56 @@ func (s *Store) Put(placements ...scheduler.Reservation) error {
 			return err
 		}
 	}
-	f, err := os.OpenFile(filepath.Join(s.dir, s.own), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	var errs []error
+	for _, dir := range s.dirs() {
+		errs = append(errs, appendTo(filepath.Join(dir, s.own), buf.Bytes()))
+	}
+	return errors.Join(errs...)
+}
+
+// appendTo appends lines to file in one write: a reader never sees half of a line, except
+// from a process killed mid-write, whose torn last line it skips.
+func appendTo(file string, lines []byte) error {
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
 	}
-	// One write: a reader never sees half of a line, except from a process killed mid-write,
-	// whose torn last line it skips.
-	_, err = f.Write(buf.Bytes())
+	_, err = f.Write(lines)
 	return errors.Join(err, f.Close())
+}
+
+// dirs are the directories this store writes: its own and the copy's.
+func (s *Store) dirs() []string {
+	if s.copyDir == "" || s.copyDir == s.dir {
+		return []string{s.dir}
+	}
+	return []string{s.dir, s.copyDir}
 }
 
 // Drop removes this process's hints: an apply's process plans its creates again, and those
 // partial sets must not hide the plan's.
 func (s *Store) Drop() {
-	os.Remove(filepath.Join(s.dir, s.own))
+	for _, dir := range s.dirs() {
+		os.Remove(filepath.Join(dir, s.own))
+	}
 }
 
 // Load returns the newest hints of another process of this cluster that hold every name of
 // names (each name's last placement, in the order the names first appear), nil when none
-// does.
+// does: from the store's directory, else from the copies in the user's cache (a plan made in
+// another working directory).
 func (s *Store) Load(names []string) []scheduler.Reservation {
-	entries, err := os.ReadDir(s.dir)
+	for _, dir := range s.dirs() {
+		if set := s.loadFrom(dir, names); set != nil {
+			return set
+		}
+	}
+	return nil
+}
+
+// loadFrom is Load in one directory.
+func (s *Store) loadFrom(dir string, names []string) []scheduler.Reservation {
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
 	}
@@ -143,7 +188,7 @@ func (s *Store) Load(names []string) []scheduler.Reservation {
 	}
 	slices.SortFunc(files, func(a, b file) int { return b.mod.Compare(a.mod) })
 	for _, f := range files {
-		if set := read(filepath.Join(s.dir, f.name)); holdsAll(set, names) {
+		if set := read(filepath.Join(dir, f.name)); holdsAll(set, names) {
 			return set
 		}
 	}
@@ -182,15 +227,15 @@ func holdsAll(set []scheduler.Reservation, names []string) bool {
 	return true
 }
 
-// prune removes every file of the directory older than maxAge, of any cluster.
-func (s *Store) prune() {
-	entries, err := os.ReadDir(s.dir)
+// prune removes every file of dir older than maxAge, of any cluster.
+func prune(dir string) {
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
 		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > maxAge {
-			os.Remove(filepath.Join(s.dir, e.Name()))
+			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
 }

@@ -171,3 +171,45 @@ func TestNewChoosesTheDirectory(t *testing.T) {
 		t.Errorf("the apply read %v from the data directory, want [a b]", got)
 	}
 }
+
+// A saved plan applied from another working directory of the machine (terraform apply
+// /path/to/plan there): the plan's data directory is not the apply's, and the copy in the
+// user's cache serves it, with the apply's own data directory or without one; its own data
+// directory's plan of the same names comes first.
+func TestAnotherWorkingDirectoryFindsThePlan(t *testing.T) {
+	planDir, applyDir, cache := t.TempDir(), t.TempDir(), t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	t.Setenv("HOME", cache)
+	t.Setenv(DirEnv, "")
+	t.Setenv("TF_DATA_DIR", "")
+	t.Chdir(planDir)
+	if err := os.Mkdir(".terraform", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	plan := New("e")
+	if err := plan.Put(res("a", "b")...); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(applyDir)
+	if got := names(New("e").Load([]string{"a"})); len(got) != 2 {
+		t.Errorf("an apply in a directory without .terraform read %v, want the plan's [a b]", got)
+	}
+	if err := os.Mkdir(".terraform", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(New("e").Load([]string{"a"})); len(got) != 2 {
+		t.Errorf("an apply in a directory with its own .terraform read %v, want the plan's [a b]", got)
+	}
+	local := New("e")
+	if err := local.Put(res("a")...); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(New("e").Load([]string{"a"})); len(got) != 1 {
+		t.Errorf("with a plan in its own data directory, the apply read %v, want that plan's [a]", got)
+	}
+	local.Drop()
+	plan.Drop()
+	if got := New("e").Load([]string{"a"}); got != nil {
+		t.Errorf("after both plans dropped their hints, the apply read %v", names(got))
+	}
+}
