@@ -189,7 +189,7 @@ func (c Cluster) validate() error {
 			return fmt.Errorf("cluster file: storage %q is listed twice; use its nodes list to enable it on several nodes", st.Name)
 		}
 		storages[st.Name] = true
-		if err := st.validateContent(); err != nil {
+		if err := st.validateContent(c.release()); err != nil {
 			return err
 		}
 		for _, n := range st.Nodes {
@@ -250,9 +250,21 @@ func (g GuestSpec) validateConfig(storages map[string]bool) error {
 	return nil
 }
 
+// release is the PVE release the cluster file stands for: with ha_rules PVE 9, without PVE 8.
+func (c Cluster) release() versionInfo {
+	if c.HARules != nil {
+		return pve9
+	}
+	return pve8
+}
+
 // validateContent checks the content types against the storage type's (pve-storage's
-// plugindata) and the snippets against the content.
-func (st StorageSpec) validateContent() error {
+// plugindata) on release v and the snippets against the content. PVE 8.2's storages have no
+// import content (pve-storage 8.2.2 gives it to the esxi type only, which the simulator does
+// not model; the directory types got it in 8.2.8, PVE 8.3): PVE would drop it from
+// storage.cfg with a warning ("storage does not support content type 'import'"); the cluster
+// file is refused instead.
+func (st StorageSpec) validateContent(v versionInfo) error {
 	valid, known := storageContents[st.Type]
 	switch {
 	case st.Type == "":
@@ -262,6 +274,9 @@ func (st StorageSpec) validateContent() error {
 		return fmt.Errorf("cluster file: storage %q has type %q; use one of %s, or no type (it then takes every content type)", st.Name, st.Type, strings.Join(types, ", "))
 	}
 	for _, c := range st.Content {
+		if c == "import" && v.major < 9 {
+			return fmt.Errorf("cluster file: storage %q cannot hold content \"import\" on PVE %s (PVE 8.2 has it for ESXi import sources only, directory storages take it from PVE 8.3 on); add ha_rules to simulate PVE %s, or drop import", st.Name, v.release, pve9.release)
+		}
 		if !contains(valid, c) {
 			return fmt.Errorf("cluster file: storage %q of type %q cannot hold content %q (it takes %s)", st.Name, st.Type, c, strings.Join(valid, ", "))
 		}

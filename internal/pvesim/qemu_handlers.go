@@ -166,10 +166,10 @@ type allocation struct {
 	size volumeSize
 }
 
-// prepareConfig validates config keys for guest g as a create or a config write does. It
-// answers the request itself (400 for schema problems, 500 for PVE's handler errors) and
+// prepareConfig validates config keys for guest g as a create or a config write by user does.
+// It answers the request itself (400 for schema problems, 500 for PVE's handler errors) and
 // returns false when the change is refused. The caller holds s.mu.
-func (s *Server) prepareConfig(w http.ResponseWriter, g *guest, raw map[string]string) (change, bool) {
+func (s *Server) prepareConfig(w http.ResponseWriter, g *guest, user string, raw map[string]string) (change, bool) {
 	set, problems := checkConfig(raw)
 	if len(problems) > 0 {
 		writeParamError(w, problems)
@@ -203,10 +203,19 @@ func (s *Server) prepareConfig(w http.ResponseWriter, g *guest, raw map[string]s
 				paramError(w, k, "unable to parse drive options")
 				return change{}, false
 			}
-			a, msg := s.allocate(n, scratch, k, d)
-			if msg != "" {
-				writeError(w, http.StatusInternalServerError, msg)
-				return change{}, false
+			var a *allocation
+			if d["import-from"] != "" {
+				var problem *importProblem
+				if a, problem = s.importFrom(n, scratch, k, user, d); problem != nil {
+					problem.write(w, k)
+					return change{}, false
+				}
+			} else {
+				var msg string
+				if a, msg = s.allocate(n, scratch, k, d); msg != "" {
+					writeError(w, http.StatusInternalServerError, msg)
+					return change{}, false
+				}
 			}
 			if a != nil {
 				c.alloc = append(c.alloc, *a)
@@ -373,7 +382,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g := &guest{vmid: vmid, node: n.name, typ: "qemu", status: "stopped", pool: p["pool"], config: map[string]string{}, hasStats: !s.statsLag}
-	c, valid := s.prepareConfig(w, g, cfg)
+	c, valid := s.prepareConfig(w, g, requestUser(r), cfg)
 	if !valid {
 		return
 	}
@@ -440,7 +449,7 @@ func (s *Server) handleConfigSet(async bool) http.HandlerFunc {
 			writeError(w, http.StatusInternalServerError, "no options specified")
 			return
 		}
-		c, valid := s.prepareConfig(w, g, cfg)
+		c, valid := s.prepareConfig(w, g, requestUser(r), cfg)
 		if !valid {
 			return
 		}

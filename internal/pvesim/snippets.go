@@ -197,12 +197,10 @@ func (s *Server) cloudInitProblem(g *guest) string {
 		typ := s.storageType(name)
 		file, isSnippet := strings.CutPrefix(volname, "snippets/")
 		isSnippet = isSnippet && snippetName.MatchString(file)
+		_, _, parseMsg := parseVolname(typ, volname, s.pveVersion())
 		switch {
-		case !fileStorage(typ):
-			kind := map[string]string{"lvm": "lvm", "lvmthin": "lvm", "rbd": "rbd", "zfspool": "zfs", "zfs": "zfs", "iscsi": "iscsi", "pbs": "PBS"}[typ]
-			return fmt.Sprintf("unable to parse %s volume name '%s'", kind, volname)
-		case !isSnippet && !dirVolume.MatchString(volname):
-			return fmt.Sprintf("unable to parse directory volume name '%s'", volname)
+		case parseMsg != "":
+			return parseMsg
 		case !isSnippet:
 			return fmt.Sprintf("%s is not in the snippets directory", volid)
 		case msg != "":
@@ -214,10 +212,6 @@ func (s *Server) cloudInitProblem(g *guest) string {
 	}
 	return ""
 }
-
-// dirVolume is what a directory storage's parse_volname accepts besides snippets: images
-// (VMID/name) and the iso, vztmpl, backup and import directories.
-var dirVolume = regexp.MustCompile(`^(\d+/\S+|(iso|vztmpl|backup|import)/[^/]+)$`)
 
 func (s *Server) storageType(name string) string {
 	for _, n := range s.nodes {

@@ -97,20 +97,20 @@ func fileFormat(content, name string) string {
 }
 
 // fileParams checks the parameters upload and download-url share (content, filename and the
-// checksum pair) as PVE's schema does, with extra the call's other parameters; it returns the
-// problems by parameter, empty when there are none.
-func fileParams(p map[string]string, extra ...string) map[string]string {
+// checksum pair) as release v's schema does, with extra the call's other parameters; it
+// returns the problems by parameter, empty when there are none.
+func fileParams(p map[string]string, v versionInfo, extra ...string) map[string]string {
 	problems := checkParams(p, append([]string{"content", "filename", "checksum", "checksum-algorithm"}, extra...)...)
 	for _, k := range []string{"content", "filename"} {
 		if _, ok := p[k]; !ok {
 			problems[k] = "property is missing and it is not optional"
 		}
 	}
-	if c, ok := p["content"]; ok && !contains(fileContentKeys, c) {
+	if c, ok := p["content"]; ok && !contains(fileContents(v), c) {
 		if !contains(allContents, c) {
 			problems["content"] = fmt.Sprintf("invalid format - invalid content type '%s'", c)
 		} else {
-			problems["content"] = fmt.Sprintf("value '%s' does not have a value in the enumeration 'iso, vztmpl, import'", c)
+			problems["content"] = fmt.Sprintf("value '%s' does not have a value in the enumeration '%s'", c, strings.Join(fileContents(v), ", "))
 		}
 	}
 	if len(p["filename"]) > 255 {
@@ -129,8 +129,14 @@ func fileParams(p map[string]string, extra ...string) map[string]string {
 	return problems
 }
 
-// fileContentKeys are the contents upload and download-url take, in their enumeration's order.
-var fileContentKeys = []string{"iso", "vztmpl", "import"}
+// fileContents are the contents upload and download-url take on release v, in their
+// enumeration's order: import since pve-storage 8.2.8 ("api: allow ova upload/download", PVE 8.3).
+func fileContents(v versionInfo) []string {
+	if v.major >= 9 {
+		return []string{"iso", "vztmpl", "import"}
+	}
+	return []string{"iso", "vztmpl"}
+}
 
 // fileTarget checks the storage and file name of an upload (download false) or a download to
 // node n, in Status.pm's order: the storage enabled there (storage_check_enabled), file based,
@@ -238,7 +244,7 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if problems := fileParams(p, "tmpfilename"); len(problems) > 0 {
+	if problems := fileParams(p, s.pveVersion(), "tmpfilename"); len(problems) > 0 {
 		writeParamError(w, problems)
 		return
 	}
@@ -350,7 +356,7 @@ func (s *Server) handleDownloadURL(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	problems := fileParams(p, "url", "compression", "verify-certificates")
+	problems := fileParams(p, s.pveVersion(), "url", "compression", "verify-certificates")
 	if u, given := p["url"]; !given {
 		problems["url"] = "property is missing and it is not optional"
 	} else if !remoteURL.MatchString(u) {
@@ -475,7 +481,7 @@ func (s *Server) handleVolumeDelete(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, fmt.Sprintf("storage '%s' does not exist", storeID))
 		return
 	}
-	owner, msg := parseVolname(typ, volname)
+	_, owner, msg := parseVolname(typ, volname, s.pveVersion())
 	if msg != "" {
 		writeError(w, http.StatusInternalServerError, msg)
 		return
@@ -542,28 +548,30 @@ func missingBlockVolume(st *storage, volname string) string {
 	return fmt.Sprintf("zfs error: cannot open '%s/%s': dataset does not exist", st.name, volname)
 }
 
-// parseVolname is the storage plugin's parse_volname for a volume to delete: the owner VMID
-// ("" for files), or the plugin's complaint.
-func parseVolname(typ, volname string) (string, string) {
+// parseVolname is the storage plugin's parse_volname on release v: the volume's vtype
+// (images, iso, vztmpl, snippets, backup, import) and owner VMID ("" for files), or the
+// plugin's complaint. The directory plugin parses import/ names since pve-storage 8.2.8
+// ("plugin: dir: implement import content type", PVE 8.3); on PVE 8.2 they do not parse.
+func parseVolname(typ, volname string, v versionInfo) (vtype, owner, msg string) {
 	m := volumeOwner.FindStringSubmatch(volname)
 	if !fileStorage(typ) {
 		if m == nil {
 			kind := map[string]string{"lvm": "lvm", "lvmthin": "lvm", "rbd": "rbd", "zfspool": "zfs", "zfs": "zfs", "iscsi": "iscsi", "pbs": "PBS"}[typ]
-			return "", fmt.Sprintf("unable to parse %s volume name '%s'", kind, volname)
+			return "", "", fmt.Sprintf("unable to parse %s volume name '%s'", kind, volname)
 		}
-		return m[1], ""
+		return "images", m[1], ""
 	}
 	content, file, _ := strings.Cut(volname, "/")
 	switch {
 	case m != nil:
-		return m[1], "" // the simulator names a directory storage's images as block storages do
+		return "images", m[1], "" // the simulator names a directory storage's images as block storages do
 	case content == "snippets" && snippetName.MatchString(file), content == "iso" && isoFile.MatchString(file),
-		content == "vztmpl" && vztmplFile.MatchString(file), content == "import" && importFile.MatchString(file),
-		content == "backup" && snippetName.MatchString(file):
-		return "", ""
+		content == "vztmpl" && vztmplFile.MatchString(file), content == "backup" && snippetName.MatchString(file),
+		content == "import" && importFile.MatchString(file) && v.major >= 9:
+		return content, "", ""
 	}
 	if m := dirImage.FindStringSubmatch(volname); m != nil {
-		return m[1], ""
+		return "images", m[1], ""
 	}
-	return "", fmt.Sprintf("unable to parse directory volume name '%s'", volname)
+	return "", "", fmt.Sprintf("unable to parse directory volume name '%s'", volname)
 }

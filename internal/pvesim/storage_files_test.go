@@ -30,6 +30,7 @@ storages:
   - {name: nas, type: nfs, content: [iso], nodes: [pve1], size_gib: 10, inactive: true}
 guests:
   - {vmid: 100, node: pve1, name: web, config: {scsi0: "fast:vm-100-disk-0,size=4G"}}
+ha_rules: [] # PVE 9: PVE 8.2's directory storages have no import content
 remote_files:
   - url: https://example.org/images/debian.iso
     size: 654311424
@@ -397,5 +398,45 @@ func TestBaseVolumeInUse(t *testing.T) {
 	}
 	if exit := a.task(a.form(http.MethodDelete, "/nodes/pve1/qemu/9000", nil)); exit != "OK" {
 		t.Errorf("destroying the template without clones: %q", exit)
+	}
+}
+
+// PVE 8.2 (pve-manager 8.2.4 with pve-storage 8.2.2) has no import content on its own
+// storages: the directory types' plugindata lists it from pve-storage 8.2.8 on ("plugin: dir:
+// implement import content type"), upload and download-url take content iso and vztmpl only
+// until then ("api: allow ova upload/download"), and the directory plugin's parse_volname
+// does not parse import/ names ("unable to parse directory volume name"). PVE 9 takes all three.
+func TestImportContentPerRelease(t *testing.T) {
+	const pve8 = `
+nodes:
+  - {name: pve1, cpus: 8, memory_gib: 32}
+storages:
+  - {name: local, type: dir, content: [iso, vztmpl, images, snippets], size_gib: 100}
+remote_files:
+  - {url: "https://example.org/images/disk.qcow2", size: 1048576}
+`
+	if _, err := pvesim.ParseCluster([]byte(strings.Replace(pve8, "iso, vztmpl", "iso, vztmpl, import", 1))); err == nil ||
+		!strings.Contains(err.Error(), `storage "local" cannot hold content "import" on PVE 8.2`) {
+		t.Errorf("a PVE 8 cluster file with import content: %v, want it refused", err)
+	}
+	if _, err := pvesim.ParseCluster([]byte(strings.Replace(pve8, "iso, vztmpl", "iso, vztmpl, import", 1) + "ha_rules: []\n")); err != nil {
+		t.Errorf("a PVE 9 cluster file with import content: %v", err)
+	}
+	c, err := pvesim.ParseCluster([]byte(pve8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newAPI(t, pvesim.NewTestServer(t, c))
+	const enum = "value 'import' does not have a value in the enumeration 'iso, vztmpl'"
+	if r := a.upload("pve1", "local", map[string]string{"content": "import"}, "filename", "disk.qcow2", []byte("qcow2")); r.code != 400 || r.env.Errors["content"] != enum {
+		t.Errorf("PVE 8 upload of an import file = %s %s, want 400 content: %s", r.status, r.body, enum)
+	}
+	r := a.form(http.MethodPost, "/nodes/pve1/storage/local/download-url", url.Values{"content": {"import"}, "filename": {"disk.qcow2"}, "url": {"https://example.org/images/disk.qcow2"}})
+	if r.code != 400 || r.env.Errors["content"] != enum {
+		t.Errorf("PVE 8 download-url of an import file = %s %s, want 400 content: %s", r.status, r.body, enum)
+	}
+	const unparsable = "unable to parse directory volume name 'import/disk.qcow2'"
+	if r := a.form(http.MethodDelete, "/nodes/pve1/storage/local/content/local:import/disk.qcow2", nil); r.code != 500 || !strings.Contains(r.status, unparsable) {
+		t.Errorf("PVE 8 delete of an import volume = %s, want 500 %s", r.status, unparsable)
 	}
 }

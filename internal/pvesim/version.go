@@ -24,12 +24,9 @@ var (
 		kernelRelease: "7.0.14-12-pve", kernelVersion: "#1 SMP PREEMPT_DYNAMIC PMX 7.0.14-12 (2026-08-11T11:05Z)"}
 )
 
-// pveVersion is the release the cluster file stands for: with ha_rules PVE 9, without PVE 8.
+// pveVersion is the release the cluster file stands for (Cluster.release). The caller holds s.mu.
 func (s *Server) pveVersion() versionInfo {
-	if s.haRules != nil {
-		return pve9
-	}
-	return pve8
+	return Cluster{HARules: s.haRules}.release()
 }
 
 // handleVersion answers as pve-manager's API2.pm version: version, release and repoid, plus
