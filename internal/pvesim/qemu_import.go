@@ -3,7 +3,7 @@ package pvesim
 import (
 	"fmt"
 	"net/http"
-		"strings"
+	"strings"
 )
 
 // A drive's import-from, as qemu-server's API2/Qemu.pm takes it on create and on a config
