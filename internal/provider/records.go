@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/plugins"
@@ -218,6 +219,45 @@ func syncRecord(old, want, have map[string]string) {
 	if _, ok := want["tags"]; ok {
 		old["tags"] = have["tags"]
 	}
+}
+
+// planRecordSync plans an update of an existing VM whose placement record in PVE is not the
+// one its policy gives: a profile's defaults changed (the record holds them), or an admin
+// removed or edited the record. Its configuration may not have changed, so the plan makes
+// placement_summary unknown (the update keeps it) for Terraform to apply, and says why; the
+// update writes the record (syncRecord). The view has the guest's record already (one read
+// per marked guest and process). A marked guest whose record could not be used (unreadable,
+// another version, every line malformed) was warned about and is left alone, as is a guest
+// of an offline node.
+func planRecordSync(ctx context.Context, resp *resource.ModifyPlanResponse, m *vmModel, data *providerData, snap scheduler.Snapshot, vmid int) {
+	want := m.recordWith(ctx, data, &resp.Diagnostics)
+	if want == nil {
+		return
+	}
+	i := slices.IndexFunc(snap.Guests, func(g scheduler.Guest) bool { return g.VMID == vmid && !g.Assumed })
+	if i < 0 || !slices.ContainsFunc(snap.Nodes, func(n scheduler.Node) bool { return n.Name == snap.Guests[i].Node && n.Online }) {
+		return
+	}
+	g := &snap.Guests[i]
+	marked := slices.Contains(g.Tags, proxmox.RecordTag)
+	if marked && (g.Recorded == nil || sameRecord(recorded(want), g.Recorded)) {
+		return
+	}
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("placement_summary"), types.StringUnknown())...)
+	why := "has none"
+	if marked {
+		why = "differs"
+	}
+	resp.Diagnostics.AddWarning("Placement record out of date",
+		fmt.Sprintf("VM %s: the placement record in its Notes %s from the policy of its configuration with its profile's defaults "+
+			"(a profile's defaults changed, or the record was edited or removed by hand), so this apply writes it:\n%s",
+			guestName(g), why, records.Format(*want)))
+}
+
+// sameRecord tells two records of the same policy apart from different ones: written alike,
+// the informational tags line and the node affinity forms left out.
+func sameRecord(a, b *scheduler.Recorded) bool {
+	return records.Format(records.FromRequest(a.Profile, a.Policy)) == records.Format(records.FromRequest(b.Profile, b.Policy))
 }
 
 // withRecordMark adds the record mark to a PVE tags value.

@@ -393,3 +393,29 @@ func TestAccVMPlacementRecordTooLongWithProfileDefaults(t *testing.T) {
 		`on .* line \d+, in resource "qemuscheduler_vm" "web":.*description = .*` +
 		strings.ReplaceAll(`the description \(8100 bytes\) and the VM's placement record \(120 bytes\) need 8222. Shorten the description by 30 bytes`, " ", `\s+`))})
 }
+
+// The record holds the policy with the profile's defaults, so a changed default is a changed
+// policy: the next apply rewrites the record of every VM of the profile, though their own
+// configuration did not change; so does a record removed by hand. Each apply is followed by
+// an empty plan (runSteps), so nothing is rewritten twice.
+func TestAccVMPlacementRecordFollowsProfile(t *testing.T) {
+	env, sim := simEnv(t, equalCluster())
+	config := func(vmids string) string {
+		return env.providerBlock(fmt.Sprintf(`profile {
+  name        = "tenant-a"
+  annotations = { "vmid.qemu-scheduler/range" = %q }
+}`, vmids)) + `
+resource "qemuscheduler_vm" "web" {
+  name        = "a-1"
+  vmid        = 410
+  profile     = "tenant-a"
+  description = "tenant a"
+}`
+	}
+	runSteps(t,
+		resource.TestStep{Config: config("400-499"), Check: recordIn(sim, "tenant a", "qemu-scheduler/annotation: vmid.qemu-scheduler/range=400-499")},
+		resource.TestStep{Config: config("410-419"), Check: recordIn(sim, "tenant a", "qemu-scheduler/annotation: vmid.qemu-scheduler/range=410-419")},
+		resource.TestStep{PreConfig: func() { env.setNotes(t, 410, "tenant a", "") }, Config: config("410-419"),
+			Check: recordIn(sim, "tenant a", "qemu-scheduler/annotation: vmid.qemu-scheduler/range=410-419")},
+	)
+}

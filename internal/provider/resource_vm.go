@@ -154,6 +154,9 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 	}
 	r.checkSnippets(ctx, &plan, &state, snap, &resp.Diagnostics)
 	checkReferences(&plan, &state, creating, snap, &resp.Diagnostics)
+	if !creating {
+		planRecordSync(ctx, resp, &plan, r.data, snap, int(state.VMID.ValueInt64()))
+	}
 	breaks := r.planHARules(ctx, resp, &plan, &state, creating, snap, haPolicy{profile: profile, req: schedReq, name: plan.Name.ValueString()})
 	if resp.Diagnostics.HasError() {
 		return // a wrong name, not the cluster's capacity: no placement error besides
@@ -362,6 +365,9 @@ func (r *vmResource) Update(ctx context.Context, req resource.UpdateRequest, res
 	vmid := int(state.VMID.ValueInt64())
 	node := state.Node.ValueString()
 	plannedNode, plannedSummary := plan.Node, plan.PlacementSummary
+	if plan.PlacementSummary.IsUnknown() { // planned so to rewrite the placement record (planRecordSync)
+		plan.PlacementSummary = state.PlacementSummary
+	}
 	want := plan.vmConfig(ctx, &resp.Diagnostics)
 	old := state.vmConfig(ctx, &resp.Diagnostics)
 	rec := r.record(ctx, &plan, &resp.Diagnostics)
