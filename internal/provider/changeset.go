@@ -673,25 +673,35 @@ func taintedPredecessor(snap scheduler.Snapshot, r scheduler.Request) int {
 	return 0
 }
 
-// withNamesake adds a line to a refused new VM's error when the VM has no pinned VMID and a
-// guest of its name exists: a tainted VM's replacement comes as a plain create
-// (taintedPredecessor), which without a pinned VMID cannot be told from a new VM of the same
-// name, so the tainted VM still counts.
+// withNamesake adds a line to a refused new VM's error when a guest of its name exists that is
+// not the VM it replaces. Terraform tells the provider nothing of two replacements: one with
+// lifecycle create_before_destroy, whose create at apply comes after the old VM was deposed, as
+// a plain create, while the old VM still runs and counts (the plan, which cannot tell it from
+// the default destroy-then-create, passed); and a tainted VM's, planned as a plain create,
+// which without a pinned VMID (taintedPredecessor) cannot be told from a new VM of that name.
 func withNamesake(err error, snap scheduler.Snapshot, r scheduler.Request, replaces int) error {
-	if err == nil || replaces != 0 || r.VMID != 0 {
+	if err == nil || replaces != 0 {
 		return err
 	}
 	for _, g := range snap.Guests {
-		if g.Name == r.Name && !g.Template && g.Type == scheduler.GuestQEMU {
-			return reworded(err, func(ue *scheduler.UnschedulableError) string {
-				if ue.Request != r.Name {
-					return ue.Message
-				}
-				return ue.Message + fmt.Sprintf("\nVM %d on %s already has this name. If it is this resource's VM, tainted, Terraform plans its replacement as a new VM "+
-					"and does not say which VM it replaces, so the old one still counts: terraform untaint the resource, then terraform apply -replace "+
-					"it (a replaced VM frees its room for its replacement).", g.VMID, g.Node)
-			})
+		if g.Name != r.Name || g.VMID == r.VMID || g.Template || g.Type != scheduler.GuestQEMU {
+			continue
 		}
+		return reworded(err, func(ue *scheduler.UnschedulableError) string {
+			if ue.Request != r.Name {
+				return ue.Message
+			}
+			msg := ue.Message + fmt.Sprintf("\nVM %d on %s already has this name.", g.VMID, g.Node)
+			if r.VMID == 0 {
+				msg += " If it is this resource's VM, tainted, Terraform plans its replacement as a new VM and does not say which VM it replaces, " +
+					"so the old one still counts: terraform untaint the resource, then terraform apply -replace it (a replaced VM frees its room " +
+					"for its replacement)."
+			}
+			msg += " If it is this resource's VM being replaced with create_before_destroy, it runs until its replacement is created, so it " +
+				"counts: leave room for both, or replace it without create_before_destroy (Terraform's default destroys it first); the VMs of " +
+				"a failed replacement stay, deposed, until an apply succeeds or terraform destroy -refresh=false removes them."
+			return msg
+		})
 	}
 	return err
 }

@@ -3,6 +3,7 @@ package provider
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -89,6 +90,43 @@ func TestAccChangeSetReplaceInFullCluster(t *testing.T) {
 		Check: resource.ComposeTestCheckFunc(wantPerNode(sim, "web-", map[string]int{"pve1": 1, "pve2": 1}),
 			guestGone(sim, 300), guestGone(sim, 301), guestExists(sim, 400, nil), guestExists(sim, 401, nil)),
 	})
+}
+
+// With lifecycle create_before_destroy the old VM runs until its replacement exists, so it
+// counts: in a full cluster the plan (which cannot tell it from Terraform's default,
+// destroy-then-create) passes and the creates are refused at apply, which must say why and
+// how to get out, not that the cluster changed or the VM's attributes are wrong. The old VMs
+// stay (deposed), and terraform destroy -refresh=false removes them.
+func TestAccChangeSetCreateBeforeDestroyInFullCluster(t *testing.T) {
+	env, sim := simEnv(t, sizedCluster(2, 4, 16))
+	t.Parallel()
+	vms := func(base int) string {
+		return env.providerBlock(cpuRatioOne) + fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
+  count = 2
+  name  = "web-${count.index}"
+  vmid  = %d + count.index
+  cores = 4
+  lifecycle {
+    create_before_destroy = true
+  }
+}`, base)
+	}
+	cli := newCLIDir(t, vms(300))
+	cli.mustRun("apply", "-auto-approve", "-input=false")
+	cli.write(vms(400))
+	out, err := cli.run("apply", "-auto-approve", "-input=false")
+	want := wrapped(`No placement for "web-\d"[\s\S]*VM 30\d on pve\d already has this name. If it is this resource's VM being replaced with create_before_destroy, ` +
+		`it runs until its replacement is created, so it counts: leave room for both, or replace it without create_before_destroy`)
+	if err == nil || !want.MatchString(out) {
+		t.Fatalf("apply of the create_before_destroy replacement in a full cluster: error %v, want the refusal naming create_before_destroy (%s); output:\n%s", err, want, out)
+	}
+	if _, ids := guestsPerNode(sim, "web-"); len(ids) != 2 || !slices.Contains(ids, 300) || !slices.Contains(ids, 301) {
+		t.Fatalf("after the refused replacement: web VMs %v, want the old 300 and 301", ids)
+	}
+	cli.mustRun("destroy", "-auto-approve", "-input=false", "-refresh=false")
+	if ids := sim.Guests(); len(ids) != 0 {
+		t.Errorf("after terraform destroy -refresh=false the cluster holds guests %v, want none", ids)
+	}
 }
 
 // A tainted VM with a pinned VMID (a failed start taints it; terraform taint here) is replaced
