@@ -169,10 +169,15 @@ type allocation struct {
 // prepareConfig validates config keys for guest g as a create or a config write by user does.
 // It answers the request itself (400 for schema problems, 500 for PVE's handler errors) and
 // returns false when the change is refused. The caller holds s.mu.
-func (s *Server) prepareConfig(w http.ResponseWriter, g *guest, user string, raw map[string]string) (change, bool) {
+func (s *Server) prepareConfig(w http.ResponseWriter, g *guest, user string, raw map[string]string, del []string) (change, bool) {
 	set, problems := checkConfig(raw)
 	if len(problems) > 0 {
 		writeParamError(w, problems)
+		return change{}, false
+	}
+	// $check_vm_modify_config_perm: the keys to delete, then the keys to set.
+	if msg := rootOnly(user, append(slices.Clone(del), sortedKeys(set)...), s.pveVersion()); msg != "" {
+		writeError(w, http.StatusInternalServerError, msg)
 		return change{}, false
 	}
 	current := g.view()
@@ -382,9 +387,16 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g := &guest{vmid: vmid, node: n.name, typ: "qemu", status: "stopped", pool: p["pool"], config: map[string]string{}, hasStats: !s.statsLag}
-	c, valid := s.prepareConfig(w, g, requestUser(r), cfg)
+	user := requestUser(r)
+	c, valid := s.prepareConfig(w, g, user, cfg, nil)
 	if !valid {
 		return
+	}
+	for _, k := range sortedKeys(c.set) {
+		if msg := realDevice(user, k, c.set[k], "set"); msg != "" {
+			writeError(w, http.StatusInternalServerError, msg)
+			return
+		}
 	}
 	// PVE gives every new VM a SMBIOS uuid, a generation id and creation metadata.
 	defaults := map[string]string{"smbios1": "uuid=" + randomUUID(s.rng), "vmgenid": randomUUID(s.rng),
@@ -449,7 +461,8 @@ func (s *Server) handleConfigSet(async bool) http.HandlerFunc {
 			writeError(w, http.StatusInternalServerError, "no options specified")
 			return
 		}
-		c, valid := s.prepareConfig(w, g, requestUser(r), cfg)
+		user := requestUser(r)
+		c, valid := s.prepareConfig(w, g, user, cfg, del)
 		if !valid {
 			return
 		}
@@ -457,6 +470,9 @@ func (s *Server) handleConfigSet(async bool) http.HandlerFunc {
 		apply := func() outcome {
 			if s.guests[g.vmid] != g {
 				return taskError("Configuration file 'nodes/%s/qemu-server/%d.conf' does not exist", g.node, g.vmid)
+			}
+			if msg := deviceChange(user, g.view(), c.set, del); msg != "" {
+				return taskError("%s", msg)
 			}
 			stopped := g.status != "running"
 			if stopped {

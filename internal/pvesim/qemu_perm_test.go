@@ -1,0 +1,120 @@
+package pvesim_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
+)
+
+// permCluster is one node with a VM whose serial0 is a real device; PVE 9 (ha_rules) or PVE 8.
+func permCluster(t *testing.T, pve9 bool) (*api, *api) {
+	t.Helper()
+	release := ""
+	if pve9 {
+		release = "ha_rules: []\n"
+	}
+	c, err := pvesim.ParseCluster([]byte(`
+nodes:
+  - {name: pve1, cpus: 8, memory_gib: 32}
+storages:
+  - {name: local-lvm, type: lvmthin, content: [images], size_gib: 100}
+guests:
+  - {vmid: 100, node: pve1, name: a, config: {serial0: /dev/ttyS0, scsi0: "local-lvm:vm-100-disk-0,size=4G"}}
+` + release))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := pvesim.NewTestServer(t, c)
+	token := newAPI(t, s)
+	user, pass := s.Credentials()
+	d := token.ok(login(t, token, url.Values{"username": {user}, "password": {pass}})).obj()
+	root := *token
+	root.header = http.Header{"Cookie": {"PVEAuthCookie=" + d["ticket"].(string)}, "Csrfpreventiontoken": {d["CSRFPreventionToken"].(string)}}
+	return token, &root
+}
+
+// qemu-server API2/Qemu.pm: a user other than root@pam, root@pam's API tokens included
+// (their user is "root@pam!ID"), may only set and delete the options of
+// $check_vm_modify_config_perm's lists; any other ("arch", "args", "affinity", "hookscript",
+// "hugepages", "vmgenid"...) is "only root can set '<key>' config", on create and on a config
+// write, for a delete too. rng0 joined the lists in qemu-server 9 (check_rng_perm): on PVE 8.2
+// it is root's. Serial ports, USB and PCI devices are checked by value
+// (check_vm_create_serial_perm, check_usb_perm, check_hostpci_perm, update_vm_api): sockets,
+// spice and mapped devices are anyone's, real devices root's. root@pam itself (a ticket) may
+// set them all. bpg's provider knows it: it sends cpu.architecture only with a root ticket
+// and keeps affinity out of its delete lists.
+func TestRootOnlyOptions(t *testing.T) {
+	for _, pve9 := range []bool{false, true} {
+		token, root := permCluster(t, pve9)
+		create := func(a *api, vmid string, extra url.Values) reply {
+			p := url.Values{"vmid": {vmid}}
+			for k, v := range extra {
+				p[k] = v
+			}
+			return a.form(http.MethodPost, "/nodes/pve1/qemu", p)
+		}
+		rng := "only root can set 'rng0' config"
+		if pve9 {
+			rng = ""
+		}
+		for _, tc := range []struct {
+			params url.Values
+			want   string // the 500's message, "" for a create
+		}{
+			{url.Values{"arch": {"aarch64"}}, "only root can set 'arch' config"},
+			{url.Values{"args": {"-no-reboot"}}, "only root can set 'args' config"},
+			{url.Values{"affinity": {"0-3"}}, "only root can set 'affinity' config"},
+			{url.Values{"hugepages": {"2"}, "memory": {"2048"}}, "only root can set 'hugepages' config"},
+			{url.Values{"rng0": {"source=/dev/urandom"}}, rng},
+			{url.Values{"serial0": {"/dev/ttyS0"}}, "only root can set 'serial0' config for real devices"},
+			{url.Values{"usb0": {"host=1234:5678"}}, "only root can set 'usb0' config for real devices"},
+			{url.Values{"hostpci0": {"0000:01:00.0"}}, "only root can set 'hostpci0' config for non-mapped devices"},
+			{url.Values{"serial0": {"socket"}, "usb0": {"spice"}, "hostpci0": {"mapping=gpu"}, "cores": {"2"}, "name": {"ok"}}, ""},
+		} {
+			r := create(token, "150", tc.params)
+			if tc.want == "" {
+				if exit := token.task(r); exit != "OK" {
+					t.Errorf("pve9=%v: token create with %v: %s", pve9, tc.params, exit)
+				}
+				token.task(token.form(http.MethodDelete, "/nodes/pve1/qemu/150", nil))
+				continue
+			}
+			if got := strings.TrimSpace(r.status[4:]); r.code != 500 || got != tc.want {
+				t.Errorf("pve9=%v: token create with %v = %d %q, want 500 %q", pve9, tc.params, r.code, got, tc.want)
+			}
+			if exit := root.task(create(root, "151", tc.params)); exit != "OK" {
+				t.Errorf("pve9=%v: root@pam create with %v: %s", pve9, tc.params, exit)
+			}
+			root.task(root.form(http.MethodDelete, "/nodes/pve1/qemu/151", nil))
+		}
+		for _, tc := range []struct {
+			method string
+			params url.Values
+			want   string
+		}{
+			{http.MethodPut, url.Values{"arch": {"x86_64"}}, "only root can set 'arch' config"},
+			{http.MethodPut, url.Values{"delete": {"args"}}, "only root can set 'args' config"},
+			{http.MethodPut, url.Values{"delete": {"name,affinity"}}, "only root can set 'affinity' config"},
+			{http.MethodPut, url.Values{"serial0": {"socket"}}, "only root can modify 'serial0' config for real devices"},
+			{http.MethodPut, url.Values{"delete": {"serial0"}}, "only root can delete 'serial0' config for real devices"},
+		} {
+			r := token.form(tc.method, "/nodes/pve1/qemu/100/config", tc.params)
+			if got := strings.TrimSpace(r.status[4:]); r.code != 500 || got != tc.want {
+				t.Errorf("pve9=%v: token config write %v = %d %q, want 500 %q", pve9, tc.params, r.code, got, tc.want)
+			}
+		}
+		// A config write's device checks run in the qmconfig task of the asynchronous POST.
+		if exit := token.task(token.form(http.MethodPost, "/nodes/pve1/qemu/100/config", url.Values{"delete": {"serial0"}})); exit != "only root can delete 'serial0' config for real devices" {
+			t.Errorf("pve9=%v: token's asynchronous delete of serial0: %q", pve9, exit)
+		}
+		if cfg := token.ok(token.get("/nodes/pve1/qemu/100/config")).obj(); cfg["serial0"] != "/dev/ttyS0" {
+			t.Errorf("pve9=%v: serial0 after the refused writes = %v", pve9, cfg["serial0"])
+		}
+		if r := root.form(http.MethodPut, "/nodes/pve1/qemu/100/config", url.Values{"arch": {"x86_64"}, "delete": {"serial0"}}); r.code != 200 {
+			t.Errorf("pve9=%v: root@pam config write: %s", pve9, r.status)
+		}
+	}
+}
