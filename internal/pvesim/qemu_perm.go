@@ -15,19 +15,22 @@ import (
 
 // privilegedOptions are the options of $check_vm_modify_config_perm's lists on PVE 9.2
 // (qemu-server 9.2): cpu, memory, hardware type, general, power, disk and cloud-init options.
-var privilegedOptions = map[string]bool{
-	"cores": true, "cpu": true, "runningcpu": true, "cpulimit": true, "cpuunits": true, "numa": true, "smp": true, "sockets": true, "vcpus": true,
-	"memory": true, "balloon": true, "shares": true, "allow-ksm": true,
-	"acpi": true, "hotplug": true, "kvm": true, "machine": true, "runningmachine": true, "scsihw": true, "smbios1": true, "tablet": true,
-	"vga": true, "watchdog": true, "audio0": true, "rng0": true,
-	"agent": true, "autostart": true, "bios": true, "description": true, "keyboard": true, "localtime": true, "migrate_downtime": true,
-	"migrate_speed": true, "name": true, "onboot": true, "ostype": true, "protection": true, "reboot": true, "startdate": true,
-	"startup": true, "tdf": true, "template": true,
-	"freeze": true,
-	"boot": true, "bootdisk": true, "vmstatestorage": true,
-	"cicustom": true, "cipassword": true, "citype": true, "ciuser": true, "ciupgrade": true, "nameserver": true, "searchdomain": true, "sshkeys": true,
-	"vmstate": true, "tags": true, "cdrom": true, "running-nets-host-mtu": true,
-}
+var privilegedOptions = func() map[string]bool {
+	set := map[string]bool{}
+	for _, k := range strings.Fields(`
+		cores cpu runningcpu cpulimit cpuunits numa smp sockets vcpus
+		memory balloon shares allow-ksm
+		acpi hotplug kvm machine runningmachine scsihw smbios1 tablet vga watchdog audio0 rng0
+		agent autostart bios description keyboard localtime migrate_downtime migrate_speed name onboot
+		ostype protection reboot startdate startup tdf template
+		freeze
+		boot bootdisk vmstatestorage
+		cicustom cipassword citype ciuser ciupgrade nameserver searchdomain sshkeys
+		vmstate tags cdrom running-nets-host-mtu`) {
+		set[k] = true
+	}
+	return set
+}()
 
 // pve9PrivilegedOptions are the listed options qemu-server 8.2 (PVE 8.2) did not list yet:
 // there they are root's.
