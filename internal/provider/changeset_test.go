@@ -70,18 +70,23 @@ func TestAccChangeSetAllOrNothing(t *testing.T) {
 	}
 }
 
-// Two 4-core VMs fill two 4-CPU nodes (ratio 1); re-pinning their VMIDs replaces them: each
-// old VM frees its capacity for its own replacement.
-func TestAccChangeSetReplaceInFullCluster(t *testing.T) {
-	env, sim := simEnv(t, sizedCluster(2, 4, 16))
-	vms := func(base int) string {
-		return env.providerBlock(cpuRatioOne) + fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
+// fullClusterVMs is two 4-core VMs, pinned from VMID base, that fill the two 4-CPU nodes of
+// sizedCluster(2, 4, 16) at ratio 1, with extra in their block.
+func fullClusterVMs(env *accEnv, base int, extra string) string {
+	return env.providerBlock(cpuRatioOne) + fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
   count = 2
   name  = "web-${count.index}"
   vmid  = %d + count.index
   cores = 4
-}`, base)
-	}
+  %s
+}`, base, extra)
+}
+
+// Two 4-core VMs fill two 4-CPU nodes (ratio 1); re-pinning their VMIDs replaces them: each
+// old VM frees its capacity for its own replacement.
+func TestAccChangeSetReplaceInFullCluster(t *testing.T) {
+	env, sim := simEnv(t, sizedCluster(2, 4, 16))
+	vms := func(base int) string { return fullClusterVMs(env, base, "") }
 	runParallel(t, resource.TestStep{
 		Config: vms(300),
 		Check:  wantPerNode(sim, "web-", map[string]int{"pve1": 1, "pve2": 1}),
@@ -101,15 +106,7 @@ func TestAccChangeSetCreateBeforeDestroyInFullCluster(t *testing.T) {
 	env, sim := simEnv(t, sizedCluster(2, 4, 16))
 	t.Parallel()
 	vms := func(base int) string {
-		return env.providerBlock(cpuRatioOne) + fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
-  count = 2
-  name  = "web-${count.index}"
-  vmid  = %d + count.index
-  cores = 4
-  lifecycle {
-    create_before_destroy = true
-  }
-}`, base)
+		return fullClusterVMs(env, base, "lifecycle {\n    create_before_destroy = true\n  }")
 	}
 	cli := newCLIDir(t, vms(300))
 	cli.mustRun("apply", "-auto-approve", "-input=false")
