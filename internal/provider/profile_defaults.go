@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/plugins"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/records"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
@@ -138,6 +139,32 @@ func (p *providerData) withDefaults(profile types.String, req *scheduler.Request
 	}
 	if len(req.TopologySpread) == 0 {
 		req.TopologySpread = def.TopologySpread
+	}
+}
+
+// withoutDefaults takes out of an imported record what the defaults of its profile give, the
+// inverse of withDefaults: the VM that selects the profile sets only the rest. A value the VM
+// set equal to a default cannot be told from it, and gives the same policy either way.
+func (p *providerData) withoutDefaults(rec *records.Record) {
+	if p == nil {
+		return
+	}
+	def, ok := p.profileDefaults[profileName(types.StringValue(rec.Profile))]
+	if !ok {
+		return
+	}
+	for _, m := range []struct{ def, own map[string]string }{{def.Annotations, rec.Annotations}, {def.NodeSelector, rec.NodeSelector}} {
+		maps.DeleteFunc(m.own, func(k, v string) bool {
+			d, ok := m.def[k]
+			return ok && d == v
+		})
+	}
+	// Blocks are replaced as a whole: equal to the defaults, the VM had none of its own.
+	if len(def.Tolerations) > 0 && records.Format(records.Record{Tolerations: def.Tolerations}) == records.Format(records.Record{Tolerations: rec.Tolerations}) {
+		rec.Tolerations = nil
+	}
+	if len(def.TopologySpread) > 0 && records.Format(records.Record{TopologySpread: def.TopologySpread}) == records.Format(records.Record{TopologySpread: rec.TopologySpread}) {
+		rec.TopologySpread = nil
 	}
 }
 

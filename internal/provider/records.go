@@ -273,8 +273,8 @@ func userNotes(notes string) string {
 
 // importRecord gives an imported VM the scheduling attributes of its placement record, so that
 // a configuration written from the record plans no change. Defaults stay null, as a
-// configuration leaves them.
-func importRecord(ctx context.Context, m *vmModel, vm *proxmox.VM, diags *diag.Diagnostics) {
+// configuration leaves them, the profile's included (withoutDefaults).
+func importRecord(ctx context.Context, m *vmModel, vm *proxmox.VM, data *providerData, diags *diag.Diagnostics) {
 	_, rec, warnings := records.Parse(fmt.Sprint(vm.VMID), vm.Config["description"])
 	for _, w := range warnings {
 		diags.AddWarning("Malformed placement record", w+".")
@@ -282,6 +282,7 @@ func importRecord(ctx context.Context, m *vmModel, vm *proxmox.VM, diags *diag.D
 	if rec == nil {
 		return
 	}
+	data.withoutDefaults(rec)
 	if rec.Profile != "" {
 		m.Profile = types.StringValue(rec.Profile)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
@@ -417,5 +418,56 @@ resource "qemuscheduler_vm" "web" {
 		resource.TestStep{Config: config("410-419"), Check: recordIn(sim, "tenant a", "qemu-scheduler/annotation: vmid.qemu-scheduler/range=410-419")},
 		resource.TestStep{PreConfig: func() { env.setNotes(t, 410, "tenant a", "") }, Config: config("410-419"),
 			Check: recordIn(sim, "tenant a", "qemu-scheduler/annotation: vmid.qemu-scheduler/range=410-419")},
+	)
+}
+
+// An import leaves out of the VM's attributes what its record holds from the profile's
+// defaults: the configuration that selects the profile, as the VM was created with, plans no
+// change after the import (the record holds the policy with the defaults).
+func TestAccVMImportLeavesProfileDefaults(t *testing.T) {
+	env, _ := simEnv(t, equalCluster())
+	provider := env.providerBlock(`profile {
+  name          = "tenant-a"
+  annotations   = { "vmid.qemu-scheduler/range" = "4000-4099" }
+  node_selector = { "node.qemu-scheduler/name" = "pve2" }
+  toleration {
+    key   = "tenant"
+    value = "a"
+  }
+  topology_spread {
+    tags = ["tenant-a"]
+  }
+}`)
+	vm := `
+resource "qemuscheduler_vm" "web" {
+  name        = "a-1"
+  profile     = "tenant-a"
+  tags        = ["tenant-a"]
+  annotations = { "node.qemu-scheduler/regex" = "pve[0-9]" }
+}`
+	runSteps(t,
+		resource.TestStep{Config: provider + vm},
+		resource.TestStep{Config: provider + vm, ResourceName: vmAddr, ImportState: true, ImportStateId: "4000",
+			ImportStateCheck: func(is []*terraform.InstanceState) error {
+				a := is[0].Attributes
+				for k, v := range map[string]string{"profile": "tenant-a", "annotations.%": "1", "annotations.node.qemu-scheduler/regex": "pve[0-9]",
+					"node_selector.%": "", "toleration.#": "0", "topology_spread.#": "0"} {
+					if a[k] != v {
+						return fmt.Errorf("imported %s = %q, want %q", k, a[k], v)
+					}
+				}
+				return nil
+			}},
+		resource.TestStep{Config: provider + `removed {
+  from = qemuscheduler_vm.web
+  lifecycle {
+    destroy = false
+  }
+}`},
+		resource.TestStep{Config: provider + vm + `
+import {
+  to = qemuscheduler_vm.web
+  id = "4000"
+}`, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionNoop)}}},
 	)
 }

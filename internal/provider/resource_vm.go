@@ -516,7 +516,7 @@ func (r *vmResource) ImportState(ctx context.Context, req resource.ImportStateRe
 		m.Storage = m.Disks[0].Storage
 	}
 	m.readInto(ctx, vm, &resp.Diagnostics)
-	importRecord(ctx, &m, vm, &resp.Diagnostics)
+	importRecord(ctx, &m, vm, r.data, &resp.Diagnostics)
 	r.readHA(ctx, &m, true, &resp.Diagnostics)
 	importPin(ctx, &m, node, resp.Private, &resp.Diagnostics)
 	r.readAgent(ctx, &m, false, &resp.Diagnostics)
