@@ -16,9 +16,10 @@ import (
 
 // defaultSnapshotAge is how long one read of the cluster view serves this process's reads
 // and decisions: long enough for the data sources of a plan and a wave of parallel creates to
-// share it, short enough that other actors' changes show soon. Writes of this process do not
+// share it, short enough that other actors' changes show soon. Creates of this process do not
 // shorten it: the ledger holds the placements it made until a view read after them shows
-// them, and decisions made again because the view proved out of date read it anew.
+// them, and decisions made again because the view proved out of date read it anew. Updates
+// and deletes, which the ledger does not hold, drop it (invalidate).
 const defaultSnapshotAge = 2 * time.Second
 
 // providerData is what Configure hands to data sources and resources.
@@ -146,7 +147,7 @@ func withTLSHint(err error) error {
 }
 
 // invalidate drops the shared view: after a write the ledger does not cover (an update, which
-// may migrate or resize a VM), the next read is made anew.
+// may migrate or resize a VM; a delete), the next read is made anew.
 func (p *providerData) invalidate() {
 	p.mu.Lock()
 	defer p.mu.Unlock()

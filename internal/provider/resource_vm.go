@@ -447,6 +447,8 @@ func (r *vmResource) Delete(ctx context.Context, req resource.DeleteRequest, res
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	defer r.data.wrote()
+	// A later decision (a replacement's create) must not count the VM from a view read before.
+	defer r.data.invalidate()
 	vmid := int(state.VMID.ValueInt64())
 	c := r.data.client
 	vm, err := r.data.readVM(ctx, vmid, state.Node.ValueString())
