@@ -345,12 +345,17 @@ func (r *vmResource) checkSnippets(ctx context.Context, plan, state *vmModel, sn
 		case lister == "":
 			continue // a local storage of a node the scheduler has still to choose
 		}
-		files, err := r.data.snippetFiles(ctx, lister, storage)
+		files, err := r.data.snippetFiles(ctx, lister, storage, false)
+		if err == nil && !slices.Contains(files, volid) {
+			// The shared listing may predate the file: Terraform plans the VM again at apply right
+			// after the resource that uploads it (bpg's proxmox_virtual_environment_file).
+			files, err = r.data.snippetFiles(ctx, lister, storage, true)
+		}
 		if err != nil {
 			diags.AddAttributeWarning(at, "Cannot check the snippet", fmt.Sprintf("Listing the snippets of %s on %s failed, so %s is not checked: %s", storage, lister, volid, err))
 			continue
 		}
-		if !slices.ContainsFunc(files, func(f string) bool { return f == volid }) {
+		if !slices.Contains(files, volid) {
 			diags.AddAttributeError(at, "Snippet not found",
 				fmt.Sprintf("cloud_init.%s = %q: storage %s on %s has no such snippet, so PVE would fail to start the VM. Copy the file into the storage's snippets directory, or fix the name (snippets there: %s). %s",
 					c.attr, volid, storage, lister, listOrNone(files), destroyAnyway))
@@ -377,13 +382,14 @@ type snippetList struct {
 	files  []string
 }
 
-// snippetFiles lists the snippets of storage on node, read at most maxAge ago.
-func (p *providerData) snippetFiles(ctx context.Context, node, storage string) ([]string, error) {
+// snippetFiles lists the snippets of storage on node, read at most maxAge ago, or read now
+// when fresh.
+func (p *providerData) snippetFiles(ctx context.Context, node, storage string, fresh bool) ([]string, error) {
 	c := &p.snippets
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	key := node + "/" + storage
-	if l, ok := c.lists[key]; ok && time.Since(l.readAt) < p.maxAge {
+	if l, ok := c.lists[key]; ok && !fresh && time.Since(l.readAt) < p.maxAge {
 		return l.files, nil
 	}
 	files, err := p.client.Snippets(ctx, node, storage)

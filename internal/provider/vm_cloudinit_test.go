@@ -184,6 +184,8 @@ const snippetListings = "GET /nodes/{node}/storage/{storage}/content"
 
 // The plan checks snippets against the cluster view and, where it can tell, the storage's
 // listing, which plans share while the view is shared; unchanged snippets are not checked again.
+// A snippet the shared listing lacks is looked for in a listing read now: at apply, Terraform
+// plans a VM again right after the resource that uploads its snippet.
 func TestCheckSnippets(t *testing.T) {
 	ctx := context.Background()
 	sim := pvesim.NewTestServer(t, snippetLab())
@@ -209,22 +211,27 @@ func TestCheckSnippets(t *testing.T) {
 		plan, state *vmModel
 		want        string // error summary, "" for none
 		listings    int
+		put         string // a snippet put into cephfs before the check, after the shared listing
 	}{
-		{"shared storage, any node", vm("", "cephfs:snippets/user.yaml"), creating, "", 1},
-		{"a second VM shares the listing", vm("pve3", "cephfs:snippets/vendor.yaml"), creating, "", 0},
-		{"missing on a shared storage", vm("", "cephfs:snippets/nope.yaml"), creating, "Snippet not found", 0},
-		{"unknown storage", vm("", "nope:snippets/u.yaml"), creating, "Snippet storage does not exist", 0},
-		{"storage without snippets", vm("", "local-lvm:snippets/u.yaml"), creating, "Storage holds no snippets", 0},
-		{"local storage, node not chosen yet", vm("", "local:snippets/web.yaml"), creating, "", 0},
-		{"local storage on the pinned node", vm("pve2", "local:snippets/web.yaml"), creating, "", 1},
-		{"local storage, file on another node", vm("pve1", "local:snippets/web.yaml"), creating, "Snippet not found", 1},
-		{"storage not on the node", vm("pve2", "pve3-dir:snippets/u.yaml"), creating, "Snippet storage not on the VM's node", 0},
-		{"unchanged snippet of an existing VM", vm("pve1", "cephfs:snippets/gone.yaml"), vm("pve1", "cephfs:snippets/gone.yaml"), "", 0},
-		{"existing VM moved to another node", vm("pve3", "pve3-dir:snippets/u.yaml"), vm("pve1", "pve3-dir:snippets/u.yaml"), "Snippet not found", 1},
-		{"offline node: a warning", vm("pve4", "local:snippets/web.yaml"), creating, "", 1},
+		{"shared storage, any node", vm("", "cephfs:snippets/user.yaml"), creating, "", 1, ""},
+		{"a second VM shares the listing", vm("pve3", "cephfs:snippets/vendor.yaml"), creating, "", 0, ""},
+		{"uploaded after the shared listing", vm("", "cephfs:snippets/uploaded.yaml"), creating, "", 1, "uploaded.yaml"},
+		{"missing on a shared storage", vm("", "cephfs:snippets/nope.yaml"), creating, "Snippet not found", 1, ""},
+		{"unknown storage", vm("", "nope:snippets/u.yaml"), creating, "Snippet storage does not exist", 0, ""},
+		{"storage without snippets", vm("", "local-lvm:snippets/u.yaml"), creating, "Storage holds no snippets", 0, ""},
+		{"local storage, node not chosen yet", vm("", "local:snippets/web.yaml"), creating, "", 0, ""},
+		{"local storage on the pinned node", vm("pve2", "local:snippets/web.yaml"), creating, "", 1, ""},
+		{"local storage, file on another node", vm("pve1", "local:snippets/web.yaml"), creating, "Snippet not found", 2, ""},
+		{"storage not on the node", vm("pve2", "pve3-dir:snippets/u.yaml"), creating, "Snippet storage not on the VM's node", 0, ""},
+		{"unchanged snippet of an existing VM", vm("pve1", "cephfs:snippets/gone.yaml"), vm("pve1", "cephfs:snippets/gone.yaml"), "", 0, ""},
+		{"existing VM moved to another node", vm("pve3", "pve3-dir:snippets/u.yaml"), vm("pve1", "pve3-dir:snippets/u.yaml"), "Snippet not found", 2, ""},
+		{"offline node: a warning", vm("pve4", "local:snippets/web.yaml"), creating, "", 1, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.put != "" {
+				must(t, sim.PutSnippet("pve1", "cephfs", tt.put, 100))
+			}
 			before := sim.Requests(snippetListings)
 			var diags diag.Diagnostics
 			r.checkSnippets(ctx, tt.plan, tt.state, snap, &diags)
