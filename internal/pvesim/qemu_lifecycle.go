@@ -443,10 +443,6 @@ func (s *Server) handleClone(w http.ResponseWriter, r *http.Request, src *guest)
 	if !ok {
 		return
 	}
-	if src.lock != "" {
-		writeError(w, http.StatusInternalServerError, fmt.Sprintf("VM is locked (%s)", src.lock))
-		return
-	}
 	newid, valid := parseVMID(p["newid"])
 	switch {
 	case p["newid"] == "":
@@ -458,18 +454,16 @@ func (s *Server) handleClone(w http.ResponseWriter, r *http.Request, src *guest)
 	case p["name"] != "" && !dnsName.MatchString(p["name"]):
 		paramError(w, "name", "invalid format - value does not look like a valid DNS name")
 		return
-	}
-	// The config-file check looks only at the node the call runs on; an id taken elsewhere
-	// fails inside the task.
-	if other, taken := s.guests[newid]; taken && other.node == src.node {
-		writeError(w, http.StatusInternalServerError, fmt.Sprintf("unable to create VM %d: config file already exists", newid))
+	case p["format"] != "" && !contains([]string{"raw", "qcow2", "vmdk"}, p["format"]):
+		paramError(w, "format", fmt.Sprintf("value '%s' does not have a value in the enumeration 'raw, qcow2, vmdk'", p["format"]))
 		return
 	}
-	full := !src.template()
-	if v, given := p["full"]; given {
-		full = boolParam(v)
+	if pool := p["pool"]; pool != "" && !s.pools[pool] {
+		writeError(w, http.StatusForbidden, fmt.Sprintf("Permission check failed (pool '%s' does not exist)", pool))
+		return
 	}
-	target := s.node(src.node)
+	srcNode := s.node(src.node)
+	target := srcNode
 	if t := p["target"]; t != "" {
 		// clone_vm checks that the target is a cluster member, not that it is up: the clone
 		// runs on the source node and its config moves to the target's directory in pmxcfs.
@@ -478,13 +472,22 @@ func (s *Server) handleClone(w http.ResponseWriter, r *http.Request, src *guest)
 			return
 		}
 	}
-	msg := s.cloneCheck(src, target, full, p["storage"])
-	if msg == "" && p["pool"] != "" && !s.pools[p["pool"]] {
-		writeError(w, http.StatusForbidden, fmt.Sprintf("Permission check failed (pool '%s' does not exist)", p["pool"]))
+	full := !src.template()
+	if v, given := p["full"]; given {
+		full = boolParam(v)
+	}
+	if status, msg := s.cloneCheck(src, srcNode, target, full, p); msg != "" {
+		if status == http.StatusBadRequest {
+			paramError(w, "storage", msg)
+			return
+		}
+		writeError(w, status, msg)
 		return
 	}
-	if msg != "" {
-		writeError(w, http.StatusInternalServerError, msg)
+	// The config-file check looks only at the node the call runs on; an id taken elsewhere
+	// fails inside the task.
+	if other, taken := s.guests[newid]; taken && other.node == src.node {
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("unable to create VM %d: config file already exists", newid))
 		return
 	}
 	clone := &guest{vmid: newid, node: target.name, typ: "qemu", status: "stopped", pool: p["pool"], config: map[string]string{}, hasStats: !s.statsLag}
@@ -576,32 +579,46 @@ func (s *Server) dropGuest(g *guest) {
 	delete(s.guests, g.vmid)
 }
 
-// cloneCheck applies PVE's synchronous clone checks, returning its message or "".
-func (s *Server) cloneCheck(src *guest, target *node, full bool, storageName string) string {
-	srcNode := s.node(src.node)
-	if !full {
-		if storageName != "" {
-			return "parameter 'storage' not allowed for linked clones"
-		}
-		if disks := src.disks(); !src.template() && len(disks) > 0 {
-			return fmt.Sprintf("Linked clone feature is not supported for drive '%s'", disks[0])
+// cloneCheck applies clone_vm's checks before it forks ($load_and_check, in its order) from
+// the storage on: the status and message of a refusal (400: of the storage parameter), or
+// 0 and "".
+func (s *Server) cloneCheck(src *guest, srcNode, target *node, full bool, p map[string]string) (int, string) {
+	const failed = http.StatusInternalServerError
+	// $load_and_check: the storage enabled here, for images, and on another target shared.
+	if name := p["storage"]; name != "" {
+		st := srcNode.storage(name)
+		switch {
+		case st == nil && !s.storageExists(name):
+			return failed, fmt.Sprintf("storage '%s' does not exist", name)
+		case st == nil:
+			return failed, fmt.Sprintf("storage '%s' is not available on node '%s'", name, srcNode.name)
+		case !contains(st.content, "images"):
+			return http.StatusBadRequest, fmt.Sprintf("storage '%s' does not support vm images", name)
+		case target != srcNode && target.storage(name) == nil:
+			return failed, fmt.Sprintf("storage '%s' is not available on node '%s'", name, target.name)
+		case target != srcNode && !st.shared:
+			return failed, fmt.Sprintf("can't clone to non-shared storage '%s'", name)
 		}
 	}
-	if storageName != "" {
-		st, msg := imageStorage(target, storageName)
-		switch {
-		case msg != "":
-			return msg
-		case target != srcNode && !st.shared:
-			return fmt.Sprintf("can't clone to non-shared storage '%s'", storageName)
-		}
+	switch {
+	case src.lock != "":
+		return failed, fmt.Sprintf("VM is locked (%s)", src.lock)
+	case p["snapname"] != "": // the simulator's VMs have no snapshots
+		return failed, fmt.Sprintf("snapshot '%s' does not exist", p["snapname"])
+	case !full && p["storage"] != "":
+		return failed, "parameter 'storage' not allowed for linked clones"
+	case !full && p["format"] != "":
+		return failed, "parameter 'format' not allowed for linked clones"
+	}
+	if disks := src.disks(); !full && !src.template() && len(disks) > 0 {
+		return failed, fmt.Sprintf("Linked clone feature is not supported for drive '%s'", disks[0])
 	}
 	if target != srcNode {
 		for _, v := range src.volumes() {
 			if st := srcNode.storage(v.storage); !strings.HasPrefix(v.key, "unused") && (st == nil || !st.shared) {
-				return fmt.Sprintf("can't clone VM to node '%s' (VM uses local storage)", target.name)
+				return failed, fmt.Sprintf("can't clone VM to node '%s' (VM uses local storage)", target.name)
 			}
 		}
 	}
-	return ""
+	return 0, ""
 }

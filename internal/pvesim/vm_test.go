@@ -468,6 +468,15 @@ func TestClone(t *testing.T) {
 		{"linked clone of a VM", "/nodes/pve1/qemu/101/clone", url.Values{"newid": {"303"}, "full": {"0"}}, "500 Linked clone feature is not supported for drive 'scsi0'", "", nil},
 		{"storage for a linked clone", "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"303"}, "storage": {"ceph"}}, "500 parameter 'storage' not allowed for linked clones", "", nil},
 		{"to non-shared storage elsewhere", "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"303"}, "full": {"1"}, "storage": {"local-lvm"}, "target": {"pve2"}}, "500 can't clone to non-shared storage 'local-lvm'", "", nil},
+		// qemu-server clone_vm's $load_and_check: the storage must be enabled on the source
+		// node and hold images (a parameter error); a snapshot must exist (the simulator's VMs
+		// have none); a linked clone takes neither storage nor format; format is an enum.
+		{"snapshot", "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"303"}, "snapname": {"before-upgrade"}}, "500 snapshot 'before-upgrade' does not exist", "", nil},
+		{"format for a linked clone", "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"303"}, "format": {"qcow2"}}, "500 parameter 'format' not allowed for linked clones", "", nil},
+		{"unknown format", "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"303"}, "full": {"1"}, "format": {"vdi"}}, "400 Parameter verification failed.", "", nil},
+		{"storage without images", "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"303"}, "full": {"1"}, "storage": {"local"}}, "400 Parameter verification failed.", "", nil},
+		{"unknown storage", "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"303"}, "full": {"1"}, "storage": {"nope"}}, "500 storage 'nope' does not exist", "", nil},
+		{"missing pool before the storage", "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"303"}, "pool": {"nope"}, "storage": {"nope"}}, "403 Permission check failed (pool 'nope' does not exist)", "", nil},
 		{"newid taken on this node", "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"100"}}, "500 unable to create VM 100: config file already exists", "", nil},
 		{"newid taken on another node fails in the task", "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"102"}}, "", "clone failed: unable to create VM 102 - VM 102 already exists on node 'pve2'", nil},
 		{"missing pool", "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"303"}, "pool": {"nope"}}, "403 Permission check failed (pool 'nope' does not exist)", "", nil},
