@@ -153,7 +153,7 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 		return
 	}
 	r.checkSnippets(ctx, &plan, &state, snap, &resp.Diagnostics)
-	checkReferences(&plan, &state, creating, snap, &resp.Diagnostics)
+	r.data.checkReferencesNow(ctx, &plan, &state, creating, snap, &resp.Diagnostics)
 	if !creating {
 		planRecordSync(ctx, resp, &plan, r.data, snap, int(state.VMID.ValueInt64()))
 	}

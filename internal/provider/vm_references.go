@@ -4,10 +4,12 @@ package provider
 // that a typo fails the plan rather than the create.
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -83,6 +85,22 @@ func checkReferences(plan, state *vmModel, creating bool, snap scheduler.Snapsho
 			check(path.Root(b.block).AtName("storage"), b.plan)
 		}
 	}
+}
+
+// checkReferencesNow is checkReferences on the shared view, and again on a view read now when
+// that one lacks what the plan names: at apply Terraform plans a VM again right after the
+// resources it depends on, such as a pool another provider creates in the same apply, which a
+// view read before them does not show.
+func (p *providerData) checkReferencesNow(ctx context.Context, plan, state *vmModel, creating bool, snap scheduler.Snapshot, diags *diag.Diagnostics) {
+	var found diag.Diagnostics
+	checkReferences(plan, state, creating, snap, &found)
+	if found.HasError() {
+		if now, err := p.snapshotSince(ctx, time.Now()); err == nil {
+			found = nil
+			checkReferences(plan, state, creating, now, &found)
+		}
+	}
+	diags.Append(found...)
 }
 
 // checkNodeExists fails the plan on a pinned node the cluster does not have: a typo, not a

@@ -1,12 +1,16 @@
 package provider
 
 import (
+	"context"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
@@ -83,5 +87,44 @@ func TestCheckReferences(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A pool the shared view lacks is looked for in a view read now: at apply Terraform plans a VM
+// again right after the resources it depends on (a pool another provider creates), and the
+// shared view may have been read before them. A pool missing from both still fails the plan.
+func TestCheckReferencesReadsAgain(t *testing.T) {
+	ctx := context.Background()
+	sim := pvesim.NewTestServer(t, labCluster())
+	data := &providerData{client: simClient(t, sim), nodes: newNodePolicy(nil, nil), maxAge: time.Hour}
+	snap, err := data.snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The view as read before the pool lab was made.
+	before := snap
+	before.Pools = slices.DeleteFunc(slices.Clone(snap.Pools), func(p string) bool { return p == "lab" })
+	data.cached = &before
+	for _, tt := range []struct {
+		pool  string
+		want  string // error detail prefix, "" for none
+		reads int
+	}{
+		{"lab", "", 1},
+		{"lap", `pool = "lap": the cluster has no such pool (pools this token can see: lab)`, 1},
+	} {
+		reads := sim.Requests(clusterReads)
+		var diags diag.Diagnostics
+		data.checkReferencesNow(ctx, &vmModel{Pool: types.StringValue(tt.pool)}, &vmModel{}, true, before, &diags)
+		got := ""
+		if diags.HasError() {
+			got = diags.Errors()[0].Detail()
+		}
+		if tt.want == "" && got != "" || !strings.HasPrefix(got, tt.want) {
+			t.Errorf("pool %q: error %q, want %q", tt.pool, got, tt.want)
+		}
+		if n := sim.Requests(clusterReads) - reads; n != tt.reads {
+			t.Errorf("pool %q: %d cluster reads, want %d", tt.pool, n, tt.reads)
+		}
 	}
 }
