@@ -59,7 +59,7 @@ func TestAccChangeSetAllOrNothing(t *testing.T) {
 			config := env.providerBlock(tc.provider) + tc.hcl
 			runParallel(t, resource.TestStep{
 				Config:      config,
-				ExpectError: regexp.MustCompile(`(?s)No placement for "web-\d".*` + tc.want + `.*terraform\s+destroy\s+-refresh=false.*terraform\s+apply\s+of\s+a\s+plan\s+that\s+passed`),
+				ExpectError: regexp.MustCompile(`(?s)No placement for "web-\d".*` + tc.want + `.*terraform\s+apply\s+of\s+a\s+plan\s+that\s+passed.*terraform\s+destroy\s+-refresh=false`),
 			}, resource.TestStep{
 				PreConfig:   noGuests(t, sim),
 				Config:      config,
