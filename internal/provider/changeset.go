@@ -592,6 +592,7 @@ const planStops = "If this is terraform plan, or the plan step of terraform appl
 const (
 	reduceNewVMs = "the plan's new VMs (count, for_each)"
 	reduceNames  = "the names the plan's qemuscheduler_placement data sources place (their names, or their count)"
+	reduceEither = "the plan's new VMs (count, for_each) or the names of its qemuscheduler_placement data sources"
 )
 
 // destroyHint is what a refused set adds, reduce saying what to place fewer of, since

@@ -2,6 +2,8 @@ package provider
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sort"
@@ -98,12 +100,33 @@ func (c *changeSet) refit(ctx context.Context, snap scheduler.Snapshot, batch []
 		return
 	}
 	if err := c.placeAgain(ctx, snap, false); err != nil {
+		err = besidePicks(err)
 		for _, r := range batch {
 			if r.err == nil {
 				r.d, r.err = scheduler.Decision{}, err
 			}
 		}
 	}
+}
+
+// besidePicks is the set's error as a placement data source reports it: the plan's new VMs,
+// placed before the read, no longer fit beside its picks, and the VM the error explains is one
+// of them, not one of the read's names.
+func besidePicks(err error) error {
+	return reworded(err, func(ue *scheduler.UnschedulableError) string {
+		return fmt.Sprintf("The plan's new VMs (qemuscheduler_vm) and the picks of its qemuscheduler_placement data sources are placed together, all or nothing, "+
+			"and beside this read's picks they do not all fit; below, why %q, a new VM of the plan, does not.\n\n%s", ue.Request, ue.Message)
+	})
+}
+
+// readReduce is what a refused read says to place fewer of: the data sources' names, or,
+// when the VM that does not fit is a new VM of the plan (besidePicks), either.
+func readReduce(err error, reqs []scheduler.Request) string {
+	var ue *scheduler.UnschedulableError
+	if errors.As(err, &ue) && !slices.ContainsFunc(reqs, func(q scheduler.Request) bool { return q.Name == ue.Request }) {
+		return reduceEither
+	}
+	return reduceNames
 }
 
 // pick records a read's answers for VMs that do not exist yet (a read again replaces its own),

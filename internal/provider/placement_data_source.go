@@ -167,7 +167,7 @@ func (d *placementDataSource) Read(ctx context.Context, req datasource.ReadReque
 	decision, err := d.data.changes.read(ctx, snap, profile, reqs)
 	if err != nil {
 		tflog.SubsystemInfo(ctx, logSubsystem, "no placement", map[string]any{"error": err.Error()})
-		addPlanError(&resp.Diagnostics, underProfile(err, m.Profile), "", d.data.changes.hint(reduceNames))
+		addPlanError(&resp.Diagnostics, underProfile(err, m.Profile), "", d.data.changes.hint(readReduce(err, reqs)))
 		return
 	}
 	m.fill(ctx, decision, &resp.Diagnostics)
