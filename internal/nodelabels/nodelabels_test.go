@@ -94,7 +94,8 @@ func TestParseNotes(t *testing.T) {
 		"qemu-scheduler/taints: gpu, ok:NoExecute\n" +
 		"qemu-scheduler/taint: nvidia:NoSchedule\n" +
 		"Qemu-Scheduler/Labels zone=c\n" +
-		"qemu-scheduler/labels: room=eu west\n"
+		"qemu-scheduler/labels: room=eu west\n" +
+		"qemu-scheduler/taints dedicated=gpu:NoSchedule\n"
 	set, warnings := ParseNotes("pve1", notes)
 	wantLabels := map[string]string{"zone": "a", "disk": "nvme", "gpu": "", "rack": "r4"}
 	if !reflect.DeepEqual(set.Labels, wantLabels) {
@@ -113,8 +114,11 @@ func TestParseNotes(t *testing.T) {
 			"; the entry is skipped, so node pve1 is not tainted gpu from its Notes: VMs that do not tolerate it may be placed there"},
 		{`node pve1, Notes line 7 "qemu-scheduler/taint: nvidia:NoSchedule": unknown key qemu-scheduler/taint; ` +
 			`the known keys are qemu-scheduler/labels and qemu-scheduler/taints (each followed by a colon); the line is ignored`, ""},
-		{`node pve1, Notes line 8 "Qemu-Scheduler/Labels zone=c": unknown key Qemu-Scheduler/Labels; the known keys are`, "; the line is ignored"},
+		{`node pve1, Notes line 8 "Qemu-Scheduler/Labels zone=c": write the key as qemu-scheduler/labels: (lowercase, followed by a colon); ` +
+			`the line is ignored, so node pve1 has none of its labels`, ""},
 		{`node pve1, Notes line 9 "qemu-scheduler/labels: room=eu west": label "room": `, "; the entry is skipped, so node pve1 has no label room from its Notes"},
+		{`node pve1, Notes line 10 "qemu-scheduler/taints dedicated=gpu:NoSchedule": write the key as qemu-scheduler/taints: (lowercase, followed by a colon); ` +
+			`the line is ignored, so node pve1 has none of its taints: VMs that do not tolerate them may be placed there`, ""},
 	}
 	if len(warnings) != len(wantWarnings) {
 		t.Fatalf("warnings = %q", warnings)

@@ -61,8 +61,7 @@ func ParseNotes(node, notes string) (Set, []string) {
 		if !isLabels {
 			if rest, isTaints = strings.CutPrefix(text, NotesTaints); !isTaints {
 				if len(text) >= len(notesPrefix) && strings.EqualFold(text[:len(notesPrefix)], notesPrefix) {
-					warnings = append(warnings, fmt.Sprintf("node %s, Notes line %d %q: unknown key %s; the known keys are %s and %s (each followed by a colon); the line is ignored",
-						node, i+1, strings.TrimSpace(line), notesKey(text), NotesLabels[:len(NotesLabels)-1], NotesTaints[:len(NotesTaints)-1]))
+					warnings = append(warnings, unknownNotesKey(node, i+1, strings.TrimSpace(line), notesKey(text)))
 				}
 				continue
 			}
@@ -87,6 +86,21 @@ func ParseNotes(node, notes string) (Set, []string) {
 		}
 	}
 	return set, warnings
+}
+
+// unknownNotesKey is the warning for a qemu-scheduler/ line of an unknown key: a known key in
+// other case or without its colon is named with what the node goes without.
+func unknownNotesKey(node string, line int, text, key string) string {
+	switch {
+	case strings.EqualFold(key+":", NotesLabels):
+		return fmt.Sprintf("node %s, Notes line %d %q: write the key as %s (lowercase, followed by a colon); the line is ignored, so node %s has none of its labels",
+			node, line, text, NotesLabels, node)
+	case strings.EqualFold(key+":", NotesTaints):
+		return fmt.Sprintf("node %s, Notes line %d %q: write the key as %s (lowercase, followed by a colon); the line is ignored, so node %s has none of its taints: "+
+			"VMs that do not tolerate them may be placed there", node, line, text, NotesTaints, node)
+	}
+	return fmt.Sprintf("node %s, Notes line %d %q: unknown key %s; the known keys are %s and %s (each followed by a colon); the line is ignored",
+		node, line, text, key, NotesLabels[:len(NotesLabels)-1], NotesTaints[:len(NotesTaints)-1])
 }
 
 // notesKey is the key a qemu-scheduler/ line starts with: up to its colon or first space.

@@ -85,6 +85,13 @@ func (gr *guestRecords) apply(ctx context.Context, snap *scheduler.Snapshot) {
 		for _, w := range warnings {
 			gr.warn("Malformed placement record", w+". Fix the VM's Notes in the PVE UI (VM > Summary > Notes); the README shows the format.")
 		}
+		if rec == nil && len(warnings) == 0 {
+			// The mark says an admin meant a record: a header in capitals or without its colon
+			// must not drop the VM's rules silently.
+			gr.warn("Placement record missing", fmt.Sprintf("VM %s carries the %s mark, but its Notes hold no placement record: the record "+
+				"starts with the line %q, lowercase and with the colon. Its policy does not count in this run. Fix the VM's Notes in the PVE UI "+
+				"(VM > Summary > Notes), or remove the mark.", who, proxmox.RecordTag, records.HeaderLine()))
+		}
 		gr.byID[g.VMID] = recorded(rec)
 	}
 	if len(forbidden) > 0 {

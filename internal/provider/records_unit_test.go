@@ -89,3 +89,29 @@ func TestGuestRecordsForbiddenAndOffline(t *testing.T) {
 		t.Errorf("%d config reads, want 2 (103's node is offline)", n)
 	}
 }
+
+// A guest carrying the record mark whose Notes hold no record (a header written in capitals or
+// without its colon) is a warning naming the VM and the header, not a silently ignored policy.
+func TestGuestRecordsMarkWithoutRecord(t *testing.T) {
+	c := equalCluster()
+	c.Guests = []pvesim.GuestSpec{
+		{VMID: 101, Node: "pve1", Name: "cp-1", Config: map[string]string{"tags": "cp;qemuscheduler-record",
+			"description": "control plane\nQemu-Scheduler/Record: v1\nqemu-scheduler/vm-anti-affinity: tags=cp\n"}},
+	}
+	sim := pvesim.NewTestServer(t, c)
+	client := simClient(t, sim)
+	data := &providerData{client: client, nodes: newNodePolicy(nil, nil), maxAge: time.Hour}
+	data.records = newGuestRecords(client, data.nodes.queue)
+	snap, err := data.snapshotSince(context.Background(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := snap.Guests[0].Recorded; r != nil {
+		t.Errorf("record %+v, want none", r)
+	}
+	w := data.nodes.warnings()
+	if len(w) != 1 || !strings.Contains(w[0].Detail(), `VM 101 (cp-1) carries the qemuscheduler-record mark, but its Notes hold no placement record`) ||
+		!strings.Contains(w[0].Detail(), `"qemu-scheduler/record: v1"`) {
+		t.Errorf("warnings %v, want one naming VM 101 and the record's first line", w)
+	}
+}

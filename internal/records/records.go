@@ -121,12 +121,15 @@ func (r *Record) Policy() scheduler.Request {
 		Tolerations: r.Tolerations, VMAffinity: r.VMAffinity, VMAntiAffinity: r.VMAntiAffinity, TopologySpread: r.TopologySpread}
 }
 
+// HeaderLine is the line a record starts with.
+func HeaderLine() string { return fmt.Sprintf("%s: v%d", Header, Version) }
+
 // Format writes the section, ending with a newline, in a fixed order so that the same policy
 // always gives the same text (no needless writes, no diffs).
 func Format(r Record) string {
 	var b strings.Builder
 	line := func(key, value string) { fmt.Fprintf(&b, "%s%s: %s\n", prefix, key, value) }
-	fmt.Fprintf(&b, "%s: v%d\n", Header, Version)
+	b.WriteString(HeaderLine() + "\n")
 	if r.Profile != "" && r.Profile != "default" {
 		line(keyProfile, r.Profile)
 	}
