@@ -157,7 +157,8 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 	if !creating {
 		planRecordSync(ctx, resp, &plan, r.data, snap, int(state.VMID.ValueInt64()))
 	}
-	breaks := r.planHARules(ctx, resp, &plan, &state, creating, snap, haPolicy{profile: profile, req: schedReq, name: plan.Name.ValueString()})
+	due := !creating && rulesDueIn(ctx, req.Private, &resp.Diagnostics)
+	breaks := r.planHARules(ctx, resp, &plan, &state, creating, due, snap, haPolicy{profile: profile, req: schedReq, name: plan.Name.ValueString()})
 	if resp.Diagnostics.HasError() {
 		return // a wrong name, not the cluster's capacity: no placement error besides
 	}
@@ -288,6 +289,7 @@ func (r *vmResource) Create(ctx context.Context, req resource.CreateRequest, res
 	r.data.records.remember(p.VMID, guest.record)
 	if err == nil && plan.HA != nil {
 		err = r.syncHARules(ctx, &plan, p.VMID, ruleMode(plan.HA), haPolicy{profile: profile, req: schedReq, name: plan.Name.ValueString()}, time.Now())
+		setRulesDue(ctx, resp.Private, err != nil, &resp.Diagnostics)
 	}
 	plan.Storage = types.StringValue(p.Storage)
 	plan.PlacementSummary = types.StringValue(withProfile(p.Summary, plan.Profile))
@@ -331,6 +333,7 @@ func (r *vmResource) Read(ctx context.Context, req resource.ReadRequest, resp *r
 	}
 	state.readInto(ctx, vm, &resp.Diagnostics)
 	r.readHA(ctx, &state, false, &resp.Diagnostics)
+	r.readRulesDue(ctx, &state, resp.Private, &resp.Diagnostics)
 	r.readAgent(ctx, &state, false, &resp.Diagnostics)
 	keepPin(ctx, &state, req.Private, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
@@ -404,16 +407,18 @@ func (r *vmResource) Update(ctx context.Context, req resource.UpdateRequest, res
 		// The rules last, after the state is read: a rule the placement breaks makes the HA
 		// manager move the VM or a peer (the plan warned), which must not change the node
 		// Terraform holds the apply to; the next refresh reads where it went.
-		planned := plan.HA.Rules
+		planned, synced := plan.HA.Rules, false
 		if p, ok := r.haPolicy(ctx, &plan, &resp.Diagnostics); ok {
 			if err := r.syncHARules(ctx, &plan, vmid, haUpdateMode(plan.HA, state.HA), p, time.Now()); err != nil {
 				resp.Diagnostics.AddError(fmt.Sprintf("Cannot update the HA rules of VM %d", vmid), err.Error())
+			} else {
+				synced = true
 			}
 		}
+		setRulesDue(ctx, resp.Private, !synced, &resp.Diagnostics)
 		if !planned.IsUnknown() && !planned.IsNull() {
-			// The plan found the rules in sync and Terraform holds the apply to that value; a
-			// peer applied earlier may have put the VM into a group rule since (its own write
-			// changed nothing), which the next refresh reads.
+			// Terraform holds the apply to a known planned value (plannedRules); a peer of the
+			// same apply may have changed the VM's rules since, which the next refresh reads.
 			plan.HA.Rules = planned
 		}
 	}

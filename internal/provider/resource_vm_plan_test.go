@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/reservations"
 )
@@ -55,10 +56,22 @@ func withAnnotations(m *vmModel, kv map[string]string) *vmModel {
 // before every apply, and returns its diagnostics.
 func planWith(t *testing.T, state, plan *vmModel) diag.Diagnostics {
 	t.Helper()
-	ctx := context.Background()
 	sim := pvesim.NewTestServer(t, labCluster())
-	client := simClient(t, sim)
-	r := &vmResource{data: &providerData{client: client, ledger: reservations.New(), changes: newChangeSet(nil, nil)}}
+	resp := modifyPlan(t, planResource(simClient(t, sim)), state, plan)
+	return resp.Diagnostics
+}
+
+// planResource is the VM resource of a provider configured for client, reading the cluster
+// anew for each plan.
+func planResource(client *proxmox.Client) *vmResource {
+	return &vmResource{data: &providerData{client: client, ledger: reservations.New(), changes: newChangeSet(nil, nil)}}
+}
+
+// modifyPlan runs r's ModifyPlan for the change from state to plan (nil: none), the plan
+// also being the configuration, and returns the response.
+func modifyPlan(t *testing.T, r *vmResource, state, plan *vmModel) resource.ModifyPlanResponse {
+	t.Helper()
+	ctx := context.Background()
 	var sch resource.SchemaResponse
 	r.Schema(ctx, resource.SchemaRequest{}, &sch)
 	objType := sch.Schema.Type().TerraformType(ctx)
@@ -79,7 +92,7 @@ func planWith(t *testing.T, state, plan *vmModel) diag.Diagnostics {
 	}
 	resp := resource.ModifyPlanResponse{Plan: req.Plan}
 	r.ModifyPlan(ctx, req, &resp)
-	return resp.Diagnostics
+	return resp
 }
 
 func TestModifyPlan(t *testing.T) {

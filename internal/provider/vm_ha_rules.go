@@ -256,11 +256,10 @@ func refusals(changes []harules.Change, cur []scheduler.HARule, nodes int) []str
 }
 
 // planHARules checks at plan time the rules the VM would be written into against what PVE
-// refuses, and plans ha.rules: the ids it will be in when the cluster already has the rules
-// as wanted, unknown (a change) when a write is due, such as after a rule was deleted or
-// changed outside Terraform. It returns which of the wanted rules the VM's placement breaks
-// (ruleBreaks).
-func (r *vmResource) planHARules(ctx context.Context, resp *resource.ModifyPlanResponse, plan, state *vmModel, creating bool,
+// refuses, and plans ha.rules (plannedRules): unknown when the last refresh found a write due
+// (due), such as after a rule was deleted or changed outside Terraform. It returns which of
+// the wanted rules the VM's placement breaks (ruleBreaks).
+func (r *vmResource) planHARules(ctx context.Context, resp *resource.ModifyPlanResponse, plan, state *vmModel, creating, due bool,
 	snap scheduler.Snapshot, p haPolicy) (breaks string) {
 	if plan.HA == nil || plan.HA.PlacementRules.IsUnknown() {
 		return ""
@@ -301,24 +300,104 @@ func (r *vmResource) planHARules(ctx context.Context, resp *resource.ModifyPlanR
 	}
 	snap.HAFailbackOff = view.failbackOff
 	checkHAMove(snap, view.rules.Rules, plan, state, vmid, &resp.Diagnostics)
-	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("ha").AtName("rules"), plannedRules(mode, state.HA, want, len(changes) == 0))...)
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("ha").AtName("rules"), plannedRules(plan.HA.Rules, due))...)
 	return ruleBreaks(want, snap, vmid, node)
 }
 
-// plannedRules is the plan's ha.rules: unknown while a write is due (inSync false), else the
-// ids of want. With the mode unchanged, it keeps what the state read: a plan without refresh
-// must not show the members peers added since as a change. A changed mode plans want, also in
-// the plan Terraform makes again at apply, right before the update, when peers of the same
-// apply have already written: a VM leaving a rule its last peer deleted is in none, not in the
-// one the state read (the update holds ha.rules to a known planned value).
-func plannedRules(mode haRuleMode, prior *haModel, want []harules.Rule, inSync bool) types.List {
-	if !inSync {
+// plannedRules is the plan's ha.rules, from planned, the framework's (unknown for a VM that
+// changes, else the state's ids): unknown also when the last refresh found a write due. It
+// must not depend on the cluster's rules of the moment: Terraform plans a change again at
+// apply, right before applying it, when peers of the same apply may have written, and a value
+// the first plan had known must come out the same ("Provider produced inconsistent final
+// plan"). A VM that changes records the ids its apply leaves it in; one that does not keeps
+// the state's, which its next refresh brings up to date.
+func plannedRules(planned types.List, due bool) types.List {
+	if due {
 		return types.ListUnknown(types.StringType)
 	}
-	if prior != nil && mode == ruleMode(prior) && !prior.Rules.IsNull() && !prior.Rules.IsUnknown() {
-		return prior.Rules
+	return planned
+}
+
+// rulesDueKey is the private state's record that the last refresh found the VM's HA rules not
+// as it wants them (rulesDue): its plan then plans ha.rules unknown, a change.
+const rulesDueKey = "ha_rules_due"
+
+// rulesDueIn reads the record of rulesDueKey.
+func rulesDueIn(ctx context.Context, priv privateState, diags *diag.Diagnostics) bool {
+	raw, d := priv.GetKey(ctx, rulesDueKey)
+	diags.Append(d...)
+	return string(raw) == "true"
+}
+
+// setRulesDue records whether the VM's rules need a write.
+func setRulesDue(ctx context.Context, priv privateState, due bool, diags *diag.Diagnostics) {
+	var raw []byte
+	if due {
+		raw = []byte("true")
 	}
-	return types.ListValueMust(types.StringType, stringValues(ruleNames(want)))
+	diags.Append(priv.SetKey(ctx, rulesDueKey, raw)...)
+}
+
+// readRulesDue, on a refresh, records whether the VM's rules need a write (rulesDue).
+func (r *vmResource) readRulesDue(ctx context.Context, m *vmModel, priv privateState, diags *diag.Diagnostics) {
+	if m.HA == nil || diags.HasError() {
+		return
+	}
+	due, err := r.rulesDue(ctx, m)
+	if err != nil {
+		diags.AddError("Cannot read the HA rules", err.Error())
+		return
+	}
+	setRulesDue(ctx, priv, due, diags)
+}
+
+// rulesDue tells whether the cluster's rules are not what the VM, as m has it, wants: a rule
+// deleted or changed outside Terraform, a write that failed. A refresh decides it, for the
+// plans that follow (plannedRules). A policy that cannot be read is no write due here: the
+// plan of the same configuration reports why.
+func (r *vmResource) rulesDue(ctx context.Context, m *vmModel) (bool, error) {
+	mode := ruleMode(m.HA)
+	var p haPolicy
+	if mode == haRulesKeep {
+		var d diag.Diagnostics
+		var ok bool
+		if p, ok = r.haPolicy(ctx, m, &d); !ok {
+			return false, nil
+		}
+	}
+	shared := time.Now().Add(-r.data.maxAge)
+	s, err := r.haChanges(ctx, mode, p, int(m.VMID.ValueInt64()), shared, shared)
+	return len(s.changes) > 0, err
+}
+
+// haSync is what a VM wants of the cluster's rules and the writes that bring them there, and
+// the views they were computed from.
+type haSync struct {
+	view    haView
+	snap    scheduler.Snapshot
+	want    []harules.Rule
+	changes []harules.Change
+}
+
+// haChanges is what the VM vmid wants in mode under the policy p, from the HA rules read after
+// rulesSince and, to keep, a view of the cluster read after since (haSnapshot). A cluster
+// without rules (view.rules.Supported false) wants none.
+func (r *vmResource) haChanges(ctx context.Context, mode haRuleMode, p haPolicy, vmid int, rulesSince, since time.Time) (s haSync, err error) {
+	if s.view, err = r.data.ha.read(ctx, r.data.client, rulesSince); err != nil || !s.view.rules.Supported {
+		return s, err
+	}
+	if mode == haRulesKeep {
+		if s.snap, err = r.haSnapshot(ctx, p, since); err != nil {
+			return s, err
+		}
+	}
+	node := p.node
+	if node == "" {
+		node, _ = proxmox.LocateIn(s.snap, vmid)
+	}
+	s.want = wantedRules(mode, p, vmid, node, s.snap, s.view)
+	s.changes = harules.Changes(vmid, s.want, s.view.rules.Rules, s.view.managed)
+	return s, nil
 }
 
 // ruleBreaks tells which wanted resource-affinity rules the VM vmid on node breaks with its
@@ -389,9 +468,10 @@ func checkHAMove(snap scheduler.Snapshot, rules []scheduler.HARule, plan, state 
 }
 
 // syncHARules brings the cluster's rules to what the VM vmid wants in mode and records the
-// ids it is in as m's ha.rules (m nil: the VM leaves its rules). Each attempt reads the rules and HA resources anew (and, to
-// keep, a view of the cluster read after since, which shows the group's members registered
-// before this VM), checks what PVE would refuse, and writes; a lost race starts over.
+// ids it is in as m's ha.rules (m nil: the VM leaves its rules). Each attempt reads the rules
+// and HA resources anew (and, to keep, a view of the cluster read after since, which shows the
+// group's members registered before this VM), checks what PVE would refuse, and writes; a lost
+// race starts over.
 func (r *vmResource) syncHARules(ctx context.Context, m *vmModel, vmid int, mode haRuleMode, p haPolicy, since time.Time) error {
 	setRules := func(names []string) {
 		if m != nil && m.HA != nil {
@@ -400,28 +480,16 @@ func (r *vmResource) syncHARules(ctx context.Context, m *vmModel, vmid int, mode
 	}
 	setRules(nil)
 	for attempt := 1; ; attempt++ {
-		view, err := r.data.ha.read(ctx, r.data.client, time.Now())
-		if err != nil || !view.rules.Supported {
+		s, err := r.haChanges(ctx, mode, p, vmid, time.Now(), since)
+		if err != nil || !s.view.rules.Supported {
 			return err
 		}
-		var snap scheduler.Snapshot
-		if mode == haRulesKeep {
-			if snap, err = r.haSnapshot(ctx, p, since); err != nil {
-				return err
-			}
-		}
-		node := p.node
-		if node == "" {
-			node, _ = proxmox.LocateIn(snap, vmid)
-		}
-		want := wantedRules(mode, p, vmid, node, snap, view)
-		changes := harules.Changes(vmid, want, view.rules.Rules, view.managed)
-		if refused := refusals(changes, view.rules.Rules, len(snap.Nodes)); len(refused) > 0 && mode == haRulesKeep {
+		if refused := refusals(s.changes, s.view.rules.Rules, len(s.snap.Nodes)); len(refused) > 0 && mode == haRulesKeep {
 			return fmt.Errorf("the HA rules of VM %d would be refused by Proxmox VE: %s", vmid, strings.Join(refused, "; "))
 		}
-		done, err := r.writeHARules(ctx, changes, view.rules.Digest)
+		done, err := r.writeHARules(ctx, s.changes, s.view.rules.Digest)
 		if err == nil && done {
-			setRules(ruleNames(want))
+			setRules(ruleNames(s.want))
 			return nil
 		}
 		if err != nil && (!errors.Is(err, proxmox.ErrHARuleConflict) || attempt == maxHARuleAttempts) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
@@ -22,6 +23,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/harules"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
@@ -610,10 +612,9 @@ func simRuleNodes(t *testing.T, sim *pvesim.Server, id string) []string {
 	return nil
 }
 
-// A VM whose rules are in sync at plan time keeps the planned ha.rules when a peer created
-// earlier in the same apply (depends_on) puts it into the group's rule before its own update:
-// Terraform requires the applied value to be the planned one, and the next refresh reads the
-// new id.
+// A VM updated in the apply that a peer created earlier (depends_on) put into the group's rule
+// records the rule: its ha.rules, planned unknown as for any change (plannedRules), is what its
+// own write of the rules leaves it in.
 func TestAccVMHARulesPeerWritesBeforeUpdate(t *testing.T) {
 	env, sim := simEnv(t, haRulesCluster())
 	config := func(memory int, peer bool) string {
@@ -643,7 +644,7 @@ func TestAccVMHARulesPeerWritesBeforeUpdate(t *testing.T) {
 	runSteps(t,
 		resource.TestStep{Config: config(512, false), Check: resource.TestCheckResourceAttr("qemuscheduler_vm.old", "ha.rules.#", "0")},
 		resource.TestStep{Config: config(768, true), Check: resource.ComposeTestCheckFunc(
-			resource.TestCheckResourceAttr("qemuscheduler_vm.old", "ha.rules.#", "0"),
+			resource.TestCheckResourceAttr("qemuscheduler_vm.old", "ha.rules.0", apartWeb),
 			resource.TestCheckResourceAttr("qemuscheduler_vm.peer", "ha.rules.0", apartWeb),
 			func(*terraform.State) error {
 				for _, r := range simRules(t, sim) {
@@ -724,4 +725,70 @@ func TestAccVMHARulesBreakWarns(t *testing.T) {
 		resource.TestStep{Config: config(true), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			Check: resource.ComposeTestCheckFunc(apartOnNodes(sim, 100, 101), ruleHolds(t, sim, apartWeb, "negative", 2))},
 	)
+}
+
+// apartWebState is the state of web-0, VM 100 on pve1, HA-managed and kept apart from the web
+// group on nodes, in the group's rule.
+func apartWebState() *vmModel {
+	m := existingVM()
+	m.ID, m.VMID, m.Node, m.Name = types.StringValue("100"), types.Int64Value(100), types.StringValue("pve1"), types.StringValue("web-0")
+	m.PlacementSummary = types.StringValue("web-0: pve1")
+	m.Tags = types.SetValueMust(types.StringType, stringValues([]string{"web"}))
+	m.VMAntiAffinity = []vmGroupTermModel{{groupSelectorModel: groupSelectorModel{Tags: types.ListValueMust(types.StringType, stringValues([]string{"web"})),
+		TagsAnyOf: types.ListNull(types.StringType), TagsNoneOf: types.ListNull(types.StringType)}, TopologyKey: types.StringValue("node"), Weight: types.Int64Null()}}
+	m.HA = haBlockOf("started", 1, 1, types.StringNull())
+	m.HA.Rules = types.ListValueMust(types.StringType, stringValues([]string{apartWeb}))
+	return m
+}
+
+// Terraform plans a change again at apply, right before applying it, when peers of the same
+// apply may have written; what the first plan had known must come out the same ("Provider
+// produced inconsistent final plan"). Here web-0, in its group's rule, is planned while a peer
+// joins the group: the peer's HA resource is registered, its write of the rule still to come,
+// when web-0 is planned again. Its ha.rules must not follow the cluster of that moment, with
+// a change of its own (the memory) or none.
+func TestPlannedRulesHoldWhilePeersWrite(t *testing.T) {
+	ctx := context.Background()
+	c := pvesim.Cluster{HARules: []pvesim.HARuleSpec{}, Storages: []pvesim.StorageSpec{{Name: "ceph", Type: "rbd", Content: []string{"images"}, Shared: true, SizeGiB: 2000}}}
+	for i := 1; i <= 3; i++ {
+		node := fmt.Sprintf("pve%d", i)
+		c.Nodes = append(c.Nodes, pvesim.NodeSpec{Name: node, CPUs: 8, MemoryGiB: 16})
+		c.Guests = append(c.Guests, pvesim.GuestSpec{VMID: 99 + i, Node: node, Name: fmt.Sprintf("web-%d", i-1), Status: "running", Cores: 1,
+			MemoryMiB: 512, Tags: []string{"web"}, Config: map[string]string{"scsi0": "ceph:vm-disk,size=20G"}})
+	}
+	sim := pvesim.NewTestServer(t, c)
+	client := simClient(t, sim)
+	for _, vmid := range []int{100, 101} {
+		must(t, client.AddHAResource(ctx, vmid, proxmox.HASettings{State: "started", MaxRestart: 1, MaxRelocate: 1}))
+	}
+	must(t, client.CreateHARule(ctx, scheduler.HARule{Name: apartWeb, Type: scheduler.HAResourceAffinity, Affinity: scheduler.HANegative,
+		VMIDs: []int{100, 101}, Comment: "qemuscheduler: VMs tagged web apart (required vm_anti_affinity)"}))
+	grown := apartWebState()
+	grown.Memory = types.Int64Value(768)
+	grown.HA.Rules = types.ListUnknown(types.StringType) // as the framework plans a computed attribute of a change
+	for _, tt := range []struct {
+		name string
+		plan *vmModel
+	}{{"no change", apartWebState()}, {"memory grown", grown}} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := planResource(client)
+			planned := func() types.List {
+				resp := modifyPlan(t, r, apartWebState(), tt.plan)
+				if resp.Diagnostics.HasError() {
+					t.Fatalf("plan: %v", resp.Diagnostics)
+				}
+				var rules types.List
+				if d := resp.Plan.GetAttribute(ctx, path.Root("ha").AtName("rules"), &rules); d.HasError() {
+					t.Fatal(d)
+				}
+				return rules
+			}
+			first := planned()
+			must(t, client.AddHAResource(ctx, 102, proxmox.HASettings{State: "started", MaxRestart: 1, MaxRelocate: 1}))
+			defer func() { must(t, client.RemoveHAResource(ctx, 102)) }()
+			if again := planned(); !first.IsUnknown() && !again.Equal(first) {
+				t.Errorf("planned ha.rules %s, then %s at apply", first, again)
+			}
+		})
+	}
 }
