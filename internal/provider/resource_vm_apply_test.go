@@ -365,7 +365,8 @@ func TestAccVMValidation(t *testing.T) {
   sockets = 65`, `64 x 65 = 4160 vCPUs; Proxmox VE \(QEMU\) accepts at most 4096`},
 		{`memory = 17592186044416`, `memory is in MiB and must be 16 to 4194304`},
 		{`memory = 17179869184`, `memory = 17179869184: memory is in MiB and must be 16 to 4194304 \(PVE's 4 TiB\)\. 17179869184 looks like bytes: that is 16384 MiB`},
-		{`balloon = 4194305`, `balloon.*between 0 and 4194304`},
+		{`balloon = 4194305`, `balloon = 4194305: balloon is in MiB and must be 0 to 4194304`},
+		{`balloon = 8589934592`, `balloon = 8589934592: balloon is in MiB and must be 0 to 4194304 \(PVE's 4 TiB\)\. 8589934592 looks like bytes: that is 8192 MiB`},
 		{`disk {
     slot = "scsi0"
     size = 1048577

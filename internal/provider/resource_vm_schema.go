@@ -86,7 +86,7 @@ func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 			"memory": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: keepInt64(),
 				Validators: []validator.Int64{memoryMiB{}}, Description: "Memory in MiB (16 to 4194304, PVE's 4 TiB; under 64 warns, as a value meant in GiB). Default: the clone source's, else 512."},
 			"balloon": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: keepInt64(),
-				Validators: []validator.Int64{int64validator.Between(0, proxmox.MaxMemoryMiB)}, Description: "Minimum memory in MiB for ballooning; 0 disables the balloon device. Must not exceed `memory`."},
+				Validators: []validator.Int64{memoryMiB{balloon: true}}, Description: "Minimum memory in MiB for ballooning; 0 disables the balloon device. Must not exceed `memory`."},
 			"agent":   schema.BoolAttribute{Optional: true, Computed: true, PlanModifiers: keepBool(), Description: "Enable the QEMU guest agent."},
 			"on_boot": schema.BoolAttribute{Optional: true, Computed: true, PlanModifiers: keepBool(), Description: "Start the VM when its node boots."},
 			"started": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),

@@ -259,29 +259,41 @@ const plausibleMemoryMiB = 64
 
 // memoryMiB checks a memory attribute, which is in MiB: out of PVE's range is an error that
 // says the unit (and that a huge value looks like bytes), under 64 MiB a warning, since
-// `memory = 16` meant as 16 GiB would silently create a 16 MiB VM.
-type memoryMiB struct{}
+// `memory = 16` meant as 16 GiB would silently create a 16 MiB VM. A balloon may be 0 (no
+// balloon device) or small.
+type memoryMiB struct{ balloon bool }
 
 var _ validator.Int64 = memoryMiB{}
 
-func (memoryMiB) Description(context.Context) string {
+func (v memoryMiB) Description(context.Context) string {
+	if v.balloon {
+		return fmt.Sprintf("balloon in MiB, 0 to %d", proxmox.MaxMemoryMiB)
+	}
 	return fmt.Sprintf("memory in MiB, %d to %d; under %d MiB warns", proxmox.MinMemoryMiB, proxmox.MaxMemoryMiB, plausibleMemoryMiB)
 }
 
 func (v memoryMiB) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
 
-func (memoryMiB) ValidateInt64(_ context.Context, req validator.Int64Request, resp *validator.Int64Response) {
+func (v memoryMiB) ValidateInt64(_ context.Context, req validator.Int64Request, resp *validator.Int64Response) {
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
 	mib := req.ConfigValue.ValueInt64()
 	switch {
 	case mib > proxmox.MaxMemoryMiB:
-		detail := fmt.Sprintf("%s = %d: memory is in MiB and must be %d to %d (PVE's 4 TiB).", req.Path, mib, proxmox.MinMemoryMiB, proxmox.MaxMemoryMiB)
+		lowest := int64(proxmox.MinMemoryMiB)
+		if v.balloon {
+			lowest = 0
+		}
+		detail := fmt.Sprintf("%s = %d: %s is in MiB and must be %d to %d (PVE's 4 TiB).", req.Path, mib, req.Path, lowest, proxmox.MaxMemoryMiB)
 		if mib >= 1<<20 {
 			detail += fmt.Sprintf(" %d looks like bytes: that is %d MiB.", mib, mib>>20)
 		}
 		resp.Diagnostics.AddAttributeError(req.Path, "Memory out of range", detail)
+	case v.balloon && mib < 0:
+		resp.Diagnostics.AddAttributeError(req.Path, "Memory out of range",
+			fmt.Sprintf("%s = %d: %s is in MiB and must be 0 to %d (0: no balloon device).", req.Path, mib, req.Path, proxmox.MaxMemoryMiB))
+	case v.balloon:
 	case mib < proxmox.MinMemoryMiB:
 		resp.Diagnostics.AddAttributeError(req.Path, "Memory out of range",
 			fmt.Sprintf("%s = %d: memory is in MiB and must be %d to %d; for %d GiB write %d.", req.Path, mib, proxmox.MinMemoryMiB, proxmox.MaxMemoryMiB, mib, mib*1024))

@@ -183,3 +183,27 @@ func TestMemoryMiB(t *testing.T) {
 		}
 	}
 }
+
+// The balloon is in MiB too: 0 (no balloon device) and small values pass, bytes fail saying so.
+func TestBalloonMiB(t *testing.T) {
+	for _, tt := range []struct {
+		mib  int64
+		fail string
+	}{
+		{0, ""},
+		{16, ""},
+		{4194304, ""},
+		{-1, "balloon = -1: balloon is in MiB and must be 0 to 4194304 (0: no balloon device)."},
+		{8589934592, "balloon = 8589934592: balloon is in MiB and must be 0 to 4194304 (PVE's 4 TiB). 8589934592 looks like bytes: that is 8192 MiB."},
+	} {
+		resp := &validator.Int64Response{}
+		memoryMiB{balloon: true}.ValidateInt64(context.Background(), validator.Int64Request{Path: path.Root("balloon"), ConfigValue: types.Int64Value(tt.mib)}, resp)
+		var fail string
+		for _, d := range resp.Diagnostics {
+			fail = d.Detail()
+		}
+		if fail != tt.fail || len(resp.Diagnostics) > 1 {
+			t.Errorf("balloon %d: diagnostics %v; want error %q", tt.mib, resp.Diagnostics, tt.fail)
+		}
+	}
+}
