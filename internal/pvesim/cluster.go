@@ -220,7 +220,7 @@ func (c Cluster) validate() error {
 		case g.Cores < 0 || g.Sockets < 0 || g.MemoryMiB < 0:
 			return fmt.Errorf("cluster file: guest %d has cores %d, sockets %d, memory_mib %d; none can be negative", g.VMID, g.Cores, g.Sockets, g.MemoryMiB)
 		}
-		if err := g.validateConfig(storages); err != nil {
+		if err := g.validateConfig(storages, c.release()); err != nil {
 			return err
 		}
 		ids[g.VMID] = true
@@ -234,11 +234,11 @@ func (c Cluster) validate() error {
 // validateConfig checks a VM's config keys and values against qemu-server's schema, as PVE
 // would have refused them, and that its disks are on storages of the file. Containers have
 // no config schema here: they are only listed.
-func (g GuestSpec) validateConfig(storages map[string]bool) error {
+func (g GuestSpec) validateConfig(storages map[string]bool, v versionInfo) error {
 	if g.Type == "lxc" {
 		return nil
 	}
-	if _, problems := checkConfig(g.Config); len(problems) > 0 {
+	if _, problems := checkConfig(g.Config, v); len(problems) > 0 {
 		key := sortedKeys(problems)[0]
 		return fmt.Errorf("cluster file: guest %d: config %s: %s", g.VMID, key, problems[key])
 	}

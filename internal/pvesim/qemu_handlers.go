@@ -170,7 +170,7 @@ type allocation struct {
 // It answers the request itself (400 for schema problems, 500 for PVE's handler errors) and
 // returns false when the change is refused. The caller holds s.mu.
 func (s *Server) prepareConfig(w http.ResponseWriter, g *guest, user string, raw map[string]string, del []string) (change, bool) {
-	set, problems := checkConfig(raw)
+	set, problems := checkConfig(raw, s.pveVersion())
 	if len(problems) > 0 {
 		writeParamError(w, problems)
 		return change{}, false
@@ -277,7 +277,7 @@ func (s *Server) allocate(n *node, g *guest, key string, d map[string]string) (*
 			if d["efitype"] == "4m" {
 				bytes = 4 << 20
 			}
-			if d["pre-enrolled-keys"] == "1" {
+			if d["pre-enrolled-keys"] == "1" && s.pveVersion().major >= 9 {
 				d["ms-cert"] = "2023k"
 			}
 		case "tpmstate0":
@@ -353,7 +353,8 @@ func (c change) commit(g *guest) {
 }
 
 // createParams are the POST /nodes/{node}/qemu parameters that are not VM config.
-var createParams = []string{"vmid", "start", "pool", "storage", "archive", "force", "unique", "live-restore", "bwlimit", "ha-managed"}
+// On PVE 9 also ha-managed (qemu-server 9.0.23 on).
+var createParams = []string{"vmid", "start", "pool", "storage", "archive", "force", "unique", "live-restore", "bwlimit"}
 
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
@@ -362,11 +363,20 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	if !valid {
 		return
 	}
+	params := createParams
+	if s.pveVersion().major >= 9 {
+		params = append(slices.Clone(createParams), "ha-managed")
+	}
 	cfg := map[string]string{}
 	for k, v := range p {
-		if !contains(createParams, k) {
+		if !contains(params, k) {
 			cfg[k] = v
 		}
+	}
+	haManaged, validBool := parseBool(cmp.Or(p["ha-managed"], "0"))
+	if !validBool {
+		paramError(w, "ha-managed", fmt.Sprintf("type check ('boolean') failed - got '%s'", p["ha-managed"]))
+		return
 	}
 	vmid, valid := parseVMID(p["vmid"])
 	switch {
@@ -414,6 +424,17 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	s.guests[vmid] = g
 	writeData(w, s.startTask(r, n.name, "qmcreate", vmid, taskOK, func(ok bool) {
 		s.settleNew(g, ok)
+		if ok && haManaged && s.stillThere(g, n.name) {
+			// "Add as HA resource" (ha-manager add vm:N --state started|stopped), before the
+			// autostart, which for an HA-managed VM only requests the state the HA manager then
+			// brings about: the simulator leaves the start to the CRM's next round.
+			sid := fmt.Sprintf("vm:%d", vmid)
+			if s.haResources[sid] == nil {
+				s.haResources[sid] = &haResource{sid: sid, typ: "vm", vmid: vmid, opts: map[string]string{"state": map[bool]string{true: "started", false: "stopped"}[start]}}
+				s.haActive = true
+			}
+			return
+		}
 		if ok && start && s.stillThere(g, n.name) {
 			// "Execute autostart": once the VM is created and unlocked, the create's worker
 			// calls vm_start, which forks a qmstart worker of its own: its failure is not the

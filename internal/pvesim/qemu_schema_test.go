@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"net/url"
 	"testing"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
 
 // TestConfigRefusedAsPVERefusesIt sends values real PVE refuses, property strings key by
@@ -71,8 +73,8 @@ func TestConfigRefusedAsPVERefusesIt(t *testing.T) {
 
 // TestConfigStoredAsPVEPrintsIt checks that accepted values are stored the way PVE writes
 // them: drives and NICs re-printed with their keys sorted, booleans 1/0 and sizes in the
-// largest whole unit; an EFI disk sized by its vars image and marked with the 2023
-// certificates when keys are pre-enrolled; other keys verbatim.
+// largest whole unit; an EFI disk sized by its vars image (on PVE 9 also marked with the 2023
+// certificates when keys are pre-enrolled: TestSchemaPerRelease); other keys verbatim.
 func TestConfigStoredAsPVEPrintsIt(t *testing.T) {
 	s, a := lab(t)
 	exit := a.task(a.form(http.MethodPost, "/nodes/pve2/qemu", url.Values{
@@ -89,7 +91,7 @@ func TestConfigStoredAsPVEPrintsIt(t *testing.T) {
 	g := s.MustGuest(t, 150)
 	want := map[string]string{
 		"scsi0":    "local-lvm:vm-150-disk-0,backup=0,cache=writeback,discard=on,iothread=1,replicate=0,size=8G,ssd=1",
-		"efidisk0": "local-lvm:vm-150-disk-1,efitype=4m,ms-cert=2023k,pre-enrolled-keys=1,size=4M",
+		"efidisk0": "local-lvm:vm-150-disk-1,efitype=4m,pre-enrolled-keys=1,size=4M",
 		"net0":     "virtio=BC:24:11:00:00:01,bridge=vmbr0,firewall=1,tag=10",
 		"agent":    "enabled=1,fstrim_cloned_disks=1", "startup": "order=2,up=30", "boot": "order=scsi0;net0",
 		"cicustom": "user=local:snippets/user.yaml", "serial0": "socket", "vga": "serial0", "protection": "1",
@@ -98,5 +100,43 @@ func TestConfigStoredAsPVEPrintsIt(t *testing.T) {
 		if g.Config[k] != v {
 			t.Errorf("config %s = %q, want %q", k, g.Config[k], v)
 		}
+	}
+}
+
+// qemu-server's schema per release: PVE 8.2.4 runs qemu-server 8.2.1, which does not define
+// amd-sev (added in 8.2.6), virtiofsN (8.3.10), running-nets-host-mtu (9.0.19), intel-tdx and
+// allow-ksm (after 9.0.26), efidisk0's ms-cert (after 9.0.26, which marks an EFI disk with
+// pre-enrolled keys ms-cert=2023k), nor create's ha-managed (9.0.23: "Add the VM as a HA
+// resource after it was created", ha-manager add vm:N --state started|stopped, before the
+// autostart): PVE 8.2 refuses them as properties not defined in the schema. PVE 9 takes them.
+func TestSchemaPerRelease(t *testing.T) {
+	const notDefined = "property is not defined in schema and the schema does not allow additional properties"
+	pve8 := newAPI(t, pvesim.NewTestServer(t, labCluster(t)))
+	for key, value := range map[string]string{
+		"amd-sev": "type=std", "virtiofs0": "dirid=share", "running-nets-host-mtu": "1", "intel-tdx": "type=tdx",
+		"allow-ksm": "0", "ha-managed": "1",
+	} {
+		r := pve8.form(http.MethodPost, "/nodes/pve1/qemu", url.Values{"vmid": {"150"}, key: {value}})
+		if r.code != 400 || r.env.Errors[key] != notDefined {
+			t.Errorf("PVE 8 create with %s=%s = %s %s, want 400 %s: %s", key, value, r.status, r.body, key, notDefined)
+		}
+	}
+	r := pve8.form(http.MethodPost, "/nodes/pve1/qemu", url.Values{"vmid": {"150"}, "efidisk0": {"local-lvm:1,efitype=4m,ms-cert=2023"}})
+	if want := "invalid format - invalid key in comma-separated list property: ms-cert"; r.code != 400 || r.env.Errors["efidisk0"] != want {
+		t.Errorf("PVE 8 create with an efidisk0 ms-cert = %s %s, want 400 efidisk0: %s", r.status, r.body, want)
+	}
+
+	s9 := pvesim.NewTestServer(t, pvesim.LoadTestCluster(t, "../../examples/lab/cluster.yaml"))
+	pve9 := newAPI(t, s9)
+	if exit := pve9.task(pve9.form(http.MethodPost, "/nodes/pve1/qemu", url.Values{"vmid": {"150"}, "allow-ksm": {"0"},
+		"efidisk0": {"local-lvm:1,efitype=4m,pre-enrolled-keys=1"}, "ha-managed": {"1"}})); exit != "OK" {
+		t.Fatalf("PVE 9 create: %s", exit)
+	}
+	if got := s9.MustGuest(t, 150).Config["efidisk0"]; got != "local-lvm:vm-150-disk-0,efitype=4m,ms-cert=2023k,pre-enrolled-keys=1,size=4M" {
+		t.Errorf("PVE 9 efidisk0 = %q, want it marked ms-cert=2023k", got)
+	}
+	res := pve9.ok(pve9.get("/cluster/ha/resources/vm:150")).obj()
+	if res["state"] != "stopped" {
+		t.Errorf("PVE 9 create with ha-managed: HA resource %v, want vm:150 requested stopped", res)
 	}
 }

@@ -1,6 +1,10 @@
 package pvesim
 
-import "strings"
+import (
+	"regexp"
+	"slices"
+	"strings"
+)
 
 // kind is a config key's JSON type in a config GET (qemu-server's check_type: integer and
 // boolean become numbers, every other type, memory and cpulimit included, a string).
@@ -25,14 +29,23 @@ func keyKind(key string) (kind, bool) {
 	return kString, true
 }
 
-// checkConfig validates config keys and values as PVE's schema does, property strings key by
-// key, and returns the values as they are stored: booleans as 0/1. problems maps each bad
-// key to PVE's message.
-func checkConfig(set map[string]string) (clean map[string]string, problems map[string]string) {
+// pve9Keys are config keys qemu-server added after 8.2.1 (PVE 8.2.4), which PVE 8.2's schema
+// does not define: amd-sev (qemu-server 8.2.6), virtiofsN (8.3.10), running-nets-host-mtu
+// (9.0.19), intel-tdx and allow-ksm (9.0.26 on). pve9DriveKeys are such options of drives:
+// efidisk0's ms-cert (9.0.26 on).
+var (
+	pve9Keys      = regexp.MustCompile(`^(amd-sev|virtiofs\d+|running-nets-host-mtu|intel-tdx|allow-ksm)$`)
+	pve9DriveKeys = []string{"ms-cert"}
+)
+
+// checkConfig validates config keys and values as release v's schema does, property strings
+// key by key, and returns the values as they are stored: booleans as 0/1. problems maps each
+// bad key to PVE's message.
+func checkConfig(set map[string]string, release versionInfo) (clean map[string]string, problems map[string]string) {
 	clean, problems = map[string]string{}, map[string]string{}
 	for k, v := range set {
 		p, known := keyProp(k)
-		if !known {
+		if !known || release.major < 9 && pve9Keys.MatchString(k) {
 			problems[k] = "property is not defined in schema and the schema does not allow additional properties"
 			continue
 		}
@@ -43,6 +56,13 @@ func checkConfig(set map[string]string) (clean map[string]string, problems map[s
 		if msg := checkProp(v, p, k); msg != "" {
 			problems[k] = msg
 			continue
+		}
+		if f := driveFormatOf(k); f != nil && release.major < 9 {
+			d, _ := parsePropertyString(f, v, k)
+			if i := slices.IndexFunc(pve9DriveKeys, func(o string) bool { _, set := d[o]; return set }); i >= 0 {
+				problems[k] = "invalid format - invalid key in comma-separated list property: " + pve9DriveKeys[i]
+				continue
+			}
 		}
 		clean[k] = v
 	}
