@@ -65,6 +65,10 @@ type changeSet struct {
 	// growth or a refused VM waits for the plan's others (planQuiet).
 	lastGrowth time.Time
 	quietFor   time.Duration
+	// refreshed are the existing VMs this process has begun to read and not planned yet: in a
+	// plan Terraform refreshes each VM just before planning it, so a VM that grows waits for
+	// them (reading, planning).
+	refreshed map[int]bool
 	// hints keep the plan's placements for its apply (nil: none); planned is what the first
 	// create's decision found of them, and arrived the members decided since, whose room
 	// the plan no longer needs to hold.
@@ -103,7 +107,8 @@ type plannedSize struct {
 
 func newChangeSet(hints *planhints.Store, ledger *reservations.Ledger) *changeSet {
 	return &changeSet{ledger: ledger, members: map[string]*setMember{}, picks: map[string]scheduler.Reservation{}, sizes: map[int]plannedSize{},
-		hints: hints, arrived: map[string]bool{}, hintIDs: map[string]int{}, quietFor: planQuiet, batch: map[string]scheduler.Placement{}}
+		hints: hints, arrived: map[string]bool{}, hintIDs: map[string]int{}, quietFor: planQuiet, batch: map[string]scheduler.Placement{},
+		refreshed: map[int]bool{}}
 }
 
 // plan checks a new VM of the plan together with the other new VMs planned so far. It places
@@ -322,15 +327,33 @@ func (c *changeSet) quiet(ctx context.Context, quiet time.Duration, last func() 
 	}
 }
 
+// reading notes that the existing VM vmid is being read (refreshed): its plan follows.
+func (c *changeSet) reading(vmid int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refreshed[vmid] = true
+}
+
+// planning notes that the existing VM vmid is planned, or will not be (gone from the state,
+// its read failed).
+func (c *changeSet) planning(vmid int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.refreshed, vmid)
+}
+
 // grow records the size an existing VM has after the plan and returns the snapshot with every
 // planned size of the process and the tentative placements of the plan's new VMs: a node's
 // totals after all the plan's changes on it. A VM that grows waits until no other growth has
 // been planned for quietFor: Terraform plans the instances of a plan within milliseconds of
 // each other, so the totals its check and warning show are those after the plan, not after the
-// VMs that happened to be planned before it. The new VMs planned before the growth are placed
+// VMs that happened to be planned before it; and it waits for the plans of the VMs this process
+// has read and not planned yet (Terraform refreshes each just before planning it), which a
+// loaded machine spaces further apart, at most firstBurstMax. The new VMs planned before the growth are placed
 // again beside it; the error says that they no longer fit together.
 func (c *changeSet) grow(ctx context.Context, snap scheduler.Snapshot, vmid int, size plannedSize) (scheduler.Snapshot, error) {
 	c.mu.Lock()
+	delete(c.refreshed, vmid)
 	grows := false
 	if size.cpus > 0 && size.memory > 0 {
 		c.sizes[vmid] = size
@@ -340,7 +363,12 @@ func (c *changeSet) grow(ctx context.Context, snap scheduler.Snapshot, vmid int,
 	}
 	c.mu.Unlock()
 	if grows {
-		c.quiet(ctx, c.quietFor, func() (time.Time, bool) { return c.lastGrowth, false })
+		c.quiet(ctx, c.quietFor, func() (time.Time, bool) {
+			if len(c.refreshed) > 0 {
+				return time.Now(), false // a VM read is planned next
+			}
+			return c.lastGrowth, false
+		})
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -71,6 +71,48 @@ func TestChangeSetGrowthCountsThePlansOtherChanges(t *testing.T) {
 	}
 }
 
+// Terraform refreshes each existing VM just before it plans it, and a loaded machine can space
+// the plans of one plan's VMs further apart than the quiet wait: a VM that grows waits for the
+// plans of the VMs this process has read, so its check gives the node's figure after the plan.
+// Three 8 GiB VMs of a 64 GiB node grow to 30 GiB; w1 and w2 are planned well after w0.
+func TestChangeSetGrowthWaitsForTheVMsRead(t *testing.T) {
+	snap := scheduler.Snapshot{Nodes: []scheduler.Node{{Name: "n1", Online: true, MaxCPU: 16, MaxMem: 64 << 30}}}
+	for i := 0; i < 3; i++ {
+		snap.Guests = append(snap.Guests, scheduler.Guest{VMID: 100 + i, Node: "n1", Name: fmt.Sprintf("w%d", i),
+			Type: scheduler.GuestQEMU, Status: "running", CPUs: 2, MaxMem: 8 << 30})
+	}
+	p := registryProfile(t)
+	grown := scheduler.Request{Cores: 2, Sockets: 1, MemoryMiB: 30720}
+	c := newChangeSet(nil, nil)
+	c.quietFor = 20 * time.Millisecond
+	for i := 0; i < 3; i++ {
+		c.reading(100 + i) // the refresh of each, before its plan
+	}
+	first := make(chan string, 1)
+	go func() {
+		s, err := c.grow(context.Background(), snap, 100, sizeOf(grown))
+		if err != nil {
+			t.Error(err)
+		}
+		first <- strings.Join(p.CheckNode(s, grown, "n1", 100), "; ")
+	}()
+	time.Sleep(10 * c.quietFor) // the late plans of the others, as a loaded machine spaces them
+	var wg sync.WaitGroup
+	for _, vmid := range []int{101, 102} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := c.grow(context.Background(), snap, vmid, sizeOf(grown)); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if got, want := <-first, "MemoryOvercommit: (61440+30720)/65536 MiB = 1.4063 > 1"; got != want {
+		t.Errorf("the first VM planned checked %q, want the node's figure after the plan %q", got, want)
+	}
+}
+
 // The apply follows the plan's placements (planhints): the creates of the first wave leave the
 // room the plan gave the later ones. Two 8 GiB nodes take 4+4 and 6+2 GiB in exactly one way;
 // the two 4 GiB VMs decided alone would go one per node and strand the 6 GiB VM. When the

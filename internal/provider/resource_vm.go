@@ -108,7 +108,16 @@ func (r *vmResource) request(ctx context.Context, m *vmModel, creating bool, dia
 // ModifyPlan checks at plan time that a new VM fits somewhere, that disks only grow, and warns
 // when an existing VM's node no longer passes the hard filters.
 func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.Plan.Raw.IsNull() || r.data == nil {
+	if r.data == nil {
+		return
+	}
+	if !req.State.Raw.IsNull() {
+		// Refreshed just before: the plans of growth that wait for it (changeSet.reading) go on.
+		var vmid types.Int64
+		resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("vmid"), &vmid)...)
+		defer r.data.changes.planning(int(vmid.ValueInt64()))
+	}
+	if req.Plan.Raw.IsNull() {
 		return
 	}
 	if !req.State.Raw.IsNull() {
@@ -313,6 +322,14 @@ func (r *vmResource) Read(ctx context.Context, req resource.ReadRequest, resp *r
 		return
 	}
 	vmid := int(state.VMID.ValueInt64())
+	// In a plan, Terraform plans the VM right after this read: a growth planned meanwhile waits
+	// for it, unless the read ends the VM (gone) or fails.
+	r.data.changes.reading(vmid)
+	defer func() {
+		if resp.Diagnostics.HasError() || resp.State.Raw.IsNull() {
+			r.data.changes.planning(vmid)
+		}
+	}()
 	vm, err := r.data.readVM(ctx, vmid, state.Node.ValueString())
 	if errors.Is(err, proxmox.ErrNotFound) {
 		tflog.Warn(ctx, "VM is gone; removing it from state", map[string]any{"vmid": vmid})
