@@ -37,10 +37,12 @@ const firmwareHCL = `
   }`
 
 // A UEFI q35 VM from scratch with an EFI disk and a serial console: PVE gets every key, the
-// second plan is empty (PVE's added ms-cert and re-printed drives are no drift), a protected
+// second plan is empty (PVE 9's added ms-cert and re-printed drives are no drift), a protected
 // VM cannot be destroyed, and once unprotected it can.
 func TestAccVMFirmwareFromScratch(t *testing.T) {
-	env, sim := simEnv(t, labCluster())
+	c := labCluster()
+	c.HARules = []pvesim.HARuleSpec{} // PVE 9, which marks an EFI disk with pre-enrolled keys ms-cert=2023k
+	env, sim := simEnv(t, c)
 	vm := func(protection string) string {
 		return env.config(`resource "qemuscheduler_vm" "web" {
   name = "uefi-1"
