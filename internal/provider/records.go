@@ -202,7 +202,7 @@ func checkNotesSize(cfg map[string]string, diags *diag.Diagnostics) {
 
 // syncRecord reconciles an update's Notes and tags with PVE's (have). A VM whose policy gives
 // it a record gets it written when PVE's differs (a VM created before records, a record edited
-// by hand). A VM whose configuration never had a policy keeps a record written by hand, with
+// by hand), and its mark when PVE's tags lack it. A VM whose configuration never had a policy keeps a record written by hand, with
 // its mark, whatever else the update changes.
 func syncRecord(old, want, have map[string]string) {
 	d, ok := want["description"]
@@ -218,7 +218,7 @@ func syncRecord(old, want, have map[string]string) {
 		if t, ok := want["tags"]; ok && hasTag(have["tags"], proxmox.RecordTag) {
 			want["tags"] = withRecordMark(t)
 		}
-	case wantSection == "" || wantSection == haveSection:
+	case wantSection == "" || wantSection == haveSection && hasTag(have["tags"], proxmox.RecordTag):
 		return
 	}
 	// Compare with what PVE has, so that exactly the differences are written.
@@ -251,14 +251,13 @@ func planRecordSync(ctx context.Context, resp *resource.ModifyPlanResponse, m *v
 		return
 	}
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("placement_summary"), types.StringUnknown())...)
-	why := "has none"
-	if marked {
-		why = "differs"
+	why := "the placement record in its Notes differs from the policy of its configuration with its profile's defaults " +
+		"(a profile's defaults changed, or the record was edited by hand), so this apply writes it"
+	if !marked {
+		why = fmt.Sprintf("its tags lack the %s mark that makes its placement record count (a VM created before records, or the record or "+
+			"its mark removed by hand), so this apply writes the record and the mark", proxmox.RecordTag)
 	}
-	resp.Diagnostics.AddWarning("Placement record out of date",
-		fmt.Sprintf("VM %s: the placement record in its Notes %s from the policy of its configuration with its profile's defaults "+
-			"(a profile's defaults changed, or the record was edited or removed by hand), so this apply writes it:\n%s",
-			guestName(g), why, records.Format(*want)))
+	resp.Diagnostics.AddWarning("Placement record out of date", fmt.Sprintf("VM %s: %s:\n%s", guestName(g), why, records.Format(*want)))
 }
 
 // sameRecord tells two records of the same policy apart from different ones: written alike,

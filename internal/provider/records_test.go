@@ -397,7 +397,7 @@ func TestAccVMPlacementRecordTooLongWithProfileDefaults(t *testing.T) {
 
 // The record holds the policy with the profile's defaults, so a changed default is a changed
 // policy: the next apply rewrites the record of every VM of the profile, though their own
-// configuration did not change; so does a record removed by hand. Each apply is followed by
+// configuration did not change; so does a record or its mark removed by hand. Each apply is followed by
 // an empty plan (runSteps), so nothing is rewritten twice.
 func TestAccVMPlacementRecordFollowsProfile(t *testing.T) {
 	env, sim := simEnv(t, equalCluster())
@@ -418,6 +418,11 @@ resource "qemuscheduler_vm" "web" {
 		resource.TestStep{Config: config("410-419"), Check: recordIn(sim, "tenant a", "qemu-scheduler/annotation: vmid.qemu-scheduler/range=410-419")},
 		resource.TestStep{PreConfig: func() { env.setNotes(t, 410, "tenant a", "") }, Config: config("410-419"),
 			Check: recordIn(sim, "tenant a", "qemu-scheduler/annotation: vmid.qemu-scheduler/range=410-419")},
+		// The record left, its mark removed: the mark comes back (the apply wrote the same Notes
+		// and left the tags without it: a perpetual diff).
+		resource.TestStep{PreConfig: func() {
+			env.setNotes(t, 410, "tenant a\n\nqemu-scheduler/record: v1\nqemu-scheduler/profile: tenant-a\nqemu-scheduler/annotation: vmid.qemu-scheduler/range=410-419\n", "")
+		}, Config: config("410-419"), Check: recordIn(sim, "tenant a", "qemu-scheduler/annotation: vmid.qemu-scheduler/range=410-419")},
 	)
 }
 
