@@ -278,7 +278,9 @@ func (r *vmResource) planHARules(ctx context.Context, resp *resource.ModifyPlanR
 	mode := haUpdateMode(plan.HA, state.HA)
 	want := wantedRules(mode, p, vmid, node, snap, view)
 	if !view.rules.Supported {
-		if mode == haRulesKeep && len(want) > 0 {
+		// A required term over nodes wants a rule once its group has two HA members, which the
+		// create of a group's VMs has not yet: its plan warns all the same.
+		if mode == haRulesKeep && (len(want) > 0 || p.hasGroups()) {
 			r.data.ha.warnPVE8(&resp.Diagnostics)
 		}
 		want = nil

@@ -475,26 +475,31 @@ func TestAccVMHARulesPVE8(t *testing.T) {
 		}
 		return nil
 	}
+	warnedOnce := func(*terraform.State) error {
+		counts := procs.count(summary)
+		warned := 0
+		for _, n := range counts {
+			if n > 1 {
+				return fmt.Errorf("a provider process warned %d times: %v", n, counts)
+			}
+			warned += n
+		}
+		if warned == 0 {
+			return fmt.Errorf("no process warned %q: %v", summary, counts)
+		}
+		return nil
+	}
 	resource.Test(t, resource.TestCase{ProtoV6ProviderFactories: procs.factories(),
 		Steps: []resource.TestStep{
-			{Config: haGroup(env, 3, ""), Check: apartOnNodes(sim, 100, 101, 102)},
+			// The plan of the create warns already: the group will want its rule.
+			{Config: haGroup(env, 3, ""), Check: resource.ComposeTestCheckFunc(apartOnNodes(sim, 100, 101, 102), warnedOnce)},
 			// The three are HA resources now: each wants the group's rule.
 			{Config: haGroup(env, 3, ""), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 				Check: resource.ComposeTestCheckFunc(
 					resource.TestCheckResourceAttr("qemuscheduler_vm.web.0", "ha.rules.#", "0"),
 					resource.TestCheckResourceAttr("qemuscheduler_vm.web.2", "ha.rules.#", "0"),
+					warnedOnce,
 					func(*terraform.State) error {
-						counts := procs.count(summary)
-						warned := 0
-						for _, n := range counts {
-							if n > 1 {
-								return fmt.Errorf("a provider process warned %d times: %v", n, counts)
-							}
-							warned += n
-						}
-						if warned == 0 {
-							return fmt.Errorf("no process warned %q: %v", summary, counts)
-						}
 						if sim.Requests("GET /cluster/ha/rules") == 0 {
 							return fmt.Errorf("the rules were never read")
 						}
