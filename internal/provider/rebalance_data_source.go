@@ -151,7 +151,8 @@ func (d *rebalanceDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 				Description: "Empty the least-used nodes, like the kube descheduler's HighNodeUtilization (for maintenance or power " +
 					"saving): every online node under both thresholds gives its opted-in guests, least-used node first, to the fullest " +
 					"other node that passes their rules; a node under the thresholds never receives. The guests' rules, " +
-					"`max_moves_per_group` and the move caps apply as for the other strategies; what cannot move is `kept`.",
+					"`max_moves_per_group` and the move caps apply as for the other strategies; what cannot move is `kept`. " +
+					"Not with `low_node_utilization`, which fills the nodes this empties.",
 				Attributes: map[string]schema.Attribute{
 					"cpu_threshold":    percent("A node is emptied when its vCPU allocation, in percent of its CPUs, is below this (and its memory below memory_threshold)."),
 					"memory_threshold": percent("A node is emptied when its memory allocation, in percent, is below this (and its vCPUs below cpu_threshold)."),
@@ -198,6 +199,14 @@ func (d *rebalanceDataSource) ValidateConfig(ctx context.Context, req datasource
 						pair.name, scheduler.FormatNumber(pair.threshold.ValueFloat64()), pair.name, scheduler.FormatNumber(pair.target.ValueFloat64())))
 			}
 		}
+	}
+	if m.LowNodeUtilization != nil && m.HighNodeUtilization != nil {
+		// One plan would move guests onto a node and then empty it: kube's descheduler pairs
+		// each with an opposite scoring strategy and never both.
+		resp.Diagnostics.AddAttributeError(path.Root("high_node_utilization"), "Opposite utilization strategies",
+			"low_node_utilization fills the nodes under its thresholds and high_node_utilization empties them, so one plan would move "+
+				"guests onto a node and off it again. Use one per data source: low_node_utilization to spread the load, "+
+				"high_node_utilization to free nodes for maintenance or power saving.")
 	}
 	if u := m.HighNodeUtilization; u != nil {
 		for attr, v := range map[string]types.Float64{"cpu_threshold": u.CPUThreshold, "memory_threshold": u.MemoryThreshold} {

@@ -191,6 +191,17 @@ func TestAccRebalanceValidation(t *testing.T) {
 		 }`: `high_node_utilization needs memory_threshold`,
 		`tags = ["rebal"]
 		 max_moves_per_group = 0`: `max_moves_per_group value must be at least 1`,
+		`tags = ["rebal"]
+		 low_node_utilization {
+		   cpu_threshold    = 20
+		   memory_threshold = 20
+		   cpu_target       = 60
+		   memory_target    = 60
+		 }
+		 high_node_utilization {
+		   cpu_threshold    = 20
+		   memory_threshold = 20
+		 }`: `low_node_utilization fills the nodes under its thresholds and high_node_utilization empties them`,
 	}
 	for body, want := range tests {
 		t.Run(want, func(t *testing.T) {
