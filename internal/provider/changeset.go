@@ -75,6 +75,9 @@ type changeSet struct {
 	hints   *planhints.Store
 	planned []scheduler.Reservation
 	arrived map[string]bool
+	// noPlan is set by the first create's decision when it found no placements of its plan:
+	// the creates beyond the first wave are then decided as they come.
+	noPlan bool
 	// hintIDs are the unpinned members' VMIDs in the hints: negative, and the same for a name
 	// whatever its place, since a hint must hold room, not an id another guest may have
 	// taken since (the apply chooses its own). A pinned member keeps its VMID. picksKept is false while the hints lack a pick.
@@ -235,6 +238,9 @@ func (c *changeSet) decide(snap scheduler.Snapshot, m setMember) (scheduler.Plac
 	if !c.decided && c.hints != nil {
 		c.hints.Drop()
 		c.planned = c.hints.Load(slices.Collect(maps.Keys(c.members)))
+	}
+	if !c.decided {
+		c.noPlan = len(c.planned) == 0
 	}
 	c.decided = true
 	c.arrived[m.req.Name] = true
@@ -644,13 +650,28 @@ func applyHint(reduce string) string {
 		"Make room or reduce " + reduce + ", then apply again; or terraform destroy -refresh=false to remove what was created."
 }
 
+// noPlanHint replaces applyHint in an apply that found no placements of its plan: its creates
+// beyond the first wave were decided as they came, so an earlier one may have taken the room
+// the plan gave this one, whether or not the cluster changed.
+func noPlanHint(reduce string) string {
+	return "This apply found no placements kept by its plan (a saved plan applied on another machine, or after " + planhints.DirEnv + " changed), " +
+		"so its creates beyond the first wave were decided as they came and an earlier one may have taken the room the plan gave this VM; " +
+		"or the cluster changed since the plan. The VMs this apply created so far stay in the state: apply again, which places the rest beside " +
+		"them if they fit; else make room or reduce " + reduce + ", or terraform destroy -refresh=false and apply again keeping the plan's " +
+		"placements: set " + planhints.DirEnv + " to a directory kept with the plan file for both commands, or apply with -parallelism at least " +
+		"the number of new VMs."
+}
+
 // hint is the line a refused placement ends with, reduce (reduceNewVMs, reduceNames) saying
-// what to place fewer of: applyHint once this process has decided a create, destroyHint
-// before.
+// what to place fewer of: applyHint once this process has decided a create (noPlanHint when it
+// found no placements of its plan), destroyHint before.
 func (c *changeSet) hint(reduce string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.decided {
+	switch {
+	case c.decided && c.noPlan:
+		return noPlanHint(reduce)
+	case c.decided:
 		return applyHint(reduce)
 	}
 	return destroyHint(reduce)

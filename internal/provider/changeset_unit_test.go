@@ -192,6 +192,36 @@ func TestChangeSetApplyFollowsThePlan(t *testing.T) {
 	}
 }
 
+// An apply that finds no placements of its plan (a saved plan applied on another machine, or
+// without the plan's working directory) decides its creates beyond the first wave as they come:
+// a refusal then does not blame a changed cluster but says how to keep the plan's placements.
+// With the plan's placements found, the refusal is the apply's usual one.
+func TestChangeSetApplyWithoutThePlanSaysSo(t *testing.T) {
+	snap := scheduler.Snapshot{Nodes: []scheduler.Node{{Name: "n1", Online: true, MaxCPU: 16, MaxMem: 8 << 30,
+		Storages: []scheduler.Storage{{Name: "local-lvm", Content: []string{"images"}, Active: true, Total: 100 << 30}}}}}
+	vm := setMember{profile: registryProfile(t), req: scheduler.Request{Name: "a", Cores: 1, Sockets: 1, MemoryMiB: 1024}}
+	ctx := context.Background()
+	elsewhere := newChangeSet(planhints.NewIn(t.TempDir(), "e"), nil)
+	if _, err := elsewhere.decide(snap, vm); err != nil {
+		t.Fatal(err)
+	}
+	if h := elsewhere.hint(reduceNewVMs); strings.Contains(h, "The cluster changed since the plan") || !strings.Contains(h, planhints.DirEnv) ||
+		!strings.Contains(h, "-parallelism") {
+		t.Errorf("an apply without its plan's placements ends a refusal %q, want how to keep them (%s, -parallelism), not a changed cluster", h, planhints.DirEnv)
+	}
+	dir := t.TempDir()
+	if err := newChangeSet(planhints.NewIn(dir, "e"), nil).plan(ctx, snap, vm); err != nil {
+		t.Fatal(err)
+	}
+	apply := newChangeSet(planhints.NewIn(dir, "e"), nil)
+	if _, err := apply.decide(snap, vm); err != nil {
+		t.Fatal(err)
+	}
+	if h := apply.hint(reduceNewVMs); h != applyHint(reduceNewVMs) {
+		t.Errorf("an apply with its plan's placements ends a refusal %q, want %q", h, applyHint(reduceNewVMs))
+	}
+}
+
 // A placement data source read after the plan's new VMs did not see them: the new VMs are
 // placed again beside its picks, and when they no longer fit, the read fails (all or nothing).
 func TestChangeSetReadAfterNewVMsRefits(t *testing.T) {
