@@ -82,41 +82,57 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *guest {
 // caller holds s.mu.
 func (s *Server) unlocked(w http.ResponseWriter, r *http.Request) *guest {
 	g := s.lookup(w, r)
-	switch {
-	case g == nil:
-		return nil
-	case g.lock != "":
-		writeError(w, http.StatusInternalServerError, fmt.Sprintf("VM is locked (%s)", g.lock))
-		return nil
-	case g.clones > 0:
-		writeError(w, http.StatusInternalServerError, fmt.Sprintf("can't lock file '/var/lock/qemu-server/lock-%d.conf' - got timeout", g.vmid))
+	if g == nil || !s.lockable(w, g, false) {
 		return nil
 	}
 	return g
 }
 
+// lockable tells whether a change may take g's lock: not while its config holds a lock
+// (check_lock, which skiplock skips), nor while clones read it (the file lock). Otherwise it
+// answers as PVE does. The caller holds s.mu.
+func (s *Server) lockable(w http.ResponseWriter, g *guest, skiplock bool) bool {
+	switch {
+	case g.lock != "" && !skiplock:
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("VM is locked (%s)", g.lock))
+		return false
+	case g.clones > 0:
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("can't lock file '/var/lock/qemu-server/lock-%d.conf' - got timeout", g.vmid))
+		return false
+	}
+	return true
+}
+
 // unlockedWithAllowed is unlockedWithParams for a call whose parameters are all in allowed;
 // any other is PVE's 400. The caller holds s.mu.
 func (s *Server) unlockedWithAllowed(w http.ResponseWriter, r *http.Request, allowed ...string) (*guest, map[string]string) {
-	g, p := s.unlockedWithParams(w, r)
-	if g == nil {
-		return nil, nil
-	}
-	if !onlyAllowed(w, p, allowed...) {
-		return nil, nil
-	}
-	return g, p
+	return s.change(w, r, append([]string{}, allowed...)) // none allowed is not nil
 }
 
 // unlockedWithParams starts a change to an unlocked VM: the guest and its request's
 // parameters, or nil after the error has been written. The caller holds s.mu.
 func (s *Server) unlockedWithParams(w http.ResponseWriter, r *http.Request) (*guest, map[string]string) {
-	g := s.unlocked(w, r)
+	return s.change(w, r, nil)
+}
+
+// change is unlockedWithParams, with the parameters limited to allowed unless nil. skiplock is
+// root@pam's only (qemu-server: "Only root may use this option.", its API tokens included)
+// and lets the change pass a config lock.
+func (s *Server) change(w http.ResponseWriter, r *http.Request, allowed []string) (*guest, map[string]string) {
+	g := s.lookup(w, r)
 	if g == nil {
 		return nil, nil
 	}
 	p, valid := readParams(w, r)
-	if !valid {
+	if !valid || allowed != nil && !onlyAllowed(w, p, allowed...) {
+		return nil, nil
+	}
+	skiplock := boolParam(p["skiplock"])
+	if skiplock && requestUser(r) != "root@pam" {
+		paramError(w, "skiplock", "Only root may use this option.")
+		return nil, nil
+	}
+	if !s.lockable(w, g, skiplock) {
 		return nil, nil
 	}
 	return g, p
@@ -345,6 +361,10 @@ func (s *Server) storageOf(g *guest, name string) *storage {
 // commit applies the change to g: at once, or pending for what a running VM cannot take.
 func (c change) commit(g *guest) {
 	for _, k := range sortedKeys(c.set) {
+		if k == "lock" { // the config's lock line, which root@pam may write
+			g.lock = c.set[k]
+			continue
+		}
 		g.set(k, c.set[k])
 	}
 	for _, a := range c.alloc {
@@ -440,7 +460,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 			// calls vm_start, which forks a qmstart worker of its own: its failure is not the
 			// create's (qemu-server API2/Qemu.pm create_vm).
 			s.startTask(r, n.name, "qmstart", vmid, func() outcome {
-				if failed, stop := s.lockedOrGone(g, n.name); stop {
+				if failed, stop := s.lockedOrGone(g, n.name, false); stop {
 					return failed
 				}
 				return s.vmStart(g)
@@ -538,7 +558,13 @@ func (s *Server) deleteKeys(g *guest, keys []string, force bool) []string {
 	var warnings []string
 	for _, k := range keys {
 		v, set := g.view()[k]
+		if k == "lock" {
+			v, set = g.lock, g.lock != ""
+		}
 		switch {
+		case k == "lock" && set:
+			g.lock = ""
+			continue
 		case !set:
 			warnings = append(warnings, fmt.Sprintf("cannot delete '%s' - not set in current configuration!", k))
 			continue

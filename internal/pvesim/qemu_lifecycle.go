@@ -107,7 +107,13 @@ func (s *Server) handlePower(w http.ResponseWriter, r *http.Request) {
 	if g == nil {
 		return
 	}
-	if _, valid := readAllowedParams(w, r, powerParams[action]...); !valid {
+	p, valid := readAllowedParams(w, r, powerParams[action]...)
+	if !valid {
+		return
+	}
+	skiplock := boolParam(p["skiplock"])
+	if skiplock && requestUser(r) != "root@pam" {
+		paramError(w, "skiplock", "Only root may use this option.")
 		return
 	}
 	// vm_reboot refuses a VM that does not run before it forks its worker.
@@ -123,7 +129,7 @@ func (s *Server) handlePower(w http.ResponseWriter, r *http.Request) {
 	node := g.node
 	// PVE checks the lock and the state inside the worker, so these are task failures.
 	writeData(w, s.startTask(r, node, typ, g.vmid, func() outcome {
-		if failed, stop := s.lockedOrGone(g, node); stop {
+		if failed, stop := s.lockedOrGone(g, node, skiplock); stop {
 			return failed
 		}
 		switch action {
@@ -148,12 +154,12 @@ func (s *Server) handlePower(w http.ResponseWriter, r *http.Request) {
 }
 
 // lockedOrGone is a power worker's first check: the guest must still be on node (an outside
-// actor may have moved or deleted it) and unlocked. The caller holds s.mu.
-func (s *Server) lockedOrGone(g *guest, node string) (outcome, bool) {
+// actor may have moved or deleted it) and unlocked, unless skiplock. The caller holds s.mu.
+func (s *Server) lockedOrGone(g *guest, node string, skiplock bool) (outcome, bool) {
 	switch {
 	case !s.stillThere(g, node):
 		return missingConfig(node, g.vmid), true
-	case g.lock != "":
+	case g.lock != "" && !skiplock:
 		return taskError("VM is locked (%s)", g.lock), true
 	}
 	return outcome{}, false
@@ -248,15 +254,16 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	if g == nil {
 		return
 	}
+	// destroy_vm's $early_checks, in their order.
 	switch {
-	case g.status == "running":
-		writeError(w, http.StatusInternalServerError, fmt.Sprintf("VM %d is running - destroy failed", g.vmid))
-		return
 	case g.view()["protection"] == "1":
 		writeError(w, http.StatusInternalServerError, fmt.Sprintf("can't remove VM %d - protection mode enabled", g.vmid))
 		return
 	case s.haResourceOf(g.vmid) != nil && !boolParam(p["purge"]):
 		writeError(w, http.StatusInternalServerError, fmt.Sprintf("unable to remove VM %d - used in HA resources and purge parameter not set.", g.vmid))
+		return
+	case g.status == "running":
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("VM %d is running - destroy failed", g.vmid))
 		return
 	}
 	unreferenced := boolParam(p["destroy-unreferenced-disks"])
@@ -273,7 +280,10 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 		}
 		s.dropGuest(g)
 		if res := s.haResourceOf(g.vmid); res != nil {
-			delete(s.haResources, res.sid) // purge: the HA resource goes with the VM
+			// purge: delete_service_from_config takes the resource out of resources.cfg and,
+			// on PVE 9, out of every HA rule (deleting a rule it was the last resource of).
+			delete(s.haResources, res.sid)
+			s.purgeFromHARules(res.sid)
 		}
 		if n := s.node(g.node); n != nil && unreferenced {
 			for _, st := range n.storages {

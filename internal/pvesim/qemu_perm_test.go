@@ -1,6 +1,7 @@
 package pvesim_test
 
 import (
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -116,5 +117,88 @@ func TestRootOnlyOptions(t *testing.T) {
 		if r := root.form(http.MethodPut, "/nodes/pve1/qemu/100/config", url.Values{"arch": {"x86_64"}, "delete": {"serial0"}}); r.code != 200 {
 			t.Errorf("pve9=%v: root@pam config write: %s", pve9, r.status)
 		}
+	}
+}
+
+// qemu-server's skiplock (config writes, resize, start, stop, shutdown, destroy) is root@pam's:
+// "Only root may use this option." for anyone else, root@pam's API tokens included; root@pam
+// passes a config lock with it.
+func TestSkiplockRootOnly(t *testing.T) {
+	token, root := permCluster(t, true)
+	for _, tc := range []struct{ method, path string }{
+		{http.MethodPut, "/nodes/pve1/qemu/100/config"},
+		{http.MethodPut, "/nodes/pve1/qemu/100/resize"},
+		{http.MethodPost, "/nodes/pve1/qemu/100/status/start"},
+		{http.MethodDelete, "/nodes/pve1/qemu/100"},
+	} {
+		params := url.Values{"skiplock": {"1"}}
+		switch tc.path {
+		case "/nodes/pve1/qemu/100/config":
+			params.Set("name", "b")
+		case "/nodes/pve1/qemu/100/resize":
+			params.Set("disk", "scsi0")
+			params.Set("size", "8G")
+		}
+		if r := token.form(tc.method, tc.path, params); r.code != 400 || r.env.Errors["skiplock"] != "Only root may use this option." {
+			t.Errorf("token %s %s with skiplock = %s %s", tc.method, tc.path, r.status, r.body)
+		}
+	}
+	if r := root.form(http.MethodPut, "/nodes/pve1/qemu/100/config", url.Values{"lock": {"backup"}}); r.code != 200 {
+		t.Fatalf("root@pam sets a lock: %s", r.status)
+	}
+	if r := token.form(http.MethodPut, "/nodes/pve1/qemu/100/config", url.Values{"name": {"b"}}); r.status != "500 VM is locked (backup)" {
+		t.Errorf("token config write of a locked VM = %s", r.status)
+	}
+	if r := root.form(http.MethodPut, "/nodes/pve1/qemu/100/config", url.Values{"name": {"b"}, "skiplock": {"1"}}); r.code != 200 {
+		t.Errorf("root@pam config write of a locked VM with skiplock = %s %s", r.status, r.body)
+	}
+}
+
+// qemu-server destroy_vm's early checks come in this order: protection, an HA resource without
+// purge, a running VM. With purge, delete_service_from_config removes the VM's HA resource
+// and, on PVE 9 (pve-ha-manager 5), the resource from every HA rule, deleting the rules it
+// was the last resource of.
+func TestDestroyPurgesHARules(t *testing.T) {
+	c, err := pvesim.ParseCluster([]byte(`
+nodes:
+  - {name: pve1, cpus: 8, memory_gib: 32}
+  - {name: pve2, cpus: 8, memory_gib: 32}
+guests:
+  - {vmid: 100, node: pve1, name: a, status: running, config: {protection: 1}}
+  - {vmid: 101, node: pve1, name: b}
+ha_rules:
+  - {rule: pin, type: node-affinity, resources: ["vm:100"], nodes: [pve1]}
+  - {rule: apart, type: resource-affinity, affinity: negative, resources: ["vm:100", "vm:101"]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newAPI(t, pvesim.NewTestServer(t, c))
+	a.ok(a.form(http.MethodPost, "/cluster/ha/resources", url.Values{"sid": {"vm:100"}, "state": {"started"}}))
+	for _, want := range []string{
+		"500 can't remove VM 100 - protection mode enabled",
+		"500 unable to remove VM 100 - used in HA resources and purge parameter not set.",
+	} {
+		if r := a.form(http.MethodDelete, "/nodes/pve1/qemu/100", nil); r.status != want {
+			t.Errorf("destroy = %s, want %s", r.status, want)
+		}
+		a.ok(a.form(http.MethodPut, "/nodes/pve1/qemu/100/config", url.Values{"delete": {"protection"}}))
+	}
+	if r := a.form(http.MethodDelete, "/nodes/pve1/qemu/100", url.Values{"purge": {"1"}}); r.status != "500 VM 100 is running - destroy failed" {
+		t.Errorf("destroy of the running VM with purge = %s", r.status)
+	}
+	a.ok(a.form(http.MethodPost, "/cluster/ha/resources", url.Values{"sid": {"vm:101"}, "state": {"stopped"}}))
+	if exit := a.task(a.form(http.MethodDelete, "/nodes/pve1/qemu/101", url.Values{"purge": {"1"}})); exit != "OK" {
+		t.Fatalf("destroy with purge: %s", exit)
+	}
+	rules := map[string]any{}
+	for _, rule := range a.ok(a.get("/cluster/ha/rules")).list() {
+		rules[rule["rule"].(string)] = rule["resources"]
+	}
+	if want := map[string]any{"pin": "vm:100", "apart": "vm:100"}; !maps.Equal(rules, want) {
+		t.Errorf("HA rules' resources after the purge of vm:101 = %v, want %v", rules, want)
+	}
+	if r := a.get("/cluster/ha/resources/vm:101"); r.code != 500 {
+		t.Errorf("the purged HA resource vm:101 is still there: %s", r.body)
 	}
 }
