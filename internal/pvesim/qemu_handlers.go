@@ -77,20 +77,9 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *guest {
 	return g
 }
 
-// unlocked is lookup for changes: a VM with a lock in its config (migrate, destroyed, ...)
-// refuses them, and one that clones are reading keeps its file lock until they end. The
-// caller holds s.mu.
-func (s *Server) unlocked(w http.ResponseWriter, r *http.Request) *guest {
-	g := s.lookup(w, r)
-	if g == nil || !s.lockable(w, g, false) {
-		return nil
-	}
-	return g
-}
-
 // lockable tells whether a change may take g's lock: not while its config holds a lock
-// (check_lock, which skiplock skips), nor while clones read it (the file lock). Otherwise it
-// answers as PVE does. The caller holds s.mu.
+// (migrate, destroyed, ...; check_lock, which skiplock skips), nor while clones read it (the
+// file lock). Otherwise it answers as PVE does. The caller holds s.mu.
 func (s *Server) lockable(w http.ResponseWriter, g *guest, skiplock bool) bool {
 	switch {
 	case g.lock != "" && !skiplock:
