@@ -181,9 +181,13 @@ func (topologySpreadFilter) Filter(state *scheduler.CycleState, _ *scheduler.Req
 		}
 		would, least := s.counts[d]+s.self, s.minimum()
 		if skew := would - least; skew > s.c.MaxSkew {
+			why := "" // a minimum of 0 where every domain holds members needs saying why
+			if len(s.counts) < s.c.MinDomains {
+				why = fmt.Sprintf(" (%d eligible domains, fewer than min_domains %d)", len(s.counts), s.c.MinDomains)
+			}
 			return &scheduler.Rejection{
 				Reason: "TopologySpread: " + domainName(key, d) + " would hold " + strconv.Itoa(would) + " of " + s.tags +
-					", min " + strconv.Itoa(least) + ", skew " + strconv.Itoa(skew) + " > " + strconv.Itoa(s.c.MaxSkew),
+					", min " + strconv.Itoa(least) + why + ", skew " + strconv.Itoa(skew) + " > " + strconv.Itoa(s.c.MaxSkew),
 				Group: s.group,
 			}
 		}

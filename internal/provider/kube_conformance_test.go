@@ -99,8 +99,8 @@ func TestAccKubeSpreadCountsEligibleNodesOnly(t *testing.T) {
 			"honor": {"node": "pve1", "candidates.2.reasons.0": "TopologySpread: zone=zone2 would hold 2 of [foo], min 0, skew 2 > 1"},
 			"ignore": {"candidates.0.feasible": "false", "candidates.2.feasible": "true",
 				"candidates.0.reasons.0": "TopologySpread: zone=zone1 would hold 3 of [foo2], min 1, skew 2 > 1"},
-			"min4": {"node": "pve3", "candidates.0.reasons.0": "TopologySpread: pve1 would hold 3 of [bar], min 0, skew 3 > 2",
-				"candidates.1.reasons.0": "TopologySpread: pve2 would hold 3 of [bar], min 0, skew 3 > 2"},
+			"min4": {"node": "pve3", "candidates.0.reasons.0": "TopologySpread: pve1 would hold 3 of [bar], min 0 (3 eligible domains, fewer than min_domains 4), skew 3 > 2",
+				"candidates.1.reasons.0": "TopologySpread: pve2 would hold 3 of [bar], min 0 (3 eligible domains, fewer than min_domains 4), skew 3 > 2"},
 			"unset": {"candidates.0.feasible": "true", "candidates.1.feasible": "true", "candidates.2.feasible": "true"},
 		}),
 	})
