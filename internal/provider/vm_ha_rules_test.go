@@ -746,13 +746,9 @@ func apartWebState() *vmModel {
 	return m
 }
 
-// Terraform plans a change again at apply, right before applying it, when peers of the same
-// apply may have written; what the first plan had known must come out the same ("Provider
-// produced inconsistent final plan"). Here web-0, in its group's rule, is planned while a peer
-// joins the group: the peer's HA resource is registered, its write of the rule still to come,
-// when web-0 is planned again. Its ha.rules must not follow the cluster of that moment, with
-// a change of its own (the memory) or none.
-func TestPlannedRulesHoldWhilePeersWrite(t *testing.T) {
+// apartWebCluster is a PVE 9 cluster of three nodes running web-0 to web-2 (VMs 100 to 102),
+// the first two HA resources in the web group's rule as web-0 wants it: a client for it.
+func apartWebCluster(t *testing.T) *proxmox.Client {
 	ctx := context.Background()
 	c := pvesim.Cluster{HARules: []pvesim.HARuleSpec{}, Storages: []pvesim.StorageSpec{{Name: "ceph", Type: "rbd", Content: []string{"images"}, Shared: true, SizeGiB: 2000}}}
 	for i := 1; i <= 3; i++ {
@@ -761,13 +757,59 @@ func TestPlannedRulesHoldWhilePeersWrite(t *testing.T) {
 		c.Guests = append(c.Guests, pvesim.GuestSpec{VMID: 99 + i, Node: node, Name: fmt.Sprintf("web-%d", i-1), Status: "running", Cores: 1,
 			MemoryMiB: 512, Tags: []string{"web"}, Config: map[string]string{"scsi0": "ceph:vm-disk,size=20G"}})
 	}
-	sim := pvesim.NewTestServer(t, c)
-	client := simClient(t, sim)
+	client := simClient(t, pvesim.NewTestServer(t, c))
 	for _, vmid := range []int{100, 101} {
 		must(t, client.AddHAResource(ctx, vmid, proxmox.HASettings{State: "started", MaxRestart: 1, MaxRelocate: 1}))
 	}
 	must(t, client.CreateHARule(ctx, scheduler.HARule{Name: apartWeb, Type: scheduler.HAResourceAffinity, Affinity: scheduler.HANegative,
 		VMIDs: []int{100, 101}, Comment: "qemuscheduler: VMs tagged web apart (required vm_anti_affinity)"}))
+	return client
+}
+
+// A refresh finds a write due when the VM's rules are not as it wants them: none while they
+// are, one after its rule was changed or deleted outside Terraform; with placement_rules off,
+// none, as the rules peers put it in are theirs.
+func TestRulesDue(t *testing.T) {
+	ctx := context.Background()
+	client := apartWebCluster(t)
+	r := planResource(client)
+	due := func(m *vmModel) bool {
+		t.Helper()
+		got, err := r.rulesDue(ctx, m)
+		must(t, err)
+		return got
+	}
+	off := apartWebState()
+	off.HA.PlacementRules = types.BoolValue(false)
+	if due(apartWebState()) || due(off) {
+		t.Fatal("a write due with the rules in sync")
+	}
+	set, err := client.ReadHARules(ctx)
+	must(t, err)
+	edited := set.Rules[0]
+	edited.Affinity = scheduler.HAPositive
+	must(t, client.UpdateHARule(ctx, edited, set.Digest))
+	if !due(apartWebState()) {
+		t.Error("no write due after the rule's affinity was changed outside")
+	}
+	must(t, client.DeleteHARule(ctx, apartWeb))
+	if !due(apartWebState()) {
+		t.Error("no write due after the rule was deleted outside")
+	}
+	if due(off) {
+		t.Error("a write due for a VM whose placement_rules are off")
+	}
+}
+
+// Terraform plans a change again at apply, right before applying it, when peers of the same
+// apply may have written; what the first plan had known must come out the same ("Provider
+// produced inconsistent final plan"). Here web-0, in its group's rule, is planned while a peer
+// joins the group: the peer's HA resource is registered, its write of the rule still to come,
+// when web-0 is planned again. Its ha.rules must not follow the cluster of that moment, with
+// a change of its own (the memory) or none.
+func TestPlannedRulesHoldWhilePeersWrite(t *testing.T) {
+	ctx := context.Background()
+	client := apartWebCluster(t)
 	grown := apartWebState()
 	grown.Memory = types.Int64Value(768)
 	grown.HA.Rules = types.ListUnknown(types.StringType) // as the framework plans a computed attribute of a change
