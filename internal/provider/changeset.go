@@ -8,6 +8,8 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -106,6 +108,8 @@ type plannedSize struct {
 	// node is where the VM is; added the bytes its disks take in addition, by storage.
 	node  string
 	added map[string]uint64
+	// grows: larger than the VM is in some dimension.
+	grows bool
 }
 
 func newChangeSet(hints *planhints.Store, ledger *reservations.Ledger) *changeSet {
@@ -362,10 +366,11 @@ func (c *changeSet) grow(ctx context.Context, snap scheduler.Snapshot, vmid int,
 	delete(c.refreshed, vmid)
 	grows := false
 	if size.cpus > 0 && size.memory > 0 {
-		c.sizes[vmid] = size
 		if grows = growsFrom(snap, vmid, size); grows {
 			c.lastGrowth = time.Now()
 		}
+		size.grows = grows
+		c.sizes[vmid] = size
 	}
 	c.mu.Unlock()
 	if grows {
@@ -384,6 +389,38 @@ func (c *changeSet) grow(ctx context.Context, snap scheduler.Snapshot, vmid int,
 		err = c.placeAgain(ctx, snap, true)
 	}
 	return c.withTentative(snap, ""), err
+}
+
+// growthNote ends a growth warning on node: which of the plan's VMs that grow there its figures
+// (from snap, grow's snapshot) count. Terraform plans at most -parallelism VMs at once, and a VM waits only for those it can
+// know of (grow), so beyond that a VM of the node planned later raises the figures and warns
+// with its own.
+func (c *changeSet) growthNote(snap scheduler.Snapshot, node string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var vms []string
+	for _, vmid := range slices.Sorted(maps.Keys(c.sizes)) {
+		s := c.sizes[vmid]
+		i := slices.IndexFunc(snap.Guests, func(g scheduler.Guest) bool { return g.VMID == vmid })
+		// Counted in snap (grow's), not planned since: the guest there has its planned size.
+		if s.node != node || !s.grows || i < 0 || snap.Guests[i].CPUs != s.cpus || snap.Guests[i].MaxMem != s.memory {
+			continue
+		}
+		vm := strconv.Itoa(vmid)
+		if name := snap.Guests[i].Name; name != "" {
+			vm += " (" + name + ")"
+		}
+		vms = append(vms, vm)
+	}
+	if len(vms) == 0 {
+		return ""
+	}
+	of := "VM"
+	if len(vms) > 1 {
+		of = "VMs"
+	}
+	return fmt.Sprintf("The figures count the growth this plan has planned so far on %s, of %s %s; of more VMs than Terraform's -parallelism (default 10), "+
+		"one of %s planned later raises them and warns with its own.", node, of, strings.Join(vms, ", "), node)
 }
 
 // hold tells whether every member's tentative placement passes the hard filters on view

@@ -41,7 +41,9 @@ func TestChangeSetGrowthCountsThePlansOtherChanges(t *testing.T) {
 	grown := scheduler.Request{Cores: 2, Sockets: 1, MemoryMiB: 40960}
 	over := "MemoryOvercommit: (40960+40960)/65536 MiB = 1.25 > 1"
 	check := func(c *changeSet, i int) string {
-		s, err := c.grow(context.Background(), snap, 100+i, sizeOf(grown))
+		size := sizeOf(grown)
+		size.node = fmt.Sprintf("n%d", i%2+1)
+		s, err := c.grow(context.Background(), snap, 100+i, size)
 		if err != nil {
 			t.Error(err)
 		}
@@ -65,6 +67,32 @@ func TestChangeSetGrowthCountsThePlansOtherChanges(t *testing.T) {
 	}
 	if want := []string{"", "", over, over}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("checks planned one after the other\n got %q\nwant %q", got, want)
+	}
+	// Beyond -parallelism the first VMs of a node are planned before the others: a warning says
+	// which of the plan's growth its figures count.
+	c = newChangeSet(nil, nil)
+	grow := func(i int) scheduler.Snapshot {
+		size := sizeOf(grown)
+		size.node = fmt.Sprintf("n%d", i%2+1)
+		s, err := c.grow(context.Background(), snap, 100+i, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	first := grow(0)
+	if got, want := c.growthNote(first, "n1"), "of VM 100 (w0);"; !strings.Contains(got, want) || !strings.Contains(got, "-parallelism") {
+		t.Errorf("after w0 grew, the note on n1 is %q, want it to name %q and -parallelism", got, want)
+	}
+	second := grow(2)
+	if got, want := c.growthNote(second, "n1"), "of VMs 100 (w0), 102 (w2);"; !strings.Contains(got, want) {
+		t.Errorf("after w0 and w2 grew, the note on n1 is %q, want it to name %q", got, want)
+	}
+	if got, want := c.growthNote(first, "n1"), "of VM 100 (w0);"; !strings.Contains(got, want) {
+		t.Errorf("the note of w0's figures, after w2 grew, is %q, want it to name only %q, as its figures count", got, want)
+	}
+	if got := c.growthNote(second, "n2"); got != "" {
+		t.Errorf("nothing grew on n2, yet its note is %q", got)
 	}
 	if g := snap.Guests[0]; g.MaxMem != 16<<30 {
 		t.Errorf("the caller's snapshot changed: guest 100 has %d bytes", g.MaxMem)

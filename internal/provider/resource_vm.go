@@ -229,8 +229,11 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 			stays = "Placement is sticky, but " + breaks + ": PVE's HA manager moves a VM that breaks an HA rule to a node the rules " +
 				"allow (when there is one), so this VM or its peer leaves once the rule is written. Pin the nodes to choose where they go."
 		}
-		resp.Diagnostics.AddWarning("VM "+state.ID.ValueString()+" no longer fits its node under the current scheduling rules",
-			fmt.Sprintf("%s on %s: %s. %s", state.Name.ValueString(), current, strings.Join(reasons, "; "), stays))
+		detail := fmt.Sprintf("%s on %s: %s. %s", state.Name.ValueString(), current, strings.Join(reasons, "; "), stays)
+		if note := r.data.changes.growthNote(snap, current); note != "" {
+			detail += " " + note
+		}
+		resp.Diagnostics.AddWarning("VM "+state.ID.ValueString()+" no longer fits its node under the current scheduling rules", detail)
 	}
 }
 
