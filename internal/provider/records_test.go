@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -475,4 +476,42 @@ import {
   id = "4000"
 }`, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionNoop)}}},
 	)
+}
+
+// A clone does not inherit its template's placement record, nor its mark: a VM converted to a
+// template keeps the Notes it had, and each clone of it then carried the template's policy as
+// its own (and, without tags of its own, the mark that makes every other configuration read
+// it). The template's own notes stay; a clone with a policy gets its own record below them.
+func TestAccVMCloneDropsTemplateRecord(t *testing.T) {
+	c := labCluster()
+	c.Guests[2].Tags = []string{"golden", "qemuscheduler-record"}
+	c.Guests[2].Config["description"] = "golden image\n\nqemu-scheduler/record: v1\nqemu-scheduler/vm-anti-affinity: tags=web\n"
+	env, sim := simEnv(t, c)
+	clone := func(name, policy string) string {
+		return fmt.Sprintf(`resource "qemuscheduler_vm" %q {
+  name = %q
+  clone {
+    source_vmid = 9000
+  }
+  %s
+}
+`, name, name, policy)
+	}
+	config := env.config(clone("plain", ""), clone("ruled", "node_selector = { \"node.qemu-scheduler/name\" = \"pve2\" }"))
+	notes := func(addr, description, tags string) resource.TestCheckFunc {
+		return func(s *terraform.State) error {
+			vmid, err := strconv.Atoi(s.RootModule().Resources[addr].Primary.Attributes["vmid"])
+			if err != nil {
+				return err
+			}
+			return guestExists(sim, vmid, expectConfig(map[string]string{"description": description, "tags": tags}))(s)
+		}
+	}
+	runSteps(t, resource.TestStep{Config: config, Check: resource.ComposeAggregateTestCheckFunc(
+		notes("qemuscheduler_vm.plain", "golden image", "golden"),
+		resource.TestCheckResourceAttr("qemuscheduler_vm.plain", "description", "golden image"),
+		notes("qemuscheduler_vm.ruled", "golden image\n\nqemu-scheduler/record: v1\nqemu-scheduler/node-selector: node.qemu-scheduler/name=pve2\n",
+			"golden;qemuscheduler-record"),
+		resource.TestCheckResourceAttr("qemuscheduler_vm.ruled", "description", "golden image"),
+	)})
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provision"
@@ -130,9 +131,15 @@ func (r *vmResource) configureNew(ctx context.Context, g *newGuest, p scheduler.
 		set := maps.Clone(g.config)
 		if tags, ok := set["tags"]; ok {
 			set["tags"] = markTags(tags, proxmox.PendingTag)
-		} else if g.record != nil {
-			// Tags not configured are the template's: keep them, with the record mark.
-			set["tags"] = g.marked(vm.Config["tags"])
+		} else {
+			// Tags not configured are the template's: keep them, with the record mark when
+			// this VM has a record, else without (the template's record is not the clone's).
+			set["tags"] = g.marked(normalizeTags(slices.DeleteFunc(tagFields(vm.Config["tags"]), func(t string) bool { return t == proxmox.RecordTag })))
+		}
+		if m.Description.IsUnknown() {
+			// Notes not configured are the template's, without the template's record.
+			user, _ := records.Split(vm.Config["description"])
+			set["description"] = records.Join(user, g.record)
 		}
 		m.addEFIDisk(vm.Config, set, p.Storage)
 		m.defaultFirmware(set, false)
