@@ -39,7 +39,10 @@ func TestAgentInterfaces(t *testing.T) {
 		t.Errorf("interfaces %+v", ifaces)
 	}
 	s.BreakAgent(103)
-	if _, err := c.WaitAgentInterfaces(ctx, "pve3", 103, 50*time.Millisecond); !errors.Is(err, proxmox.ErrAgentUnavailable) {
+	// A wait that outlasts a request on a loaded machine: one whose deadline strikes the first
+	// request ends with the context's error, not the agent's (as 100 ms did in the provider's
+	// TestReadAgent, under -race).
+	if _, err := c.WaitAgentInterfaces(ctx, "pve3", 103, time.Second); !errors.Is(err, proxmox.ErrAgentUnavailable) {
 		t.Errorf("broken agent: %v, want ErrAgentUnavailable", err)
 	}
 }
