@@ -221,7 +221,8 @@ func TestAccVMSummaryFollowsMove(t *testing.T) {
 // devices keep their computed values by slot, not by list position.
 func TestAccVMUpdateDevicesAndCloudInit(t *testing.T) {
 	env, sim := simEnv(t, labCluster())
-	const k1, k2 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 one@host", "ssh-rsa AAAAB3NzaC1yc2E= two@host"
+	// Real keys: PVE checks each with ssh-keygen.
+	const k1, k2 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAcyr9L4nbOd9V+cAwmeA/XJ/eXrELWwlsmSF4Xc50VY one@host", "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAgQDQGlUOrb3hnPS84A9epMeHaW8n44xYuaXqN/LA91k41VUEKLj3kwUUVnWHJIojh9vyE7ymXYnuBmoYtI+e2KnBAvKd+cZox5eAXvjEeFyNKMyLb4dNWp9rukizMohFr7luuSuIKZreVnJCc8TELC0ZdcnXAK1N3nWRX0QLYtJBEQ== two@host"
 	step1 := env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
   name     = "web-1"
   sockets  = 1
@@ -286,7 +287,7 @@ func TestAccVMUpdateDevicesAndCloudInit(t *testing.T) {
 				resource.TestMatchResourceAttr(vmAddr, "network.1.mac", regexp.MustCompile(`^BC:24:11:`)),
 				guestCheck(sim, func(g pvesim.GuestState) error {
 					if err := expectConfig(map[string]string{"name": "web-2", "sockets": "2", "cpu": "host", "agent": "1",
-						"sshkeys":   "ssh-ed25519%20AAAAC3NzaC1lZDI1NTE5%20one%40host%0Assh-rsa%20AAAAB3NzaC1yc2E%3D%20two%40host",
+						"sshkeys":   "ssh-ed25519%20AAAAC3NzaC1lZDI1NTE5AAAAIAcyr9L4nbOd9V%2BcAwmeA%2FXJ%2FeXrELWwlsmSF4Xc50VY%20one%40host%0Assh-rsa%20AAAAB3NzaC1yc2EAAAADAQABAAAAgQDQGlUOrb3hnPS84A9epMeHaW8n44xYuaXqN%2FLA91k41VUEKLj3kwUUVnWHJIojh9vyE7ymXYnuBmoYtI%2Be2KnBAvKd%2BcZox5eAXvjEeFyNKMyLb4dNWp9rukizMohFr7luuSuIKZreVnJCc8TELC0ZdcnXAK1N3nWRX0QLYtJBEQ%3D%3D%20two%40host",
 						"ipconfig0": "ip=10.0.0.5/24,gw=10.0.0.1", "ipconfig1": "ip=dhcp", "searchdomain": "b.example.com",
 						"scsi1": "local-lvm:vm-101-disk-0,size=4G"})(g); err != nil {
 						return err
@@ -303,7 +304,7 @@ func TestAccVMUpdateDevicesAndCloudInit(t *testing.T) {
 			if err := absent("net0", "ipconfig1")(g); err != nil {
 				return err
 			}
-			return expectConfig(map[string]string{"net1": net1, "sshkeys": "ssh-rsa%20AAAAB3NzaC1yc2E%3D%20two%40host"})(g)
+			return expectConfig(map[string]string{"net1": net1, "sshkeys": "ssh-rsa%20AAAAB3NzaC1yc2EAAAADAQABAAAAgQDQGlUOrb3hnPS84A9epMeHaW8n44xYuaXqN%2FLA91k41VUEKLj3kwUUVnWHJIojh9vyE7ymXYnuBmoYtI%2Be2KnBAvKd%2BcZox5eAXvjEeFyNKMyLb4dNWp9rukizMohFr7luuSuIKZreVnJCc8TELC0ZdcnXAK1N3nWRX0QLYtJBEQ%3D%3D%20two%40host"})(g)
 		})},
 	)
 }

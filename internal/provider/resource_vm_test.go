@@ -71,7 +71,7 @@ func TestAccVMLifecycleFromScratch(t *testing.T) {
   }
   cloud_init {
     user      = "debian"
-    ssh_keys  = ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 user@host"]
+    ssh_keys  = ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl user@host"]
     ip_config = ["ip=dhcp"]
   }
   %s
@@ -91,7 +91,7 @@ func TestAccVMLifecycleFromScratch(t *testing.T) {
 					return fmt.Errorf("status %s, want running", g.Status)
 				}
 				return expectConfig(map[string]string{"cores": "2", "memory": "2048", "tags": "prod;qemuscheduler-record;web", "scsi0": "ceph:vm-500-disk-0,size=10G",
-					"ciuser": "debian", "sshkeys": "ssh-ed25519%20AAAAC3NzaC1lZDI1NTE5%20user%40host", "ipconfig0": "ip=dhcp", "ide2": "ceph:vm-500-cloudinit,media=cdrom"})(g)
+					"ciuser": "debian", "sshkeys": "ssh-ed25519%20AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl%20user%40host", "ipconfig0": "ip=dhcp", "ide2": "ceph:vm-500-cloudinit,media=cdrom"})(g)
 			}),
 		)},
 		// Update in place: sizes, tags, description, a bigger disk, a stopped VM.

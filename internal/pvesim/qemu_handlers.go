@@ -180,6 +180,12 @@ func (s *Server) prepareConfig(w http.ResponseWriter, g *guest, user string, raw
 		writeParamError(w, problems)
 		return change{}, false
 	}
+	if k, given := set["sshkeys"]; given {
+		if msg := sshKeysProblem(k, s.pveVersion()); msg != "" {
+			writeError(w, http.StatusInternalServerError, msg)
+			return change{}, false
+		}
+	}
 	// $check_vm_modify_config_perm: the keys to delete, then the keys to set.
 	if msg := rootOnly(user, append(slices.Clone(del), sortedKeys(set)...), s.pveVersion()); msg != "" {
 		writeError(w, http.StatusInternalServerError, msg)
