@@ -329,6 +329,9 @@ func TestAccChangeSetGrowthInPlace(t *testing.T) {
 		return resource.ComposeTestCheckFunc(
 			log.has("no longer fits its node", "MemoryOvercommit: (57344+57344)/65536 MiB = 1.75 > 1", "on pve1"),
 			log.has("no longer fits its node", "MemoryOvercommit: (57344+57344)/65536 MiB = 1.75 > 1", "on pve2"),
+			// Each warning names the growth its figures count: both VMs of its node.
+			log.has("on pve1", "The figures count the growth this plan has planned so far on pve1, of VMs", "(worker-0)", "(worker-2)"),
+			log.lacks("so far on pve1, of VM "),
 			// Planned in parallel, no VM's warning gives the figure before its peer's growth
 			// ((16+56)/64 = 1.125 warned too, once).
 			log.lacks("(16384+57344)"))
