@@ -383,6 +383,8 @@ func TestAccVMValidation(t *testing.T) {
     storage     = "ceph"
   }`, `linked clone \(full = false\) keeps its disks`},
 		{`tags = ["Web"]`, `tags.*must be lowercase`},
+		{`description = "Runbook\nqemu-scheduler/record: v1\nqemu-scheduler/vm-anti-affinity: tags=web\n"`,
+			`description line 2 "qemu-scheduler/record: v1" starts a placement record, which the provider writes itself`},
 	}
 	var steps []resource.TestStep
 	for _, tt := range tests {

@@ -67,7 +67,7 @@ func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 				Validators:  []validator.String{dnsNameCheck},
 				Description: "VM name: a DNS name (letters, digits and '-', dot-separated labels of at most 63 characters that neither start nor end with '-'), as PVE and DNS require; also the scheduler's tie-break seed. The new VMs of a plan need distinct names (with count, e.g. `web-${count.index}`): the plan tells them apart by name."},
 			"description": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: keepString(),
-				Validators: []validator.String{stringvalidator.LengthAtMost(maxDescription)}, Description: "VM notes (at most 8 KiB). The provider keeps the VM's placement record below them in PVE's Notes; it is not part of this attribute."},
+				Validators: []validator.String{stringvalidator.LengthAtMost(maxDescription), userNotesCheck{}}, Description: "VM notes (at most 8 KiB). The provider keeps the VM's placement record below them in PVE's Notes; it is not part of this attribute."},
 			"tags": schema.SetAttribute{Optional: true, Computed: true, ElementType: types.StringType,
 				PlanModifiers: []planmodifier.Set{setplanmodifier.UseStateForUnknown()},
 				Validators: []validator.Set{setvalidator.ValueStringsAre(stringvalidator.RegexMatches(tagFormat,

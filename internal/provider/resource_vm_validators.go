@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/records"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
@@ -251,6 +252,36 @@ func checkNodeCPUs(snap scheduler.Snapshot, current string, vcpus int, plan, sta
 					"(pin node). %s", plan.Cores.ValueInt64(), plan.Sockets.ValueInt64(), vcpus, n.Name, n.MaxCPU, n.MaxCPU, n.MaxCPU, destroyAnyway))
 		}
 	}
+}
+
+// userNotesCheck refuses a description holding a placement record header: the provider writes the
+// record below the description from the VM's policy and reads the description back without
+// it, so the apply would find the description cut short (an inconsistent result).
+type userNotesCheck struct{}
+
+var _ validator.String = userNotesCheck{}
+
+func (userNotesCheck) Description(context.Context) string {
+	return "must not hold a placement record (a line " + records.Header + ": ...)"
+}
+
+func (v userNotesCheck) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (userNotesCheck) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	notes := req.ConfigValue.ValueString()
+	_, section := records.Split(notes)
+	if section == "" {
+		return
+	}
+	header, _, _ := strings.Cut(section, "\n")
+	line := strings.Count(notes[:len(notes)-len(section)], "\n") + 1
+	resp.Diagnostics.AddAttributeError(req.Path, "Placement record in the description",
+		fmt.Sprintf("%s line %d %q starts a placement record, which the provider writes itself below the description, from the VM's "+
+			"profile, annotations, node_selector, node_affinity, toleration, vm_affinity, vm_anti_affinity and topology_spread. "+
+			"Remove that line and the record lines after it, and set the policy with those attributes.", req.Path, line, strings.TrimSpace(header)))
 }
 
 // plausibleMemoryMiB is the least memory a VM plausibly has: below it, a number was most likely
