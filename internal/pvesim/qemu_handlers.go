@@ -486,16 +486,44 @@ func (s *Server) handleConfigSet(async bool) http.HandlerFunc {
 				cfg[k] = v
 			}
 		}
-		del := strings.FieldsFunc(p["delete"], func(r rune) bool { return r == ',' || r == ';' || r == ' ' })
-		for _, k := range del {
-			if _, both := cfg[k]; both {
-				paramError(w, "delete", fmt.Sprintf("cannot set and delete '%s' at the same time", k))
+		splitList := func(v string) []string {
+			return strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ';' || r == ' ' || r == 0 })
+		}
+		del, revert := splitList(p["delete"]), splitList(p["revert"])
+		if len(cfg) == 0 && len(del) == 0 && len(revert) == 0 {
+			writeError(w, http.StatusInternalServerError, "no options specified")
+			return
+		}
+		// update_vm_api's checks of revert, then delete (the cdrom alias is ide2); a revert of a
+		// key also set is reported as delete's problem, as PVE does.
+		release := s.pveVersion()
+		for _, k := range revert {
+			_, both := cfg[k]
+			switch {
+			case !optionExists(k, release):
+				paramError(w, "revert", fmt.Sprintf("unknown option '%s'", k))
+				return
+			case both:
+				paramError(w, "delete", fmt.Sprintf("you can't use '-%s' and -revert %s' at the same time", k, k))
 				return
 			}
 		}
-		if len(cfg) == 0 && len(del) == 0 {
-			writeError(w, http.StatusInternalServerError, "no options specified")
-			return
+		for i, k := range del {
+			if k == "cdrom" {
+				k, del[i] = "ide2", "ide2"
+			}
+			_, both := cfg[k]
+			switch {
+			case both:
+				paramError(w, "delete", fmt.Sprintf("you can't use '-%s' and -delete %s' at the same time", k, k))
+				return
+			case contains(revert, k):
+				paramError(w, "revert", fmt.Sprintf("you can't use '-delete %s' and -revert %s' at the same time", k, k))
+				return
+			case !optionExists(k, release):
+				paramError(w, "delete", fmt.Sprintf("unknown option '%s'", k))
+				return
+			}
 		}
 		user := requestUser(r)
 		c, valid := s.prepareConfig(w, g, user, cfg, del)
@@ -509,6 +537,9 @@ func (s *Server) handleConfigSet(async bool) http.HandlerFunc {
 			}
 			if msg := deviceChange(user, g.view(), c.set, del); msg != "" {
 				return taskError("%s", msg)
+			}
+			for _, k := range revert {
+				delete(g.pending, k) // the current value stays, the pending change goes
 			}
 			stopped := g.status != "running"
 			if stopped {

@@ -140,3 +140,50 @@ func TestSchemaPerRelease(t *testing.T) {
 		t.Errorf("PVE 9 create with ha-managed: HA resource %v, want vm:150 requested stopped", res)
 	}
 }
+
+// qemu-server update_vm_api checks revert, then delete, before anything else of a config
+// write: options must exist in the release's schema ("unknown option"), a key cannot be set
+// and deleted or reverted, nor deleted and reverted, at once (a revert of a set key is
+// reported under delete, as PVE does); cdrom is ide2. A revert drops the key's pending change.
+func TestConfigDeleteAndRevert(t *testing.T) {
+	s, a := lab(t) // PVE 8
+	for _, tc := range []struct {
+		params       url.Values
+		param, want string
+	}{
+		{url.Values{"delete": {"nope"}}, "delete", "unknown option 'nope'"},
+		{url.Values{"delete": {"allow-ksm"}}, "delete", "unknown option 'allow-ksm'"}, // PVE 9's
+		{url.Values{"revert": {"nope"}}, "revert", "unknown option 'nope'"},
+		{url.Values{"name": {"x"}, "delete": {"name"}}, "delete", "you can't use '-name' and -delete name' at the same time"},
+		{url.Values{"name": {"x"}, "revert": {"name"}}, "delete", "you can't use '-name' and -revert name' at the same time"},
+		{url.Values{"delete": {"name"}, "revert": {"name"}}, "revert", "you can't use '-delete name' and -revert name' at the same time"},
+	} {
+		if r := a.form(http.MethodPut, "/nodes/pve1/qemu/100/config", tc.params); r.code != 400 || r.env.Errors[tc.param] != tc.want {
+			t.Errorf("config write %v = %s %s, want 400 %s: %s", tc.params, r.status, r.body, tc.param, tc.want)
+		}
+	}
+	// A running VM keeps a cores change pending; reverting it leaves the current value.
+	a.task(a.form(http.MethodPost, "/nodes/pve2/qemu/102/status/start", nil))
+	cores := s.MustGuest(t, 102).Config["cores"]
+	a.ok(a.form(http.MethodPut, "/nodes/pve2/qemu/102/config", url.Values{"cores": {"3"}}))
+	if pending := a.ok(a.get("/nodes/pve2/qemu/102/pending")).list(); !hasPending(pending, "cores") {
+		t.Fatalf("cores not pending on the running VM: %v", pending)
+	}
+	a.ok(a.form(http.MethodPut, "/nodes/pve2/qemu/102/config", url.Values{"revert": {"cores"}}))
+	if pending := a.ok(a.get("/nodes/pve2/qemu/102/pending")).list(); hasPending(pending, "cores") {
+		t.Errorf("cores still pending after the revert: %v", pending)
+	}
+	if got := s.MustGuest(t, 102).Config["cores"]; got != cores {
+		t.Errorf("cores after the revert = %q, want %q", got, cores)
+	}
+}
+
+// hasPending tells whether a pending listing has a pending value or deletion for key.
+func hasPending(rows []map[string]any, key string) bool {
+	for _, row := range rows {
+		if row["key"] == key && (row["pending"] != nil || row["delete"] != nil) {
+			return true
+		}
+	}
+	return false
+}

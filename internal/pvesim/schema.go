@@ -38,6 +38,12 @@ var (
 	pve9DriveKeys = []string{"ms-cert"}
 )
 
+// optionExists is qemu-server's option_exists on release v: a config key of its schema.
+func optionExists(key string, v versionInfo) bool {
+	_, known := keyProp(key)
+	return known && (v.major >= 9 || !pve9Keys.MatchString(key))
+}
+
 // checkConfig validates config keys and values as release v's schema does, property strings
 // key by key, and returns the values as they are stored: booleans as 0/1. problems maps each
 // bad key to PVE's message.
@@ -45,7 +51,7 @@ func checkConfig(set map[string]string, release versionInfo) (clean map[string]s
 	clean, problems = map[string]string{}, map[string]string{}
 	for k, v := range set {
 		p, known := keyProp(k)
-		if !known || release.major < 9 && pve9Keys.MatchString(k) {
+		if !known || !optionExists(k, release) {
 			problems[k] = "property is not defined in schema and the schema does not allow additional properties"
 			continue
 		}
