@@ -148,7 +148,7 @@ func TestSchemaPerRelease(t *testing.T) {
 func TestConfigDeleteAndRevert(t *testing.T) {
 	s, a := lab(t) // PVE 8
 	for _, tc := range []struct {
-		params       url.Values
+		params      url.Values
 		param, want string
 	}{
 		{url.Values{"delete": {"nope"}}, "delete", "unknown option 'nope'"},
