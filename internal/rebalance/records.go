@@ -22,7 +22,7 @@ func (p *planner) profileOf(g *scheduler.Guest) *scheduler.Profile {
 	}
 	prof, err := p.in.Profiles(name)
 	if err != nil {
-		p.plan.Warnings = append(p.plan.Warnings, fmt.Sprintf("VM %d (%s): its placement record names profile %q: %v; it is checked under the data source's profile",
+		p.plan.Warnings = append(p.plan.Warnings, fmt.Sprintf("VM %d (%s): its placement record names profile %q: %v; it is checked under the data source's profile.",
 			g.VMID, g.Name, name, err))
 		prof = p.in.Profile
 	}
