@@ -146,7 +146,8 @@ func (s *Server) handleStatusCurrent(w http.ResponseWriter, r *http.Request, g *
 	row["qmpstatus"] = g.status
 	if g.status == "running" {
 		// What QMP reports about the running process and its balloon.
-		row["running-machine"], row["running-qemu"] = "pc-i440fx-9.0+pve0", "9.0.2"
+		v := s.pveVersion()
+		row["running-machine"], row["running-qemu"] = v.runningMachine(g.config["machine"]), v.qemu
 		row["balloon"], row["freemem"] = g.memoryBytes(), g.memoryBytes()/2
 	}
 	if agentEnabled(g.view()["agent"]) {
@@ -425,7 +426,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	// PVE gives every new VM a SMBIOS uuid, a generation id and creation metadata.
 	defaults := map[string]string{"smbios1": "uuid=" + randomUUID(s.rng), "vmgenid": randomUUID(s.rng),
-		"meta": fmt.Sprintf("creation-qemu=9.0.2,ctime=%d", time.Now().Unix())}
+		"meta": fmt.Sprintf("creation-qemu=%s,ctime=%d", s.pveVersion().qemu, time.Now().Unix())}
 	for k, v := range defaults {
 		if _, given := c.set[k]; !given {
 			c.set[k] = v
