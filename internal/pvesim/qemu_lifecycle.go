@@ -518,8 +518,10 @@ func (s *Server) handleClone(w http.ResponseWriter, r *http.Request, src *guest)
 			if !isVolume || !clonedVolume.MatchString(vol.name) {
 				break
 			}
+			// clone_disk copies each disk, and the cloud-init drive (never a cd-rom to clone_vm),
+			// to the storage asked for, else to its own.
 			stName := vol.storage
-			if p["storage"] != "" && full && !isCDROM(v) {
+			if p["storage"] != "" && full && (!isCDROM(v) || strings.HasSuffix(vol.name, "-cloudinit")) {
 				stName = p["storage"]
 			}
 			name := clonedVolume.ReplaceAllString(vol.name, fmt.Sprintf("vm-%d-$2", newid))

@@ -458,9 +458,11 @@ func TestClone(t *testing.T) {
 					t.Errorf("name %q", cfg["name"])
 				}
 			}},
+		// clone_vm copies the cloud-init drive like a disk (drive_is_cdrom excludes it), to the
+		// storage asked for (clone_disk).
 		{"full clone to a storage", "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"302"}, "full": {"1"}, "storage": {"local-lvm"}}, "", "OK",
 			func(t *testing.T, cfg map[string]string) {
-				if cfg["scsi0"] != "local-lvm:vm-302-disk-0,size=8G" || cfg["ide2"] != "ceph:vm-302-cloudinit,media=cdrom" {
+				if cfg["scsi0"] != "local-lvm:vm-302-disk-0,size=8G" || cfg["ide2"] != "local-lvm:vm-302-cloudinit,media=cdrom" {
 					t.Errorf("config %v", cfg)
 				}
 			}},
