@@ -230,16 +230,19 @@ func syncRecord(old, want, have map[string]string) {
 
 // planRecordSync plans an update of an existing VM whose placement record in PVE is not the
 // one its policy gives: a profile's defaults changed (the record holds them), or an admin
-// removed or edited the record. Its configuration may not have changed, so the plan makes
+// removed or edited the record. Its configuration did not change the policy, so the plan makes
 // placement_summary unknown (the update keeps it) for Terraform to apply, and says why; the
 // update writes the record (syncRecord). The view has the guest's record already (one read
 // per marked guest and process). A marked guest whose record could not be used (unreadable,
 // another version, every line malformed) was warned about and is left alone, as is a guest
 // of an offline node.
-func planRecordSync(ctx context.Context, resp *resource.ModifyPlanResponse, m *vmModel, data *providerData, snap scheduler.Snapshot, vmid int) {
+func planRecordSync(ctx context.Context, resp *resource.ModifyPlanResponse, m, state *vmModel, data *providerData, snap scheduler.Snapshot, vmid int) {
 	want := m.recordWith(ctx, data, &resp.Diagnostics)
 	if want == nil {
 		return
+	}
+	if had := state.recordWith(ctx, data, &resp.Diagnostics); had == nil || !sameRecord(recorded(want), recorded(had)) {
+		return // the configuration changed the policy: that is the plan's diff, and the update writes the record
 	}
 	i := slices.IndexFunc(snap.Guests, func(g scheduler.Guest) bool { return g.VMID == vmid && !g.Assumed })
 	if i < 0 || !slices.ContainsFunc(snap.Nodes, func(n scheduler.Node) bool { return n.Name == snap.Guests[i].Node && n.Online }) {

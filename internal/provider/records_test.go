@@ -13,8 +13,10 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
@@ -402,18 +404,20 @@ func TestAccVMPlacementRecordTooLongWithProfileDefaults(t *testing.T) {
 // an empty plan (runSteps), so nothing is rewritten twice.
 func TestAccVMPlacementRecordFollowsProfile(t *testing.T) {
 	env, sim := simEnv(t, equalCluster())
-	config := func(vmids string) string {
+	configWith := func(vmids, policy string) string {
 		return env.providerBlock(fmt.Sprintf(`profile {
   name        = "tenant-a"
   annotations = { "vmid.qemu-scheduler/range" = %q }
-}`, vmids)) + `
+}`, vmids)) + fmt.Sprintf(`
 resource "qemuscheduler_vm" "web" {
   name        = "a-1"
   vmid        = 410
   profile     = "tenant-a"
   description = "tenant a"
-}`
+  %s
+}`, policy)
 	}
+	config := func(vmids string) string { return configWith(vmids, "") }
 	runSteps(t,
 		resource.TestStep{Config: config("400-499"), Check: recordIn(sim, "tenant a", "qemu-scheduler/annotation: vmid.qemu-scheduler/range=400-499")},
 		resource.TestStep{Config: config("410-419"), Check: recordIn(sim, "tenant a", "qemu-scheduler/annotation: vmid.qemu-scheduler/range=410-419")},
@@ -424,6 +428,12 @@ resource "qemuscheduler_vm" "web" {
 		resource.TestStep{PreConfig: func() {
 			env.setNotes(t, 410, "tenant a\n\nqemu-scheduler/record: v1\nqemu-scheduler/profile: tenant-a\nqemu-scheduler/annotation: vmid.qemu-scheduler/range=410-419\n", "")
 		}, Config: config("410-419"), Check: recordIn(sim, "tenant a", "qemu-scheduler/annotation: vmid.qemu-scheduler/range=410-419")},
+		// A change of the VM's own policy is the plan's diff: the summary stays known and no
+		// warning blames a profile or a hand edit.
+		resource.TestStep{Config: configWith("410-419", "vm_anti_affinity {\n    tags = [\"a\"]\n  }"),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("placement_summary"), knownvalue.StringRegexp(regexp.MustCompile(`^a-1: pve`)))}},
+			Check: recordIn(sim, "tenant a", "qemu-scheduler/vm-anti-affinity: tags=a topology_key=node")},
 	)
 }
 

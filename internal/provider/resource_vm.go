@@ -164,7 +164,7 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 	r.checkSnippets(ctx, &plan, &state, snap, &resp.Diagnostics)
 	r.data.checkReferencesNow(ctx, &plan, &state, creating, snap, &resp.Diagnostics)
 	if !creating {
-		planRecordSync(ctx, resp, &plan, r.data, snap, int(state.VMID.ValueInt64()))
+		planRecordSync(ctx, resp, &plan, &state, r.data, snap, int(state.VMID.ValueInt64()))
 	}
 	due := !creating && rulesDueIn(ctx, req.Private, &resp.Diagnostics)
 	breaks := r.planHARules(ctx, resp, &plan, &state, creating, due, snap, haPolicy{profile: profile, req: schedReq, name: plan.Name.ValueString()})
