@@ -423,6 +423,9 @@ func (r *vmResource) Update(ctx context.Context, req resource.UpdateRequest, res
 	plan.keepAddresses(state.agentModel)
 	r.readAgent(cleanupCtx, &plan, err == nil && !state.Started.ValueBool(), &resp.Diagnostics)
 	recordPin(ctx, &plan, req.Config, err == nil, resp.Private, &resp.Diagnostics)
+	if err == nil {
+		markImported(ctx, resp.Private, false, &resp.Diagnostics)
+	}
 	if err == nil && plan.HA != nil {
 		// The rules last, after the state is read: a rule the placement breaks makes the HA
 		// manager move the VM or a peer (the plan warned), which must not change the node
@@ -546,6 +549,7 @@ func (r *vmResource) ImportState(ctx context.Context, req resource.ImportStateRe
 	importRecord(ctx, &m, vm, r.data, &resp.Diagnostics)
 	r.readHA(ctx, &m, true, &resp.Diagnostics)
 	importPin(ctx, &m, node, resp.Private, &resp.Diagnostics)
+	markImported(ctx, resp.Private, true, &resp.Diagnostics)
 	r.readAgent(ctx, &m, false, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
 
@@ -343,6 +345,46 @@ func TestAccVMImportThenPlanIsEmpty(t *testing.T) {
 }`)
 	importPlansEmpty(t, env, map[string]string{"name": "legacy", "cores": "2", "memory": "1024", "tags": "old",
 		"description": "made by hand", "onboot": "1", "scsi0": "local-lvm:8", "net0": "virtio,bridge=vmbr0", "start": "1"}, cfg)
+}
+
+// A VM cloned from the template outside Terraform (or by a configuration whose state was
+// lost) is imported into a configuration with its clone block, as the docs' import example
+// does with the worker of examples/resources: PVE does not say what a VM was cloned from, so
+// the first apply after the import takes the clone block as it is, in place, instead of
+// destroying the VM to clone it anew. From then on a changed clone block replaces, as always.
+func TestAccVMImportClonedVMKeepsIt(t *testing.T) {
+	env, sim := simEnv(t, labCluster())
+	vm := func(source int) string {
+		return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
+  name = "web-1"
+  clone {
+    source_vmid = %d
+  }
+  disk {
+    slot = "scsi0"
+    size = 8
+  }
+  network {
+    slot = "net0"
+  }
+}`, source))
+	}
+	clone := func() {
+		must(t, simClient(t, env.sim).CloneVM(context.Background(), proxmox.CloneRequest{SourceVMID: 9000, NewID: 150, Target: "pve3", Name: "web-1", Full: true}))
+	}
+	runSteps(t,
+		resource.TestStep{PreConfig: clone, Config: vm(9000), ResourceName: vmAddr, ImportState: true, ImportStateId: "150", ImportStatePersist: true},
+		resource.TestStep{Config: vm(9000), ConfigPlanChecks: resource.ConfigPlanChecks{
+			PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate)},
+		}, Check: resource.ComposeAggregateTestCheckFunc(
+			resource.TestCheckResourceAttr(vmAddr, "vmid", "150"),
+			resource.TestCheckResourceAttr(vmAddr, "clone.source_vmid", "9000"),
+			guestCheck(sim, nil),
+		)},
+		resource.TestStep{Config: vm(9001), ConfigPlanChecks: resource.ConfigPlanChecks{
+			PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionDestroyBeforeCreate)},
+		}},
+	)
 }
 
 // importPlansEmpty creates VM 150 on pve3 by hand with config, imports it as pve3/150 under

@@ -31,8 +31,11 @@ type cloneModel struct {
 
 func cloneBlock() schema.Block {
 	return schema.SingleNestedBlock{
-		Description:   "Create by cloning a VM or template instead of from scratch. Changing it replaces the VM.",
-		PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+		Description: "Create by cloning a VM or template instead of from scratch. Changing it replaces the VM, except on the first apply " +
+			"after an import: PVE does not record what a VM was cloned from, so that apply takes the block as it is, in place.",
+		PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(replaceOnCloneChange,
+			"Changing the clone block replaces the VM, except on the first apply after an import.",
+			"Changing the `clone` block replaces the VM, except on the first apply after an import.")},
 		Attributes: map[string]schema.Attribute{
 			"source_vmid": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(scheduler.MinVMID, scheduler.MaxVMID)},
 				Description: "VMID of the template or VM to clone. Required in a clone block."},
@@ -43,6 +46,28 @@ func cloneBlock() schema.Block {
 				Description: "Target storage of a full clone; checked at plan like a disk's. Default: the scheduler's storage. To clone onto another node the source's disks must be on shared storage."},
 		},
 	}
+}
+
+// importedKey marks, in the private state, a VM imported and not applied since: its clone
+// block is unknown to PVE, so the configuration's is taken as it is.
+const importedKey = "imported"
+
+// replaceOnCloneChange replaces the VM when its clone block changes, unless the VM was
+// imported without one since the last apply: the configuration then names the source it was
+// cloned from (the docs' import example), which re-cloning would destroy the VM for.
+func replaceOnCloneChange(ctx context.Context, req planmodifier.ObjectRequest, resp *objectplanmodifier.RequiresReplaceIfFuncResponse) {
+	raw, diags := req.Private.GetKey(ctx, importedKey)
+	resp.Diagnostics.Append(diags...)
+	resp.RequiresReplace = !req.StateValue.IsNull() || len(raw) == 0
+}
+
+// markImported sets (or, on an apply, clears) the mark replaceOnCloneChange reads.
+func markImported(ctx context.Context, priv privateState, imported bool, diags *diag.Diagnostics) {
+	var value []byte
+	if imported {
+		value = []byte("true")
+	}
+	diags.Append(priv.SetKey(ctx, importedKey, value)...)
 }
 
 func (c *cloneModel) validate(diags *diag.Diagnostics) {
