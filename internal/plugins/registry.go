@@ -2,7 +2,14 @@
 // a plugin, write its file and add one line to Registry.
 package plugins
 
-import "github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
 
 // Registry lists every plugin in the order the pipeline runs them. Range comes before Regex,
 // so Range wins when both annotations are set.
@@ -41,4 +48,25 @@ var Registry = scheduler.Registry{
 // NewProfile builds a pipeline from the registry and a merged plugin config.
 func NewProfile(cfg scheduler.PluginConfig) (*scheduler.Profile, error) {
 	return scheduler.NewProfile(Registry, cfg)
+}
+
+// CheckAnnotation checks one scheduler annotation as a request's validation would: the key is
+// one a registered plugin reads, and the value is one it accepts.
+func CheckAnnotation(key, value string) error {
+	var keys []string
+	for _, a := range Registry.AnnotationKeys() {
+		keys = append(keys, a.Key)
+	}
+	if !slices.Contains(keys, key) {
+		return fmt.Errorf("unknown annotation %q; valid keys: %s", key, strings.Join(keys, ", "))
+	}
+	prof, err := NewProfile(scheduler.PluginConfig{})
+	if err == nil {
+		err = prof.ValidateRequest(&scheduler.Request{Cores: 1, Sockets: 1, MemoryMiB: 1, Annotations: map[string]string{key: value}})
+	}
+	var ie *scheduler.InputError
+	if errors.As(err, &ie) {
+		return fmt.Errorf("%s: %s", key, ie.Message)
+	}
+	return err
 }

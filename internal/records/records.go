@@ -332,10 +332,14 @@ func (r *Record) add(key, value string) error {
 		if !ok || strings.TrimSpace(k) == "" {
 			return fmt.Errorf("write key=value, e.g. vmid.qemu-scheduler/range=1000-1099")
 		}
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if err := plugins.CheckAnnotation(k, v); err != nil {
+			return err
+		}
 		if r.Annotations == nil {
 			r.Annotations = map[string]string{}
 		}
-		r.Annotations[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		r.Annotations[k] = v
 	case keySelector:
 		return r.addSelector(value)
 	case keyNodeAff:

@@ -130,21 +130,27 @@ func TestMalformedLinesAreSkippedWithWarnings(t *testing.T) {
 		"qemu-scheduler/topology-spred: tags=a\n" +
 		"qemu-scheduler/vm-affinity: tags=a colour=red\n" +
 		"qemu-scheduler/annotation: nokey\n" +
+		"qemu-scheduler/annotation: vmid.qemu-scheduler/rnage=1000-1099\n" +
+		"qemu-scheduler/annotation: node.qemu-scheduler/regex=(\n" +
+		"qemu-scheduler/annotation: vmid.qemu-scheduler/range=abc\n" +
+		"qemu-scheduler/annotation: vmid.qemu-scheduler/range=1000-1099\n" + // kept
 		"qemu-scheduler/node-selector: zone\n" +
 		"free text after the record\n"
 	_, r, warnings := Parse("cp1", notes)
-	if r == nil || len(r.VMAntiAffinity) != 1 || r.VMAntiAffinity[0].Weight != 0 {
-		t.Fatalf("the good line must count: %+v", r)
+	if r == nil || len(r.VMAntiAffinity) != 1 || r.VMAntiAffinity[0].Weight != 0 || len(r.Annotations) != 1 || r.Annotations["vmid.qemu-scheduler/range"] != "1000-1099" {
+		t.Fatalf("the good lines must count: %+v", r)
 	}
-	if len(warnings) != 9 {
-		t.Fatalf("want 9 warnings, got %d: %s", len(warnings), strings.Join(warnings, "\n"))
+	if len(warnings) != 12 {
+		t.Fatalf("want 12 warnings, got %d: %s", len(warnings), strings.Join(warnings, "\n"))
 	}
 	for _, w := range warnings {
 		if !strings.HasPrefix(w, "VM cp1, placement record line ") || !strings.HasSuffix(w, "the line is skipped") {
 			t.Errorf("warning does not name the VM and the line: %s", w)
 		}
 	}
-	for i, want := range []string{"weight must be 1..100", "operator", "", "tags is missing", `unknown key "topology-spred"`, `unknown field "colour"`, "key=value", "no value", "not a qemu-scheduler"} {
+	for i, want := range []string{"weight must be 1..100", "operator", "", "tags is missing", `unknown key "topology-spred"`, `unknown field "colour"`, "key=value",
+		`unknown annotation "vmid.qemu-scheduler/rnage"; valid keys: node.qemu-scheduler/regex, vmid.qemu-scheduler/range, vmid.qemu-scheduler/regex`,
+		`node.qemu-scheduler/regex: invalid regex "("`, `vmid.qemu-scheduler/range: `, "no value", "not a qemu-scheduler"} {
 		if !strings.Contains(warnings[i], want) {
 			t.Errorf("warning %d %q does not say %q", i, warnings[i], want)
 		}
