@@ -488,6 +488,9 @@ func (r *Record) addSpread(value string) error {
 	if c.WhenUnsatisfiable != doNotSchedule && c.WhenUnsatisfiable != scheduleAnyway {
 		return fmt.Errorf("when_unsatisfiable must be %s or %s, got %q", doNotSchedule, scheduleAnyway, c.WhenUnsatisfiable)
 	}
+	if c.MinDomains > 0 && c.WhenUnsatisfiable != doNotSchedule {
+		return fmt.Errorf("min_domains applies to when_unsatisfiable=%s only, as kube's minDomains", doNotSchedule)
+	}
 	if err := checkTopologyKey(c.TopologyKey); err != nil {
 		return err
 	}

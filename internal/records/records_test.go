@@ -127,6 +127,7 @@ func TestMalformedLinesAreSkippedWithWarnings(t *testing.T) {
 		"qemu-scheduler/node-affinity: key=zone operator=Near values=a\n" +
 		"qemu-scheduler/toleration: effect=NoSchedule\n" +
 		"qemu-scheduler/topology-spread: topology_key=zone\n" +
+		"qemu-scheduler/topology-spread: tags=a when_unsatisfiable=ScheduleAnyway min_domains=2\n" +
 		"qemu-scheduler/topology-spred: tags=a\n" +
 		"qemu-scheduler/vm-affinity: tags=a colour=red\n" +
 		"qemu-scheduler/annotation: nokey\n" +
@@ -140,15 +141,15 @@ func TestMalformedLinesAreSkippedWithWarnings(t *testing.T) {
 	if r == nil || len(r.VMAntiAffinity) != 1 || r.VMAntiAffinity[0].Weight != 0 || len(r.Annotations) != 1 || r.Annotations["vmid.qemu-scheduler/range"] != "1000-1099" {
 		t.Fatalf("the good lines must count: %+v", r)
 	}
-	if len(warnings) != 12 {
-		t.Fatalf("want 12 warnings, got %d: %s", len(warnings), strings.Join(warnings, "\n"))
+	if len(warnings) != 13 {
+		t.Fatalf("want 13 warnings, got %d: %s", len(warnings), strings.Join(warnings, "\n"))
 	}
 	for _, w := range warnings {
 		if !strings.HasPrefix(w, "VM cp1, placement record line ") || !strings.HasSuffix(w, "the line is skipped") {
 			t.Errorf("warning does not name the VM and the line: %s", w)
 		}
 	}
-	for i, want := range []string{"weight must be 1..100", "operator", "", "tags is missing", `unknown key "topology-spred"`, `unknown field "colour"`, "key=value",
+	for i, want := range []string{"weight must be 1..100", "operator", "", "tags is missing", "min_domains applies to when_unsatisfiable=DoNotSchedule only", `unknown key "topology-spred"`, `unknown field "colour"`, "key=value",
 		`unknown annotation "vmid.qemu-scheduler/rnage"; valid keys: node.qemu-scheduler/regex, vmid.qemu-scheduler/range, vmid.qemu-scheduler/regex`,
 		`node.qemu-scheduler/regex: invalid regex "("`, `vmid.qemu-scheduler/range: `, "no value", "not a qemu-scheduler"} {
 		if !strings.Contains(warnings[i], want) {
