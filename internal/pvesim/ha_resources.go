@@ -628,7 +628,7 @@ func (s *Server) haMigrate(res *haResource, target string, relocate bool) bool {
 		g.status = "stopped"
 	}
 	res.migrateTo, res.relocate = t.name, relocate
-	s.startMigration(nil, g, t, moves, func(ok bool) {
+	s.startMigration(nil, g, t, moves, true, func(ok bool) {
 		res.migrateTo, res.relocate = "", false
 		if restart {
 			s.lrmStart(res, g)

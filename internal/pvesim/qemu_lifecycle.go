@@ -328,15 +328,64 @@ func (s *Server) handleMigrate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	moves, msg := s.localDiskMoves(g, target, p["targetstorage"])
-	switch {
-	case (len(moves) > 0 || msg != "") && g.status == "running" && !boolParam(p["with-local-disks"]):
-		writeError(w, http.StatusInternalServerError, "can't live migrate attached local disks without with-local-disks option")
-		return
-	case msg != "":
+	if msg != "" {
 		writeError(w, http.StatusInternalServerError, msg)
 		return
 	}
-	writeData(w, s.startMigration(r, g, target, moves, nil))
+	writeData(w, s.startMigration(r, g, target, moves, boolParam(p["with-local-disks"]), nil))
+}
+
+// scanLocalVolumes is phase 1's scan of g's volumes on local storage (QemuMigrate.pm
+// scan_local_volumes), nil when the migration may go on: a local ISO ("local cdrom image";
+// the cloud-init drive is generated and moves), a base volume linked clones use, an attached
+// disk of a running VM without with-local-disks and a physical cd-rom drive are logged, and
+// the migration aborts; then a linked clone's volume on local storage aborts it. The caller
+// holds s.mu.
+func (s *Server) scanLocalVolumes(g *guest, withLocalDisks bool) *outcome {
+	volumeErrors, otherErrors := map[string]string{}, []string{}
+	var clone, base string
+	for _, k := range sortedKeys(g.config) {
+		v := g.config[k]
+		file, _, _ := strings.Cut(v, ",")
+		if !volumeKey.MatchString(k) || file == "none" {
+			continue
+		}
+		if file == "cdrom" {
+			otherErrors = append(otherErrors, "can't migrate local cdrom drive")
+			continue
+		}
+		vol, ok := parseVolume(v)
+		st := s.storageOf(g, vol.storage)
+		if !ok || st == nil || st.shared {
+			continue
+		}
+		volid := vol.storage + ":" + vol.name
+		switch {
+		case isCDROM(v) && !strings.HasSuffix(vol.name, "-cloudinit"):
+			volumeErrors[volid] = "local cdrom image"
+		case st.baseInUse(vol.name):
+			volumeErrors[volid] = "referenced by linked clone(s)"
+		case !isCDROM(v) && !strings.HasPrefix(k, "unused") && g.status == "running" && !withLocalDisks:
+			volumeErrors[volid] = "can't live migrate attached local disks without with-local-disks option"
+		case st.volumes[vol.name].base != "" && clone == "":
+			clone, base = volid, st.volumes[vol.name].base
+		}
+	}
+	aborted := func(err string, log ...string) *outcome {
+		log = append(log, "ERROR: migration aborted (duration 00:00:01): Problem found while scanning volumes - "+err)
+		return &outcome{err: "migration aborted", log: log}
+	}
+	if len(volumeErrors) > 0 || len(otherErrors) > 0 {
+		var log []string
+		for _, volid := range sortedKeys(volumeErrors) {
+			log = append(log, fmt.Sprintf("can't migrate local disk '%s': %s", volid, volumeErrors[volid]))
+		}
+		return aborted("can't migrate VM - check log", append(log, otherErrors...)...)
+	}
+	if clone != "" {
+		return aborted(fmt.Sprintf("can't migrate '%s' as it's a clone of '%s'", clone, base))
+	}
+	return nil
 }
 
 // localDiskMoves are the disks of g on local storage, which move with it to target: each
@@ -344,7 +393,16 @@ func (s *Server) handleMigrate(w http.ResponseWriter, r *http.Request) {
 // check_storage_availability). The caller holds s.mu.
 func (s *Server) localDiskMoves(g *guest, target *node, targetStorage string) ([]diskMove, string) {
 	var moves []diskMove
-	for _, v := range g.volumes() {
+	vols := g.volumes()
+	// The cloud-init drive is generated on the source and copied like a disk (its volume is
+	// not simulated, only its place in the config).
+	for _, k := range sortedKeys(g.config) {
+		if v, ok := parseVolume(g.config[k]); ok && volumeKey.MatchString(k) && strings.HasSuffix(v.name, "-cloudinit") {
+			v.key = k
+			vols = append(vols, v)
+		}
+	}
+	for _, v := range vols {
 		from := s.storageOf(g, v.storage)
 		if from == nil || from.shared {
 			continue
@@ -357,15 +415,17 @@ func (s *Server) localDiskMoves(g *guest, target *node, targetStorage string) ([
 		if msg != "" {
 			return moves, fmt.Sprintf("storage '%s' is not available on node '%s'", toName, target.name)
 		}
-		moves = append(moves, diskMove{from, to, v.key, v.name})
+		moves = append(moves, diskMove{from, to, v.key, v.name, strings.HasSuffix(v.name, "-cloudinit")})
 	}
 	return moves, ""
 }
 
-// diskMove is a disk on local storage that a migration copies to the target's storage.
+// diskMove is a disk on local storage that a migration copies to the target's storage;
+// generated for the cloud-init drive, whose volume the simulator does not keep.
 type diskMove struct {
-	from, to *storage
-	key, vol string
+	from, to  *storage
+	key, vol  string
+	generated bool
 }
 
 // startMigration runs qemu-server's migration of g to target (an HA move runs the same, from
@@ -373,7 +433,7 @@ type diskMove struct {
 // disks in moves are on the target's storage and g is on target. A target that failed while
 // the task ran fails it (targetFailed) and g stays on its source. done, when set, runs after
 // the task either way. The caller holds s.mu and has checked the request.
-func (s *Server) startMigration(r *http.Request, g *guest, target *node, moves []diskMove, done func(ok bool)) string {
+func (s *Server) startMigration(r *http.Request, g *guest, target *node, moves []diskMove, withLocalDisks bool, done func(ok bool)) string {
 	g.lock = "migrate"
 	source := g.node
 	// The worker's first step (prepare) tests the ssh connection to the target: a target down
@@ -388,19 +448,23 @@ func (s *Server) startMigration(r *http.Request, g *guest, target *node, moves [
 		}
 		for _, m := range moves {
 			// phase 1 sizes each local volume (volume_size_info) before copying any.
-			if _, held := m.from.volumes[m.vol]; !held {
+			if _, held := m.from.volumes[m.vol]; !held && !m.generated {
 				_, msg := m.from.volumeSize(m.vol)
 				return outcome{err: "migration aborted", log: []string{
 					fmt.Sprintf("can't migrate local disk '%s:%s': %s", m.from.name, m.vol, msg),
-					"ERROR: migration aborted (duration 00:00:01): can't migrate VM - check log",
+					"ERROR: migration aborted (duration 00:00:01): Problem found while scanning volumes - can't migrate VM - check log",
 				}}
 			}
 		}
+		if o := s.scanLocalVolumes(g, withLocalDisks); o != nil {
+			return *o
+		}
 		for _, m := range moves {
-			// The copy on the target is a full volume, even of a linked clone's disk.
-			size := m.from.volumes[m.vol].size
-			m.from.free(m.vol)
-			m.to.alloc(m.vol, size)
+			if !m.generated {
+				size := m.from.volumes[m.vol].size
+				m.from.free(m.vol)
+				m.to.alloc(m.vol, size)
+			}
 			if m.to != m.from {
 				g.config[m.key] = m.to.name + strings.TrimPrefix(g.config[m.key], m.from.name)
 			}

@@ -385,8 +385,6 @@ func TestMigrate(t *testing.T) {
 		wantNode   string
 	}{
 		{"running without online", "/nodes/pve1/qemu/100/migrate", url.Values{"target": {"pve2"}}, "500 can't migrate running VM without --online", ""},
-		{"local disks live", "/nodes/pve1/qemu/100/migrate", url.Values{"target": {"pve2"}, "online": {"1"}},
-			"500 can't live migrate attached local disks without with-local-disks option", ""},
 		{"to itself", "/nodes/pve1/qemu/100/migrate", url.Values{"target": {"pve1"}}, "400 Parameter verification failed.", ""},
 		{"to an unknown node", "/nodes/pve1/qemu/100/migrate", url.Values{"target": {"pve9"}}, "500 no such cluster node 'pve9'", ""},
 		{"live on shared storage", "/nodes/pve2/qemu/102/migrate", url.Values{"target": {"pve3"}, "online": {"1"}}, "", "pve3"},
@@ -743,5 +741,69 @@ func TestTaskList(t *testing.T) {
 	wantError(t, a.form(http.MethodGet, "/nodes/pve3/tasks", url.Values{"vmid": {"99"}}), 400, "Parameter verification failed.")
 	if rows := a.ok(a.get("/nodes/pve1/tasks")).list(); len(rows) != 0 {
 		t.Errorf("pve1's tasks: %v", rows)
+	}
+}
+
+// qemu-server's migration scans the VM's volumes on local storage in its phase 1, inside the
+// qmigrate task (QemuMigrate.pm scan_local_volumes): a local ISO ("local cdrom image"), a
+// running VM's attached local disk without with-local-disks, and a base volume linked clones
+// use are logged per volume and abort the migration ("Problem found while scanning volumes -
+// can't migrate VM - check log"); a linked clone's volume on local storage aborts it too ("as
+// it's a clone of"). The cloud-init drive is generated and moves, to targetstorage if given.
+// The VM stays on its node, unlocked.
+func TestMigratePhase1Scan(t *testing.T) {
+	c, err := pvesim.ParseCluster([]byte(`
+nodes:
+  - {name: pve1, cpus: 8, memory_gib: 32}
+  - {name: pve2, cpus: 8, memory_gib: 32}
+storages:
+  - {name: local, type: dir, content: [iso, images], size_gib: 100}
+  - {name: local-lvm, type: lvmthin, content: [images], size_gib: 100}
+  - {name: fast, type: lvmthin, content: [images], nodes: [pve2], size_gib: 100}
+guests:
+  - {vmid: 100, node: pve1, name: a, status: running, config: {scsi0: "local-lvm:vm-100-disk-0,size=4G"}}
+  - {vmid: 101, node: pve1, name: b, config: {scsi0: "local-lvm:vm-101-disk-0,size=4G", ide2: "local:iso/x.iso,media=cdrom"}}
+  - {vmid: 102, node: pve1, name: c, config: {scsi0: "local-lvm:vm-102-disk-0,size=4G", ide2: "local-lvm:vm-102-cloudinit,media=cdrom"}}
+  - {vmid: 9000, node: pve1, name: t, template: true, config: {scsi0: "local-lvm:base-9000-disk-0,size=4G"}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := pvesim.NewTestServer(t, c)
+	a := newAPI(t, s)
+	if exit := a.task(a.form(http.MethodPost, "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"200"}})); exit != "OK" {
+		t.Fatalf("linked clone: %s", exit)
+	}
+	const scan = "ERROR: migration aborted (duration 00:00:01): Problem found while scanning volumes - "
+	for _, tc := range []struct {
+		vmid   string
+		params url.Values
+		log    []string
+	}{
+		{"100", url.Values{"online": {"1"}}, []string{"can't migrate local disk 'local-lvm:vm-100-disk-0': can't live migrate attached local disks without with-local-disks option", scan + "can't migrate VM - check log"}},
+		{"101", nil, []string{"can't migrate local disk 'local:iso/x.iso': local cdrom image", scan + "can't migrate VM - check log"}},
+		{"9000", nil, []string{"can't migrate local disk 'local-lvm:base-9000-disk-0': referenced by linked clone(s)", scan + "can't migrate VM - check log"}},
+		{"200", nil, []string{scan + "can't migrate 'local-lvm:vm-200-disk-0' as it's a clone of 'base-9000-disk-0'"}},
+	} {
+		params := url.Values{"target": {"pve2"}}
+		for k, v := range tc.params {
+			params[k] = v
+		}
+		upid := a.ok(a.form(http.MethodPost, "/nodes/pve1/qemu/"+tc.vmid+"/migrate", params)).str()
+		if exit := a.wait(upid)["exitstatus"]; exit != "migration aborted" {
+			t.Errorf("migrate %s: exit %v, want migration aborted", tc.vmid, exit)
+		}
+		if log := a.taskLog(upid); !strings.Contains(log, strings.Join(tc.log, "\n")) {
+			t.Errorf("migrate %s: log\n%s\nwant\n%s", tc.vmid, log, strings.Join(tc.log, "\n"))
+		}
+		if g := s.MustGuest(t, atoiT(tc.vmid)); g.Node != "pve1" || g.Lock != "" {
+			t.Errorf("VM %s after the aborted migration: node %s, lock %q", tc.vmid, g.Node, g.Lock)
+		}
+	}
+	if exit := a.task(a.form(http.MethodPost, "/nodes/pve1/qemu/102/migrate", url.Values{"target": {"pve2"}, "targetstorage": {"fast"}})); exit != "OK" {
+		t.Fatalf("migrate 102: %s", exit)
+	}
+	if cfg := s.MustGuest(t, 102).Config; cfg["scsi0"] != "fast:vm-102-disk-0,size=4G" || cfg["ide2"] != "fast:vm-102-cloudinit,media=cdrom" {
+		t.Errorf("VM 102 after migrating to fast: scsi0 %q, ide2 %q", cfg["scsi0"], cfg["ide2"])
 	}
 }
