@@ -317,9 +317,16 @@ func (s *Server) handleMigrate(w http.ResponseWriter, r *http.Request) {
 	case target.name == g.node:
 		paramError(w, "target", "target is local node.")
 		return
+	}
+	for _, k := range []string{"force", "migration_type", "migration_network"} {
+		if v := p[k]; v != "" && v != "0" && requestUser(r) != "root@pam" {
+			paramError(w, k, "Only root may use this option.")
+			return
+		}
+	}
 	// migrate_vm checks that the target is a cluster member, not that it is up: the task
 	// finds out (targetFailed).
-	case g.status == "running" && !boolParam(p["online"]):
+	if g.status == "running" && !boolParam(p["online"]) {
 		writeError(w, http.StatusInternalServerError, "can't migrate running VM without --online")
 		return
 	}

@@ -774,6 +774,10 @@ guests:
 	if exit := a.task(a.form(http.MethodPost, "/nodes/pve1/qemu/9000/clone", url.Values{"newid": {"200"}})); exit != "OK" {
 		t.Fatalf("linked clone: %s", exit)
 	}
+	// migrate_vm's force, migration_type and migration_network are root@pam's, not its tokens'.
+	if r := a.form(http.MethodPost, "/nodes/pve1/qemu/101/migrate", url.Values{"target": {"pve2"}, "force": {"1"}}); r.code != 400 || r.env.Errors["force"] != "Only root may use this option." {
+		t.Errorf("token migrate with force = %s %s", r.status, r.body)
+	}
 	const scan = "ERROR: migration aborted (duration 00:00:01): Problem found while scanning volumes - "
 	for _, tc := range []struct {
 		vmid   string
