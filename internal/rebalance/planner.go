@@ -258,15 +258,13 @@ func (p *planner) balance(u Utilization) error {
 		var refused []Kept // guests no node takes, reported if src stays above target
 		guests := p.runningOn(src)
 		for _, g := range guests {
-			if p.full() || p.movesBy[src] >= p.in.MaxMovesPerNode {
-				break
-			}
 			if s := usage(src); s.CPUPercent <= u.CPUTarget && s.MemoryPercent <= u.MemoryTarget {
 				break
 			}
 			req := p.request(g)
-			if over := p.overBudget(g, req); over != "" {
-				refused = append(refused, Kept{VMID: g.VMID, Name: g.Name, Node: g.Node, Reason: over})
+			// Past a cap the guests of a node left above target are reported (kept).
+			if limit := p.capped(g, req); limit != "" {
+				refused = append(refused, Kept{VMID: g.VMID, Name: g.Name, Node: g.Node, Reason: limit})
 				continue
 			}
 			accept := func(to string) string {

@@ -195,6 +195,35 @@ func TestLowNodeUtilization(t *testing.T) {
 	}
 }
 
+// The guests of a node still above target that a cap keeps from moving are reported in kept,
+// as the data source's docs promise, with the cap: otherwise a user sees a node left above
+// target and no reason.
+func TestLowNodeUtilizationKeptByCaps(t *testing.T) {
+	var guests []scheduler.Guest
+	for i := range 5 {
+		guests = append(guests, vm(100+i, "pve1", 3, 1, "web")) // 150% cpu
+	}
+	in := input(t, nodes("pve1", "pve2", "pve3", "pve4"), guests...)
+	in.LowNodeUtilization = &Utilization{CPUThreshold: 30, MemoryThreshold: 30, CPUTarget: 60, MemoryTarget: 60}
+	plan := mustPlan(t, in)
+	if got := moves(plan); len(got) != 2 {
+		t.Fatalf("moves %v, want two (max_moves_per_node 2)", got)
+	}
+	if len(plan.Kept) != 3 {
+		t.Fatalf("kept %+v, want the three guests over max_moves_per_node", plan.Kept)
+	}
+	for _, k := range plan.Kept {
+		if !strings.Contains(k.Reason, "LowNodeUtilization: pve1 stays above target (cpu 90%") || !strings.Contains(k.Reason, "max_moves_per_node reached for pve1") {
+			t.Fatalf("kept %+v: want the node's load and the cap", k)
+		}
+	}
+	in.MaxMoves = 1
+	plan = mustPlan(t, in)
+	if len(plan.Moves) != 1 || len(plan.Kept) != 4 || !strings.Contains(plan.Kept[0].Reason, "max_moves (1) reached") {
+		t.Fatalf("max_moves 1: plan %+v, want one move and four kept with the cap", plan)
+	}
+}
+
 // A running guest with a local disk moves only where its storage exists.
 func TestLocalDisksNeedTheirStorage(t *testing.T) {
 	ns := nodes("pve1", "pve2", "pve3")
