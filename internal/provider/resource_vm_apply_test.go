@@ -383,6 +383,7 @@ func TestAccVMValidation(t *testing.T) {
     storage     = "ceph"
   }`, `linked clone \(full = false\) keeps its disks`},
 		{`tags = ["Web"]`, `tags.*must be lowercase`},
+		{`tags = ["web", "qemuscheduler-record"]`, `tags: "qemuscheduler-record" is a mark the provider sets and removes itself`},
 		{`description = "Runbook\nqemu-scheduler/record: v1\nqemu-scheduler/vm-anti-affinity: tags=web\n"`,
 			`description line 2 "qemu-scheduler/record: v1" starts a placement record, which the provider writes itself`},
 	}

@@ -71,7 +71,7 @@ func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 			"tags": schema.SetAttribute{Optional: true, Computed: true, ElementType: types.StringType,
 				PlanModifiers: []planmodifier.Set{setplanmodifier.UseStateForUnknown()},
 				Validators: []validator.Set{setvalidator.ValueStringsAre(stringvalidator.RegexMatches(tagFormat,
-					"must be lowercase letters, digits and _ - + . (PVE lowercases tags; writing them lowercase avoids a perpetual diff)"))},
+					"must be lowercase letters, digits and _ - + . (PVE lowercases tags; writing them lowercase avoids a perpetual diff)"), userTagCheck{})},
 				Description: "Tags. PVE stores them lowercased and sorted; a set of lowercase tags reads back unchanged."},
 			"pool": schema.StringAttribute{Optional: true, PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
 				Validators:  []validator.String{stringvalidator.RegexMatches(poolID, "must be a pool name: letters, digits, '_', '-' and '.'")},

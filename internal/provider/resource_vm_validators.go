@@ -254,6 +254,28 @@ func checkNodeCPUs(snap scheduler.Snapshot, current string, vcpus int, plan, sta
 	}
 }
 
+// userTagCheck refuses the provider's own marks among a VM's tags: the provider sets and
+// removes them, and reads the tags back without them, so a configured mark would make the
+// apply's result inconsistent.
+type userTagCheck struct{}
+
+var _ validator.String = userTagCheck{}
+
+func (userTagCheck) Description(context.Context) string {
+	return "must not be one of the provider's own marks (" + proxmox.RecordTag + ", " + proxmox.ClaimTag + ", " + proxmox.PendingTag + ")"
+}
+
+func (v userTagCheck) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (userTagCheck) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() || !proxmox.IsMark(req.ConfigValue.ValueString()) {
+		return
+	}
+	resp.Diagnostics.AddAttributeError(req.Path, "Provider mark in tags",
+		fmt.Sprintf("tags: %q is a mark the provider sets and removes itself (the placement record's, a create's); remove it from tags.",
+			req.ConfigValue.ValueString()))
+}
+
 // userNotesCheck refuses a description holding a placement record header: the provider writes the
 // record below the description from the VM's policy and reads the description back without
 // it, so the apply would find the description cut short (an inconsistent result).
