@@ -494,7 +494,8 @@ func growsFrom(snap scheduler.Snapshot, vmid int, size plannedSize) bool {
 		return true
 	}
 	for _, g := range snap.Guests {
-		if g.VMID == vmid {
+		// A row without figures (its node offline: status unknown) says nothing of a growth.
+		if g.VMID == vmid && (g.CPUs > 0 || g.MaxMem > 0) {
 			return size.cpus > g.CPUs || size.memory > g.MaxMem || size.disk > g.DiskBytes
 		}
 	}
