@@ -180,7 +180,7 @@ func affinityTerm(ctx context.Context, a nodeAffinityModel, at path.Path, comple
 	own := !a.Key.IsNull() || !a.Operator.IsNull() || !a.Values.IsNull()
 	switch {
 	case len(a.NodeSelectorTerms) > 0 && (own || len(a.MatchExpressions) > 0):
-		diags.AddAttributeError(at, "Invalid node_affinity",
+		diags.AddAttributeError(at.AtName("node_selector_term"), "Invalid node_affinity",
 			"node_selector_term blocks give the terms of this node_affinity; move its key, operator, values and match_expressions into one of them")
 		return term, false
 	case len(a.NodeSelectorTerms) > 1 && term.Weight > 0:
@@ -188,7 +188,7 @@ func affinityTerm(ctx context.Context, a nodeAffinityModel, at path.Path, comple
 			"a preference (weight) takes one term, as kube's preferredDuringScheduling; write one node_affinity block per term")
 		return term, false
 	case len(a.NodeSelectorTerms) == 0 && !own && len(a.MatchExpressions) == 0:
-		diags.AddAttributeError(at, "Invalid node_affinity",
+		diags.AddAttributeError(at.AtName("key"), "Invalid node_affinity",
 			"a node_affinity needs an expression: key and operator (and values), match_expressions blocks or node_selector_term blocks")
 		return term, false
 	}
