@@ -71,6 +71,9 @@ type changeSet struct {
 	// plan Terraform refreshes each VM just before planning it, so a VM that grows waits for
 	// them (reading, planning).
 	refreshed map[int]bool
+	// reported are the set refusals this process has reported in full, by the VM explained
+	// and its explanation (addSetError).
+	reported map[string]bool
 	// hints keep the plan's placements for its apply (nil: none); planned is what the first
 	// create's decision found of them, and arrived the members decided since, whose room
 	// the plan no longer needs to hold.
@@ -115,7 +118,7 @@ type plannedSize struct {
 func newChangeSet(hints *planhints.Store, ledger *reservations.Ledger) *changeSet {
 	return &changeSet{ledger: ledger, members: map[string]*setMember{}, picks: map[string]scheduler.Reservation{}, sizes: map[int]plannedSize{},
 		hints: hints, arrived: map[string]bool{}, hintIDs: map[string]int{}, quietFor: planQuiet, batch: map[string]scheduler.Placement{},
-		refreshed: map[int]bool{}}
+		refreshed: map[int]bool{}, reported: map[string]bool{}}
 }
 
 // plan checks a new VM of the plan together with the other new VMs planned so far. It places
@@ -698,6 +701,29 @@ func noPlanHint(reduce string) string {
 		"them if they fit; else make room or reduce " + reduce + ", or terraform destroy -refresh=false and apply again keeping the plan's " +
 		"placements: set " + planhints.DirEnv + " to a directory kept with the plan file for both commands, or apply with -parallelism at least " +
 		"the number of new VMs."
+}
+
+// addSetError reports a new VM's refused plan (addPlanError), reduce saying what to place fewer
+// of. Every new VM the set refuses fails its plan with the set's explanation, and Terraform
+// shows each: the first is reported in full, the others point at it (count = 10 past what
+// fits showed seven copies of the same 40 lines).
+func (c *changeSet) addSetError(diags *diag.Diagnostics, err error, planned, reduce string) {
+	var ue *scheduler.UnschedulableError
+	var se *scheduler.SetError
+	if errors.As(err, &se) && errors.As(err, &ue) {
+		key := ue.Request + "\x00" + ue.Message
+		c.mu.Lock()
+		seen := c.reported[key]
+		c.reported[key] = true
+		c.mu.Unlock()
+		if seen {
+			diags.AddError("No placement for "+quoteOr(ue.Request, "the VM"),
+				fmt.Sprintf("%q is placed together with the plan's other new VMs, all or nothing, and they do not all fit: another error of this "+
+					"plan, on another of them, explains why %q does not and what to do.", planned, ue.Request))
+			return
+		}
+	}
+	addPlanError(diags, err, planned, c.hint(reduce))
 }
 
 // hint is the line a refused placement ends with, reduce (reduceNewVMs, reduceNames) saying

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"strings"
 	"sync"
@@ -247,6 +248,35 @@ func TestChangeSetApplyWithoutThePlanSaysSo(t *testing.T) {
 	}
 	if h := apply.hint(reduceNewVMs); h != applyHint(reduceNewVMs) {
 		t.Errorf("an apply with its plan's placements ends a refusal %q, want %q", h, applyHint(reduceNewVMs))
+	}
+}
+
+// Every new VM a set refuses fails its plan with the set's explanation: the first is reported
+// in full, the others point at it, so a count far past what fits does not repeat 40 lines per
+// VM.
+func TestChangeSetRefusalReportedOnce(t *testing.T) {
+	snap := scheduler.Snapshot{Nodes: []scheduler.Node{{Name: "n1", Online: true, MaxCPU: 16, MaxMem: 8 << 30,
+		Storages: []scheduler.Storage{{Name: "local-lvm", Content: []string{"images"}, Active: true, Total: 100 << 30}}}}}
+	c := newChangeSet(nil, nil)
+	c.quietFor = time.Millisecond
+	var err error
+	for _, n := range []string{"a", "b", "c"} {
+		if e := c.plan(context.Background(), snap, setMember{profile: registryProfile(t), req: scheduler.Request{Name: n, Cores: 1, Sockets: 1, MemoryMiB: 4096}}); e != nil {
+			err = e
+		}
+	}
+	if err == nil {
+		t.Fatal("three 4 GiB VMs on one 8 GiB node were not refused")
+	}
+	var full, short diag.Diagnostics
+	c.addSetError(&full, err, "b", reduceNewVMs)
+	c.addSetError(&short, err, "c", reduceNewVMs)
+	if len(full) != 1 || !strings.Contains(full[0].Detail(), "Per node:") || !strings.Contains(full[0].Detail(), destroyAnyway) {
+		t.Fatalf("the first refusal: %v, want the full explanation", full)
+	}
+	if len(short) != 1 || short[0].Summary() != full[0].Summary() || strings.Contains(short[0].Detail(), "Per node:") ||
+		!strings.Contains(short[0].Detail(), `"c" is placed together with the plan's other new VMs`) || !strings.Contains(short[0].Detail(), "another error of this plan") {
+		t.Errorf("the same refusal again: %v, want a short error on c pointing at the first", short)
 	}
 }
 

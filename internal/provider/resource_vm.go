@@ -188,7 +188,7 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 		}
 		if err != nil {
 			err = withNamesake(underProfile(err, plan.Profile), snap, schedReq, replaces)
-			addPlanError(&resp.Diagnostics, err, plan.Name.ValueString(), r.data.changes.hint(reduceNewVMs))
+			r.data.changes.addSetError(&resp.Diagnostics, err, plan.Name.ValueString(), reduceNewVMs)
 		}
 		return
 	}
