@@ -60,6 +60,12 @@ func (r *vmidRegex) automaton(expr string) (*digitDFA, error) {
 	if err != nil {
 		return nil, &scheduler.InputError{Attribute: "annotations", Key: scheduler.AnnotationVMIDRegex, Message: err.Error()}
 	}
+	// A regex no VMID can match is a mistake in the annotation, reported at validation: as a
+	// placement failure it read like a full range and asked to make room.
+	if _, ok := dfa.lowestFree(scheduler.IDSet{}); !ok {
+		return nil, &scheduler.InputError{Attribute: "annotations", Key: scheduler.AnnotationVMIDRegex,
+			Message: fmt.Sprintf("regex %q matches no VMID in %d-%d (decimal, without leading zeros)", expr, scheduler.MinVMID, scheduler.MaxVMID)}
+	}
 	r.cache.Store(expr, dfa)
 	return dfa, nil
 }

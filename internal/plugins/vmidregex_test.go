@@ -87,6 +87,10 @@ func TestRegexPluginErrors(t *testing.T) {
 		{expr: `(12`, want: `annotations["vmid.qemu-scheduler/regex"]: invalid regex "(12": error parsing regexp: missing closing ): ` + "`(12`", kind: &scheduler.InputError{}},
 		{expr: `\d{1001}`, want: `invalid regex "\\d{1001}": error parsing regexp: invalid repeat count`, kind: &scheduler.InputError{}},
 		{expr: `(\d*1\d{8}|\d*2\d{7}|\d*3\d{6}|\d*4\d{5}){3}`, want: `is too complex for the vmid search; simplify it`, kind: &scheduler.InputError{}},
+		// No VMID can ever match: a mistake in the annotation, not a full cluster.
+		{expr: `1[0-9]{9}`, want: `regex "1[0-9]{9}" matches no VMID in 100-999999999 (decimal, without leading zeros)`, kind: &scheduler.InputError{}},
+		{expr: `0[0-9]{3}`, want: `regex "0[0-9]{3}" matches no VMID in 100-999999999`, kind: &scheduler.InputError{}},
+		{expr: `[a-z]+`, want: `regex "[a-z]+" matches no VMID in 100-999999999`, kind: &scheduler.InputError{}},
 		{expr: `10[0-2]`, used: idRange(100, 102), want: `no free vmid in 100-999999999 matches regex "10[0-2]"`, kind: &scheduler.UnschedulableError{}},
 	}
 	for _, tt := range tests {
