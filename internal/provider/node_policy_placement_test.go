@@ -111,7 +111,7 @@ func TestAccPlacementNodePolicyErrors(t *testing.T) {
 		{"toleration key", "toleration {\n key = \"a b\"\n operator = \"Exists\"\n}", `Invalid toleration key[\s\S]*key "a b"`},
 		// Said on the block (its source line shows), not on the data source.
 		{"empty node_affinity", "node_affinity {}", `Invalid node_affinity[\s\S]*\d+:\s+node_affinity \{\}[\s\S]*a\s+node_affinity\s+needs\s+an\s+expression`},
-		{"key without operator", "node_affinity {\n key = \"gpu\"\n}", `Invalid node_affinity[\s\S]*an\s+expression\s+needs\s+both\s+key\s+and\s+operator`},
+		{"key without operator", "node_affinity {\n key = \"gpu\"\n}", `Invalid node_affinity[\s\S]*\d+:\s+node_affinity \{[\s\S]*an\s+expression\s+needs\s+both\s+key\s+and\s+operator`},
 		{"terms and an own expression", "node_affinity {\n key = \"gpu\"\n operator = \"Exists\"\n node_selector_term {\n match_expressions {\n key = \"zone\"\n operator = \"Exists\"\n }\n }\n}",
 			`Invalid node_affinity[\s\S]*\d+:\s+node_selector_term \{[\s\S]*node_selector_term\s+blocks\s+give\s+the\s+terms\s+of\s+this\s+node_affinity`},
 		{"a preference of two terms", "node_affinity {\n weight = 10\n node_selector_term {\n match_expressions {\n key = \"zone\"\n operator = \"Exists\"\n }\n }\n node_selector_term {\n match_expressions {\n key = \"gpu\"\n operator = \"Exists\"\n }\n }\n}",

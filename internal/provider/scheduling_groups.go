@@ -142,7 +142,9 @@ func (g groupSelectorModel) selector(ctx context.Context, at path.Path, diags *d
 	anyOf, ok2 := knownStrings(ctx, g.TagsAnyOf, diags)
 	noneOf, ok3 := knownStrings(ctx, g.TagsNoneOf, diags)
 	if g.Tags.IsNull() && g.TagsAnyOf.IsNull() && g.TagsNoneOf.IsNull() {
-		diags.AddAttributeError(at, "Missing group", "name the group with tags (carries all of them), tags_any_of (at least one) or tags_none_of (none)")
+		// On an attribute of the block, so that Terraform shows the block (a path ending at the
+		// block shows the whole resource).
+		diags.AddAttributeError(at.AtName("tags"), "Missing group", "name the group with tags (carries all of them), tags_any_of (at least one) or tags_none_of (none)")
 		return s, false
 	}
 	return scheduler.TagSelector{Tags: all, TagsAnyOf: anyOf, TagsNoneOf: noneOf}, ok1 && ok2 && ok3

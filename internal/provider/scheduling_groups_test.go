@@ -295,7 +295,7 @@ func TestAccVMGroupsValidation(t *testing.T) {
   }`, `Attribute topology_spread\[0\].when_unsatisfiable value must be one of`},
 		{`vm_affinity {
     topology_key = "zone"
-  }`, `Missing group[\s\S]*name the group with tags \(carries all of them\), tags_any_of \(at least one\) or\s+tags_none_of \(none\)`},
+  }`, `Missing group[\s\S]*\d+:\s+vm_affinity \{[\s\S]*name the group with tags \(carries all of them\), tags_any_of \(at least one\) or\s+tags_none_of \(none\)`},
 		{`vm_anti_affinity {
     tags_any_of = []
   }`, `Attribute vm_anti_affinity\[0\].tags_any_of list must contain at least 1 elements`},

@@ -188,6 +188,7 @@ func affinityTerm(ctx context.Context, a nodeAffinityModel, at path.Path, comple
 			"a preference (weight) takes one term, as kube's preferredDuringScheduling; write one node_affinity block per term")
 		return term, false
 	case len(a.NodeSelectorTerms) == 0 && !own && len(a.MatchExpressions) == 0:
+		// On an attribute of the block, so that Terraform shows the block.
 		diags.AddAttributeError(at.AtName("key"), "Invalid node_affinity",
 			"a node_affinity needs an expression: key and operator (and values), match_expressions blocks or node_selector_term blocks")
 		return term, false
@@ -228,8 +229,11 @@ func nodeExpressions(ctx context.Context, blocks []nodeExpressionModel, at path.
 // an error or when a value is known only after apply.
 func nodeExpression(ctx context.Context, b nodeExpressionModel, at path.Path, complete *bool, diags *diag.Diagnostics) (scheduler.NodeExpression, bool) {
 	if !known(b.Key) || !known(b.Operator) || b.Values.IsUnknown() {
-		if b.Key.IsNull() || b.Operator.IsNull() {
-			diags.AddAttributeError(at, "Invalid node_affinity", "an expression needs both key and operator")
+		if missing := "key"; b.Key.IsNull() || b.Operator.IsNull() {
+			if !b.Key.IsNull() {
+				missing = "operator"
+			}
+			diags.AddAttributeError(at.AtName(missing), "Invalid node_affinity", "an expression needs both key and operator")
 		} else {
 			*complete = false
 		}
