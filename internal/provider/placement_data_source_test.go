@@ -357,6 +357,14 @@ func TestAccProviderConnections(t *testing.T) {
 		{name: "malformed PROXMOX_VE_INSECURE", env: func(sim *pvesim.Server) map[string]string {
 			return map[string]string{"PROXMOX_VE_ENDPOINT": sim.URL(), "PROXMOX_VE_API_TOKEN": sim.APIToken(), "PROXMOX_VE_INSECURE": "yes"}
 		}, want: `PROXMOX_VE_INSECURE is "yes", not a boolean: set it to true or false`},
+		// A malformed value from the environment names its variable: the provider block the
+		// error points at does not hold it.
+		{name: "malformed PROXMOX_VE_API_TOKEN", env: func(sim *pvesim.Server) map[string]string {
+			return map[string]string{"PROXMOX_VE_ENDPOINT": sim.URL(), "PROXMOX_VE_API_TOKEN": "terraform@pve", "PROXMOX_VE_INSECURE": "true"}
+		}, want: `PROXMOX_VE_API_TOKEN: the API token must look like USER@REALM!TOKENID=SECRET`},
+		{name: "malformed PROXMOX_VE_ENDPOINT", env: func(sim *pvesim.Server) map[string]string {
+			return map[string]string{"PROXMOX_VE_ENDPOINT": strings.TrimPrefix(sim.URL(), "https://"), "PROXMOX_VE_API_TOKEN": sim.APIToken(), "PROXMOX_VE_INSECURE": "true"}
+		}, want: `PROXMOX_VE_ENDPOINT: endpoint "127.0.0.1:\d+" is not a URL like https://pve.example.com:8006`},
 		{name: "wrong token secret", provider: func(sim *pvesim.Server) string {
 			id, _, _ := strings.Cut(sim.APIToken(), "=")
 			return fmt.Sprintf("endpoint = %q\napi_token = %q\ninsecure = true", sim.URL(), id+"=wrong")

@@ -183,6 +183,26 @@ func (p *qemuProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 		CACertPEM: m.CACert.ValueString(),
 		UserAgent: "terraform-provider-qemuscheduler/" + p.version,
 	}
+	// Values from the environment are checked here, naming their variable: ValidateConfig sees
+	// only the provider block, which does not hold them.
+	for _, e := range []struct {
+		attr, env string
+		value     types.String
+		check     func(string) error
+	}{
+		{"endpoint", envEndpoint, m.Endpoint, func(v string) error { _, err := proxmox.NormalizeEndpoint(v); return err }},
+		{"api_token", envToken, m.APIToken, func(v string) error { _, _, err := proxmox.ParseAPIToken(v); return err }},
+	} {
+		if v := os.Getenv(e.env); e.value.IsNull() && v != "" {
+			if err := e.check(v); err != nil {
+				resp.Diagnostics.AddAttributeError(path.Root(e.attr), "Invalid "+e.env,
+					fmt.Sprintf("%s: %v. Fix the environment variable, or set %s in the provider block.", e.env, err, e.attr))
+			}
+		}
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
 	cfg.Insecure = m.Insecure.ValueBool()
 	if v := os.Getenv(envInsecure); m.Insecure.IsNull() && v != "" {
 		insecure, err := strconv.ParseBool(v)
