@@ -25,11 +25,17 @@ import (
 // they are decided together: Terraform reads them within milliseconds of each other.
 const burstWindow = 50 * time.Millisecond
 
-// planQuiet is how long a VM that grows, or a new VM the set refuses, waits for the plan's
-// other VMs (none planned for that long), so that its check sees the whole plan: Terraform
-// plans them within milliseconds of each other. A variable so that the package's tests, which
+// planQuiet is how long a VM that grows (a new VM the set refuses: refusedQuiet times it)
+// waits for the plan's other VMs (none planned for that long), so that its check sees the
+// whole plan: Terraform plans them within milliseconds of each other. A variable so that the package's tests, which
 // may run on a loaded machine, can give the plan's VMs more time.
 var planQuiet = 50 * time.Millisecond
+
+// refusedQuiet is how many times quietFor a refused new VM waits for the plan's others: its
+// plan fails anyway (or, at apply, only its own create), so it can wait longer than a growth
+// for a line that counts the whole set, however far apart a loaded machine spaces the plans;
+// at most firstBurstMax.
+const refusedQuiet = 5
 
 // firstBurstQuiet and firstBurstMax bound the wait of the apply's first creates: they wait
 // until no create has been planned for firstBurstQuiet, so that a slow walk (a loaded
@@ -134,8 +140,8 @@ func (c *changeSet) plan(ctx context.Context, snap scheduler.Snapshot, m setMemb
 	// Terraform plans the set's VMs within milliseconds of each other, in no fixed order, and a
 	// refusal depends on the set: a VM planned later may be what this one needs (the peer of a
 	// required vm_affinity), and the set's line counts them all. So a refused VM waits until
-	// none has arrived for quietFor, and the whole set is placed again.
-	c.quiet(ctx, c.quietFor, func() (time.Time, bool) { return c.lastArrival, false })
+	// none has arrived for refusedQuiet times quietFor, and the whole set is placed again.
+	c.quiet(ctx, refusedQuiet*c.quietFor, func() (time.Time, bool) { return c.lastArrival, false })
 	snap = c.withDecided(ctx, snap) // with the creates the apply decided while this VM waited
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -251,6 +251,37 @@ func TestChangeSetApplyWithoutThePlanSaysSo(t *testing.T) {
 	}
 }
 
+// A refused VM's plan fails anyway, so it waits longer for the plan's other new VMs than a VM
+// that fits: its line then counts the whole set, however far apart a loaded machine spaces
+// the plans. Two 4 GiB VMs fill the 8 GiB node; three more arrive 150 ms apart.
+func TestChangeSetRefusalCountsTheWholeSet(t *testing.T) {
+	snap := scheduler.Snapshot{Nodes: []scheduler.Node{{Name: "n1", Online: true, MaxCPU: 16, MaxMem: 8 << 30,
+		Storages: []scheduler.Storage{{Name: "local-lvm", Content: []string{"images"}, Active: true, Total: 100 << 30}}}}}
+	c := newChangeSet(nil, nil)
+	c.quietFor = 100 * time.Millisecond
+	vm := func(n string) setMember {
+		return setMember{profile: registryProfile(t), req: scheduler.Request{Name: n, Cores: 1, Sockets: 1, MemoryMiB: 4096}}
+	}
+	for _, n := range []string{"a", "b"} {
+		if err := c.plan(context.Background(), snap, vm(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	for i, n := range []string{"c", "d", "e"} {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = c.plan(context.Background(), snap, vm(n)) }()
+		time.Sleep(150 * time.Millisecond) // the next plan, as a loaded machine spaces them
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "only 2 of the plan's 5 new VMs can be placed together") {
+			t.Errorf("refusal %d: %v, want it to count the plan's 5 new VMs", i, err)
+		}
+	}
+}
+
 // Every new VM a set refuses fails its plan with the set's explanation: the first is reported
 // in full, the others point at it, so a count far past what fits does not repeat 40 lines per
 // VM.
