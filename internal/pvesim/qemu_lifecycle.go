@@ -185,14 +185,26 @@ func (s *Server) vmStart(g *guest) outcome {
 
 var resizeSize = regexp.MustCompile(`^\+?\d+(\.\d+)?[KMGT]?$`)
 
+// handleResize is PUT .../resize (resize_vm): only the parameters and skiplock are checked
+// before the resize task forks; the task loads the config and refuses there (checksum, lock,
+// a missing disk, a cd-rom, a smaller size), and leaves a disk of the asked size alone.
 func (s *Server) handleResize(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g, p := s.unlockedWithAllowed(w, r, "disk", "size", "digest", "skiplock")
-	if g == nil {
+	if !s.requireOnline(w, r) {
+		return
+	}
+	vmid, valid := parseVMID(r.PathValue("vmid"))
+	if !valid {
+		paramError(w, "vmid", "invalid format - value does not look like a valid VM ID")
+		return
+	}
+	p, ok := readAllowedParams(w, r, "disk", "size", "digest", "skiplock")
+	if !ok {
 		return
 	}
 	key, size := p["disk"], p["size"]
+	skiplock := boolParam(p["skiplock"])
 	switch {
 	case key == "":
 		paramError(w, "disk", "property is missing and it is not optional")
@@ -203,39 +215,42 @@ func (s *Server) handleResize(w http.ResponseWriter, r *http.Request) {
 	case !resizeSize.MatchString(size):
 		paramError(w, "size", "value does not match the regex pattern")
 		return
-	case p["digest"] != "" && p["digest"] != g.digest():
-		writeError(w, http.StatusInternalServerError, "checksum mismatch (file change by other user?)")
+	case skiplock && requestUser(r) != "root@pam":
+		paramError(w, "skiplock", "Only root may use this option.")
 		return
 	}
-	disk, exists := g.config[key]
-	switch {
-	case !exists || !volumeKey.MatchString(key):
-		writeError(w, http.StatusInternalServerError, fmt.Sprintf("disk '%s' does not exist", key))
-		return
-	case isCDROM(disk):
-		writeError(w, http.StatusInternalServerError, "you can't resize a cdrom")
-		return
-	}
-	current := sizeGiB(disk)
-	target := parseSize(strings.TrimPrefix(size, "+"))
-	if strings.HasPrefix(size, "+") {
-		target += current
-	}
-	if target < current {
-		writeError(w, http.StatusInternalServerError, "shrinking disks is not supported")
-		return
-	}
-	node := g.node
-	writeData(w, s.startTask(r, node, "resize", g.vmid, func() outcome {
-		if !s.stillThere(g, node) {
-			return missingConfig(node, g.vmid)
+	node := r.PathValue("node")
+	writeData(w, s.startTask(r, node, "resize", vmid, func() outcome {
+		g := s.guests[vmid]
+		if g == nil || g.node != node || g.typ != "qemu" {
+			return missingConfig(node, vmid)
 		}
-		value, exists := g.config[key]
-		if !exists {
+		disk, exists := g.config[key]
+		switch {
+		case g.clones > 0:
+			return taskError("can't lock file '/var/lock/qemu-server/lock-%d.conf' - got timeout", vmid)
+		case p["digest"] != "" && p["digest"] != g.digest():
+			return taskError("checksum mismatch (file change by other user?)")
+		case g.lock != "" && !skiplock:
+			return taskError("VM is locked (%s)", g.lock)
+		case !exists || !volumeKey.MatchString(key):
 			return taskError("disk '%s' does not exist", key)
+		case isCDROM(disk):
+			return taskError("you can't resize a cdrom")
 		}
-		g.config[key] = setDiskSize(value, target)
-		if vol, ok := parseVolume(value); ok {
+		current := sizeGiB(disk)
+		target := parseSize(strings.TrimPrefix(size, "+"))
+		if strings.HasPrefix(size, "+") {
+			target += current
+		}
+		switch {
+		case target < current:
+			return taskError("shrinking disks is not supported")
+		case target == current:
+			return taskOK()
+		}
+		g.config[key] = setDiskSize(disk, target)
+		if vol, ok := parseVolume(disk); ok {
 			if st := s.storageOf(g, vol.storage); st != nil {
 				// A linked clone's volume takes only the space it grew by.
 				old := st.volumes[vol.name]

@@ -234,20 +234,24 @@ func want(cfg map[string]string, key, value string) string {
 	return ""
 }
 
+// resize_vm checks its parameters and skiplock, then forks the resize task, which loads the
+// config and refuses there: a smaller size, a missing disk, a cd-rom, a VM that is not there;
+// the asked size of a disk already that big changes nothing.
 func TestResize(t *testing.T) {
 	s, a := lab(t)
 	path := "/nodes/pve3/qemu/103/resize"
 	tests := []struct {
 		disk, size string
-		wantStatus string
+		wantStatus string // a synchronous refusal
+		wantExit   string
 		wantSize   string
 	}{
-		{"scsi0", "+20G", "", "local-lvm:vm-103-disk-0,size=100G"},
-		{"scsi0", "120G", "", "local-lvm:vm-103-disk-0,size=120G"},
-		{"scsi0", "120G", "", "local-lvm:vm-103-disk-0,size=120G"},
-		{"scsi0", "100G", "500 shrinking disks is not supported", ""},
-		{"scsi0", "big", "400 Parameter verification failed.", ""},
-		{"scsi5", "+1G", "500 disk 'scsi5' does not exist", ""},
+		{"scsi0", "+20G", "", "OK", "local-lvm:vm-103-disk-0,size=100G"},
+		{"scsi0", "120G", "", "OK", "local-lvm:vm-103-disk-0,size=120G"},
+		{"scsi0", "120G", "", "OK", "local-lvm:vm-103-disk-0,size=120G"},
+		{"scsi0", "100G", "", "shrinking disks is not supported", "local-lvm:vm-103-disk-0,size=120G"},
+		{"scsi0", "big", "400 Parameter verification failed.", "", ""},
+		{"scsi5", "+1G", "", "disk 'scsi5' does not exist", ""},
 	}
 	before := storageUsed(t, a, "pve3", "local-lvm")
 	for _, tt := range tests {
@@ -261,6 +265,9 @@ func TestResize(t *testing.T) {
 		if upid := a.ok(r).str(); !strings.Contains(upid, ":resize:103:") {
 			t.Errorf("resize UPID %q: want task type resize", upid)
 		}
+		if exit := a.task(r); exit != tt.wantExit {
+			t.Errorf("resize %s %s: exit %q, want %q", tt.disk, tt.size, exit, tt.wantExit)
+		}
 		if g := s.MustGuest(t, 103); g.Config[tt.disk] != tt.wantSize {
 			t.Errorf("resize %s %s: disk %q, want %q", tt.disk, tt.size, g.Config[tt.disk], tt.wantSize)
 		}
@@ -269,8 +276,11 @@ func TestResize(t *testing.T) {
 		t.Errorf("storage grew by %v, want 40 GiB", grew)
 	}
 	a.task(a.form(http.MethodPost, "/nodes/pve3/qemu/103/config", url.Values{"ide2": {"none,media=cdrom"}}))
-	if r := a.form(http.MethodPut, path, url.Values{"disk": {"ide2"}, "size": {"+1G"}}); r.status != "500 you can't resize a cdrom" {
-		t.Errorf("resizing a cdrom: %s", r.status)
+	if exit := a.task(a.form(http.MethodPut, path, url.Values{"disk": {"ide2"}, "size": {"+1G"}})); exit != "you can't resize a cdrom" {
+		t.Errorf("resizing a cdrom: %s", exit)
+	}
+	if exit := a.task(a.form(http.MethodPut, "/nodes/pve3/qemu/999/resize", url.Values{"disk": {"scsi0"}, "size": {"+1G"}})); exit != "Configuration file 'nodes/pve3/qemu-server/999.conf' does not exist" {
+		t.Errorf("resizing a VM that is not there: %s", exit)
 	}
 }
 
