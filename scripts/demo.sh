@@ -45,7 +45,10 @@ if "$terraform_bin" -chdir="$work/demo" plan -input=false -no-color -var web_cou
   echo "the plan of four web servers was expected to fail" >&2
   exit 1
 fi
-sed -n '/Error: /,$p' "$work/refused.txt" | sed -n '1,/^Per node:/p;/^  pve/p' | head -20
+# The first error that explains (the other VMs a set refuses point at it), to its per-node lines.
+sed -n '/^Error: /,$p' "$work/refused.txt" |
+  awk '/^Error: /{n++} {blk[n] = blk[n] $0 "\n"} END {for (i = 1; i <= n; i++) if (blk[i] !~ /another error of this plan/) {printf "%s", blk[i]; exit}}' |
+  sed -n '1,/^Per node:/p;/^  pve/p' | head -20
 
 echo "== terraform apply"
 "$terraform_bin" -chdir="$work/demo" apply -auto-approve -input=false -compact-warnings
