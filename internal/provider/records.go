@@ -34,10 +34,24 @@ type guestRecords struct {
 
 	mu   sync.Mutex
 	byID map[int]*scheduler.Recorded // nil: read, none usable
+	// unread are the marked guests whose Notes could not be read (no VM.Audit, an error).
+	unread map[int]bool
 }
 
 func newGuestRecords(c *proxmox.Client, warn func(summary, detail string)) *guestRecords {
-	return &guestRecords{client: c, warn: warn, byID: map[int]*scheduler.Recorded{}}
+	return &guestRecords{client: c, warn: warn, byID: map[int]*scheduler.Recorded{}, unread: map[int]bool{}}
+}
+
+// readable tells whether the guest's Notes were read (or written) by this process, so that
+// a missing record is known missing.
+func (gr *guestRecords) readable(vmid int) bool {
+	if gr == nil {
+		return false
+	}
+	gr.mu.Lock()
+	defer gr.mu.Unlock()
+	_, read := gr.byID[vmid]
+	return read && !gr.unread[vmid]
 }
 
 // apply gives every marked guest of snap its record, reading those not read yet.
@@ -73,12 +87,12 @@ func (gr *guestRecords) apply(ctx context.Context, snap *scheduler.Snapshot) {
 			continue // gone or moved since the view was read: the next view has it
 		case errors.Is(err, proxmox.ErrForbidden):
 			forbidden = append(forbidden, who)
-			gr.byID[g.VMID] = nil
+			gr.byID[g.VMID], gr.unread[g.VMID] = nil, true
 			continue
 		case err != nil:
 			gr.warn("Placement record not read", fmt.Sprintf("VM %s carries the %s mark, but its Notes could not be read: %v. "+
 				"Its recorded policy does not count in this run.", who, proxmox.RecordTag, err))
-			gr.byID[g.VMID] = nil
+			gr.byID[g.VMID], gr.unread[g.VMID] = nil, true
 			continue
 		}
 		_, rec, warnings := records.Parse(who, notes[i])
@@ -112,6 +126,7 @@ func (gr *guestRecords) remember(vmid int, rec *records.Record) {
 	gr.mu.Lock()
 	defer gr.mu.Unlock()
 	gr.byID[vmid] = recorded(rec)
+	delete(gr.unread, vmid)
 }
 
 // forget drops a deleted VM's record: its VMID may come back as another guest.
@@ -122,6 +137,7 @@ func (gr *guestRecords) forget(vmid int) {
 	gr.mu.Lock()
 	defer gr.mu.Unlock()
 	delete(gr.byID, vmid)
+	delete(gr.unread, vmid)
 }
 
 func recorded(rec *records.Record) *scheduler.Recorded {
@@ -232,10 +248,10 @@ func syncRecord(old, want, have map[string]string) {
 // one its policy gives: a profile's defaults changed (the record holds them), or an admin
 // removed or edited the record. Its configuration did not change the policy, so the plan makes
 // placement_summary unknown (the update keeps it) for Terraform to apply, and says why; the
-// update writes the record (syncRecord). The view has the guest's record already (one read
-// per marked guest and process). A marked guest whose record could not be used (unreadable,
-// another version, every line malformed) was warned about and is left alone, as is a guest
-// of an offline node.
+// update writes the record (syncRecord): also over one of another version, or a marked VM's
+// Notes without one. The view has the guest's record already (one read per marked guest and
+// process). A marked guest whose Notes could not be read was warned about and is left alone,
+// as is a guest of an offline node.
 func planRecordSync(ctx context.Context, resp *resource.ModifyPlanResponse, m, state *vmModel, data *providerData, snap scheduler.Snapshot, vmid int) {
 	want := m.recordWith(ctx, data, &resp.Diagnostics)
 	if want == nil {
@@ -250,7 +266,10 @@ func planRecordSync(ctx context.Context, resp *resource.ModifyPlanResponse, m, s
 	}
 	g := &snap.Guests[i]
 	marked := slices.Contains(g.Tags, proxmox.RecordTag)
-	if marked && (g.Recorded == nil || sameRecord(recorded(want), g.Recorded)) {
+	switch {
+	case marked && g.Recorded == nil && !data.records.readable(vmid):
+		return // its Notes could not be read (warned): whether the record differs is unknown
+	case marked && g.Recorded != nil && sameRecord(recorded(want), g.Recorded):
 		return
 	}
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("placement_summary"), types.StringUnknown())...)

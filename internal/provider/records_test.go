@@ -428,6 +428,9 @@ resource "qemuscheduler_vm" "web" {
 		resource.TestStep{PreConfig: func() {
 			env.setNotes(t, 410, "tenant a\n\nqemu-scheduler/record: v1\nqemu-scheduler/profile: tenant-a\nqemu-scheduler/annotation: vmid.qemu-scheduler/range=410-419\n", "")
 		}, Config: config("410-419"), Check: recordIn(sim, "tenant a", "qemu-scheduler/annotation: vmid.qemu-scheduler/range=410-419")},
+		// The record removed, its mark left: the record comes back.
+		resource.TestStep{PreConfig: func() { env.setNotes(t, 410, "tenant a", "qemuscheduler-record") }, Config: config("410-419"),
+			Check: recordIn(sim, "tenant a", "qemu-scheduler/annotation: vmid.qemu-scheduler/range=410-419")},
 		// A change of the VM's own policy is the plan's diff: the summary stays known and no
 		// warning blames a profile or a hand edit.
 		resource.TestStep{Config: configWith("410-419", "vm_anti_affinity {\n    tags = [\"a\"]\n  }"),

@@ -52,6 +52,9 @@ func TestGuestRecordsReadOnce(t *testing.T) {
 	if n := sim.Requests(vmConfigReads); n != 2 {
 		t.Errorf("%d config reads for 3 snapshots, want 2 (the two marked guests, once each)", n)
 	}
+	if !data.records.readable(101) || !data.records.readable(102) || data.records.readable(103) {
+		t.Errorf("readable: 101 %v, 102 %v, 103 %v; want the two marked guests read, 103 not", data.records.readable(101), data.records.readable(102), data.records.readable(103))
+	}
 	// A VM this process deleted is forgotten: a guest taking its VMID is read anew.
 	data.records.forget(101)
 	if _, err := data.snapshotSince(context.Background(), time.Now()); err != nil {
@@ -87,6 +90,12 @@ func TestGuestRecordsForbiddenAndOffline(t *testing.T) {
 	}
 	if n := sim.Requests(vmConfigReads); n != 2 {
 		t.Errorf("%d config reads, want 2 (103's node is offline)", n)
+	}
+	// Unread Notes are not a missing record: a plan must not rewrite what it could not see.
+	for _, vmid := range []int{101, 102, 103} {
+		if data.records.readable(vmid) {
+			t.Errorf("VM %d's Notes count as read", vmid)
+		}
 	}
 }
 
