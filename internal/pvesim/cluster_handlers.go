@@ -28,6 +28,7 @@ func (s *Server) routes() {
 	h("PUT /pools/{poolid}", s.handlePoolUpdate)
 	h("GET /nodes", s.handleNodes)
 	h("GET /nodes/{node}/status", s.handleNodeStatus)
+	h("GET /nodes/{node}/version", s.handleNodeVersion)
 	h("GET /storage/{storage}", s.handleStorageConfig)
 	h("GET /nodes/{node}/storage", s.handleNodeStorages)
 	h("GET /nodes/{node}/storage/{storage}/content", s.handleStorageContent)

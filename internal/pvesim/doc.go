@@ -5,11 +5,16 @@
 //
 // What it models:
 //   - the release: PVE 8 (GET /version 8.2.4) for a cluster file without ha_rules, PVE 9
-//     (9.2.11) with them; both answer as pve-manager's API2.pm version and node status do;
+//     (9.2.11) with them; both answer as pve-manager's API2.pm version and node status and
+//     version do, with the release's kernel and QEMU; qemu-server's and pve-storage's schema
+//     and rules follow the release (PVE 8.2 has no import content, no amd-sev, virtiofsN...);
 //   - auth: API tokens (no CSRF) and tickets from POST /access/ticket (CSRF header on writes);
 //     401 "No ticket" or "authentication failure" with an empty body; one user, root@pam, and
 //     its token without privilege separation, which GET /access/users and /access/permissions
-//     report as they are: all-powerful (the Administrator role's privileges on every path);
+//     report as they are: all-powerful (the Administrator role's privileges on every path).
+//     What qemu-server leaves to root@pam itself (options outside its permission lists such
+//     as arch and args, real serial/USB/PCI devices, skiplock, migrate's force, file system
+//     paths) is refused to the token, whose user is root@pam!ID, as PVE refuses it;
 //   - routing: empty path segments are skipped (a trailing slash reaches the same handler), as
 //     pve-common's RESTHandler does;
 //   - errors: 500 and 501 with the message as the HTTP reason phrase and in the body, 400 with

@@ -35,13 +35,29 @@ func (s *Server) pveVersion() versionInfo {
 	return Cluster{HARules: s.haRules}.release()
 }
 
+// handleNodeVersion is GET /nodes/{node}/version (pve-manager API2/Nodes.pm version): the
+// node's version_info, which is the cluster's release.
+func (s *Server) handleNodeVersion(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.requireOnline(w, r) {
+		return
+	}
+	writeData(w, s.pveVersion().info())
+}
+
+// info is PVE::pvecfg::version_info: version, release and repoid.
+func (v versionInfo) info() map[string]any {
+	return map[string]any{"version": v.version, "release": v.release, "repoid": v.repoid}
+}
+
 // handleVersion answers as pve-manager's API2.pm version: version, release and repoid, plus
 // datacenter.cfg's console when set (the simulated datacenter.cfg does not set it).
 func (s *Server) handleVersion(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
 	v := s.pveVersion()
 	s.mu.Unlock()
-	writeData(w, map[string]any{"version": v.version, "release": v.release, "repoid": v.repoid})
+	writeData(w, v.info())
 }
 
 // runningMachine is the machine QMP reports for a VM started with the configured machine on

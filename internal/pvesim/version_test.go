@@ -51,6 +51,10 @@ func TestVersionPerRelease(t *testing.T) {
 			if !maps.Equal(got, want) {
 				t.Errorf("GET /version = %v, want %v", got, want)
 			}
+			// pve-manager API2/Nodes.pm version: the node's version_info, without console.
+			if nodeVersion := a.ok(a.get("/nodes/pve1/version")).obj(); !maps.Equal(nodeVersion, want) {
+				t.Errorf("GET /nodes/pve1/version = %v, want %v", nodeVersion, want)
+			}
 			status := a.ok(a.get("/nodes/pve1/status")).obj()
 			if pv := status["pveversion"]; pv != "pve-manager/"+tc.version+"/"+tc.repoid {
 				t.Errorf("pveversion = %v, want pve-manager/%s/%s", pv, tc.version, tc.repoid)
