@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -191,5 +192,28 @@ func (c *cliDir) destroyWithoutPlacement(sim *pvesim.Server, vms int) {
 	}
 	if state := strings.TrimSpace(c.mustRun("state", "list")); state != "" {
 		c.t.Errorf("after terraform destroy -refresh=false the state lists:\n%s", state)
+	}
+}
+
+// A create refused at its decision, after its plan passed (the only node fails as the create
+// reaches it, and the retry finds none), says what holds at apply, as a refusal of the create's
+// plan does; the VM is not created, and terraform destroy -refresh=false leaves nothing behind.
+func TestAccDestroyAfterCreateRefusedAtDecision(t *testing.T) {
+	env, sim := interceptedEnv(t, sizedCluster(1, 4, 16), onFirst(isCreate, func(sim *pvesim.Server, _ http.ResponseWriter, _ *http.Request) bool {
+		if err := sim.SetNodeOnline("pve1", false); err != nil {
+			t.Error(err)
+		}
+		return false
+	}))
+	t.Parallel()
+	cli := newCLIDir(t, env.providerBlock("")+`resource "qemuscheduler_vm" "web" { name = "web-1" }`)
+	out, err := cli.run("apply", "-auto-approve", "-input=false")
+	flat := strings.Join(strings.Fields(out), " ")
+	if err == nil || !strings.Contains(flat, `No placement for "web-1"`) || !strings.Contains(flat, applyHint(reduceNewVMs)) {
+		t.Fatalf("apply with the only node failing at the create: error %v, want the refusal with what holds at apply (%q); output:\n%s", err, applyHint(reduceNewVMs), out)
+	}
+	cli.mustRun("destroy", "-auto-approve", "-input=false", "-refresh=false")
+	if ids := sim.Guests(); len(ids) != 0 {
+		t.Errorf("after terraform destroy -refresh=false the cluster holds guests %v, want none", ids)
 	}
 }

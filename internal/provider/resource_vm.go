@@ -288,7 +288,9 @@ func (r *vmResource) Create(ctx context.Context, req resource.CreateRequest, res
 		if errors.As(err, &pe) {
 			resp.Diagnostics.AddError("Cannot read the Proxmox VE cluster", err.Error())
 		} else {
-			addSchedulerError(&resp.Diagnostics, underProfile(err, plan.Profile))
+			// Refused at its decision, after its plan passed: what holds at apply, as for a
+			// refusal of the create's plan.
+			addPlanError(&resp.Diagnostics, underProfile(err, plan.Profile), plan.Name.ValueString(), r.data.changes.hint(reduceNewVMs))
 		}
 		return
 	default:
