@@ -70,7 +70,8 @@ func (d *placementDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 			"full explanation. Feed `node` and `vmid` to any Proxmox resource. A VM that already exists with the requested " +
 			"name keeps its node and VMID (`existing = true`) while it still passes the hard filters, so the answer does " +
 			"not flap after the VM is created; once its node fails them, the VM is placed on another node with its own " +
-			"VMID (`existing = false`), so that the resource it feeds migrates it.",
+			"VMID (`existing = false`), so that the resource it feeds migrates it. A name several guests carry is placed as a new VM, with a " +
+			"warning naming them.",
 		Attributes: map[string]schema.Attribute{
 			"name": schema.StringAttribute{Optional: true, Validators: []validator.String{dnsNameCheck},
 				Description: "The VM's name, a DNS name as `qemuscheduler_vm` requires: seed of the tie-break and key of the sticky lookup. Exactly one of `name` and `names`."},
@@ -162,6 +163,7 @@ func (d *placementDataSource) Read(ctx context.Context, req datasource.ReadReque
 			return
 		}
 	}
+	warnSharedNames(snap, reqs, &resp.Diagnostics)
 	ctx = tflog.NewSubsystem(ctx, logSubsystem)
 	// Decided with the plan's other placement data sources: distinct VMIDs and capacity.
 	decision, err := d.data.changes.read(ctx, snap, profile, reqs)
@@ -172,6 +174,26 @@ func (d *placementDataSource) Read(ctx context.Context, req datasource.ReadReque
 	}
 	m.fill(ctx, decision, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// warnSharedNames warns of each requested name that several guests carry (templates aside):
+// the scheduler cannot tell them apart and keeps none in place, so the name is placed anew,
+// and a resource fed the answer would move or replace the VM it meant.
+func warnSharedNames(snap scheduler.Snapshot, reqs []scheduler.Request, diags *diag.Diagnostics) {
+	for _, r := range reqs {
+		var guests []string
+		for _, g := range snap.Guests {
+			if g.Name == r.Name && !g.Template {
+				guests = append(guests, fmt.Sprintf("%d (%s)", g.VMID, g.Node))
+			}
+		}
+		if len(guests) > 1 {
+			diags.AddWarning(fmt.Sprintf("Several guests are named %q", r.Name),
+				fmt.Sprintf("Guests %s all carry the name %q, so none of them can be taken for the VM this data source describes: %q is placed "+
+					"as a new VM (existing = false), and a resource fed its node and VMID would move or replace the VM it manages. "+
+					"Rename or remove the others in Proxmox VE so that one guest carries the name.", strings.Join(guests, ", "), r.Name, r.Name))
+		}
+	}
 }
 
 // requests builds one scheduler request per name.

@@ -514,3 +514,20 @@ func TestAccPlacementReasonNamesPlannedVMs(t *testing.T) {
 		},
 	})
 }
+
+// Two guests sharing the requested name cannot be told apart, so neither keeps its place: the
+// name is placed as a new VM (existing = false), and the plan says why, naming both guests;
+// silently, a bpg VM fed the new node and VMID would be replaced.
+func TestAccPlacementNameSharedByGuests(t *testing.T) {
+	cluster := labCluster()
+	cluster.Guests = append(cluster.Guests,
+		pvesim.GuestSpec{VMID: 150, Node: "pve2", Name: "web", Cores: 1, MemoryMiB: 512},
+		pvesim.GuestSpec{VMID: 151, Node: "pve3", Name: "web", Cores: 1, MemoryMiB: 512})
+	env := newAccEnv(t, cluster)
+	env.needsSim(t)
+	log := &warningLog{}
+	runLoggingWarnings(t, log, resource.TestStep{Config: env.config(placement(`name = "web"`)), Check: resource.ComposeAggregateTestCheckFunc(
+		resource.TestCheckResourceAttr(ds, "placements.0.existing", "false"),
+		log.has(`Several guests are named "web"`, "150 (pve2), 151 (pve3)", "existing = false"),
+	)})
+}
