@@ -8,9 +8,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -118,7 +120,12 @@ func runAdmin(args []string, stdout io.Writer) error {
 	switch {
 	case res.StatusCode == http.StatusOK:
 	case len(body.Errors) > 0:
-		return fmt.Errorf("%s: %v", message(body.Message), body.Errors)
+		// As pvesh prints them: the message, then one "param: message" line per parameter.
+		lines := []string{message(body.Message)}
+		for _, k := range slices.Sorted(maps.Keys(body.Errors)) {
+			lines = append(lines, fmt.Sprintf("%s: %v", k, body.Errors[k]))
+		}
+		return errors.New(strings.Join(lines, "\n"))
 	case body.Message != "":
 		return fmt.Errorf("%s", message(body.Message))
 	default:
