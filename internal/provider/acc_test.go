@@ -33,9 +33,12 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	os.Setenv(planhints.DirEnv, dir)
-	// Terraform plans a plan's VMs within milliseconds, but a loaded CI machine (OpenTofu being
-	// built beside the tests) can space them further apart than the default 50 ms.
+	// Terraform plans a plan's VMs, and reads its data sources, within milliseconds, but a
+	// loaded CI machine (OpenTofu being built beside the tests) can space them further apart
+	// than the default 50 ms: two placement data sources read further apart were decided in the
+	// order they came, not together in name order (TestAccChangeSetPicksFeedPinnedVMs, OpenTofu).
 	planQuiet = 250 * time.Millisecond
+	burstWindow = 250 * time.Millisecond
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
