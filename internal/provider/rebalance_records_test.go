@@ -102,7 +102,7 @@ data "qemuscheduler_rebalance" "r" {
 			resource.TestCheckResourceAttr(rb, "moves.0.to", "pve4"),
 			resource.TestCheckResourceAttr(rb, "kept.#", "1"),
 			resource.TestCheckResourceAttr(rb, "kept.0.vmid", "102"),
-			resource.TestMatchResourceAttr(rb, "kept.0.reason", wrapped(`max_moves_per_group \(1\) reached for the group tagged \[cp\]: 1 of its members already move in this plan`)),
+			resource.TestMatchResourceAttr(rb, "kept.0.reason", wrapped(`max_moves_per_group \(1\) reached for the group tagged \[cp\]: this plan already moves 1 of its members`)),
 		)},
 		resource.TestStep{Config: config("max_moves_per_group = 2"), Check: resource.ComposeAggregateTestCheckFunc(
 			resource.TestCheckResourceAttr(rb, "moves.#", "2"),

@@ -76,7 +76,7 @@ func (p *planner) overBudget(g *scheduler.Guest, req scheduler.Request) string {
 	}
 	for _, key := range budgetGroups(g, req) {
 		if n := p.groupMoves[key]; n >= p.in.MaxMovesPerGroup {
-			return fmt.Sprintf("max_moves_per_group (%d) reached for the group tagged %s: %d of its members already move in this plan",
+			return fmt.Sprintf("max_moves_per_group (%d) reached for the group tagged %s: this plan already moves %d of its members",
 				p.in.MaxMovesPerGroup, key, n)
 		}
 	}

@@ -71,7 +71,7 @@ func TestMaxMovesPerGroup(t *testing.T) {
 		t.Fatalf("moves %v, want vm101 only", got)
 	}
 	if len(plan.Kept) != 1 || plan.Kept[0].VMID != 102 ||
-		!strings.Contains(plan.Kept[0].Reason, "max_moves_per_group (1) reached for the group tagged [cp]: 1 of its members already move in this plan") {
+		!strings.Contains(plan.Kept[0].Reason, "max_moves_per_group (1) reached for the group tagged [cp]: this plan already moves 1 of its members") {
 		t.Fatalf("kept %+v, want vm102 with the budget named", plan.Kept)
 	}
 	in.MaxMovesPerGroup = 2
