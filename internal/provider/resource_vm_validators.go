@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/records"
@@ -214,6 +215,11 @@ func checkSSHKey(s string) error {
 	}
 	if _, err := base64.StdEncoding.DecodeString(fields[1]); err != nil {
 		return fmt.Errorf("the key part is not base64")
+	}
+	// PVE runs ssh-keygen -l on every key and refuses the apply with only "SSH public key
+	// validation error" (pve-common validate_ssh_public_keys); say which key at plan time.
+	if _, _, _, _, err := ssh.ParseAuthorizedKey([]byte(s)); err != nil {
+		return fmt.Errorf("is not a readable %s public key (%v): Proxmox VE refuses it; copy the whole line of the .pub file", fields[0], err)
 	}
 	return nil
 }

@@ -2,6 +2,8 @@ package provider
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"strings"
 	"testing"
 
@@ -9,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"golang.org/x/crypto/ssh"
 )
 
 func TestFormatChecks(t *testing.T) {
@@ -55,8 +58,10 @@ func TestFormatChecks(t *testing.T) {
 		{"trailing hyphen in a label", checkDNSName, "web-.lab", `label "web-" starts or ends with '-'`},
 		{"leading hyphen in a label", checkDNSName, "web.-lab", `label "-lab" starts or ends with '-'`},
 		{"ed25519 key", checkSSHKey, edKey, ""},
-		{"key without comment", checkSSHKey, "ssh-rsa AAAAB3NzaC1yc2E=", ""},
-		{"certificate", checkSSHKey, "ssh-ed25519-cert-v01@openssh.com AAAA", ""},
+		{"key without comment", checkSSHKey, strings.TrimSuffix(edKey, " admin@example.com"), ""},
+		{"certificate", checkSSHKey, sshCertificate(t), ""},
+		// ssh-keygen -l refuses it, and PVE with it the apply ("SSH public key validation error").
+		{"truncated key", checkSSHKey, "ssh-rsa AAAAB3NzaC1yc2E=", "is not a readable ssh-rsa public key"},
 		{"two keys in one element", checkSSHKey, edKey + "\n" + edKey, "give each key as its own list element"},
 		{"a key file's last newline", checkSSHKey, edKey + "\n", "trimspace(file("},
 		{"private key pasted", checkSSHKey, "-----BEGIN OPENSSH PRIVATE KEY-----", "private key"},
@@ -206,4 +211,30 @@ func TestBalloonMiB(t *testing.T) {
 			t.Errorf("balloon %d: diagnostics %v; want error %q", tt.mib, resp.Diagnostics, tt.fail)
 		}
 	}
+}
+
+// sshCertificate is an OpenSSH user certificate line for a new ed25519 key, signed by another.
+func sshCertificate(t *testing.T) string {
+	t.Helper()
+	pub, _, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, caKey, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := ssh.NewSignerFromKey(caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert := &ssh.Certificate{Key: key, CertType: ssh.UserCert, ValidPrincipals: []string{"admin"}, ValidBefore: ssh.CertTimeInfinity}
+	if err := cert.SignCert(rand.Reader, signer); err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(cert)))
 }

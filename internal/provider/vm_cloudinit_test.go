@@ -347,7 +347,7 @@ func TestAccVMCloudInitSnippetValidation(t *testing.T) {
 		resource.TestStep{Config: vm(`user = "debian"
     user_data = "cephfs:snippets/user.yaml"`), PlanOnly: true,
 			ExpectError: regexp.MustCompile(`(?s)Conflicting cloud-init settings.*cloud_init.user and\s+cloud_init.user_data cannot both be set`)},
-		resource.TestStep{Config: vm(`ssh_keys = ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 a@b"]
+		resource.TestStep{Config: vm(`ssh_keys = ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl a@b"]
     user_data = "cephfs:snippets/user.yaml"`), PlanOnly: true,
 			ExpectError: regexp.MustCompile(`(?s)cloud_init.ssh_keys and\s+cloud_init.user_data`)},
 		resource.TestStep{Config: vm(`user_data = "snippets/user.yaml"`), PlanOnly: true,
