@@ -478,3 +478,30 @@ func TestProfileIsSafeForConcurrentDecisions(t *testing.T) {
 		}
 	}
 }
+
+// An annotation whose plugin the config disables is ignored by the decision, and the profile
+// says so, naming the plugin: a user who wrote it expects it to hold.
+func TestIgnoredAnnotations(t *testing.T) {
+	off := false
+	prof, err := NewProfile(scheduler.PluginConfig{
+		Filters: map[string]scheduler.PluginSetting{NodeRegexName: {Enable: &off}},
+		VMIDs:   map[string]scheduler.PluginSetting{RegexName: {Enable: &off}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := scheduler.Request{Name: "a", Annotations: map[string]string{
+		scheduler.AnnotationNodeRegex: "pve3", scheduler.AnnotationVMIDRegex: "2[0-9]{3}", scheduler.AnnotationVMIDRange: "300-310"}}
+	got := prof.IgnoredAnnotations(&req)
+	want := map[string]string{scheduler.AnnotationNodeRegex: NodeRegexName, scheduler.AnnotationVMIDRegex: RegexName}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("ignored %v, want %v (the range's plugin is enabled)", got, want)
+	}
+	all, err := NewProfile(scheduler.PluginConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := all.IgnoredAnnotations(&req); len(got) != 0 {
+		t.Fatalf("default profile ignores %v, want nothing", got)
+	}
+}

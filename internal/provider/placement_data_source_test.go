@@ -531,3 +531,30 @@ func TestAccPlacementNameSharedByGuests(t *testing.T) {
 		log.has(`Several guests are named "web"`, "150 (pve2), 151 (pve3)", "existing = false"),
 	)})
 }
+
+// An annotation the plugin config leaves no plugin to read is ignored by the decision, and
+// both the data source and a new VM's plan warn on it, naming the disabled plugin.
+func TestAccAnnotationOfADisabledPlugin(t *testing.T) {
+	env := newAccEnv(t, labCluster())
+	env.needsSim(t)
+	provider := env.providerBlock(`plugin_config {
+  filter {
+    name   = "NodeRegex"
+    enable = false
+  }
+}`)
+	log := &warningLog{}
+	runLoggingWarnings(t, log, resource.TestStep{
+		Config: provider + placement(`name = "a"
+  annotations = { "node.qemu-scheduler/regex" = "pve3" }`) + `resource "qemuscheduler_vm" "web" {
+  name        = "web-1"
+  annotations = { "node.qemu-scheduler/regex" = "pve2" }
+}`,
+		PlanOnly: true, ExpectNonEmptyPlan: true,
+	})
+	for _, node := range []string{"pve3", "pve2"} { // the data source's, the VM's
+		if err := log.has(`Annotation ignored: node.qemu-scheduler/regex = "` + node + `" is ignored: the plugin config disables NodeRegex`)(nil); err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -155,6 +155,9 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 	if resp.Diagnostics.HasError() || !complete {
 		return
 	}
+	if creating {
+		warnIgnoredAnnotations(profile, &schedReq, &resp.Diagnostics)
+	}
 	snap, err := r.data.snapshot(ctx)
 	resp.Diagnostics.Append(r.data.nodes.warnings()...)
 	if err != nil {

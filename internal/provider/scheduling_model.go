@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -90,6 +91,18 @@ func (m *schedulingModel) validate(ctx context.Context, diags *diag.Diagnostics)
 	}
 	if err := profile.ValidateRequest(&req); err != nil {
 		addSchedulerError(diags, err)
+	}
+}
+
+// warnIgnoredAnnotations warns of each annotation of req that the profile ignores because the
+// plugin reading it is disabled: the decision holds without it, which the user who wrote it
+// does not expect.
+func warnIgnoredAnnotations(profile *scheduler.Profile, req *scheduler.Request, diags *diag.Diagnostics) {
+	ignored := profile.IgnoredAnnotations(req)
+	for _, key := range slices.Sorted(maps.Keys(ignored)) {
+		diags.AddAttributeWarning(path.Root("annotations").AtMapKey(key), "Annotation ignored",
+			fmt.Sprintf("%s = %q is ignored: the plugin config disables %s, the plugin that reads it. Enable %s, or remove the annotation.",
+				key, req.Annotations[key], ignored[key], ignored[key]))
 	}
 }
 

@@ -12,6 +12,8 @@ type Profile struct {
 	vmids   []VMIDPlugin
 	// validators are every enabled plugin that checks requests at plan time.
 	validators []RequestValidator
+	// disabled maps the annotation keys of the disabled plugins to their plugin's name.
+	disabled map[string]string
 	// byName is a set's profile per request name (SetProfile); nil for a plain profile.
 	byName map[string]*Profile
 }
@@ -53,6 +55,12 @@ func NewProfile(reg Registry, cfg PluginConfig) (*Profile, error) {
 				enabled = *setting.Enable
 			}
 			if !enabled {
+				for _, a := range spec.Annotations {
+					if p.disabled == nil {
+						p.disabled = map[string]string{}
+					}
+					p.disabled[a.Key] = spec.Name
+				}
 				continue
 			}
 			if err := p.add(sec.kind, plugin, setting); err != nil {
@@ -100,6 +108,18 @@ const (
 	maxVCPUs     = 1 << 20
 	maxMemoryMiB = 1 << 32
 )
+
+// IgnoredAnnotations maps each annotation of r that no enabled plugin reads to the disabled
+// plugin that would: the decision ignores it.
+func (p *Profile) IgnoredAnnotations(r *Request) map[string]string {
+	ignored := map[string]string{}
+	for key := range r.Annotations {
+		if plugin, ok := p.of(r).disabled[key]; ok {
+			ignored[key] = plugin
+		}
+	}
+	return ignored
+}
 
 // ValidateRequest checks a request without a snapshot: sizes, pins and every enabled plugin's
 // annotation. Errors are InputErrors naming the attribute.
