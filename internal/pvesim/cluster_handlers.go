@@ -73,6 +73,7 @@ func (s *Server) routes() {
 	h("POST /nodes/{node}/qemu/{vmid}/migrate", s.handleMigrate)
 	h("PUT /nodes/{node}/qemu/{vmid}/resize", s.handleResize)
 	h("POST /nodes/{node}/qemu/{vmid}/move_disk", s.handleMoveDisk)
+	h("POST /nodes/{node}/qemu/{vmid}/template", s.handleTemplate)
 	h("PUT /nodes/{node}/qemu/{vmid}/cloudinit", s.handleCloudInitUpdate)
 	h("DELETE /nodes/{node}/qemu/{vmid}", s.handleDelete)
 	h("GET /nodes/{node}/tasks", s.handleTaskList)

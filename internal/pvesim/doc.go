@@ -60,6 +60,7 @@
 //   - VM lifecycle as tasks with real UPIDs, run at once or after a set duration: create,
 //     clone (on the source node; full or linked; target node only from shared storage),
 //     config get/set with digest and locks, pending changes on running VMs, resize (grow only),
+//     conversion to a template (base volumes on storages with the template feature),
 //     start/stop/shutdown/reboot, migrate (disks on local storage move along; a target that is
 //     down when the worker runs, offline when asked or failing while the task is held, ends
 //     it "migration aborted", as does any failure of a stopped VM's migration; one failing
