@@ -295,7 +295,10 @@ func (s *Server) allocate(n *node, g *guest, key string, d map[string]string) (*
 		case "tpmstate0":
 			bytes = 4 << 20
 		}
-		name := g.nextVolume(st)
+		name, msg := g.newVolume(st)
+		if msg != "" {
+			return nil, msg
+		}
 		d["file"], d["size"] = m[1]+":"+name, formatBytes(bytes)
 		return &allocation{st, name, volumeSize{size: bytes, used: bytes}}, ""
 	}
@@ -413,6 +416,9 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g := &guest{vmid: vmid, node: n.name, typ: "qemu", status: "stopped", pool: p["pool"], config: map[string]string{}, hasStats: !s.statsLag}
+	if t, _ := parseBool(cfg["template"]); t {
+		g.config["template"] = "1" // create_disks makes the new disks base volumes
+	}
 	user := requestUser(r)
 	c, valid := s.prepareConfig(w, g, user, cfg, nil)
 	if !valid {

@@ -59,7 +59,10 @@ func (s *Server) importFrom(n *node, g *guest, key, user string, d map[string]st
 	if problem != nil {
 		return nil, problem
 	}
-	name := g.nextVolume(dest)
+	name, msg := g.newVolume(dest)
+	if msg != "" {
+		return nil, &importProblem{msg: msg}
+	}
 	d["file"], d["size"] = m[1]+":"+name, formatBytes(size)
 	delete(d, "import-from")
 	delete(d, "format")

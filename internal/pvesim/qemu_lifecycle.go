@@ -708,8 +708,16 @@ func (s *Server) cloneCheck(src *guest, srcNode, target *node, full bool, p map[
 	case !full && p["format"] != "":
 		return failed, "parameter 'format' not allowed for linked clones"
 	}
-	if disks := src.disks(); !full && !src.template() && len(disks) > 0 {
-		return failed, fmt.Sprintf("Linked clone feature is not supported for drive '%s'", disks[0])
+	if !full {
+		for _, v := range src.volumes() {
+			// tpmstate0 (and the cloud-init drive, a cd-rom here) is copied even into a linked clone.
+			if v.key == "tpmstate0" || strings.HasPrefix(v.key, "unused") {
+				continue
+			}
+			if msg := s.linkedCloneProblem(src, v.key, v); msg != "" {
+				return failed, msg
+			}
+		}
 	}
 	if target != srcNode {
 		for _, v := range src.volumes() {

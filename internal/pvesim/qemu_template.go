@@ -23,10 +23,42 @@ var driveNames = func() []string {
 }()
 
 // noTemplateFeature are the storage types whose volumes lack pve-storage's 'template'
-// feature (volume_has_feature): LVM (commented out as "fixme" in LVMPlugin), iSCSI and PBS.
-// The file storages (Plugin: raw, qcow2, vmdk), btrfs, lvmthin, rbd, zfspool and zfs have it
-// for a volume that is not a base volume yet ('current').
+// feature (volume_has_feature): LVM (commented out as "fixme" in LVMPlugin), iSCSI and PBS;
+// their create_base dies. The file storages (Plugin: raw, qcow2, vmdk), btrfs, lvmthin, rbd,
+// zfspool and zfs have it for a volume that is not a base volume yet ('current'), and 'clone'
+// for a base volume (btrfs for a current raw volume too).
 var noTemplateFeature = []string{"lvm", "iscsi", "pbs"}
+
+// baseCapable tells whether st can hold base volumes (and linked clones of them).
+func baseCapable(st *storage) bool { return !slices.Contains(noTemplateFeature, st.typ) }
+
+// newVolume names a new disk of g on st as create_disks does: vdisk_alloc's next free name,
+// which vdisk_create_base turns into a base volume when g is a template (is_template of the
+// create's parameters, or of the config a write changes); a storage without base volumes then
+// refuses ("can't create base images in lvm storage").
+func (g *guest) newVolume(st *storage) (string, string) {
+	name := g.nextVolume(st)
+	switch {
+	case !g.template():
+		return name, ""
+	case !baseCapable(st):
+		return "", fmt.Sprintf("can't create base images in %s storage", st.typ)
+	}
+	return "base-" + strings.TrimPrefix(name, "vm-"), ""
+}
+
+// linkedCloneProblem is clone_vm's refusal of a linked clone for drive key of g, whose volume
+// needs pve-storage's 'clone' feature (a base volume; btrfs clones any raw volume), or "". The
+// message names the volume from qemu-server 8.3 on (PVE 9).
+func (s *Server) linkedCloneProblem(g *guest, key string, vol volume) string {
+	if st := s.storageOf(g, vol.storage); st != nil && baseCapable(st) && (strings.HasPrefix(vol.name, "base-") || st.typ == "btrfs") {
+		return ""
+	}
+	if s.pveVersion().major < 9 {
+		return fmt.Sprintf("Linked clone feature is not supported for drive '%s'", key)
+	}
+	return fmt.Sprintf("Linked clone feature is not supported for '%s:%s' (%s)", vol.storage, vol.name, key)
+}
 
 // handleTemplate is POST /nodes/{node}/qemu/{vmid}/template (qemu-server API2/Qemu.pm,
 // method 'template'; the same in PVE 8.2 and 9): $load_and_check refuses before the qmtemplate
@@ -97,7 +129,7 @@ func (s *Server) createBases(g *guest, disk string) {
 		}
 		vol, ok := parseVolume(value)
 		st := s.storageOf(g, vol.storage)
-		if !ok || st == nil || slices.Contains(noTemplateFeature, st.typ) || !strings.HasPrefix(vol.name, "vm-") {
+		if !ok || st == nil || !baseCapable(st) || !strings.HasPrefix(vol.name, "vm-") {
 			continue
 		}
 		base := "base-" + strings.TrimPrefix(vol.name, "vm-")

@@ -11,7 +11,8 @@ import (
 
 // templateCluster has a VM with a disk on each kind of storage that matters to
 // template_create: lvmthin and rbd have pve-storage's 'template' feature, plain LVM has not.
-func templateCluster(t *testing.T) (*pvesim.Server, *api) {
+// extra is appended to the cluster file ("ha_rules: []" makes it PVE 9).
+func templateCluster(t *testing.T, extra ...string) (*pvesim.Server, *api) {
 	t.Helper()
 	c, err := pvesim.ParseCluster([]byte(`
 nodes:
@@ -32,7 +33,7 @@ guests:
       ide2: "local-lvm:vm-200-cloudinit,media=cdrom"
       unused0: "local-lvm:vm-200-disk-3"
   - {vmid: 201, node: pve1, name: busy, status: running, config: {scsi0: "local-lvm:vm-201-disk-0,size=4G"}}
-`))
+` + strings.Join(extra, "\n")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,12 +84,10 @@ func TestTemplateConvertsDisksToBaseVolumes(t *testing.T) {
 	if row["template"] != 1.0 {
 		t.Errorf("resources row = %v", row)
 	}
-	// A linked clone (the default for a template) is layered on the base volumes.
-	if exit := a.task(a.form(http.MethodPost, "/nodes/pve1/qemu/200/clone", url.Values{"newid": {"300"}})); exit != "OK" {
-		t.Fatalf("linked clone: %s", exit)
-	}
-	if c := s.MustGuest(t, 300).Config; c["scsi0"] != "local-lvm:vm-300-disk-0,iothread=1,size=8G" || c["template"] != "" {
-		t.Errorf("clone config = %v", c)
+	// A linked clone (the default for a template) needs every disk on a base volume: the LVM
+	// one is not (TestLinkedCloneNeedsBaseVolumes clones one that is).
+	if r := a.form(http.MethodPost, "/nodes/pve1/qemu/200/clone", url.Values{"newid": {"300"}}); r.status != "500 Linked clone feature is not supported for drive 'scsi1'" {
+		t.Errorf("linked clone with a disk on LVM = %s", r.status)
 	}
 	// Converting again is refused; one disk of a template may still be converted.
 	if r := a.form(http.MethodPost, "/nodes/pve1/qemu/200/template", nil); r.status != "500 you can't convert a template to a template" {
@@ -191,5 +190,67 @@ func TestTemplateOfHAManagedVM(t *testing.T) {
 	a.ok(a.get("/cluster/ha/resources/vm:200"))
 	if r := a.form(http.MethodPost, "/nodes/pve1/qemu/201/template", nil); r.status != "500 you can't convert a VM to template if VM is running" {
 		t.Errorf("template of a running HA-managed VM = %s", r.status)
+	}
+}
+
+// qemu-server create_disks: a disk created for a template (is_template of the create's
+// parameters, or of the config a write changes) becomes a base volume at once
+// (vdisk_create_base), which LVMPlugin's create_base refuses ("can't create base images in lvm
+// storage"); pve-storage's get_next_vm_diskname counts base- and vm- names alike. bpg v0.80.0
+// creates a template from scratch this way (template: 1 in the create call).
+func TestCreateTemplateAllocatesBaseVolumes(t *testing.T) {
+	s, a := templateCluster(t)
+	if exit := a.task(a.form(http.MethodPost, "/nodes/pve1/qemu", url.Values{"vmid": {"210"}, "template": {"1"}, "scsi0": {"local-lvm:4"}, "ide2": {"local-lvm:cloudinit"}})); exit != "OK" {
+		t.Fatalf("create: %s", exit)
+	}
+	a.ok(a.form(http.MethodPut, "/nodes/pve1/qemu/210/config", url.Values{"scsi1": {"local-lvm:2"}}))
+	got := s.MustGuest(t, 210).Config
+	if got["scsi0"] != "local-lvm:base-210-disk-0,size=4G" || got["scsi1"] != "local-lvm:base-210-disk-1,size=2G" || got["ide2"] != "local-lvm:vm-210-cloudinit,media=cdrom" {
+		t.Errorf("template created with disks: %v", got)
+	}
+	if r := a.form(http.MethodPost, "/nodes/pve1/qemu", url.Values{"vmid": {"211"}, "template": {"1"}, "scsi0": {"thick:4"}}); r.status != "500 can't create base images in lvm storage" {
+		t.Errorf("template with a disk on LVM = %s", r.status)
+	}
+	// A VM's new disk next to a base volume of its own takes the next number.
+	a.ok(a.form(http.MethodPut, "/nodes/pve1/qemu/210/config", url.Values{"delete": {"template"}}))
+	a.ok(a.form(http.MethodPut, "/nodes/pve1/qemu/210/config", url.Values{"scsi2": {"local-lvm:1"}}))
+	if got := s.MustGuest(t, 210).Config["scsi2"]; got != "local-lvm:vm-210-disk-2,size=1G" {
+		t.Errorf("scsi2 = %q", got)
+	}
+}
+
+// clone_vm refuses a linked clone of a drive whose volume lacks the 'clone' feature
+// (volume_has_feature: a base volume on lvmthin, rbd, zfs, file storages): a VM made a template
+// by writing template: 1 (what bpg v0.80.0 does for a clone with template = true) keeps its
+// vm- volumes, so it is the template call that makes it a linked clone source. The message is
+// qemu-server 8.2's on PVE 8 and names the volume from 8.3 on (PVE 9).
+func TestLinkedCloneNeedsBaseVolumes(t *testing.T) {
+	for _, tc := range []struct {
+		release string
+		want    map[string]string
+	}{
+		{"", map[string]string{"efidisk0": "500 Linked clone feature is not supported for drive 'efidisk0'",
+			"scsi0": "500 Linked clone feature is not supported for drive 'scsi0'"}},
+		{"ha_rules: []", map[string]string{"efidisk0": "500 Linked clone feature is not supported for 'ceph:vm-200-disk-2' (efidisk0)",
+			"scsi0": "500 Linked clone feature is not supported for 'local-lvm:vm-200-disk-0' (scsi0)"}},
+	} {
+		s, a := templateCluster(t, tc.release)
+		a.ok(a.form(http.MethodPut, "/nodes/pve1/qemu/200/config", url.Values{"template": {"1"}, "delete": {"scsi1"}}))
+		// clone_vm checks the drives in key order: efidisk0 first.
+		for _, disk := range []string{"efidisk0", "scsi0"} {
+			r := a.form(http.MethodPost, "/nodes/pve1/qemu/200/clone", url.Values{"newid": {"300"}})
+			if want := tc.want[disk]; r.status != want {
+				t.Errorf("%q: linked clone with %s on a vm- volume = %s, want %s", tc.release, disk, r.status, want)
+			}
+			if exit := a.task(a.form(http.MethodPost, "/nodes/pve1/qemu/200/template", url.Values{"disk": {disk}})); exit != "OK" {
+				t.Fatalf("template %s: %s", disk, exit)
+			}
+		}
+		if exit := a.task(a.form(http.MethodPost, "/nodes/pve1/qemu/200/clone", url.Values{"newid": {"300"}})); exit != "OK" {
+			t.Errorf("%q: linked clone of base volumes: %s", tc.release, exit)
+		}
+		if got := s.MustGuest(t, 300).Config["scsi0"]; got != "local-lvm:vm-300-disk-0,iothread=1,size=8G" {
+			t.Errorf("%q: clone scsi0 = %q", tc.release, got)
+		}
 	}
 }

@@ -223,21 +223,23 @@ func parseVolume(value string) (volume, bool) {
 func isCDROM(v string) bool { return strings.Contains(v, "media=cdrom") }
 
 // nextVolume names the guest's next disk on a storage: vm-<vmid>-disk-<n> for the lowest n
-// neither on the storage nor in the config.
+// whose vm- or base- volume (pve-storage get_next_vm_diskname counts both) is neither on the
+// storage nor in the config.
 func (g *guest) nextVolume(st *storage) string {
-	for n := 0; ; n++ {
-		name := fmt.Sprintf("vm-%d-disk-%d", g.vmid, n)
+	taken := func(name string) bool {
 		if _, exists := st.volumes[name]; exists {
-			continue
+			return true
 		}
-		inConfig := false
 		for _, v := range g.config {
 			if vol, ok := parseVolume(v); ok && vol.storage == st.name && vol.name == name {
-				inConfig = true
+				return true
 			}
 		}
-		if !inConfig {
-			return name
+		return false
+	}
+	for n := 0; ; n++ {
+		if !taken(fmt.Sprintf("vm-%d-disk-%d", g.vmid, n)) && !taken(fmt.Sprintf("base-%d-disk-%d", g.vmid, n)) {
+			return fmt.Sprintf("vm-%d-disk-%d", g.vmid, n)
 		}
 	}
 }
