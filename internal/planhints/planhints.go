@@ -84,6 +84,11 @@ func New(endpoint string) *Store {
 	return NewIn(cacheDir, endpoint)
 }
 
+// ErrNoCopy wraps Put's failure to keep the copy in the user's cache: the placements are kept in
+// the store's own directory all the same, for an apply from the same working directory.
+var ErrNoCopy = errors.New("the plan's placements were kept in the working directory's data directory but not copied to the user's cache " +
+	"(a saved plan applied from another working directory decides without them)")
+
 // NewIn is New with the directory given.
 func NewIn(dir, endpoint string) *Store {
 	sum := sha256.Sum256([]byte(endpoint))
@@ -99,19 +104,11 @@ var stores atomic.Int64
 // Put records placements of this process's plan, one JSON line each, appended to its file: a
 // later line of a name replaces the earlier ones, so a plan writes each change once instead
 // of its whole set each time (a set of n VMs costs O(n) lines, not O(n²)). The first Put of
-// the store also removes the files older than maxAge.
+// the store also removes the files older than maxAge. A failure of the copy alone (the user's
+// cache) is ErrNoCopy: the store's own directory holds the placements.
 func (s *Store) Put(placements ...scheduler.Reservation) error {
 	if len(placements) == 0 {
 		return nil
-	}
-	if !s.pruned {
-		for _, dir := range s.dirs() {
-			if err := os.MkdirAll(dir, 0o700); err != nil {
-				return err
-			}
-			prune(dir)
-		}
-		s.pruned = true
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -120,11 +117,31 @@ func (s *Store) Put(placements ...scheduler.Reservation) error {
 			return err
 		}
 	}
-	var errs []error
-	for _, dir := range s.dirs() {
-		errs = append(errs, appendTo(filepath.Join(dir, s.own), buf.Bytes()))
+	dirs := s.dirs()
+	if err := s.putIn(dirs[0], buf.Bytes()); err != nil {
+		return err
 	}
-	return errors.Join(errs...)
+	var copyErr error
+	if len(dirs) > 1 {
+		copyErr = s.putIn(dirs[1], buf.Bytes())
+	}
+	s.pruned = true
+	if copyErr != nil {
+		return fmt.Errorf("%w: %w", ErrNoCopy, copyErr)
+	}
+	return nil
+}
+
+// putIn appends lines to this process's file in dir, making dir and pruning it first on the
+// store's first Put.
+func (s *Store) putIn(dir string, lines []byte) error {
+	if !s.pruned {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+		prune(dir)
+	}
+	return appendTo(filepath.Join(dir, s.own), lines)
 }
 
 // appendTo appends lines to file in one write: a reader never sees half of a line, except
@@ -138,7 +155,7 @@ func appendTo(file string, lines []byte) error {
 	return errors.Join(err, f.Close())
 }
 
-// dirs are the directories this store writes: its own and the copy's.
+// dirs are the directories this store writes: its own first, then the copy's.
 func (s *Store) dirs() []string {
 	if s.copyDir == "" || s.copyDir == s.dir {
 		return []string{s.dir}

@@ -1,6 +1,7 @@
 package planhints
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -211,5 +212,31 @@ func TestAnotherWorkingDirectoryFindsThePlan(t *testing.T) {
 	plan.Drop()
 	if got := New("e").Load([]string{"a"}); got != nil {
 		t.Errorf("after both plans dropped their hints, the apply read %v", names(got))
+	}
+}
+
+// The copy in the user's cache is a convenience: a cache that cannot be written (a read-only
+// home) still leaves the plan's placements in the data directory, where its apply finds them,
+// and Put says the copy alone failed.
+func TestPutKeepsTheDataDirectoryWithoutTheCopy(t *testing.T) {
+	dir, other := t.TempDir(), t.TempDir()
+	blocker := filepath.Join(other, "file")
+	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plan := NewIn(dir, "e")
+	plan.copyDir = filepath.Join(blocker, "plans") // under a regular file: cannot be made
+	err := plan.Put(res("a", "b")...)
+	if !errors.Is(err, ErrNoCopy) {
+		t.Errorf("Put = %v, want an error saying the copy alone failed (ErrNoCopy)", err)
+	}
+	if got := NewIn(dir, "e").Load([]string{"a", "b"}); len(got) != 2 {
+		t.Errorf("the data directory holds %v, want the plan's a and b", names(got))
+	}
+	if err := plan.Put(res("c")...); !errors.Is(err, ErrNoCopy) {
+		t.Errorf("second Put = %v, want ErrNoCopy", err)
+	}
+	if got := NewIn(dir, "e").Load([]string{"a", "b", "c"}); len(got) != 3 {
+		t.Errorf("after a second Put the data directory holds %v, want a, b and c", names(got))
 	}
 }

@@ -230,7 +230,9 @@ func (c *changeSet) keepHints(ctx context.Context, names ...string) {
 		}
 		set = append(set, r)
 	}
-	if err := c.hints.Put(set...); err != nil {
+	if err := c.hints.Put(set...); errors.Is(err, planhints.ErrNoCopy) {
+		tflog.Warn(ctx, "cannot copy the plan's placements to the user's cache", map[string]any{"error": err.Error()})
+	} else if err != nil {
 		tflog.Warn(ctx, "cannot keep the plan's placements for its apply; the apply decides without them", map[string]any{"error": err.Error()})
 		return
 	}
