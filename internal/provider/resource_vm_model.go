@@ -50,7 +50,9 @@ type vmModel struct {
 func (m *vmModel) vmConfig(ctx context.Context, diags *diag.Diagnostics) map[string]string {
 	cfg := map[string]string{"name": m.Name.ValueString()}
 	setString(cfg, "description", m.Description)
-	setString(cfg, "cpu", m.CPUType)
+	if m.CPUType.ValueString() != "" { // "" is PVE's default: no cpu key (an update deletes it)
+		setString(cfg, "cpu", m.CPUType)
+	}
 	setInt(cfg, "cores", m.Cores)
 	setInt(cfg, "sockets", m.Sockets)
 	setInt(cfg, "memory", m.Memory)

@@ -82,7 +82,7 @@ func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 				Validators: []validator.Int64{int64validator.Between(1, proxmox.MaxVCPUs)}, Description: "Sockets (1-4096). Default: the clone source's, else 1."},
 			"cpu_type": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: keepString(),
 				Validators:  []validator.String{stringvalidator.RegexMatches(cpuType, "must be a PVE CPU type such as host, x86-64-v2-AES or custom-<name>")},
-				Description: "CPU type, e.g. `x86-64-v2-AES` or `host`."},
+				Description: "CPU type, e.g. `x86-64-v2-AES` or `host`; `\"\"` (what a VM without one reads as) is PVE's default."},
 			"memory": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: keepInt64(),
 				Validators: []validator.Int64{memoryMiB{}}, Description: "Memory in MiB (16 to 4194304, PVE's 4 TiB; under 64 warns, as a value meant in GiB). Default: the clone source's, else 512."},
 			"balloon": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: keepInt64(),

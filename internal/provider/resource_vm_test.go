@@ -416,3 +416,40 @@ func TestAccVMCloneFromLocalTemplate(t *testing.T) {
 		resource.TestStep{Config: vm(""), Check: resource.TestCheckResourceAttr(vmAddr, "node", "pve3")},
 	)
 }
+
+// OpenTofu's generated configuration of an imported VM (tofu plan -generate-config-out) writes
+// the VM's empty cpu_type and description as "" where Terraform writes null: "" is PVE's
+// default CPU type, so that configuration validates and plans no changes, and a create with it
+// sends no cpu.
+func TestAccVMImportGeneratedConfigWithEmptyStrings(t *testing.T) {
+	env, _ := simEnv(t, labCluster())
+	cfg := env.config(`resource "qemuscheduler_vm" "web" {
+  name        = "legacy"
+  cpu_type    = ""
+  description = ""
+  started     = false
+  cores       = 2
+  memory      = 1024
+  disk {
+    slot = "scsi0"
+    size = 8
+  }
+  network {
+    slot = "net0"
+  }
+}`)
+	importPlansEmpty(t, env, map[string]string{"name": "legacy", "cores": "2", "memory": "1024", "scsi0": "local-lvm:8", "net0": "virtio,bridge=vmbr0"}, cfg)
+	fresh, sim := simEnv(t, labCluster())
+	runSteps(t, resource.TestStep{Config: fresh.config(`resource "qemuscheduler_vm" "web" {
+  name     = "new"
+  cpu_type = ""
+}`), Check: resource.ComposeAggregateTestCheckFunc(
+		resource.TestCheckResourceAttr(vmAddr, "cpu_type", ""),
+		guestCheck(sim, func(g pvesim.GuestState) error {
+			if cpu, ok := g.Config["cpu"]; ok {
+				return fmt.Errorf("config has cpu %q, want none (PVE's default)", cpu)
+			}
+			return nil
+		}),
+	)})
+}

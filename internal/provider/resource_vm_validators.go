@@ -29,7 +29,7 @@ var (
 	storageID  = regexp.MustCompile(`^[a-z][a-z0-9\-_.]*[a-z0-9]$`)
 	poolID     = regexp.MustCompile(`^[A-Za-z0-9_\-.]+$`)
 	bridgeName = regexp.MustCompile(`^[A-Za-z0-9_\-.]{1,15}$`)
-	cpuType    = regexp.MustCompile(`^[A-Za-z0-9_\-.+]+$`)
+	cpuType    = regexp.MustCompile(`^[A-Za-z0-9_\-.+]*$`) // "": PVE's default, as read from a VM without one
 	sshKeyType = regexp.MustCompile(`^(ssh-(rsa|dss|ed25519)|ecdsa-sha2-nistp(256|384|521)|sk-(ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)(-cert-v01@openssh\.com)?$`)
 )
 
