@@ -43,7 +43,8 @@ func TestVMConfig(t *testing.T) {
 		m    *vmModel
 		want map[string]string
 	}{
-		{"what PVE reported is written back", existingVM(), map[string]string{"name": "web-1", "description": "", "cpu": "", "cores": "1",
+		// An empty cpu_type is PVE's default: no cpu key.
+		{"what PVE reported is written back", existingVM(), map[string]string{"name": "web-1", "description": "", "cores": "1",
 			"sockets": "1", "memory": "512", "balloon": "0", "agent": "0", "onboot": "0", "tags": ""}},
 		{"every attribute", full, map[string]string{"name": "web-1", "description": "front end", "cpu": "host", "cores": "2", "sockets": "2",
 			"memory": "4096", "balloon": "1024", "agent": "1", "onboot": "1", "tags": "prod;web",
