@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"strconv"
 	"testing"
@@ -328,13 +329,26 @@ func TestAccVMNetworkCloudInitAndReplace(t *testing.T) {
 // changes.
 func TestAccVMImportThenPlanIsEmpty(t *testing.T) {
 	env, _ := simEnv(t, labCluster())
-	cfg := env.config(`resource "qemuscheduler_vm" "web" {
+	importPlansEmpty(t, env, legacyVM(map[string]string{"tags": "old", "description": "made by hand", "onboot": "1", "start": "1"}),
+		legacyConfig(env, `tags        = ["old"]
+  description = "made by hand"
+  on_boot     = true`))
+}
+
+// legacyVM is the PVE config of the VM made by hand that the import tests import, with extra.
+func legacyVM(extra map[string]string) map[string]string {
+	cfg := map[string]string{"name": "legacy", "cores": "2", "memory": "1024", "scsi0": "local-lvm:8", "net0": "virtio,bridge=vmbr0"}
+	maps.Copy(cfg, extra)
+	return cfg
+}
+
+// legacyConfig is the configuration that describes legacyVM, with attrs.
+func legacyConfig(env *accEnv, attrs string) string {
+	return env.config(`resource "qemuscheduler_vm" "web" {
   name        = "legacy"
   cores       = 2
   memory      = 1024
-  tags        = ["old"]
-  description = "made by hand"
-  on_boot     = true
+  ` + attrs + `
   disk {
     slot = "scsi0"
     size = 8
@@ -343,8 +357,6 @@ func TestAccVMImportThenPlanIsEmpty(t *testing.T) {
     slot = "net0"
   }
 }`)
-	importPlansEmpty(t, env, map[string]string{"name": "legacy", "cores": "2", "memory": "1024", "tags": "old",
-		"description": "made by hand", "onboot": "1", "scsi0": "local-lvm:8", "net0": "virtio,bridge=vmbr0", "start": "1"}, cfg)
 }
 
 // A VM cloned from the template outside Terraform (or by a configuration whose state was
@@ -423,22 +435,9 @@ func TestAccVMCloneFromLocalTemplate(t *testing.T) {
 // sends no cpu.
 func TestAccVMImportGeneratedConfigWithEmptyStrings(t *testing.T) {
 	env, _ := simEnv(t, labCluster())
-	cfg := env.config(`resource "qemuscheduler_vm" "web" {
-  name        = "legacy"
-  cpu_type    = ""
+	importPlansEmpty(t, env, legacyVM(nil), legacyConfig(env, `cpu_type    = ""
   description = ""
-  started     = false
-  cores       = 2
-  memory      = 1024
-  disk {
-    slot = "scsi0"
-    size = 8
-  }
-  network {
-    slot = "net0"
-  }
-}`)
-	importPlansEmpty(t, env, map[string]string{"name": "legacy", "cores": "2", "memory": "1024", "scsi0": "local-lvm:8", "net0": "virtio,bridge=vmbr0"}, cfg)
+  started     = false`))
 	fresh, sim := simEnv(t, labCluster())
 	runSteps(t, resource.TestStep{Config: fresh.config(`resource "qemuscheduler_vm" "web" {
   name     = "new"
