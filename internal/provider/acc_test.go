@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -147,6 +148,30 @@ func simClient(t *testing.T, sim *pvesim.Server) *proxmox.Client {
 	t.Helper()
 	c, err := proxmox.New(proxmox.Config{Endpoint: sim.URL(), APIToken: sim.APIToken(), CACertPEM: sim.CACertPEM(),
 		PollInterval: 5 * time.Millisecond, RetryBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// client is a client of the test's cluster: the simulator's, or on a real cluster one made from
+// the environment the provider reads (PROXMOX_VE_*), for checks of PVE's own view that hold on
+// both.
+func (e *accEnv) client(t *testing.T) *proxmox.Client {
+	t.Helper()
+	if e.sim != nil {
+		return simClient(t, e.sim)
+	}
+	cfg := proxmox.Config{Endpoint: os.Getenv(envEndpoint), APIToken: os.Getenv(envToken),
+		Username: os.Getenv(envUsername), Password: os.Getenv(envPassword)}
+	if v := os.Getenv(envInsecure); v != "" {
+		insecure, err := strconv.ParseBool(v)
+		if err != nil {
+			t.Fatalf("%s=%q: %v", envInsecure, v, err)
+		}
+		cfg.Insecure = insecure
+	}
+	c, err := proxmox.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,17 +23,13 @@ const vmAddr = "qemuscheduler_vm.web"
 // where the state says; check nil asserts only that.
 func guestCheck(sim *pvesim.Server, check func(g pvesim.GuestState) error) resource.TestCheckFunc {
 	return func(s *terraform.State) error {
-		rs, ok := s.RootModule().Resources[vmAddr]
-		if !ok {
-			return fmt.Errorf("%s not in state", vmAddr)
-		}
-		vmid, err := strconv.Atoi(rs.Primary.Attributes["vmid"])
+		vmid, node, err := stateVM(s)
 		if err != nil {
-			return fmt.Errorf("vmid in state: %w", err)
+			return err
 		}
 		return guestExists(sim, vmid, func(g pvesim.GuestState) error {
-			if g.Node != rs.Primary.Attributes["node"] {
-				return fmt.Errorf("state says node %s, cluster says %s", rs.Primary.Attributes["node"], g.Node)
+			if g.Node != node {
+				return fmt.Errorf("state says node %s, cluster says %s", node, g.Node)
 			}
 			if check == nil {
 				return nil
@@ -41,6 +37,19 @@ func guestCheck(sim *pvesim.Server, check func(g pvesim.GuestState) error) resou
 			return check(g)
 		})(s)
 	}
+}
+
+// stateVM is the VMID and node the state has for the VM of vmAddr.
+func stateVM(s *terraform.State) (int, string, error) {
+	rs, ok := s.RootModule().Resources[vmAddr]
+	if !ok {
+		return 0, "", fmt.Errorf("%s not in state", vmAddr)
+	}
+	vmid, err := strconv.Atoi(rs.Primary.Attributes["vmid"])
+	if err != nil {
+		return 0, "", fmt.Errorf("vmid in state: %w", err)
+	}
+	return vmid, rs.Primary.Attributes["node"], nil
 }
 
 func expectConfig(want map[string]string) func(g pvesim.GuestState) error {
