@@ -151,7 +151,7 @@ func TestAccBpgProviderFedByPlacement(t *testing.T) {
 	// The lab cluster's template 9000 on pve1, its ceph storage and the request log.
 	env, sim := simEnv(t, c)
 	bpgMirror(t)
-	before, usedBefore := sim.Guests(), storageUse(t, sim)
+	leftAsFound := bpgLeavesNothing(t, sim)
 	clones := []string{"proxmox_virtual_environment_vm.clone[0]", "proxmox_virtual_environment_vm.clone[1]"}
 	all := append(clones, "proxmox_virtual_environment_vm.scratch")
 	updated := []plancheck.PlanCheck{}
@@ -174,17 +174,24 @@ func TestAccBpgProviderFedByPlacement(t *testing.T) {
 				Check:            resource.ComposeTestCheckFunc(bpgPlaced(sim, 3072), first.migrated(sim))},
 			{Config: bpgLabConfig(env, 3072), PlanOnly: true},
 		},
-		CheckDestroy: func(*terraform.State) error {
-			if after := sim.Guests(); fmt.Sprint(after) != fmt.Sprint(before) {
-				return fmt.Errorf("guests after destroy = %v, want the lab's %v", after, before)
-			}
-			if used := storageUse(t, sim); used != usedBefore {
-				return fmt.Errorf("storage use after destroy = %s, want the lab's %s: disks were left behind", used, usedBefore)
-			}
-			return nil
-		},
+		CheckDestroy: leftAsFound,
 	})
 	bpgAnswered(t, sim)
+}
+
+// bpgLeavesNothing records the cluster's guests and storage use; the CheckDestroy it returns
+// fails unless a destroy left both as recorded.
+func bpgLeavesNothing(t *testing.T, sim *pvesim.Server) resource.TestCheckFunc {
+	before, usedBefore := sim.Guests(), storageUse(t, sim)
+	return func(*terraform.State) error {
+		if after := sim.Guests(); fmt.Sprint(after) != fmt.Sprint(before) {
+			return fmt.Errorf("guests after destroy = %v, want the lab's %v", after, before)
+		}
+		if used := storageUse(t, sim); used != usedBefore {
+			return fmt.Errorf("storage use after destroy = %s, want the lab's %s: disks were left behind", used, usedBefore)
+		}
+		return nil
+	}
 }
 
 // bpgClone is where the first clone was before its node went into maintenance.
