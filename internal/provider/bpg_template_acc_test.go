@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -107,4 +108,48 @@ func cephUsed(t *testing.T, sim *pvesim.Server) uint64 {
 	}
 	t.Fatalf("node %s has no ceph storage", snap.Nodes[0].Name)
 	return 0
+}
+
+// bpg v0.80.0's template = true on a clone only writes template: 1 into the clone's config
+// (its clone path's config update), so the disks stay vm-N-disk-M volumes and PVE refuses a
+// linked clone of that template, as the README says; the apply fails with PVE's message.
+func TestAccBpgClonedTemplateRefusesLinkedClones(t *testing.T) {
+	env, sim := simEnv(t, pvesim.LoadTestCluster(t, "../../examples/lab/cluster.yaml"))
+	bpgMirror(t)
+	config := fmt.Sprintf(`provider "proxmox" {
+  endpoint  = %q
+  api_token = %q
+  insecure  = true
+}
+
+resource "proxmox_virtual_environment_vm" "template" {
+  name      = "bpg-cloned-template"
+  node_name = "pve1"
+  vm_id     = 2210
+  template  = true
+  started   = false
+
+  clone {
+    vm_id = 9000
+  }
+}
+
+resource "proxmox_virtual_environment_vm" "linked" {
+  name      = "bpg-linked"
+  node_name = "pve1"
+  vm_id     = 2211
+
+  clone {
+    vm_id = proxmox_virtual_environment_vm.template.vm_id
+    full  = false
+  }
+}
+`, env.sim.URL(), env.sim.APIToken())
+	runCase(t, resource.TestCase{
+		ExternalProviders: map[string]resource.ExternalProvider{"proxmox": {Source: "bpg/proxmox", VersionConstraint: bpgVersion}},
+		Steps: []resource.TestStep{{Config: config,
+			ExpectError: regexp.MustCompile(`Linked clone feature is not supported for 'ceph:vm-2210-disk-0' \(scsi0\)`)}},
+		CheckDestroy: bpgLeavesNothing(t, sim),
+	})
+	bpgAnswered(t, sim)
 }

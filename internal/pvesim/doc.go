@@ -58,7 +58,8 @@
 //     service is relocated to a node where it has not failed, max_relocate times, then put
 //     into the error state, which only disabling it leaves;
 //   - VM lifecycle as tasks with real UPIDs, run at once or after a set duration: create,
-//     clone (on the source node; full or linked; target node only from shared storage),
+//     clone (on the source node; full, or linked from base volumes; target node only from
+//     shared storage),
 //     config get/set with digest and locks, pending changes on running VMs, resize (grow only),
 //     conversion to a template (base volumes on storages with the template feature),
 //     start/stop/shutdown/reboot, migrate (disks on local storage move along; a target that is
