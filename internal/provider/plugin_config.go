@@ -210,8 +210,11 @@ func addPlanError(diags *diag.Diagnostics, err error, planned, hint string) {
 	}
 	var se *scheduler.SetError
 	isSet := errors.As(err, &se)
-	if isSet && se.Alone && strings.HasPrefix(hint, planStops) {
-		hint = aloneHint // at plan time, neither fewer VMs nor room would help
+	if (!isSet || se.Alone) && strings.HasPrefix(hint, planStops) {
+		// Refused on its own (the plan's only new VM, or one that fits nowhere even without
+		// the others): at plan time fewer VMs would not help, and the node reasons say whether
+		// room would (a pinned node in maintenance has none to make).
+		hint = aloneHint
 	}
 	detail := ue.Message + explainCandidates(ue.Candidates) + "\n\n" + hint
 	if isSet && planned != "" && planned != ue.Request {
