@@ -333,7 +333,7 @@ func TestAccVMCloneCloudInitAvoidsBusyIDE2(t *testing.T) {
 
 // Malformed values fail validation at plan time, naming the attribute.
 func TestAccVMValidation(t *testing.T) {
-	env, _ := simEnv(t, labCluster())
+	env := newAccEnv(t, labCluster())
 	vm := func(body string) string {
 		return env.config(`resource "qemuscheduler_vm" "web" {
   name = "web-1"

@@ -269,7 +269,7 @@ func applyConcurrently(t *testing.T, runs []string, config func(run string) stri
 
 // Each mistake fails the plan on its attribute.
 func TestAccVMGroupsValidation(t *testing.T) {
-	env, _ := simEnv(t, bigNodeCluster(3))
+	env := newAccEnv(t, bigNodeCluster(3))
 	for _, tc := range []struct{ block, want string }{
 		{`vm_anti_affinity {
     tags = []
