@@ -90,12 +90,17 @@ func checkReferences(plan, state *vmModel, creating bool, snap scheduler.Snapsho
 // checkReferencesNow is checkReferences on the shared view, and again on a view read now when
 // that one lacks what the plan names: at apply Terraform plans a VM again right after the
 // resources it depends on, such as a pool another provider creates in the same apply, which a
-// view read before them does not show.
+// view read before them does not show. A read now that fails leaves the shared view's errors,
+// with a warning saying why they were not checked again.
 func (p *providerData) checkReferencesNow(ctx context.Context, plan, state *vmModel, creating bool, snap scheduler.Snapshot, diags *diag.Diagnostics) {
 	var found diag.Diagnostics
 	checkReferences(plan, state, creating, snap, &found)
 	if found.HasError() {
-		if now, err := p.snapshotSince(ctx, time.Now()); err == nil {
+		if now, err := p.snapshotSince(ctx, time.Now()); err != nil {
+			found.AddWarning("Cannot read the Proxmox VE cluster again",
+				fmt.Sprintf("This VM's errors naming a missing pool, storage or node come from a view of the cluster read up to %s ago; reading it again, in case what they name was created since, failed: %v",
+					p.maxAge, err))
+		} else {
 			found = nil
 			checkReferences(plan, state, creating, now, &found)
 		}

@@ -93,6 +93,7 @@ func TestCheckReferences(t *testing.T) {
 // A pool the shared view lacks is looked for in a view read now: at apply Terraform plans a VM
 // again right after the resources it depends on (a pool another provider creates), and the
 // shared view may have been read before them. A pool missing from both still fails the plan.
+// A read now that fails leaves the shared view's error, with a warning saying why.
 func TestCheckReferencesReadsAgain(t *testing.T) {
 	ctx := context.Background()
 	sim := pvesim.NewTestServer(t, labCluster())
@@ -107,12 +108,17 @@ func TestCheckReferencesReadsAgain(t *testing.T) {
 	data.cached = &before
 	for _, tt := range []struct {
 		pool  string
+		fail  string // the read now fails with this PVE error
 		want  string // error detail prefix, "" for none
 		reads int
 	}{
-		{"lab", "", 1},
-		{"lap", `pool = "lap": the cluster has no such pool (pools this token can see: lab)`, 1},
+		{"lab", "", "", 1},
+		{"lap", "", `pool = "lap": the cluster has no such pool (pools this token can see: lab)`, 1},
+		{"lab", "Permission check failed (/, Sys.Audit)", `pool = "lab": the cluster has no such pool`, 1},
 	} {
+		if tt.fail != "" {
+			sim.FailRequests(clusterReads, 10, 403, tt.fail)
+		}
 		reads := sim.Requests(clusterReads)
 		var diags diag.Diagnostics
 		data.checkReferencesNow(ctx, &vmModel{Pool: types.StringValue(tt.pool)}, &vmModel{}, true, before, &diags)
@@ -122,6 +128,9 @@ func TestCheckReferencesReadsAgain(t *testing.T) {
 		}
 		if tt.want == "" && got != "" || !strings.HasPrefix(got, tt.want) {
 			t.Errorf("pool %q: error %q, want %q", tt.pool, got, tt.want)
+		}
+		if w := diags.Warnings(); tt.fail != "" && (len(w) != 1 || !strings.Contains(w[0].Detail(), tt.fail)) || tt.fail == "" && len(w) > 0 {
+			t.Errorf("pool %q: warnings %v, want one naming the failed read (%q) only when it failed", tt.pool, w, tt.fail)
 		}
 		if n := sim.Requests(clusterReads) - reads; n != tt.reads {
 			t.Errorf("pool %q: %d cluster reads, want %d", tt.pool, n, tt.reads)
