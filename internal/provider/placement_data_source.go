@@ -165,7 +165,7 @@ func (d *placementDataSource) Read(ctx context.Context, req datasource.ReadReque
 	}
 	warnSharedNames(snap, reqs, &resp.Diagnostics)
 	if len(reqs) > 0 { // the requests share their annotations
-		warnIgnoredAnnotations(profile, &reqs[0], &resp.Diagnostics)
+		warnIgnoredAnnotations(profile, &reqs[0], &m.schedulingModel, &resp.Diagnostics)
 	}
 	ctx = tflog.NewSubsystem(ctx, logSubsystem)
 	// Decided with the plan's other placement data sources: distinct VMIDs and capacity.

@@ -156,7 +156,7 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 		return
 	}
 	if creating {
-		warnIgnoredAnnotations(profile, &schedReq, &resp.Diagnostics)
+		warnIgnoredAnnotations(profile, &schedReq, &plan.schedulingModel, &resp.Diagnostics)
 	}
 	snap, err := r.data.snapshot(ctx)
 	resp.Diagnostics.Append(r.data.nodes.warnings()...)

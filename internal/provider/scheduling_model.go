@@ -96,13 +96,20 @@ func (m *schedulingModel) validate(ctx context.Context, diags *diag.Diagnostics)
 
 // warnIgnoredAnnotations warns of each annotation of req that the profile ignores because the
 // plugin reading it is disabled: the decision holds without it, which the user who wrote it
-// does not expect.
-func warnIgnoredAnnotations(profile *scheduler.Profile, req *scheduler.Request, diags *diag.Diagnostics) {
+// does not expect. The warning is on the annotation m sets, or on profile for one of the
+// profile's default annotations, which m does not hold.
+func warnIgnoredAnnotations(profile *scheduler.Profile, req *scheduler.Request, m *schedulingModel, diags *diag.Diagnostics) {
 	ignored := profile.IgnoredAnnotations(req)
 	for _, key := range slices.Sorted(maps.Keys(ignored)) {
-		diags.AddAttributeWarning(path.Root("annotations").AtMapKey(key), "Annotation ignored",
-			fmt.Sprintf("%s = %q is ignored: the plugin config disables %s, the plugin that reads it. Enable %s, or remove the annotation.",
-				key, req.Annotations[key], ignored[key], ignored[key]))
+		what := fmt.Sprintf("%s = %q is ignored: the plugin config disables %s, the plugin that reads it.", key, req.Annotations[key], ignored[key])
+		if _, own := m.Annotations.Elements()[key]; own {
+			diags.AddAttributeWarning(path.Root("annotations").AtMapKey(key), "Annotation ignored",
+				fmt.Sprintf("%s Enable %s, or remove the annotation.", what, ignored[key]))
+			continue
+		}
+		diags.AddAttributeWarning(path.Root("profile"), "Annotation ignored",
+			fmt.Sprintf("%s It comes from the default annotations of profile %q (the provider's profile block of that name). Enable %s, or remove it from that block's annotations.",
+				what, profileName(m.Profile), ignored[key]))
 	}
 }
 
