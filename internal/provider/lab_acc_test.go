@@ -84,8 +84,8 @@ func (v *labVM) gone(*terraform.State) error {
 	return fmt.Errorf("VM %d is still in the cluster, on %s", v.vmid, node)
 }
 
-// A VM from scratch: created in the range, updated in place (memory, a bigger disk), then
-// destroyed without a trace.
+// A VM from scratch: created in the range, updated in place (memory, a bigger disk), imported
+// as it is, then destroyed without a trace.
 func TestAccVMLifecycleOnAnyCluster(t *testing.T) {
 	env := newAccEnv(t, labCluster())
 	v := newLabVM(t, env)
@@ -110,6 +110,12 @@ func TestAccVMLifecycleOnAnyCluster(t *testing.T) {
 					"tags": `(.*;)?qemuscheduler-acc(;.*)?`, "scsi0": `[\w-]+:[^,]+,(.*,)?size=1G(,.*)?`}),
 			)},
 			{Config: vm(1024, 2), Check: v.check("stopped", map[string]string{"memory": "1024", "scsi0": `[\w-]+:[^,]+,(.*,)?size=2G(,.*)?`})},
+			{ResourceName: vmAddr, ImportState: true, ImportStateVerify: true,
+				ImportStateIdFunc: func(s *terraform.State) (string, error) {
+					vmid, node, err := stateVM(s)
+					return fmt.Sprintf("%s/%d", node, vmid), err
+				},
+				ImportStateVerifyIgnore: []string{"placement_summary"}}, // "imported": no decision was taken
 		},
 		CheckDestroy: v.gone,
 	})
