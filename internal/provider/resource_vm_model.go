@@ -114,7 +114,8 @@ func tagFields(s string) []string {
 func hasTag(tags, tag string) bool { return slices.Contains(tagFields(tags), tag) }
 
 // splitTags lists the user's tags in a PVE tags value: the provider's own marks
-// (proxmox.ClaimTag, proxmox.PendingTag) are left out, so they never show as drift.
+// (proxmox.ClaimTag, proxmox.PendingTag, proxmox.RecordTag) are left out, so they never show
+// as drift.
 func splitTags(s string) []string {
 	return slices.DeleteFunc(tagFields(s), proxmox.IsMark)
 }
