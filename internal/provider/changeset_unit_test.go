@@ -258,7 +258,10 @@ func TestChangeSetRefusalCountsTheWholeSet(t *testing.T) {
 	snap := scheduler.Snapshot{Nodes: []scheduler.Node{{Name: "n1", Online: true, MaxCPU: 16, MaxMem: 8 << 30,
 		Storages: []scheduler.Storage{{Name: "local-lvm", Content: []string{"images"}, Active: true, Total: 100 << 30}}}}}
 	c := newChangeSet(nil, nil)
-	c.quietFor = 100 * time.Millisecond
+	// Plans spaced 200 ms apart, more than quietFor: a refusal that waited quietFor alone
+	// would count fewer VMs. The refused wait (5 x 190 ms, under firstBurstMax) leaves a
+	// loaded machine 750 ms of stall between two plans.
+	c.quietFor = 190 * time.Millisecond
 	vm := func(n string) setMember {
 		return setMember{profile: registryProfile(t), req: scheduler.Request{Name: n, Cores: 1, Sockets: 1, MemoryMiB: 4096}}
 	}
@@ -272,7 +275,7 @@ func TestChangeSetRefusalCountsTheWholeSet(t *testing.T) {
 	for i, n := range []string{"c", "d", "e"} {
 		wg.Add(1)
 		go func() { defer wg.Done(); errs[i] = c.plan(context.Background(), snap, vm(n)) }()
-		time.Sleep(150 * time.Millisecond) // the next plan, as a loaded machine spaces them
+		time.Sleep(200 * time.Millisecond) // the next plan, as a loaded machine spaces them
 	}
 	wg.Wait()
 	for i, err := range errs {
