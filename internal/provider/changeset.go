@@ -697,7 +697,7 @@ const replanned = "If this is terraform apply of a plan that passed, the cluster
 // since its plan.
 func applyHint(reduce string) string {
 	return "The cluster changed since the plan: the VMs this apply created so far stay in the state, and the rest are not created. " +
-		"Make room or reduce " + reduce + ", then apply again; or terraform destroy -refresh=false to remove what was created."
+		"Make room or reduce " + reduce + ", then apply again; or " + destroyRefreshFalse + " to remove what was created."
 }
 
 // noPlanHint replaces applyHint in an apply that found no placements of its plan: its creates
@@ -707,7 +707,7 @@ func noPlanHint(reduce string) string {
 	return "This apply found no placements kept by its plan (a saved plan applied on another machine, or after " + planhints.DirEnv + " changed), " +
 		"so its creates beyond the first wave were decided as they came and an earlier one may have taken the room the plan gave this VM; " +
 		"or the cluster changed since the plan. The VMs this apply created so far stay in the state: apply again, which places the rest beside " +
-		"them if they fit; else make room or reduce " + reduce + ", or terraform destroy -refresh=false and apply again keeping the plan's " +
+		"them if they fit; else make room or reduce " + reduce + ", or " + destroyRefreshFalse + " and apply again keeping the plan's " +
 		"placements: set " + planhints.DirEnv + " to a directory kept with the plan file for both commands, or apply with -parallelism at least " +
 		"the number of new VMs."
 }
@@ -753,7 +753,11 @@ func (c *changeSet) hint(reduce string) string {
 // destroyAnyway ends every plan-time error that the cluster's state (not the configuration's
 // syntax) causes: terraform destroy plans the configuration first, and a provider cannot tell
 // that plan from any other.
-const destroyAnyway = "If this is terraform destroy, which plans the configuration first, run terraform destroy -refresh=false."
+const destroyAnyway = "If this is terraform destroy, which plans the configuration first, run " + destroyRefreshFalse + "."
+
+// destroyRefreshFalse is the command that destroys without planning the configuration, the one
+// place that names it: the provider cannot tell whether Terraform or OpenTofu runs it.
+const destroyRefreshFalse = "terraform destroy -refresh=false (tofu destroy -refresh=false under OpenTofu)"
 
 // replacesKey is the private-state key under which a planned VM names the VMID it would be
 // replaced from: Terraform plans a replacement's create with the update plan's private data.
@@ -822,7 +826,7 @@ func withNamesake(err error, snap scheduler.Snapshot, r scheduler.Request, repla
 			}
 			msg += " If it is this resource's VM being replaced with create_before_destroy, it runs until its replacement is created, so it " +
 				"counts: leave room for both, or replace it without create_before_destroy (Terraform's default destroys it first); the VMs of " +
-				"a failed replacement stay, deposed, until an apply succeeds or terraform destroy -refresh=false removes them."
+				"a failed replacement stay, deposed, until an apply succeeds or " + destroyRefreshFalse + " removes them."
 			return msg
 		})
 	}

@@ -496,3 +496,27 @@ func TestChangeSetDiskGrowthPerStorage(t *testing.T) {
 		t.Errorf("grownDisks = %v, want 5 GiB on local (scsi0) and 8 on ceph (the new scsi2 on the VM's storage; scsi1's shrink adds nothing)", added)
 	}
 }
+
+// Every hint that tells how to destroy anyway names the command of both CLIs: the provider
+// cannot tell whether Terraform or OpenTofu runs it, and tofu users were told
+// "terraform destroy -refresh=false" alone.
+func TestDestroyHintsNameBothCLIs(t *testing.T) {
+	refused := &scheduler.UnschedulableError{Request: "web", Message: "0/1 nodes are available"}
+	snap := scheduler.Snapshot{Guests: []scheduler.Guest{{VMID: 100, Node: "pve1", Name: "web", Type: scheduler.GuestQEMU}}}
+	namesake := withNamesake(refused, snap, scheduler.Request{Name: "web", VMID: 0}, 0)
+	hints := map[string]string{
+		"destroyHint":   destroyHint(reduceNewVMs),
+		"aloneHint":     aloneHint,
+		"applyHint":     applyHint(reduceNewVMs),
+		"noPlanHint":    noPlanHint(reduceNewVMs),
+		"destroyAnyway": destroyAnyway,
+		"withNamesake":  namesake.Error(),
+	}
+	for name, hint := range hints {
+		for _, cmd := range []string{"terraform destroy -refresh=false", "tofu destroy -refresh=false"} {
+			if !strings.Contains(hint, cmd) {
+				t.Errorf("%s does not name %q: %s", name, cmd, hint)
+			}
+		}
+	}
+}

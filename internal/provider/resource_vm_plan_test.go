@@ -106,7 +106,7 @@ func TestModifyPlan(t *testing.T) {
 		{name: "create that fits nowhere fails the plan with the explanation",
 			plan: func() *vmModel { m := newVM(); m.Memory = types.Int64Value(65536); return m }(),
 			wantError: []string{`No placement for "web-1"`, "0/4 nodes are available", "exceeded memory overcommit ratio 1", "were offline",
-				"If this is terraform destroy, which plans the configuration first, run terraform destroy -refresh=false."}},
+				"If this is terraform destroy, which plans the configuration first, run terraform destroy -refresh=false (tofu destroy -refresh=false under OpenTofu)."}},
 		{name: "create pinned to a node the annotations exclude",
 			plan: func() *vmModel {
 				m := withAnnotations(newVM(), map[string]string{"node.qemu-scheduler/regex": "pve[12]"})
