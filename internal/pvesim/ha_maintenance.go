@@ -61,12 +61,19 @@ func (s *Server) maintenanceRound() map[int]string {
 }
 
 // setNodeHAState sets a node's HA state, and the HA manager answers at once: services leave a
-// node in maintenance and come back when it ends (maintenanceRound, which it returns).
+// node in maintenance and come back when it ends (maintenanceRound, which it returns). Entering
+// maintenance is the CRM's enable-node-maintenance command, which update_crm_commands carries
+// out only for a node it sees online (already in maintenance, nothing changes) and otherwise
+// drops with an error in its log: that error is returned.
 func (s *Server) setNodeHAState(name, state string) (map[int]string, error) {
 	var moves map[int]string
 	err := s.withNode(name, func(n *node) error {
 		if !contains(haNodeStates, state) {
 			return fmt.Errorf("pvesim: hastate %q is not one of %s", state, strings.Join(haNodeStates, ", "))
+		}
+		if current := n.reportedHAState(); state == "maintenance" && current != "online" && current != "maintenance" {
+			return fmt.Errorf("pvesim: node %s is %s (hastate %s), and PVE's HA manager ignores the request: "+
+				"crm command error - node not online: enable-node-maintenance %s", n.name, map[bool]string{true: "online", false: "offline"}[n.online], current, n.name)
 		}
 		n.setHAState(state)
 		s.haActive = true

@@ -3,6 +3,7 @@ package pvesim_test
 import (
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
@@ -154,4 +155,36 @@ func TestHAManagerServiceStatus(t *testing.T) {
 	if st, _ := services()["vm:100"].(map[string]any); st["state"] != "started" || st["target"] != nil || st["maintenance_node"] != "pve1" {
 		t.Errorf("vm:100 after the move: %v, want started, no target, maintenance node pve1", st)
 	}
+}
+
+// pve-ha-manager Manager.pm update_crm_commands: `enable-node-maintenance NODE` takes effect
+// only on a node the HA manager sees online; for a node in any other state (offline: unknown,
+// fence) the CRM logs "crm command error - node not online" and drops the command, so the node
+// keeps its state and its services stay as they are. The admin endpoint says so instead of
+// putting an offline node into maintenance; a node already in maintenance stays in it.
+func TestMaintenanceOfAnOfflineNodeIsIgnored(t *testing.T) {
+	s, a := haCluster(t, map[int]string{100: "pve1", 101: "pve2"})
+	if _, err := s.FailNode("pve2"); err != nil {
+		t.Fatal(err)
+	}
+	recovered := s.MustGuest(t, 101).Node
+	r := adminCall(a, http.MethodPost, "/pvesim/nodes/pve2/maintenance", url.Values{"enable": {"1"}})
+	if r.code != http.StatusBadRequest || !strings.Contains(r.status, "crm command error - node not online: enable-node-maintenance pve2") {
+		t.Errorf("maintenance of the offline pve2: %s %s", r.status, r.body)
+	}
+	if err := s.SetNodeHAState("pve2", "maintenance"); err == nil || !strings.Contains(err.Error(), "node not online") {
+		t.Errorf("SetNodeHAState(pve2, maintenance) while pve2 is offline: %v", err)
+	}
+	if got := a.row("node/pve2")["hastate"]; got != "unknown" {
+		t.Errorf("pve2's hastate after the refused maintenance = %v, want unknown", got)
+	}
+	if err := s.SetNodeOnline("pve2", true); err != nil {
+		t.Fatal(err)
+	}
+	a.ok(adminCall(a, http.MethodPost, "/pvesim/nodes/pve2/maintenance", url.Values{"enable": {"1"}}))
+	a.ok(adminCall(a, http.MethodPost, "/pvesim/nodes/pve2/maintenance", url.Values{"enable": {"1"}})) // already in it: a no-op
+	if got := a.row("node/pve2")["hastate"]; got != "maintenance" {
+		t.Errorf("pve2's hastate online = %v, want maintenance", got)
+	}
+	wantOn(t, s, 101, recovered)
 }

@@ -33,7 +33,8 @@ func (n *node) setHAState(state string) {
 // SetNodeHAState sets a node's HA state at run time (online, maintenance, unknown, fence or
 // gone), as `ha-manager crm-command node-maintenance enable|disable` or a fence would. From then
 // on HA counts as running: every node row carries hastate. Entering maintenance migrates the
-// node's started HA services away, leaving it brings them back (see maintenanceStep).
+// node's started HA services away, leaving it brings them back (see maintenanceStep); an
+// offline node cannot enter it (an error, as the CRM drops the command).
 func (s *Server) SetNodeHAState(name, state string) error {
 	_, err := s.setNodeHAState(name, state)
 	return err
