@@ -528,3 +528,39 @@ func TestAccVMCloneDropsTemplateRecord(t *testing.T) {
 		resource.TestCheckResourceAttr("qemuscheduler_vm.ruled", "description", "golden image"),
 	)})
 }
+
+// A configuration written differently from the record's canonical text plans no change, after
+// its apply nor after an import: group tags in capitals (PVE compares tags case-insensitively;
+// the record keeps them as written).
+func TestAccVMImportPlansNoChange(t *testing.T) {
+	env, _ := simEnv(t, equalCluster())
+	vm := env.config(`
+resource "qemuscheduler_vm" "web" {
+  name = "web-1"
+  vmid = 710
+  tags = ["web"]
+  vm_anti_affinity {
+    tags = ["Web"]
+  }
+  topology_spread {
+    tags_any_of  = ["Web", "API"]
+    tags_none_of = ["Canary"]
+  }
+}`)
+	noop := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionNoop)}}
+	runSteps(t,
+		resource.TestStep{Config: vm},
+		resource.TestStep{Config: vm, ConfigPlanChecks: noop},
+		resource.TestStep{Config: env.config(`removed {
+  from = qemuscheduler_vm.web
+  lifecycle {
+    destroy = false
+  }
+}`)},
+		resource.TestStep{Config: vm + `
+import {
+  to = qemuscheduler_vm.web
+  id = "710"
+}`, ConfigPlanChecks: noop},
+	)
+}

@@ -538,16 +538,16 @@ func parseFields(value string, known ...string) (map[string]string, error) {
 }
 
 // groupTags reads a group's selector: tags (all of them), tags_any_of, tags_none_of; one is
-// needed.
+// needed. Tags keep their case, as the configuration wrote them (selectors compare tags
+// case-insensitively), so that the record formats back to the same text.
 func groupTags(f map[string]string) (all, anyOf, noneOf []string, err error) {
 	lists := make([][]string, 3)
 	for i, name := range []string{"tags", "tags_any_of", "tags_none_of"} {
 		lists[i] = splitList(f[name], ",")
-		for j, t := range lists[i] {
+		for _, t := range lists[i] {
 			if !validTag(t) {
 				return nil, nil, nil, fmt.Errorf("tag %q is not a PVE tag (letters, digits and _ - + ., not starting with - + .)", t)
 			}
-			lists[i][j] = strings.ToLower(t)
 		}
 	}
 	if len(lists[0])+len(lists[1])+len(lists[2]) == 0 {

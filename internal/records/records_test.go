@@ -93,7 +93,7 @@ func TestHandWritten(t *testing.T) {
 	want := Record{
 		NodeSelector:   map[string]string{"zone": "a", "disk": "ssd"},
 		VMAntiAffinity: []scheduler.VMGroupTerm{{Tags: []string{"db"}, TopologyKey: "node"}},
-		TopologySpread: []scheduler.SpreadConstraint{{Tags: []string{"db"}, TopologyKey: "zone", MaxSkew: 1, WhenUnsatisfiable: "DoNotSchedule"}},
+		TopologySpread: []scheduler.SpreadConstraint{{Tags: []string{"DB"}, TopologyKey: "zone", MaxSkew: 1, WhenUnsatisfiable: "DoNotSchedule"}},
 	}
 	if !reflect.DeepEqual(*r, want) {
 		t.Errorf("got %+v, want %+v (defaults as the resource's blocks)", *r, want)
@@ -235,5 +235,26 @@ func TestReadmeExample(t *testing.T) {
 		if strings.Contains(notes, prefix+key+":") && n == 0 {
 			t.Errorf("README's %s line reads as nothing", key)
 		}
+	}
+}
+
+// A group's tags keep the case the configuration wrote them in (PVE and the scheduler compare
+// tags case-insensitively): the record read back formats as written, so a VM whose
+// vm_anti_affinity names "Web" is not planned to rewrite its record on every plan, and an
+// import gives the configuration's blocks back.
+func TestGroupTagsKeepTheirCase(t *testing.T) {
+	r := Record{VMAntiAffinity: []scheduler.VMGroupTerm{{Tags: []string{"Web"}, TagsAnyOf: []string{"K8s"}, TagsNoneOf: []string{"Canary"}, TopologyKey: "node"}},
+		VMAffinity:     []scheduler.VMGroupTerm{{Tags: []string{"DB"}, TopologyKey: "node", Weight: 5}},
+		TopologySpread: []scheduler.SpreadConstraint{{Tags: []string{"Worker"}, TopologyKey: "node", MaxSkew: 1, WhenUnsatisfiable: "DoNotSchedule"}}}
+	text := Format(r)
+	_, got, warnings := Parse("1", text)
+	if len(warnings) > 0 {
+		t.Fatal(warnings)
+	}
+	if !reflect.DeepEqual(*got, r) || Format(*got) != text {
+		t.Errorf("record changed on the way back:\n%s\n---\n%s", text, Format(*got))
+	}
+	if !got.VMAntiAffinity[0].Group().Selects([]string{"web", "k8s"}) || got.VMAntiAffinity[0].Group().Selects([]string{"web", "k8s", "canary"}) {
+		t.Error("a group written in capitals must still select the guests PVE tags in lowercase")
 	}
 }
