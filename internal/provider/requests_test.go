@@ -61,17 +61,19 @@ func (f planCheck) CheckPlan(_ context.Context, _ plancheck.CheckPlanRequest, re
 }
 
 // Cluster reads of count = N through Terraform (parallelism 10): per apply at most
-// ⌈N/10⌉ + 2, per refresh at most 2, per destroy at most 2, per plan at most 1. The guests
-// still get distinct ids and spread over the nodes.
+// ⌈N/10⌉ + 2, per refresh at most 2, per destroy at most 2, per plan at most 1, and at most 5
+// for the plan, apply, plans after it and destroy together (the change set's budget). The
+// guests still get distinct ids and spread over the nodes.
 func TestAccRequestsPerApplyRefreshAndDestroy(t *testing.T) {
-	const n, parallelism = 20, 10
+	const n, parallelism, total = 20, 10, 5
 	env, sim := simEnv(t, equalCluster())
 	reads := &readCounter{t: t, sim: sim}
+	var start int
 	config := env.config(countedVMs("web", n, 512, ""))
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: steadyProviders,
 		Steps: []resource.TestStep{{
-			PreConfig: func() { reads.since() },
+			PreConfig: func() { reads.since(); start = reads.last },
 			Config:    config,
 			ConfigPlanChecks: resource.ConfigPlanChecks{
 				PreApply:             []plancheck.PlanCheck{planCheck(reads.atMost("the plan", 1))},
@@ -85,7 +87,15 @@ func TestAccRequestsPerApplyRefreshAndDestroy(t *testing.T) {
 				return distinctAndSpread(sim, "web-", n)
 			},
 		}},
-		CheckDestroy: func(*terraform.State) error { return reads.atMost(fmt.Sprintf("the destroy of %d VMs", n), 2)() },
+		CheckDestroy: func(*terraform.State) error {
+			if err := reads.atMost(fmt.Sprintf("the destroy of %d VMs", n), 2)(); err != nil {
+				return err
+			}
+			if all := reads.last - start; all > total {
+				return fmt.Errorf("plan, apply, plans after it and destroy of count = %d read /cluster/resources %d times, want at most %d", n, all, total)
+			}
+			return nil
+		},
 	})
 }
 
