@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -292,4 +293,81 @@ func storageUse(t *testing.T, sim *pvesim.Server) string {
 		}
 	}
 	return strings.Join(use, " ")
+}
+
+// The issue's report, through the real CLI: placement data sources without a VMID range, two
+// single-name ones and a for_each of them, feed bpg VMs in one apply. They answered one VMID
+// each (pve5/105 twice), and the second bpg VM failed "VM 105 already exists"; every pick of
+// a plan now debits the same plan-time ledger. Once the VMs exist the picks stay (an empty
+// plan), and a destroy leaves the cluster as found.
+func TestAccBpgFedByPlacementsWithoutRange(t *testing.T) {
+	env, sim := simEnv(t, pvesim.LoadTestCluster(t, "../../examples/lab/cluster.yaml"))
+	bpgMirror(t)
+	leftAsFound := bpgLeavesNothing(t, sim)
+	bpg := fmt.Sprintf("provider \"proxmox\" {\n  endpoint  = %q\n  api_token = %q\n  insecure  = true\n}\n", sim.URL(), sim.APIToken())
+	cli := newCLIDirRequiring(t, fmt.Sprintf(`    proxmox = { source = "bpg/proxmox", version = %q }`, bpgVersion),
+		env.providerBlock(bpgProviderSettings)+bpg+`
+data "qemuscheduler_placement" "a" {
+  name   = "fed-a"
+  memory = 1024
+}
+data "qemuscheduler_placement" "b" {
+  name   = "fed-b"
+  memory = 1024
+}
+data "qemuscheduler_placement" "each" {
+  for_each = toset(["fed-x", "fed-y"])
+  name     = each.key
+  memory   = 1024
+}
+locals {
+  picks = merge({ a = data.qemuscheduler_placement.a, b = data.qemuscheduler_placement.b }, data.qemuscheduler_placement.each)
+}
+resource "proxmox_virtual_environment_vm" "fed" {
+  for_each  = local.picks
+  name      = each.value.name
+  node_name = each.value.node
+  vm_id     = each.value.vmid
+  memory {
+    dedicated = 1024
+  }
+  network_device {
+    bridge = "vmbr0"
+  }
+}
+output "picks" {
+  value = { for k, p in local.picks : p.name => "${p.node}/${p.vmid}" }
+}
+`)
+	cli.mustRun("apply", "-auto-approve", "-input=false")
+	var picks map[string]string
+	if err := json.Unmarshal([]byte(cli.mustRun("output", "-json", "picks")), &picks); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]string{}
+	for name, at := range picks {
+		var node string
+		var vmid int
+		if _, err := fmt.Sscanf(strings.Replace(at, "/", " ", 1), "%s %d", &node, &vmid); err != nil {
+			t.Fatalf("pick of %s = %q: %v", name, at, err)
+		}
+		if other, taken := ids[fmt.Sprint(vmid)]; taken {
+			t.Errorf("%s and %s were both given VMID %d", other, name, vmid)
+		}
+		ids[fmt.Sprint(vmid)] = name
+		if g, ok := sim.Guest(vmid); !ok || g.Node != node || g.Config["name"] != name {
+			t.Errorf("pick %s = %s: the cluster's VM %d is %v on %q named %q, want bpg's VM there", name, at, vmid, ok, g.Node, g.Config["name"])
+		}
+	}
+	if len(picks) != 4 {
+		t.Fatalf("picks %v, want 4", picks)
+	}
+	// The picks stay with their VMs: the plan after the apply changes nothing.
+	if out, err := cli.run("plan", "-detailed-exitcode", "-input=false"); err != nil {
+		t.Errorf("the plan after the apply: %v, want no changes (the picks stay with their VMs); output:\n%s", err, out)
+	}
+	cli.mustRun("destroy", "-auto-approve", "-input=false")
+	if err := leftAsFound(nil); err != nil {
+		t.Error(err)
+	}
 }

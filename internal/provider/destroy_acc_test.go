@@ -28,11 +28,19 @@ type cliDir struct {
 	t          *testing.T
 	bin, dir   string
 	providerID string // the provider's address under the CLI's registry host
+	required   string // required_providers entries besides this provider's
 }
 
 // newCLIDir writes config, with required_providers naming this provider, into a fresh
 // directory and runs init there.
 func newCLIDir(t *testing.T, config string) *cliDir {
+	t.Helper()
+	return newCLIDirRequiring(t, "", config)
+}
+
+// newCLIDirRequiring is newCLIDir with more required_providers entries (lines of HCL), for
+// configurations that use other providers too: a module has one required_providers block.
+func newCLIDirRequiring(t *testing.T, required, config string) *cliDir {
 	t.Helper()
 	bin := os.Getenv("TF_ACC_TERRAFORM_PATH")
 	if bin == "" {
@@ -45,7 +53,7 @@ func newCLIDir(t *testing.T, config string) *cliDir {
 	if host == "" {
 		host = "registry.terraform.io"
 	}
-	c := &cliDir{t: t, bin: bin, dir: t.TempDir(), providerID: host + "/qemuscheduler/qemuscheduler"}
+	c := &cliDir{t: t, bin: bin, dir: t.TempDir(), providerID: host + "/qemuscheduler/qemuscheduler", required: required}
 	c.write(config)
 	c.mustRun("init", "-input=false")
 	return c
@@ -54,7 +62,7 @@ func newCLIDir(t *testing.T, config string) *cliDir {
 // write replaces the directory's configuration.
 func (c *cliDir) write(config string) {
 	c.t.Helper()
-	hcl := "terraform {\n  required_providers {\n    qemuscheduler = { source = \"qemuscheduler/qemuscheduler\" }\n  }\n}\n" + config
+	hcl := "terraform {\n  required_providers {\n    qemuscheduler = { source = \"qemuscheduler/qemuscheduler\" }\n" + c.required + "\n  }\n}\n" + config
 	if err := os.WriteFile(filepath.Join(c.dir, "main.tf"), []byte(hcl), 0o600); err != nil {
 		c.t.Fatal(err)
 	}
