@@ -149,6 +149,7 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 		checkDiskShrink(state.Disks, plan.Disks, &resp.Diagnostics, false)
 		warnPendingDiskOptions(state.Disks, plan.Disks, state.Started.ValueBool(), &resp.Diagnostics)
+		warnPendingSizes(&state, &plan, state.Started.ValueBool(), &resp.Diagnostics)
 	}
 	schedReq, src, complete := r.request(ctx, &plan, creating, &resp.Diagnostics)
 	checkIOThread(plan.Disks, plannedController(&plan, &state, creating, src), &resp.Diagnostics)

@@ -102,7 +102,7 @@ func diskBlock() schema.Block {
 	}
 }
 
-// runningNote tells which disk options PVE cannot change on a running VM.
+// runningNote tells which settings PVE cannot change on a running VM (the plan warns).
 const runningNote = " Changed on a running VM, it takes effect at the next start (PVE keeps it pending)."
 
 // diskSlot matches the config keys of disks (and of CD-ROM and cloud-init drives).
@@ -189,7 +189,7 @@ func warnPendingDiskOptions(state, plan []diskModel, running bool, diags *diag.D
 		}{{"discard", o.Discard, d.Discard}, {"ssd", o.SSD, d.SSD}, {"iothread", o.IOThread, d.IOThread}, {"cache", o.Cache, d.Cache}} {
 			if !c.will.IsUnknown() && !c.was.Equal(c.will) {
 				diags.AddAttributeWarning(path.Root("disk").AtListIndex(i).AtName(c.name), "Takes effect at the next start",
-					fmt.Sprintf("The VM is running: Proxmox VE keeps the new %s of %s pending until the VM is next started (stop and start it, or reboot it from Proxmox VE; a reboot inside the guest is not enough).", c.name, d.Slot.ValueString()))
+					fmt.Sprintf("The VM is running: Proxmox VE keeps the new %s of %s pending until the VM is next started (%s).", c.name, d.Slot.ValueString(), restartHint))
 			}
 		}
 	}
