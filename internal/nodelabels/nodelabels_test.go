@@ -133,6 +133,32 @@ func TestParseNotes(t *testing.T) {
 	}
 }
 
+// A skipped entry whose key another entry of the Notes gives (on the same line or another)
+// does not leave the node without it: the warning says what the node keeps, not that it goes
+// without the label or taint.
+func TestParseNotesSkippedEntryOfAKeyGivenElsewhere(t *testing.T) {
+	notes := "qemu-scheduler/labels: zone=a, zone\n" +
+		"qemu-scheduler/labels: rack=r 1\n" +
+		"qemu-scheduler/labels: rack=r1\n" +
+		"qemu-scheduler/taints: gpu=a b:NoSchedule, gpu:PreferNoSchedule\n"
+	set, warnings := ParseNotes("pve2", notes)
+	if want := map[string]string{"zone": "a", "rack": "r1"}; !reflect.DeepEqual(set.Labels, want) {
+		t.Errorf("labels = %v, want %v", set.Labels, want)
+	}
+	for i, suffix := range []string{
+		"; the entry is skipped, so node pve2 keeps the label zone=a of another entry of its Notes",
+		"; the entry is skipped, so node pve2 keeps the label rack=r1 of another entry of its Notes",
+		"; the entry is skipped, so node pve2 is tainted gpu only by another entry of its Notes (gpu:PreferNoSchedule)",
+	} {
+		if i >= len(warnings) || !strings.HasSuffix(warnings[i], suffix) {
+			t.Errorf("warnings = %q\nwant warning %d ending %q", warnings, i, suffix)
+		}
+	}
+	if len(warnings) != 3 {
+		t.Errorf("%d warnings, want 3: %q", len(warnings), warnings)
+	}
+}
+
 func TestCompose(t *testing.T) {
 	notes := Set{Labels: map[string]string{"zone": "b", "disk": "ssd"},
 		Taints: []Taint{{Key: "dedicated", Value: "ops", Effect: NoSchedule}, {Key: "old-hw", Value: "", Effect: PreferNoSchedule}}}

@@ -51,6 +51,14 @@ type Set struct {
 func ParseNotes(node, notes string) (Set, []string) {
 	set := Set{Labels: map[string]string{}}
 	var warnings []string
+	// skips are the skipped entries, each with the index of its warning: what the node goes
+	// without is known only once every line is read (another entry may give the same key).
+	type skip struct {
+		warning int
+		entry   string
+		label   bool
+	}
+	var skips []skip
 	for i, line := range strings.Split(notes, "\n") {
 		text := strings.TrimSpace(line)
 		if rest, listed := strings.CutPrefix(text, "- "); listed {
@@ -81,9 +89,13 @@ func ParseNotes(node, notes string) (Set, []string) {
 				}
 			}
 			if err != nil {
-				warnings = append(warnings, fmt.Sprintf("node %s, Notes line %d %q: %v; the entry is skipped%s", node, i+1, strings.TrimSpace(line), err, loses(node, entry, isLabels)))
+				skips = append(skips, skip{len(warnings), entry, isLabels})
+				warnings = append(warnings, fmt.Sprintf("node %s, Notes line %d %q: %v; the entry is skipped", node, i+1, strings.TrimSpace(line), err))
 			}
 		}
+	}
+	for _, s := range skips {
+		warnings[s.warning] += loses(node, s.entry, s.label, set)
 	}
 	return set, warnings
 }
@@ -112,8 +124,9 @@ func notesKey(text string) string {
 }
 
 // loses says what a node goes without when an entry is skipped: its label or taint of the key
-// the entry names, when one can be read.
-func loses(node, entry string, label bool) string {
+// the entry names, when one can be read; or, when another entry of its Notes (parsed into set)
+// gives that key, what the node keeps instead, since saying it goes without would be false.
+func loses(node, entry string, label bool, set Set) string {
 	key := entry
 	if i := strings.IndexAny(entry, "=:"); i >= 0 {
 		key = entry[:i]
@@ -123,7 +136,19 @@ func loses(node, entry string, label bool) string {
 		return ""
 	}
 	if label {
+		if v, ok := set.Labels[key]; ok {
+			return fmt.Sprintf(", so node %s keeps the label %s=%s of another entry of its Notes", node, key, v)
+		}
 		return fmt.Sprintf(", so node %s has no label %s from its Notes", node, key)
+	}
+	var kept []string
+	for _, t := range set.Taints {
+		if t.Key == key {
+			kept = append(kept, FormatTaint(t))
+		}
+	}
+	if len(kept) > 0 {
+		return fmt.Sprintf(", so node %s is tainted %s only by another entry of its Notes (%s)", node, key, strings.Join(kept, ", "))
 	}
 	return fmt.Sprintf(", so node %s is not tainted %s from its Notes: VMs that do not tolerate it may be placed there", node, key)
 }
