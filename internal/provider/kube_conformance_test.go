@@ -197,8 +197,8 @@ data "qemuscheduler_placement" "mixed" {
 }
 
 // Group selectors beyond "carries all these tags": any of several tags (kube's multi-value In)
-// and none of some (NotIn, DoesNotExist), for anti-affinity, affinity and spread. pve3's guest
-// carries web but also old, so it is in no group that excludes old.
+// and none of some (NotIn, DoesNotExist), for anti-affinity and affinity (the spread's is
+// below). pve3's guest carries web but also old, so it is in no group that excludes old.
 func TestAccKubeVMGroupSelectors(t *testing.T) {
 	env, _ := simEnv(t, kubeCluster("pve1:web", "pve2:api", "pve3:web,old"))
 	runParallel(t, resource.TestStep{
@@ -218,11 +218,18 @@ data "qemuscheduler_placement" "affinity" {
     tags_none_of = ["old"]
   }
 }
+data "qemuscheduler_placement" "affinity_any" {
+  name = "affinity-any"
+  vm_affinity {
+    tags_any_of = ["api", "db"]
+  }
+}
 `,
 		Check: checkPlacements(map[string]map[string]string{
 			"anti": {"node": "pve3", "candidates.0.reasons.0": "VMAntiAffinity: pve1 already runs 1 guest tagged any of [web api] none of [old]: 100",
 				"candidates.1.reasons.0": "VMAntiAffinity: pve2 already runs 1 guest tagged any of [web api] none of [old]: 101"},
-			"affinity": {"node": "pve1", "candidates.2.reasons.0": "VMAffinity: pve3 runs no guest tagged [web] none of [old] (1 guest elsewhere)"},
+			"affinity":     {"node": "pve1", "candidates.2.reasons.0": "VMAffinity: pve3 runs no guest tagged [web] none of [old] (1 guest elsewhere)"},
+			"affinity_any": {"node": "pve2", "candidates.0.reasons.0": "VMAffinity: pve1 runs no guest tagged any of [api db] (1 guest elsewhere)"},
 		}),
 	})
 }
@@ -383,5 +390,35 @@ data "qemuscheduler_placement" "p" {
 		Check: checkPlacements(map[string]map[string]string{"p": {"node": "pve3",
 			"candidates.0.scores.TopologySpread": "60", "candidates.1.scores.TopologySpread": "20",
 			"candidates.2.scores.TopologySpread": "100", "candidates.3.scores.TopologySpread": "60"}}),
+	})
+}
+
+// The taint score with nothing to count gives every node 100, as kube's (its "the nodes that
+// all of their taints are tolerated by the pod, get the same score, no matter how many
+// tolerable taints a node has"): the VM tolerating pve2's PreferNoSchedule taint scores 100
+// everywhere. Without the toleration, kube's "Default behaviour No taints and tolerations,
+// lands on node with no taints": pve2 scores 0, the others 100.
+func TestAccKubeTaintScoreNothingToCount(t *testing.T) {
+	env, _ := simEnv(t, kubeCluster())
+	nodes := providerNodeBlocks(map[string]string{"pve2": `taints = ["old-hw:PreferNoSchedule"]`})
+	runParallel(t, resource.TestStep{
+		Config: env.providerBlock(nodes) + `
+data "qemuscheduler_placement" "tolerated" {
+  name = "tolerated"
+  toleration {
+    key      = "old-hw"
+    operator = "Exists"
+  }
+}
+data "qemuscheduler_placement" "untolerated" {
+  name = "untolerated"
+}
+`,
+		Check: checkPlacements(map[string]map[string]string{
+			"tolerated": {"candidates.0.scores.TaintToleration": "100", "candidates.1.scores.TaintToleration": "100",
+				"candidates.2.scores.TaintToleration": "100", "candidates.3.scores.TaintToleration": "100"},
+			"untolerated": {"candidates.0.scores.TaintToleration": "100", "candidates.1.scores.TaintToleration": "0",
+				"candidates.2.scores.TaintToleration": "100", "candidates.3.scores.TaintToleration": "100"},
+		}),
 	})
 }
