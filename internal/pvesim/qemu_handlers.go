@@ -160,10 +160,12 @@ func (s *Server) handleStatusCurrent(w http.ResponseWriter, r *http.Request, g *
 var storageAlloc = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9\-_.]*):(\d+(?:\.\d+)?)$`)
 
 // change is a validated config change: values to set (new disks already named, NICs with
-// MACs, tags normalised) and the volumes to allocate for new disks.
+// MACs, tags normalised) and the volumes to allocate for new disks, or why allocating them
+// fails in the worker (failure: the change is not applied and its task fails).
 type change struct {
-	set   map[string]string
-	alloc []allocation
+	set     map[string]string
+	alloc   []allocation
+	failure string
 }
 
 type allocation struct {
@@ -174,8 +176,11 @@ type allocation struct {
 
 // prepareConfig validates config keys for guest g as a create or a config write by user does.
 // It answers the request itself (400 for schema problems, 500 for PVE's handler errors) and
-// returns false when the change is refused. The caller holds s.mu.
-func (s *Server) prepareConfig(w http.ResponseWriter, g *guest, user string, raw map[string]string, del []string) (change, bool) {
+// returns false when the change is refused. PVE allocates the disks (create_disks) after the
+// checks of every drive; when that happens in a worker (inWorker: a create, an asynchronous
+// config write), its failure is the change's failure, else the request's error. The caller
+// holds s.mu.
+func (s *Server) prepareConfig(w http.ResponseWriter, g *guest, user string, raw map[string]string, del []string, inWorker bool) (change, bool) {
 	set, problems := checkConfig(raw, s.pveVersion())
 	if len(problems) > 0 {
 		writeParamError(w, problems)
@@ -221,26 +226,29 @@ func (s *Server) prepareConfig(w http.ResponseWriter, g *guest, user string, raw
 				return change{}, false
 			}
 			var a *allocation
+			var problem *driveProblem
 			if d["import-from"] != "" {
-				var problem *importProblem
-				if a, problem = s.importFrom(n, scratch, k, user, d); problem != nil {
-					problem.write(w, k)
-					return change{}, false
-				}
+				a, problem = s.importFrom(n, scratch, k, user, d)
 			} else {
-				var msg string
-				if a, msg = s.allocate(n, scratch, k, d); msg != "" {
-					writeError(w, http.StatusInternalServerError, msg)
-					return change{}, false
-				}
+				a, problem = s.allocate(n, scratch, k, d)
 			}
-			if a != nil {
+			switch {
+			case problem != nil && !problem.inWorker:
+				problem.write(w)
+				return change{}, false
+			case problem != nil && c.failure == "":
+				c.failure = problem.msg // create_disks stops at the first drive it fails
+			case a != nil:
 				c.alloc = append(c.alloc, *a)
 			}
 			v = printPropertyString(f, d)
 		}
 		scratch.config[k] = v
 		c.set[k] = v
+	}
+	if c.failure != "" && !inWorker {
+		writeError(w, http.StatusInternalServerError, c.failure)
+		return change{}, false
 	}
 	return c, true
 }
@@ -272,14 +280,14 @@ var volumeKeyParts = regexp.MustCompile(`^(ide|scsi|virtio|sata|efidisk|tpmstate
 // allocates a new volume (an EFI disk gets the size of its vars image and, with pre-enrolled
 // keys, the Microsoft 2023 certificates), STORAGE:cloudinit the cloud-init drive. It
 // rewrites d's file and size, and returns the allocation or PVE's complaint.
-func (s *Server) allocate(n *node, g *guest, key string, d map[string]string) (*allocation, string) {
+func (s *Server) allocate(n *node, g *guest, key string, d map[string]string) (*allocation, *driveProblem) {
 	if size := d["size"]; size != "" {
 		d["size"] = formatBytes(uint64(parseSize(size) * gib))
 	}
 	if m := storageAlloc.FindStringSubmatch(d["file"]); m != nil {
-		st, msg := imageStorage(n, m[1])
-		if msg != "" {
-			return nil, msg
+		st, problem := s.newDiskStorage(n, m[1])
+		if problem != nil {
+			return nil, problem
 		}
 		size, _ := strconv.ParseFloat(m[2], 64)
 		bytes := uint64(size * gib)
@@ -297,35 +305,61 @@ func (s *Server) allocate(n *node, g *guest, key string, d map[string]string) (*
 		}
 		name, msg := g.newVolume(st)
 		if msg != "" {
-			return nil, msg
+			return nil, workerProblem("%s", msg) // vdisk_create_base
 		}
 		d["file"], d["size"] = m[1]+":"+name, formatBytes(bytes)
-		return &allocation{st, name, volumeSize{size: bytes, used: bytes}}, ""
+		return &allocation{st, name, volumeSize{size: bytes, used: bytes}}, nil
 	}
 	if name, isCI := strings.CutSuffix(d["file"], ":cloudinit"); isCI {
+		// $check_storage_access leaves cloud-init drives alone: create_disks finds the storage.
+		if _, msg := s.activeStorage(n.name, name); msg != "" {
+			return nil, workerProblem("%s", msg)
+		}
 		if _, msg := imageStorage(n, name); msg != "" {
-			return nil, msg
+			return nil, workerProblem("%s", msg)
 		}
 		d["file"], d["media"] = fmt.Sprintf("%s:vm-%d-cloudinit", name, g.vmid), "cdrom"
-		return nil, ""
+		return nil, nil
 	}
 	// An existing volume: PVE records the size volume_size_info reads, whatever the request
 	// said. Cd-roms (isos, none) and paths outside a storage are left as given.
 	if vol, ok := parseVolume(d["file"]); ok && d["media"] != "cdrom" {
+		if !s.storageExists(vol.storage) { // check_volume_access, before any worker
+			return nil, earlyProblem("storage '%s' does not exist", vol.storage)
+		}
 		st, msg := s.activeStorage(n.name, vol.storage)
 		if msg != "" {
-			return nil, msg
+			return nil, workerProblem("%s", msg)
 		}
 		v, msg := st.volumeSize(vol.name)
 		if v.size == 0 && msg == "" || strings.HasPrefix(msg, "volume_size_info") {
 			msg = fmt.Sprintf("volume %s:%s does not exist", vol.storage, vol.name)
 		}
 		if msg != "" {
-			return nil, msg
+			return nil, workerProblem("%s", msg)
 		}
 		d["size"] = formatBytes(v.size)
 	}
-	return nil, ""
+	return nil, nil
+}
+
+// newDiskStorage is the storage a new disk (STORAGE:SIZE) is allocated on, checked as PVE
+// checks it: before any worker, by $check_storage_access (in storage.cfg, "storage 'x' does
+// not exist"; with images, a 400 on storage), then in create_disks by vdisk_alloc's
+// activate_storage (enabled on the node, online).
+func (s *Server) newDiskStorage(n *node, name string) (*storage, *driveProblem) {
+	cfg := s.anyStorage(name)
+	switch {
+	case cfg == nil:
+		return nil, earlyProblem("storage '%s' does not exist", name)
+	case !contains(cfg.content, "images"):
+		return nil, paramProblem("storage", "storage '%s' does not support vm images", name)
+	}
+	st, msg := s.activeStorage(n.name, name)
+	if msg != "" {
+		return nil, workerProblem("%s", msg)
+	}
+	return st, nil
 }
 
 // imageStorage finds a storage on n that can hold disk images, or PVE's complaint.
@@ -420,7 +454,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		g.config["template"] = "1" // create_disks makes the new disks base volumes
 	}
 	user := requestUser(r)
-	c, valid := s.prepareConfig(w, g, user, cfg, nil)
+	c, valid := s.prepareConfig(w, g, user, cfg, nil, true)
 	if !valid {
 		return
 	}
@@ -440,11 +474,17 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	start := boolParam(p["start"])
 	// The VM exists from now on, locked until the task ends: other creates meet "already
-	// exists", and /cluster/resources lists it with lock "create".
+	// exists", and /cluster/resources lists it with lock "create". A disk its worker fails to
+	// allocate fails the task, which frees the disks allocated before and removes the VM.
 	g.lock = "create"
-	c.commit(g)
+	created := taskOK
+	if c.failure != "" {
+		created = func() outcome { return taskError("unable to create VM %d - %s", vmid, c.failure) }
+	} else {
+		c.commit(g)
+	}
 	s.guests[vmid] = g
-	writeData(w, s.startTask(r, n.name, "qmcreate", vmid, taskOK, func(ok bool) {
+	writeData(w, s.startTask(r, n.name, "qmcreate", vmid, created, func(ok bool) {
 		s.settleNew(g, ok)
 		if ok && haManaged && s.stillThere(g, n.name) {
 			// "Add as HA resource" (ha-manager add vm:N --state started|stopped), before the
@@ -533,7 +573,7 @@ func (s *Server) handleConfigSet(async bool) http.HandlerFunc {
 			}
 		}
 		user := requestUser(r)
-		c, valid := s.prepareConfig(w, g, user, cfg, del)
+		c, valid := s.prepareConfig(w, g, user, cfg, del, async)
 		if !valid {
 			return
 		}
@@ -541,6 +581,11 @@ func (s *Server) handleConfigSet(async bool) http.HandlerFunc {
 		apply := func() outcome {
 			if s.guests[g.vmid] != g {
 				return taskError("Configuration file 'nodes/%s/qemu-server/%d.conf' does not exist", g.node, g.vmid)
+			}
+			if c.failure != "" {
+				// create_disks failed: PVE keeps what update_vm wrote before that drive (the
+				// deletes, the keys it handled first); the simulator writes nothing.
+				return taskError("%s", c.failure)
 			}
 			if msg := deviceChange(user, g.view(), c.set, del); msg != "" {
 				return taskError("%s", msg)

@@ -17,16 +17,32 @@ import (
 // The simulator copies instantly; an OVA's disks (import/x.ova/disk.vmdk, extracted first) are
 // not simulated.
 
-// importProblem is why a drive's import-from is refused: a parameter problem (400) or a
-// handler error (500).
-type importProblem struct {
-	param bool
-	msg   string
+// driveProblem is why a drive of a create or a config write is refused, and when PVE finds
+// it: a parameter error (a 400 naming param), an error of the checks before any worker
+// ($check_storage_access and the like: a 500 of the request), or create_disks' failure, which
+// a create and an asynchronous config write meet in their worker (inWorker: the task fails).
+type driveProblem struct {
+	param    string
+	msg      string
+	inWorker bool
 }
 
-func (p importProblem) write(w http.ResponseWriter, key string) {
-	if p.param {
-		paramError(w, key, p.msg)
+func paramProblem(param, format string, a ...any) *driveProblem {
+	return &driveProblem{param: param, msg: fmt.Sprintf(format, a...)}
+}
+
+func earlyProblem(format string, a ...any) *driveProblem {
+	return &driveProblem{msg: fmt.Sprintf(format, a...)}
+}
+
+func workerProblem(format string, a ...any) *driveProblem {
+	return &driveProblem{msg: fmt.Sprintf(format, a...), inWorker: true}
+}
+
+// write answers a refusal before any worker.
+func (p *driveProblem) write(w http.ResponseWriter) {
+	if p.param != "" {
+		paramError(w, p.param, p.msg)
 		return
 	}
 	writeError(w, http.StatusInternalServerError, p.msg)
@@ -35,11 +51,11 @@ func (p importProblem) write(w http.ResponseWriter, key string) {
 // importFrom imports d's import-from source into a new volume of guest g on node n, for the
 // user the request is authenticated as, rewriting d as create_disks records the drive. The
 // caller holds s.mu.
-func (s *Server) importFrom(n *node, g *guest, key, user string, d map[string]string) (*allocation, *importProblem) {
+func (s *Server) importFrom(n *node, g *guest, key, user string, d map[string]string) (*allocation, *driveProblem) {
 	source := d["import-from"]
 	m := storageAlloc.FindStringSubmatch(d["file"])
 	if m == nil || parseSize(m[2]) != 0 {
-		return nil, &importProblem{true, "'import-from' requires special syntax - use <storage ID>:0,import-from=<source>"}
+		return nil, paramProblem(key, "'import-from' requires special syntax - use <storage ID>:0,import-from=<source>")
 	}
 	switch {
 	case key == "efidisk0" && (d["efitype"] == "" || d["pre-enrolled-keys"] == ""):
@@ -47,21 +63,26 @@ func (s *Server) importFrom(n *node, g *guest, key, user string, d map[string]st
 		if d["efitype"] != "" {
 			required = "pre-enrolled-keys"
 		}
-		return nil, &importProblem{true, fmt.Sprintf("need to specify '%s' when using 'import-from'", required)}
+		return nil, paramProblem(key, "need to specify '%s' when using 'import-from'", required)
 	case key == "tpmstate0" && d["version"] == "":
-		return nil, &importProblem{true, "need to specify 'version' when using 'import-from'"}
+		return nil, paramProblem(key, "need to specify 'version' when using 'import-from'")
 	}
-	dest, msg := imageStorage(n, m[1])
-	if msg != "" {
-		return nil, &importProblem{msg: msg}
+	// $check_storage_access checks the destination, then the source; create_disks' worker
+	// reads the source, then allocates the destination inside the import's eval.
+	dest, destProblem := s.newDiskStorage(n, m[1])
+	if destProblem != nil && !destProblem.inWorker {
+		return nil, destProblem
 	}
-	size, problem := s.importSize(n, g, user, source)
-	if problem != nil {
+	size, problem := s.importSize(n, g, key, user, source)
+	switch {
+	case problem != nil:
 		return nil, problem
+	case destProblem != nil:
+		return nil, workerProblem("cannot import from '%s' - %s", source, destProblem.msg)
 	}
 	name, msg := g.newVolume(dest)
 	if msg != "" {
-		return nil, &importProblem{msg: msg}
+		return nil, workerProblem("%s", msg)
 	}
 	d["file"], d["size"] = m[1]+":"+name, formatBytes(size)
 	delete(d, "import-from")
@@ -69,33 +90,35 @@ func (s *Server) importFrom(n *node, g *guest, key, user string, d map[string]st
 	return &allocation{dest, name, volumeSize{size: size, used: size}}, nil
 }
 
-// importSize checks an import-from source and reads its size.
-func (s *Server) importSize(n *node, g *guest, user, source string) (uint64, *importProblem) {
+// importSize checks drive key's import-from source and reads its size: the path's access, the
+// storage and the volume's type before any worker ($check_storage_access), the rest in
+// create_disks.
+func (s *Server) importSize(n *node, g *guest, key, user, source string) (uint64, *driveProblem) {
 	id := volumeIDText.FindStringSubmatch(source)
 	if id == nil {
 		if user != "root@pam" {
-			return 0, &importProblem{msg: "Only root can pass arbitrary filesystem paths."}
+			return 0, earlyProblem("Only root can pass arbitrary filesystem paths.")
 		}
-		return 0, &importProblem{msg: fmt.Sprintf("can't find file '%s'", source)} // the simulator has no file system
+		return 0, workerProblem("can't find file '%s'", source) // the simulator has no file system
 	}
 	storeID, volname := id[1], id[2]
 	if !s.storageExists(storeID) {
-		return 0, &importProblem{msg: fmt.Sprintf("storage '%s' does not exist", storeID)}
+		return 0, earlyProblem("storage '%s' does not exist", storeID)
 	}
 	v := s.pveVersion()
 	vtype, owner, msg := parseVolname(s.storageType(storeID), volname, v)
 	switch {
 	case msg != "":
-		return 0, &importProblem{msg: msg}
+		return 0, earlyProblem("%s", msg)
 	case vtype != "images" && (vtype != "import" || v.major < 9):
 		want := "not an image"
 		if v.major >= 9 {
 			want = "needs to be 'images' or 'import'"
 		}
-		return 0, &importProblem{true, fmt.Sprintf("%s has wrong type '%s' - %s", source, vtype, want)}
+		return 0, paramProblem(key, "%s has wrong type '%s' - %s", source, vtype, want)
 	}
-	failed := func(format string, a ...any) (uint64, *importProblem) {
-		return 0, &importProblem{msg: fmt.Sprintf("cannot import from '%s' - %s", source, fmt.Sprintf(format, a...))}
+	failed := func(format string, a ...any) (uint64, *driveProblem) {
+		return 0, workerProblem("cannot import from '%s' - %s", source, fmt.Sprintf(format, a...))
 	}
 	st, msg := s.activeStorage(n.name, storeID)
 	if msg != "" {
@@ -105,7 +128,7 @@ func (s *Server) importSize(n *node, g *guest, user, source string) (uint64, *im
 		f, ok := st.files[volname]
 		if !ok {
 			// The untrusted image's check (file_size_info) runs before the copy's eval.
-			return 0, &importProblem{msg: fmt.Sprintf("failed to stat '%s'", st.filePath(volname))}
+			return 0, workerProblem("failed to stat '%s'", st.filePath(volname))
 		}
 		return uint64(f.size), nil
 	}

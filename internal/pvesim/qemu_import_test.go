@@ -78,23 +78,26 @@ func TestImportFrom(t *testing.T) {
 	for _, tc := range []struct {
 		key, drive string
 		code       int
-		want       string // the parameter's problem for a 400, the status text for a 500
+		want       string // the parameter's problem for a 400, the status text for a 500, the task's exit status for a 200 (create_disks fails in the qmcreate worker)
 	}{
 		{"scsi0", "fast:8,import-from=fast:vm-100-disk-0", 400, "'import-from' requires special syntax - use <storage ID>:0,import-from=<source>"},
 		{"efidisk0", "fast:0,import-from=fast:vm-100-disk-0", 400, "need to specify 'efitype' when using 'import-from'"},
 		{"efidisk0", "fast:0,efitype=4m,import-from=fast:vm-100-disk-0", 400, "need to specify 'pre-enrolled-keys' when using 'import-from'"},
 		{"tpmstate0", "fast:0,import-from=fast:vm-100-disk-0", 400, "need to specify 'version' when using 'import-from'"},
 		{"scsi0", "fast:0,import-from=local:iso/x.iso", 400, "local:iso/x.iso has wrong type 'iso' - needs to be 'images' or 'import'"},
-		{"scsi0", "fast:0,import-from=fast:vm-999-disk-0", 500, "cannot import from 'fast:vm-999-disk-0' - could not get size of fast:vm-999-disk-0"},
-		{"scsi0", "fast:0,import-from=ceph:vm-200-disk-0", 500, "cannot import from 'ceph:vm-200-disk-0' - owner VM 200 not on local node"},
-		{"scsi0", "fast:0,import-from=local:import/missing.qcow2", 500, "failed to stat '/mnt/pve/local/import/missing.qcow2'"},
+		{"scsi0", "fast:0,import-from=fast:vm-999-disk-0", 200, "unable to create VM 150 - cannot import from 'fast:vm-999-disk-0' - could not get size of fast:vm-999-disk-0"},
+		{"scsi0", "fast:0,import-from=ceph:vm-200-disk-0", 200, "unable to create VM 150 - cannot import from 'ceph:vm-200-disk-0' - owner VM 200 not on local node"},
+		{"scsi0", "fast:0,import-from=local:import/missing.qcow2", 200, "unable to create VM 150 - failed to stat '/mnt/pve/local/import/missing.qcow2'"},
 		{"scsi0", "fast:0,import-from=nope:vm-100-disk-0", 500, "storage 'nope' does not exist"},
 		{"scsi0", "fast:0,import-from=/root/disk.qcow2", 500, "Only root can pass arbitrary filesystem paths."},
 	} {
 		r := create("150", tc.key, tc.drive)
 		got := strings.TrimSpace(r.status[4:])
-		if tc.code == 400 {
+		switch tc.code {
+		case 400:
 			got = r.env.Errors[tc.key]
+		case 200:
+			got = a.task(r)
 		}
 		if r.code != tc.code || got != tc.want {
 			t.Errorf("create with %s=%s = %d %q (%s), want %d %q", tc.key, tc.drive, r.code, got, r.body, tc.code, tc.want)

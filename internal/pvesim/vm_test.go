@@ -139,7 +139,7 @@ func TestCreateRefusals(t *testing.T) {
 		{url.Values{"sshkeys": {"ssh-ed25519 AAAA"}}, "400 Parameter verification failed.", map[string]string{"sshkeys": "invalid format - invalid urlencoded string: ssh-ed25519 AAAA"}},
 		{url.Values{"memory": {"1024"}, "balloon": {"2048"}}, "500 balloon value too large (must be smaller than assigned memory)", nil},
 		{url.Values{"scsi0": {"nope:10"}}, "500 storage 'nope' does not exist", nil},
-		{url.Values{"scsi0": {"local:10"}}, "500 storage 'local' does not support vm images", nil},
+		{url.Values{"scsi0": {"local:10"}}, "400 Parameter verification failed.", map[string]string{"storage": "storage 'local' does not support vm images"}}, // $check_storage_access
 	}
 	for _, tt := range tests {
 		t.Run(tt.params.Encode(), func(t *testing.T) {
