@@ -151,6 +151,17 @@ func (a *api) task(r reply) string {
 	return exit
 }
 
+// simOf serves the cluster file text yaml, failing the test when it does not load.
+func simOf(t *testing.T, yaml string, opts ...pvesim.Option) (*pvesim.Server, *api) {
+	t.Helper()
+	c, err := pvesim.ParseCluster([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := pvesim.NewTestServer(t, c, opts...)
+	return s, newAPI(t, s)
+}
+
 func lab(t *testing.T, opts ...pvesim.Option) (*pvesim.Server, *api) {
 	s := pvesim.NewTestServer(t, labCluster(t), opts...)
 	return s, newAPI(t, s)

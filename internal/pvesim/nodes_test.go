@@ -10,17 +10,12 @@ import (
 )
 
 func nodeFactsCluster(t *testing.T) (*pvesim.Server, *api) {
-	c, err := pvesim.ParseCluster([]byte(`
+	return simOf(t, `
 nodes:
   - {name: pve1, cpus: 8, memory_gib: 32, arch: x86_64, notes: "rack 4\nqemu-scheduler/labels: zone=a"}
   - {name: pve2, cpus: 8, memory_gib: 32, hastate: maintenance}
   - {name: pve3, cpus: 8, memory_gib: 32, offline: true, notes: gone}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := pvesim.NewTestServer(t, c)
-	return s, newAPI(t, s)
+`)
 }
 
 func TestNodeRowsHAStateAndArch(t *testing.T) {

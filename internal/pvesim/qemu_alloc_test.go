@@ -13,7 +13,7 @@ import (
 // enabled on pve2, nas is not online, isos holds no images, thick (LVM) makes no base images.
 func allocCluster(t *testing.T) (*pvesim.Server, *api) {
 	t.Helper()
-	c, err := pvesim.ParseCluster([]byte(`
+	return simOf(t, `
 nodes:
   - {name: pve1, cpus: 8, memory_gib: 32}
   - {name: pve2, cpus: 8, memory_gib: 32}
@@ -25,12 +25,7 @@ storages:
   - {name: thick, type: lvm, content: [images], size_gib: 100}
 guests:
   - {vmid: 100, node: pve2, cores: 1, memory_mib: 512, config: {scsi0: "ceph:vm-100-disk-0,size=4G"}}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := pvesim.NewTestServer(t, c)
-	return s, newAPI(t, s)
+`)
 }
 
 // qemu-server API2/Qemu.pm create_vm checks the storages before it forks its qmcreate worker

@@ -14,7 +14,7 @@ import (
 // extra is appended to the cluster file ("ha_rules: []" makes it PVE 9).
 func templateCluster(t *testing.T, extra ...string) (*pvesim.Server, *api) {
 	t.Helper()
-	c, err := pvesim.ParseCluster([]byte(`
+	return simOf(t, `
 nodes:
   - {name: pve1, cpus: 8, memory_gib: 32}
   - {name: pve2, cpus: 8, memory_gib: 32}
@@ -33,12 +33,7 @@ guests:
       ide2: "local-lvm:vm-200-cloudinit,media=cdrom"
       unused0: "local-lvm:vm-200-disk-3"
   - {vmid: 201, node: pve1, name: busy, status: running, config: {scsi0: "local-lvm:vm-201-disk-0,size=4G"}}
-` + strings.Join(extra, "\n")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := pvesim.NewTestServer(t, c)
-	return s, newAPI(t, s)
+`+strings.Join(extra, "\n"))
 }
 
 // qemu-server API2/Qemu.pm 'template' (POST .../template; PVE 8.2 and 9 alike) forks a
