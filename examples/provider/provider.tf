@@ -1,6 +1,10 @@
 provider "qemuscheduler" {
   endpoint  = "https://pve.example.com:8006" # or PROXMOX_VE_ENDPOINT
   api_token = var.pve_api_token              # USER@REALM!TOKENID=SECRET, or PROXMOX_VE_API_TOKEN
+  # or a ticket login: username = "terraform@pve" and password (PROXMOX_VE_USERNAME, _PASSWORD)
+  # A private CA (a PVE cluster's own is /etc/pve/pve-root-ca.pem on any node):
+  #   ca_cert = file("pve-root-ca.pem")
+  # or insecure = true (PROXMOX_VE_INSECURE) to skip TLS verification altogether.
 
   # Defaults for every data source and resource: the reference's plugin-config.yaml as it
   # is, then blocks, which have the last word.

@@ -35,10 +35,60 @@ data "qemuscheduler_placement" "workers" {
   }
 }
 
+# A GPU VM: a node with an A100 is required, one with NVMe disks preferred, and the toleration
+# lets it onto the GPU node, tainted dedicated=gpu:NoSchedule for everything else (labels and
+# taints come from the provider's node blocks and the nodes' Notes).
+data "qemuscheduler_placement" "ml" {
+  name     = "ml-1"
+  cores    = 8
+  memory   = 32768
+  disk_gib = 100
+  node_affinity { # no weight: required; each node_selector_term is one way to match
+    node_selector_term {
+      match_expressions {
+        key      = "gpu"
+        operator = "In" # In, NotIn, Exists, DoesNotExist, Gt, Lt
+        values   = ["a100"]
+      }
+    }
+  }
+  node_affinity {
+    key      = "disk"
+    operator = "In"
+    values   = ["nvme"]
+    weight   = 20 # a preference: the NodeAffinity score
+  }
+  toleration {
+    key      = "dedicated"
+    operator = "Equal" # the default; "Exists" tolerates any value of the key
+    value    = "gpu"
+    effect   = "NoSchedule" # empty: every effect of the key
+  }
+}
+
+# API servers spread over the zones together with their canaries (guests tagged api or
+# api-canary, retired ones not counted), in at least two zones before any zone holds one more.
+data "qemuscheduler_placement" "api" {
+  names = ["api-1", "api-2", "api-3"]
+  tags  = ["api"]
+  topology_spread {
+    tags_any_of          = ["api", "api-canary"] # members: guests carrying either tag ...
+    tags_none_of         = ["retired"]           # ... and not this one
+    topology_key         = "zone"
+    min_domains          = 2
+    node_affinity_policy = "Honor" # count only nodes the VM may use (the default)
+    node_taints_policy   = "Honor" # nor nodes whose taints it does not tolerate (the default)
+  }
+}
+
 # Feed any Proxmox resource, e.g. the bpg provider's VM:
 #   node_name = data.qemuscheduler_placement.web.placements[count.index].node
 #   vm_id     = data.qemuscheduler_placement.web.placements[count.index].vmid
 
 output "why" {
   value = data.qemuscheduler_placement.web.summary
+}
+
+output "ml" {
+  value = data.qemuscheduler_placement.ml.placements[0] # { name, node, vmid, storage, existing }
 }

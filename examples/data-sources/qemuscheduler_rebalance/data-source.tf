@@ -13,9 +13,22 @@ data "qemuscheduler_rebalance" "web" {
     cpu_target       = 70
     memory_target    = 70
   }
+  min_gain            = 10 # a move must narrow the gap between its nodes by 10 points
   max_moves           = 5
   max_moves_per_node  = 2
   max_moves_per_group = 1 # the disruption budget of each anti-affinity or spread group
+}
+
+# Power saving: empty the nodes under 20% of their CPUs and memory into the fullest nodes that
+# pass each guest's rules. Opted-in guests on a node they no longer pass (HA maintenance, a
+# new taint) move too (remove_policy_violations).
+data "qemuscheduler_rebalance" "consolidate" {
+  tags                     = ["rebalance"]
+  remove_policy_violations = true # the default
+  high_node_utilization {
+    cpu_threshold    = 20
+    memory_threshold = 20
+  }
 }
 
 # Act on a move with qemuscheduler_vm: copy the `to` node into the VM's `node` (a pinned node
@@ -24,4 +37,12 @@ data "qemuscheduler_rebalance" "web" {
 # otherwise its outputs show the moves just made until the next apply.
 output "moves" {
   value = data.qemuscheduler_rebalance.web.summary
+}
+
+output "consolidation" {
+  value = [for m in data.qemuscheduler_rebalance.consolidate.moves : "${m.name} (${m.vmid}): ${m.from} -> ${m.to}, ${m.reason}"]
+}
+
+output "allocation_after" { # per node, once the moves are done
+  value = { for n in data.qemuscheduler_rebalance.consolidate.nodes_after : n.node => "cpu ${n.cpu_percent}%, memory ${n.memory_percent}%, ${n.running_guests} guests" }
 }

@@ -19,7 +19,9 @@ resource "qemuscheduler_vm" "worker" {
   }
 
   clone {
-    source_vmid = 9000 # a cloud-init template on shared storage
+    source_vmid = 9000   # a cloud-init template on shared storage
+    source_node = "pve1" # where it is; looked up when left out
+    full        = true   # the default; false makes a linked clone of a template
   }
 
   disk {
@@ -30,23 +32,31 @@ resource "qemuscheduler_vm" "worker" {
   }
 
   network {
-    slot   = "net0"
-    bridge = "vmbr0"
-    vlan   = 20
+    slot     = "net0"
+    bridge   = "vmbr0"
+    model    = "virtio" # the default
+    vlan     = 20
+    firewall = true # the PVE firewall on this NIC
   }
 
   cloud_init {
-    user      = "debian"
-    ssh_keys  = ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl admin@example.com"]
-    ip_config = ["ip=dhcp"]
+    user         = "debian"
+    nameserver   = "10.0.20.1"
+    searchdomain = "k8s.example.com"
+    ssh_keys     = ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl admin@example.com"]
+    ip_config    = ["ip=dhcp"]
     # A snippet copied into /var/lib/vz/snippets/ on every node (storage local with the
     # snippets content type), e.g. packages to install; user-data stays generated.
     vendor_data = "local:snippets/k8s-worker-vendor.yaml"
-    upgrade     = false
+    # user_data and network_data name snippets the same way; they replace what PVE generates
+    # (user_data: user, password and ssh_keys; network_data: ip_config, nameserver, searchdomain).
+    upgrade = false
   }
 
   timeouts {
     create = "20m"
+    update = "20m" # a migration of a large VM included
+    delete = "10m" # a running VM is shut down for half of it, then stopped
   }
 }
 
@@ -54,14 +64,19 @@ resource "qemuscheduler_vm" "worker" {
 # cloud image. protection = true makes PVE refuse to destroy it: set it back to false and
 # apply before terraform destroy.
 resource "qemuscheduler_vm" "uefi" {
-  name       = "uefi-1"
-  cores      = 2
-  memory     = 4096
-  bios       = "ovmf"
-  machine    = "q35"
-  serial     = ["socket"]
-  boot_order = ["scsi0", "net0"]
-  protection = false
+  name          = "uefi-1"
+  cores         = 2
+  memory        = 4096
+  sockets       = 1
+  cpu_type      = "x86-64-v2-AES" # "" (no cpu key) is PVE's default; "host" passes the host CPU through
+  balloon       = 2048            # ballooning down to 2 GiB; 0 disables the balloon device
+  on_boot       = true            # started when its node boots
+  bios          = "ovmf"
+  machine       = "q35"
+  scsi_hardware = "virtio-scsi-single" # the default from scratch: a controller per disk
+  serial        = ["socket"]
+  boot_order    = ["scsi0", "net0"]
+  protection    = false
 
   efi_disk {
     pre_enrolled_keys = true
@@ -77,10 +92,11 @@ resource "qemuscheduler_vm" "uefi" {
   }
 
   disk {
-    slot     = "scsi0"
-    size     = 32
-    iothread = true # effective: a VM from scratch gets the virtio-scsi-single controller
-    cache    = "none"
+    slot      = "scsi0"
+    size      = 32
+    iothread  = true # effective with the virtio-scsi-single controller
+    cache     = "none"
+    replicate = false # left out of storage replication jobs; backup = false leaves it out of backups
   }
 
   network {
@@ -109,9 +125,11 @@ resource "qemuscheduler_vm" "db" {
   }
 
   ha {
-    state       = "started" # must agree with started (default true)
-    max_restart = 3
-    comment     = "primary database"
+    state           = "started" # must agree with started (default true)
+    max_restart     = 3
+    max_relocate    = 2
+    comment         = "primary database"
+    placement_rules = true # the default: PVE 9 HA rules keep its hard placement rules through failover
   }
 }
 
