@@ -81,7 +81,7 @@ func runAdmin(args []string, stdout io.Writer) error {
 	case "load":
 		for _, kv := range rest {
 			k, v, ok := strings.Cut(kv, "=")
-			if !ok {
+			if !ok || k != "cpu_load" && k != "mem_used_gib" {
 				return fmt.Errorf("load takes cpu_load=F and mem_used_gib=F, not %q", kv)
 			}
 			params.Set(k, v)
@@ -107,7 +107,13 @@ func runAdmin(args []string, stdout io.Writer) error {
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Authorization", "PVEAPIToken="+token)
 	res, err := client.Do(req)
-	if err != nil {
+	var unknownCA x509.UnknownAuthorityError
+	switch {
+	case errors.As(err, &unknownCA) && *caCert == "":
+		return fmt.Errorf("%w; pass --ca-cert with the certificate the simulator's --ca-out wrote", err)
+	case errors.As(err, &unknownCA):
+		return fmt.Errorf("%w; %s is not this simulator's certificate (each run writes a new one with --ca-out)", err, *caCert)
+	case err != nil:
 		return err
 	}
 	defer res.Body.Close()

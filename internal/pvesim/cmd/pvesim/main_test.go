@@ -157,6 +157,7 @@ func TestSubcommandsActOnTheRunningSimulator(t *testing.T) {
 		{[]string{"bogus", "pve2"}, `unknown command "bogus"; usage:`},
 		{[]string{"load", "pve1", "cpu_load=2"}, "cpu_load 2 is above 1"},
 		{[]string{"load", "pve1", "cpu_load"}, "cpu_load=F"},
+		{[]string{"load", "pve1", "cpu=0.8"}, "cpu_load=F"},
 		// The API's per-parameter errors read as pvesh prints them, one "param: message" line each.
 		{[]string{"load", "pve1"}, "Parameter verification failed.\ncpu_load: give cpu_load (0..1) and/or mem_used_gib"},
 		{[]string{"fail"}, "usage"},
@@ -165,5 +166,10 @@ func TestSubcommandsActOnTheRunningSimulator(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.HasPrefix(err.Error(), "pvesim: ") || strings.Contains(err.Error(), "map[") {
 			t.Errorf("pvesim %v = %v, want an error mentioning %q (main adds the pvesim: prefix)", tc.args, err, tc.want)
 		}
+	}
+	// Without --ca-cert the simulator's certificate is not trusted: the error says what to pass.
+	err := run(context.Background(), []string{"fail", "pve2"}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--ca-cert") {
+		t.Errorf("pvesim fail pve2 without --ca-cert = %v, want an error naming --ca-cert", err)
 	}
 }
