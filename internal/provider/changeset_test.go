@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
@@ -449,4 +450,52 @@ resource "qemuscheduler_vm" "new" {
 				// On g when new-0 was planned first, as usual; on new-0 when g was.
 				`No placement for "new-0"[\s\S]*pve1: MemoryOvercommit: \(8192\+4096\)/8192 MiB = 1.5 > 1`)})
 	})
+}
+
+// Existing VMs, updates, imports and reads are not part of the change set: two 4-core VMs
+// overcommit pve1 (8 vCPUs on 4 CPUs) before the provider's ratio drops to 1. Their update
+// in place (tags), a new 4-core VM placed beside them (on the empty pve2), their import and a
+// refresh all pass; only the new VM is placed, and the old ones are never refused for a node
+// they already run on.
+func TestAccChangeSetLeavesExistingVMsAlone(t *testing.T) {
+	env, sim := simEnv(t, sizedCluster(2, 4, 16))
+	config := func(provider, tags string, news int) string {
+		return env.providerBlock(provider) + fmt.Sprintf(`resource "qemuscheduler_vm" "old" {
+  name  = "old-0"
+  node  = "pve1"
+  cores = 4
+  tags  = [%[1]s]
+}
+resource "qemuscheduler_vm" "older" {
+  name  = "old-1"
+  node  = "pve1"
+  cores = 4
+  tags  = [%[1]s]
+}
+resource "qemuscheduler_vm" "new" {
+  count = %[2]d
+  name  = "new-${count.index}"
+  cores = 4
+}`, tags, news)
+	}
+	updated := config(cpuRatioOne, `"web"`, 1)
+	runParallel(t, resource.TestStep{
+		Config: config("", "", 0),
+		Check:  wantPerNode(sim, "old-", map[string]int{"pve1": 2}),
+	}, resource.TestStep{
+		Config: updated,
+		ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+			plancheck.ExpectResourceAction("qemuscheduler_vm.old", plancheck.ResourceActionUpdate),
+			plancheck.ExpectResourceAction("qemuscheduler_vm.older", plancheck.ResourceActionUpdate),
+			plancheck.ExpectResourceAction("qemuscheduler_vm.new[0]", plancheck.ResourceActionCreate),
+		}},
+		Check: resource.ComposeTestCheckFunc(wantPerNode(sim, "old-", map[string]int{"pve1": 2}), wantPerNode(sim, "new-", map[string]int{"pve2": 1})),
+	}, resource.TestStep{
+		Config:            updated,
+		ResourceName:      "qemuscheduler_vm.old",
+		ImportState:       true,
+		ImportStateVerify: true,
+		// What the create decided, which an import cannot know.
+		ImportStateVerifyIgnore: []string{"placement_summary", "storage"},
+	}, resource.TestStep{Config: updated, PlanOnly: true})
 }
