@@ -53,6 +53,8 @@ func TestAccChangeSetAllOrNothing(t *testing.T) {
 			`only 3 of the plan's 4 new VMs can be placed together.*topology_spread`},
 		{"count 7 x 2 vCPU with 12 vCPU free", sizedCluster(3, 4, 16), cpuRatioOne, webVMs("web", 7, "\n  cores  = 2"),
 			`only 6 of the plan's 7 new VMs can be placed together`},
+		{"six control-plane VMs kept apart on four usable nodes", fourUsableOfFive(), "", webVMs("web", 6, webAntiAffinity),
+			`only 4 of the plan's 6 new VMs can be placed together.*topology_spread`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,6 +71,13 @@ func TestAccChangeSetAllOrNothing(t *testing.T) {
 			})
 		})
 	}
+}
+
+// fourUsableOfFive is bigNodeCluster(5) with pve5 offline.
+func fourUsableOfFive() pvesim.Cluster {
+	c := bigNodeCluster(5)
+	c.Nodes[4].Offline = true
+	return c
 }
 
 // fullClusterVMs is two 4-core VMs, pinned from VMID base, that fill the two 4-CPU nodes of
