@@ -422,3 +422,26 @@ data "qemuscheduler_placement" "untolerated" {
 		}),
 	})
 }
+
+// The spread score counts only members on eligible nodes too, as kube's "NodeAffinityPolicy
+// honoed with nodeAffinity" and "... ignored with nodeAffinity" score cases, here by zone
+// through the whole pipeline: pve2's two members do not count for a VM that may not use pve2,
+// so zone1 (pve1) is the emptier zone and scores 100; with node_affinity_policy = "Ignore"
+// they count, zone1 holds 2 to zone2's 1, and the scores turn round.
+func TestAccKubeSpreadScoreCountsEligibleNodesOnly(t *testing.T) {
+	env, _ := simEnv(t, kubeCluster("pve2:foo", "pve2:foo", "pve4:foo", "pve2:foo2", "pve2:foo2", "pve4:foo2"))
+	zones := providerNodeBlocks(map[string]string{"pve1": `labels = { zone = "zone1" }`, "pve2": `labels = { zone = "zone1" }`,
+		"pve3": `labels = { zone = "zone2" }`, "pve4": `labels = { zone = "zone2" }`})
+	spread := func(name, tag, policy string) string {
+		return spreadPlacement(name, tag, avoidNode("pve2"), "topology_key = \"zone\"\n    when_unsatisfiable = \"ScheduleAnyway\"\n    "+policy)
+	}
+	runParallel(t, resource.TestStep{
+		Config: env.providerBlock(zones) + spread("honor", "foo", "") + spread("ignore", "foo2", `node_affinity_policy = "Ignore"`),
+		Check: checkPlacements(map[string]map[string]string{
+			"honor": {"node": "pve1", "candidates.0.scores.TopologySpread": "100", "candidates.2.scores.TopologySpread": "0",
+				"candidates.3.scores.TopologySpread": "0"},
+			"ignore": {"candidates.0.scores.TopologySpread": "33", "candidates.2.scores.TopologySpread": "100",
+				"candidates.3.scores.TopologySpread": "100"},
+		}),
+	})
+}
