@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -302,7 +303,8 @@ func (r *vmResource) planHARules(ctx context.Context, resp *resource.ModifyPlanR
 	}
 	snap.HAFailbackOff = view.failbackOff
 	checkHAMove(snap, view.rules.Rules, plan, state, vmid, &resp.Diagnostics)
-	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("ha").AtName("rules"), plannedRules(plan.HA.Rules, due))...)
+	planned := plannedRules(plan.HA.Rules, state.HA, due, r.rulesInputsSame(ctx, plan, state, p.req))
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("ha").AtName("rules"), planned)...)
 	return ruleBreaks(want, snap, vmid, node)
 }
 
@@ -311,13 +313,44 @@ func (r *vmResource) planHARules(ctx context.Context, resp *resource.ModifyPlanR
 // must not depend on the cluster's rules of the moment: Terraform plans a change again at
 // apply, right before applying it, when peers of the same apply may have written, and a value
 // the first plan had known must come out the same ("Provider produced inconsistent final
-// plan"). A VM that changes records the ids its apply leaves it in; one that does not keeps
-// the state's, which its next refresh brings up to date.
-func plannedRules(planned types.List, due bool) types.List {
-	if due {
+// plan"). A VM whose change can alter its rules (same false, rulesInputsSame) records the ids
+// its apply leaves it in; one whose change cannot, or that does not change, keeps the prior
+// block's (the state's), which its next refresh brings up to date.
+func plannedRules(planned types.List, prior *haModel, due, same bool) types.List {
+	switch {
+	case due:
 		return types.ListUnknown(types.StringType)
+	case same && prior != nil && !prior.Rules.IsUnknown() && !prior.Rules.IsNull():
+		return prior.Rules
 	}
 	return planned
+}
+
+// rulesInputsSame tells whether an update leaves alone everything the VM's rules are computed
+// from: its mode (HA membership, placement_rules), its profile and plugin config, and the
+// parts of its scheduling request (planned, the plan's) the rules read — its groups (tags and
+// terms), its node-level rules, its size in vCPUs, its name and pin. Its rules then plan as
+// the state has them: an update of the description or the memory shows no change of ha.rules.
+// It reads the configuration and the state alone, never the cluster: the plan Terraform makes
+// again at apply, after peers wrote, must come out the same. What peers of the same apply do
+// to the group the VM records with its next refresh, as an untouched member does.
+func (r *vmResource) rulesInputsSame(ctx context.Context, plan, state *vmModel, planned scheduler.Request) bool {
+	if state.HA == nil || ruleMode(plan.HA) != ruleMode(state.HA) || haUpdateMode(plan.HA, state.HA) != ruleMode(state.HA) {
+		return false
+	}
+	if !plan.Profile.Equal(state.Profile) || !plan.PluginConfigYAML.Equal(state.PluginConfigYAML) || !reflect.DeepEqual(plan.PluginConfig, state.PluginConfig) {
+		return false
+	}
+	var d diag.Diagnostics
+	prior, _, complete := r.request(ctx, state, false, &d)
+	return complete && !d.HasError() && reflect.DeepEqual(ruleInputs(prior), ruleInputs(planned))
+}
+
+// ruleInputs is req without what no HA rule reads: memory (NodeRuleNodes counts vCPUs alone),
+// disks and storage.
+func ruleInputs(req scheduler.Request) scheduler.Request {
+	req.MemoryMiB, req.DiskBytes, req.Storage, req.CloneFrom = 0, 0, "", ""
+	return req
 }
 
 // rulesDueKey is the private state's record that the last refresh found the VM's HA rules not

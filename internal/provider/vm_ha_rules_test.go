@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
@@ -19,8 +20,10 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/harules"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
@@ -618,17 +621,18 @@ func simRuleNodes(t *testing.T, sim *pvesim.Server, id string) []string {
 }
 
 // A VM updated in the apply that a peer created earlier (depends_on) put into the group's rule
-// records the rule: its ha.rules, planned unknown as for any change (plannedRules), is what its
-// own write of the rules leaves it in.
+// records the rule: its ha.rules, planned unknown as its tags change (plannedRules), is what its
+// own write of the rules leaves it in. An update the rules do not read (description, memory)
+// plans them as the state has them, and applies so.
 func TestAccVMHARulesPeerWritesBeforeUpdate(t *testing.T) {
 	env, sim := simEnv(t, haRulesCluster())
-	config := func(memory int, peer bool) string {
-		vm := func(name string, vmid, memory int, extra string) string {
+	config := func(attrs, tags string, peer bool) string {
+		vm := func(name string, vmid int, attrs, tags, extra string) string {
 			return fmt.Sprintf(`resource "qemuscheduler_vm" %q {
   name   = %q
   vmid   = %d
-  memory = %d
-  tags   = ["web"]
+  %s
+  tags   = [%s]
   clone {
     source_vmid = 9000
   }
@@ -638,28 +642,35 @@ func TestAccVMHARulesPeerWritesBeforeUpdate(t *testing.T) {
   ha {}
   %s
 }
-`, name, name, vmid, memory, extra)
+`, name, name, vmid, attrs, tags, extra)
 		}
-		hcl := vm("old", 100, memory, "")
+		hcl := vm("old", 100, attrs, tags, "")
 		if peer {
-			hcl = vm("old", 100, memory, "depends_on = [qemuscheduler_vm.peer]") + vm("peer", 101, 512, "")
+			hcl = vm("old", 100, attrs, tags, "depends_on = [qemuscheduler_vm.peer]") + vm("peer", 101, "", `"web"`, "")
 		}
 		return env.config(hcl)
 	}
+	both := func(*terraform.State) error {
+		for _, r := range simRules(t, sim) {
+			if r.Name == apartWeb && slices.Equal(r.VMIDs, []int{100, 101}) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no rule %s over 100 and 101: %+v", apartWeb, simRules(t, sim))
+	}
+	grown := "memory = 768\n  description = \"web tier\""
 	runSteps(t,
-		resource.TestStep{Config: config(512, false), Check: resource.TestCheckResourceAttr("qemuscheduler_vm.old", "ha.rules.#", "0")},
-		resource.TestStep{Config: config(768, true), Check: resource.ComposeTestCheckFunc(
+		resource.TestStep{Config: config("", `"web"`, false), Check: resource.TestCheckResourceAttr("qemuscheduler_vm.old", "ha.rules.#", "0")},
+		resource.TestStep{Config: config("", `"web", "blue"`, true), Check: resource.ComposeTestCheckFunc(
 			resource.TestCheckResourceAttr("qemuscheduler_vm.old", "ha.rules.0", apartWeb),
-			resource.TestCheckResourceAttr("qemuscheduler_vm.peer", "ha.rules.0", apartWeb),
-			func(*terraform.State) error {
-				for _, r := range simRules(t, sim) {
-					if r.Name == apartWeb && slices.Equal(r.VMIDs, []int{100, 101}) {
-						return nil
-					}
-				}
-				return fmt.Errorf("no rule %s over 100 and 101: %+v", apartWeb, simRules(t, sim))
-			})},
-		resource.TestStep{Config: config(768, true), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			resource.TestCheckResourceAttr("qemuscheduler_vm.peer", "ha.rules.0", apartWeb), both)},
+		resource.TestStep{Config: config("", `"web", "blue"`, true), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			Check: resource.TestCheckResourceAttr("qemuscheduler_vm.old", "ha.rules.0", apartWeb)},
+		resource.TestStep{Config: config(grown, `"web", "blue"`, true), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+			plancheck.ExpectResourceAction("qemuscheduler_vm.old", plancheck.ResourceActionUpdate),
+			plancheck.ExpectKnownValue("qemuscheduler_vm.old", tfjsonpath.New("ha").AtMapKey("rules"), knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact(apartWeb)})),
+		}}, Check: both},
+		resource.TestStep{Config: config(grown, `"web", "blue"`, true), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			Check: resource.TestCheckResourceAttr("qemuscheduler_vm.old", "ha.rules.0", apartWeb)},
 	)
 }
@@ -835,6 +846,56 @@ func TestPlannedRulesHoldWhilePeersWrite(t *testing.T) {
 			defer func() { must(t, client.RemoveHAResource(ctx, 102)) }()
 			if again := planned(); !first.IsUnknown() && !again.Equal(first) {
 				t.Errorf("planned ha.rules %s, then %s at apply", first, again)
+			}
+		})
+	}
+}
+
+// An update that cannot change which rules the VM is in (its description, its memory) plans
+// the state's ha.rules, not "known after apply" in every plan of an HA VM; one that changes
+// its policy, its groups (tags), its size or its HA membership plans them
+// unknown. Decided from the configuration and the state alone, as the plan Terraform makes
+// again at apply must come out the same.
+func TestPlannedRulesOfAnUpdate(t *testing.T) {
+	ctx := context.Background()
+	client := apartWebCluster(t)
+	change := func(edit func(m *vmModel)) *vmModel {
+		m := apartWebState()
+		m.HA.Rules = types.ListUnknown(types.StringType) // as the framework plans a computed attribute of a change
+		edit(m)
+		return m
+	}
+	tests := []struct {
+		name  string
+		plan  *vmModel
+		known bool
+	}{
+		{"description", change(func(m *vmModel) { m.Description = types.StringValue("the web tier") }), true},
+		{"memory", change(func(m *vmModel) { m.Memory = types.Int64Value(768) }), true},
+		{"ha comment", change(func(m *vmModel) { m.HA.Comment = types.StringValue("web") }), true},
+		{"tags", change(func(m *vmModel) { m.Tags = types.SetValueMust(types.StringType, stringValues([]string{"web", "blue"})) }), false},
+		{"cores", change(func(m *vmModel) { m.Cores = types.Int64Value(2) }), false},
+		{"anti-affinity over zones", change(func(m *vmModel) { m.VMAntiAffinity[0].TopologyKey = types.StringValue("zone") }), false},
+		{"node selector", change(func(m *vmModel) {
+			m.NodeSelector = types.MapValueMust(types.StringType, map[string]attr.Value{"zone": types.StringValue("a")})
+		}), false},
+		{"placement_rules off", change(func(m *vmModel) { m.HA.PlacementRules = types.BoolValue(false) }), false},
+		{"HA ignores it", change(func(m *vmModel) { m.HA.State = types.StringValue("ignored") }), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := modifyPlan(t, planResource(client), apartWebState(), tt.plan)
+			if resp.Diagnostics.HasError() {
+				t.Fatalf("plan: %v", resp.Diagnostics)
+			}
+			var rules types.List
+			if d := resp.Plan.GetAttribute(ctx, path.Root("ha").AtName("rules"), &rules); d.HasError() {
+				t.Fatal(d)
+			}
+			if want := `["` + apartWeb + `"]`; tt.known && rules.String() != want {
+				t.Errorf("planned ha.rules %s, want the state's %s", rules, want)
+			} else if !tt.known && !rules.IsUnknown() {
+				t.Errorf("planned ha.rules %s, want unknown", rules)
 			}
 		})
 	}

@@ -744,24 +744,29 @@ func TestHAPolicyAfterAnotherError(t *testing.T) {
 	}
 }
 
-// The plan's ha.rules comes from what the framework planned and the last refresh alone, never
-// from the cluster of the moment (TestPlannedRulesHoldWhilePeersWrite): a VM that changes
-// records the ids its apply leaves it in, one that does not keeps the state's unless the
-// refresh found a write due.
+// The plan's ha.rules comes from what the framework planned, the state and the last refresh
+// alone, never from the cluster of the moment (TestPlannedRulesHoldWhilePeersWrite): a VM
+// whose change can alter its rules records the ids its apply leaves it in, one that does not
+// change or whose change cannot alter them (TestPlannedRulesOfAnUpdate) keeps the state's
+// unless the refresh found a write due.
 func TestPlannedRules(t *testing.T) {
 	held := types.ListValueMust(types.StringType, stringValues([]string{apartWeb}))
+	prior := haBlockOf("started", 1, 1, types.StringNull())
+	prior.Rules = held
+	unknown := types.ListUnknown(types.StringType)
 	tests := []struct {
-		name    string
-		planned types.List
-		due     bool
-		out     string
+		name      string
+		planned   types.List
+		due, same bool
+		out       string
 	}{
-		{"a change", types.ListUnknown(types.StringType), false, "<unknown>"},
-		{"no change", held, false, `["` + apartWeb + `"]`},
-		{"a rule deleted outside", held, true, "<unknown>"},
+		{"a change of the policy", unknown, false, false, "<unknown>"},
+		{"a change the rules do not read", unknown, false, true, `["` + apartWeb + `"]`},
+		{"no change", held, false, true, `["` + apartWeb + `"]`},
+		{"a rule deleted outside", held, true, true, "<unknown>"},
 	}
 	for _, tt := range tests {
-		if got := plannedRules(tt.planned, tt.due).String(); got != tt.out {
+		if got := plannedRules(tt.planned, prior, tt.due, tt.same).String(); got != tt.out {
 			t.Errorf("%s: %s, want %s", tt.name, got, tt.out)
 		}
 	}
