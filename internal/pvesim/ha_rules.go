@@ -226,7 +226,7 @@ func (s *Server) checkHARuleRefs(rule HARuleSpec) string {
 		}
 	}
 	if missing != nil {
-		return "cannot use non-existant node(s) " + strings.Join(missing, ", ") + "."
+		return "cannot use non-existent node(s) " + strings.Join(missing, ", ") + "."
 	}
 	return ""
 }
@@ -337,8 +337,12 @@ func (s *Server) handleHARuleUpdate(w http.ResponseWriter, r *http.Request) {
 	s.writeHARule(w, rule, i, fail)
 }
 
-// handleHARuleDelete removes a rule; PVE deletes without asking whether it exists.
+// handleHARuleDelete removes a rule; PVE deletes without asking whether it exists, and takes
+// no parameter but the rule's id: no digest.
 func (s *Server) handleHARuleDelete(w http.ResponseWriter, r *http.Request) {
+	if _, ok := readAllowedParams(w, r); !ok {
+		return
+	}
 	if i := s.haRuleIndex(r.PathValue("rule")); i >= 0 {
 		s.haRules = slices.Delete(s.haRules, i, i+1)
 	}

@@ -117,7 +117,7 @@ func TestHARulesAPI(t *testing.T) {
 	wantError(t, a.form(http.MethodPost, "/cluster/ha/rules", rule("rule", "x1", "type", "resource-affinity", "affinity", "negative", "resources", "vm:104,vm:103")),
 		500, "cannot use unmanaged resource(s) vm:104.")
 	wantError(t, a.form(http.MethodPost, "/cluster/ha/rules", rule("rule", "x1", "type", "node-affinity", "nodes", "pve9", "resources", "vm:103")),
-		500, "cannot use non-existant node(s) pve9.")
+		500, "cannot use non-existent node(s) pve9.")
 	wantError(t, a.form(http.MethodPost, "/cluster/ha/rules", rule("rule", "1x", "type", "node-affinity", "nodes", "pve1", "resources", "vm:103")),
 		400, "Parameter verification failed")
 	wantError(t, a.form(http.MethodPost, "/cluster/ha/rules", rule("rule", "x1", "type", "resource-affinity", "resources", "vm:103,vm:102")),
@@ -153,6 +153,8 @@ func TestHARulesAPI(t *testing.T) {
 	if r := a.ok(a.get("/cluster/ha/rules/apart")).obj(); r["resources"] != "vm:100,vm:101,vm:102" || r["comment"] != nil || r["digest"] == digest {
 		t.Errorf("after the update: %v", r)
 	}
+	// A delete takes the rule id alone: no digest (delete_rule's additionalProperties 0).
+	wantError(t, a.form(http.MethodDelete, "/cluster/ha/rules/pin?digest="+digest, nil), 400, "Parameter verification failed")
 	a.ok(a.form(http.MethodDelete, "/cluster/ha/rules/pin", nil))
 	a.ok(a.form(http.MethodDelete, "/cluster/ha/rules/pin", nil)) // PVE deletes without asking
 	if rows := a.ok(a.get("/cluster/ha/rules")).list(); len(rows) != 1 {
