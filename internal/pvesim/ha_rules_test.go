@@ -310,6 +310,11 @@ func TestHAMigrateNegativeRule(t *testing.T) {
 	if len(blocking) != 1 || blocking[0].(map[string]any)["sid"] != "vm:101" || blocking[0].(map[string]any)["cause"] != "resource-affinity" {
 		t.Fatalf("answer %v, want vm:101 blocking", r)
 	}
+	// PVE queues the command all the same; the CRM refuses it in its rounds.
+	a.rounds()
+	if g := s.MustGuest(t, 100); g.Node != "pve1" || g.Status != "running" {
+		t.Fatalf("vm 100 %s on %s after a migration next to its negative peer, want running on pve1", g.Status, g.Node)
+	}
 	a.ok(a.form(http.MethodPost, "/cluster/ha/resources/vm:100/migrate", url.Values{"node": {"pve3"}}))
 	for i := 0; i < 3; i++ {
 		a.get("/cluster/ha/status/current")
