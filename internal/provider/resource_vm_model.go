@@ -179,7 +179,10 @@ func (m *vmModel) readInto(ctx context.Context, vm *proxmox.VM, diags *diag.Diag
 	m.CPUType = types.StringValue(cfg["cpu"])
 	cores, sockets, memory := configSize(cfg)
 	m.Cores, m.Sockets, m.Memory = types.Int64Value(int64(cores)), types.Int64Value(int64(sockets)), types.Int64Value(int64(memory))
-	m.Balloon = types.Int64Value(int64(atoiDefault(cfg["balloon"], 0)))
+	m.Balloon = types.Int64Null() // PVE's default: the device on, at the VM's memory; 0 is none
+	if b, ok := cfg["balloon"]; ok {
+		m.Balloon = types.Int64Value(int64(atoiDefault(b, 0)))
+	}
 	m.Agent = types.BoolValue(strings.HasPrefix(cfg["agent"], "1") || strings.Contains(cfg["agent"], "enabled=1"))
 	m.OnBoot = types.BoolValue(cfg["onboot"] == "1")
 	m.Started = types.BoolValue(vm.Status == "running")

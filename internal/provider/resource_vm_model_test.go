@@ -90,7 +90,7 @@ func TestReadInto(t *testing.T) {
 		{"cores", m.Cores.ValueInt64(), int64(2)},
 		{"sockets (PVE default when absent)", m.Sockets.ValueInt64(), int64(1)},
 		{"memory", m.Memory.ValueInt64(), int64(2048)},
-		{"balloon (absent)", m.Balloon.ValueInt64(), int64(0)},
+		{"balloon (absent: PVE's default, not 0)", m.Balloon.IsNull(), true},
 		{"agent as a property string", m.Agent.ValueBool(), true},
 		{"on_boot", m.OnBoot.ValueBool(), true},
 		{"started", m.Started.ValueBool(), false},

@@ -85,8 +85,8 @@ func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 				Description: "CPU type, e.g. `x86-64-v2-AES` or `host`; `\"\"` (what a VM without one reads as) is PVE's default." + runningNote},
 			"memory": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: keepInt64(),
 				Validators: []validator.Int64{memoryMiB{}}, Description: "Memory in MiB (16 to 4194304, PVE's 4 TiB; under 64 warns, as a value meant in GiB). Default: the clone source's, else 512. Changed on a running VM, it takes effect at the next start (PVE keeps it pending) unless the VM's `hotplug` option includes `memory` and NUMA is on."},
-			"balloon": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: keepInt64(),
-				Validators: []validator.Int64{memoryMiB{balloon: true}}, Description: "Minimum memory in MiB for ballooning; 0 disables the balloon device. Must not exceed `memory`."},
+			"balloon": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: []planmodifier.Int64{keptEvenNull{}},
+				Validators: []validator.Int64{memoryMiB{balloon: true}}, Description: "Minimum memory in MiB for ballooning; 0 disables the balloon device. Must not exceed `memory`. Unset, the VM keeps what it has; null (no `balloon` key, PVE's default) is the device on, at the VM's memory."},
 			"agent":   schema.BoolAttribute{Optional: true, Computed: true, PlanModifiers: keepBool(), Description: "Enable the QEMU guest agent."},
 			"on_boot": schema.BoolAttribute{Optional: true, Computed: true, PlanModifiers: keepBool(), Description: "Start the VM when its node boots."},
 			"started": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),
@@ -106,6 +106,24 @@ func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 	maps.Copy(resp.Schema.Attributes, agentAttributes())
 	resourceScheduling(&resp.Schema)
 	markWholeNumbers(resp.Schema.Attributes, resp.Schema.Blocks)
+}
+
+// keptEvenNull plans an unset computed attribute of an existing VM as the prior state's value,
+// null included: UseStateForUnknown leaves a null state unknown, which every update would then
+// show, and the apply could not keep. The balloon's null is PVE's default (no key: the device
+// on, at the VM's memory), which 0 (no device) is not.
+type keptEvenNull struct{}
+
+func (keptEvenNull) Description(context.Context) string {
+	return "Kept from the prior state once the VM exists, PVE's default (null) included."
+}
+
+func (m keptEvenNull) MarkdownDescription(ctx context.Context) string { return m.Description(ctx) }
+
+func (keptEvenNull) PlanModifyInt64(_ context.Context, req planmodifier.Int64Request, resp *planmodifier.Int64Response) {
+	if !req.State.Raw.IsNull() && req.PlanValue.IsUnknown() && req.ConfigValue.IsNull() {
+		resp.PlanValue = req.StateValue
+	}
 }
 
 // fromSameSlot plans a computed device attribute (a NIC's MAC, a disk's storage) as the prior
