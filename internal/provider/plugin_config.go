@@ -78,7 +78,7 @@ func pluginConfigBlock[A, B any](k schemaKit[A, B]) B {
 		attrs := map[string]A{
 			"name":   k.str(stringSpec{required: true, description: pluginAttrDocs.name}),
 			"enable": k.boolean(pluginAttrDocs.enable),
-			"args":   k.strMap(pluginAttrDocs.args),
+			"args":   k.strMap(pluginAttrDocs.args, false),
 		}
 		if withWeight {
 			attrs["weight"] = k.i64(int64Spec{description: pluginAttrDocs.weight})

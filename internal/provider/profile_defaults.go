@@ -30,7 +30,7 @@ var providerKit = schemaKit[providerschema.Attribute, providerschema.Block]{
 	i64: func(s int64Spec) providerschema.Attribute {
 		return providerschema.Int64Attribute{Optional: true, Description: s.description, Validators: s.validators}
 	},
-	strMap: func(description string) providerschema.Attribute {
+	strMap: func(description string, _ bool) providerschema.Attribute {
 		return providerschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: description}
 	},
 	boolean: func(description string) providerschema.Attribute {
@@ -48,9 +48,9 @@ const defaultsNote = " A default of the profile for every VM, placement and reba
 
 // profileDefaultsSchema adds the default attributes and blocks to the profile block.
 func profileDefaultsSchema(attrs map[string]providerschema.Attribute, blocks map[string]providerschema.Block) {
-	attrs["annotations"] = providerKit.strMap("Default scheduler annotations, e.g. `{ \"vmid.qemu-scheduler/range\" = \"3000-3099\" }` " +
-		"for a tenant's VMID range." + defaultsNote + "an object's own `annotations` win per key.")
-	attrs["node_selector"] = providerKit.strMap("Default node selector." + defaultsNote + "an object's own `node_selector` wins per key.")
+	attrs["annotations"] = providerKit.strMap("Default scheduler annotations, e.g. `{ \"vmid.qemu-scheduler/range\" = \"3000-3099\" }` "+
+		"for a tenant's VMID range."+defaultsNote+"an object's own `annotations` win per key.", false)
+	attrs["node_selector"] = providerKit.strMap("Default node selector."+defaultsNote+"an object's own `node_selector` wins per key.", false)
 	blocks["toleration"] = providerKit.block("Default tolerations."+defaultsNote+"an object with `toleration` blocks of its own uses only those.",
 		tolerationAttributes(providerKit), nil)
 	blocks["topology_spread"] = providerKit.block("Default topology spread."+defaultsNote+"an object with `topology_spread` blocks of its own uses only those.",

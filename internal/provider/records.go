@@ -300,9 +300,14 @@ func userNotes(notes string) string {
 }
 
 // importRecord gives an imported VM the scheduling attributes of its placement record, so that
-// a configuration written from the record plans no change. Defaults stay null, as a
-// configuration leaves them, the profile's included (withoutDefaults).
+// a configuration written from the record plans no change. Attributes with a schema default
+// (profile, annotations, node_selector, topology_key, max_skew, when_unsatisfiable) get it
+// where the record has none, as a configuration planned them whether it left them out or
+// wrote them out; the others stay null, as a configuration leaves them. What the profile's
+// defaults give is left out (withoutDefaults).
 func importRecord(ctx context.Context, m *vmModel, vm *proxmox.VM, data *providerData, diags *diag.Diagnostics) {
+	m.Profile = types.StringValue(defaultProfile)
+	m.Annotations, m.NodeSelector = stringMap(ctx, nil, diags), stringMap(ctx, nil, diags)
 	_, rec, warnings := records.Parse(fmt.Sprint(vm.VMID), vm.Config["description"])
 	for _, w := range warnings {
 		diags.AddWarning("Malformed placement record", w+".")
@@ -311,9 +316,7 @@ func importRecord(ctx context.Context, m *vmModel, vm *proxmox.VM, data *provide
 		return
 	}
 	data.withoutDefaults(rec)
-	if rec.Profile != "" {
-		m.Profile = types.StringValue(rec.Profile)
-	}
+	m.Profile = types.StringValue(profileName(types.StringValue(rec.Profile)))
 	m.Annotations = stringMap(ctx, rec.Annotations, diags)
 	m.NodeSelector = stringMap(ctx, rec.NodeSelector, diags)
 	expression := func(e scheduler.NodeExpression) nodeExpressionModel {
@@ -352,15 +355,15 @@ func importRecord(ctx context.Context, m *vmModel, vm *proxmox.VM, data *provide
 		var out []vmGroupTermModel
 		for _, t := range terms {
 			out = append(out, vmGroupTermModel{groupSelectorModel: groupModel(ctx, t.Group(), diags),
-				TopologyKey: optionalString(t.TopologyKey, plugins.TopologyNode), Weight: optionalInt(t.Weight, 0)})
+				TopologyKey: types.StringValue(t.TopologyKey), Weight: optionalInt(t.Weight, 0)})
 		}
 		return out
 	}
 	m.VMAffinity, m.VMAntiAffinity = groups(rec.VMAffinity), groups(rec.VMAntiAffinity)
 	for _, c := range rec.TopologySpread {
 		m.TopologySpread = append(m.TopologySpread, topologySpreadModel{groupSelectorModel: groupModel(ctx, c.Group(), diags),
-			TopologyKey: optionalString(c.TopologyKey, plugins.TopologyNode), MaxSkew: optionalInt(c.MaxSkew, 1),
-			WhenUnsatisfiable: optionalString(c.WhenUnsatisfiable, plugins.DoNotSchedule), MinDomains: optionalInt(c.MinDomains, 0),
+			TopologyKey: types.StringValue(c.TopologyKey), MaxSkew: types.Int64Value(int64(c.MaxSkew)),
+			WhenUnsatisfiable: types.StringValue(c.WhenUnsatisfiable), MinDomains: optionalInt(c.MinDomains, 0),
 			NodeAffinityPolicy: optionalString(c.NodeAffinityPolicy, ""), NodeTaintsPolicy: optionalString(c.NodeTaintsPolicy, "")})
 	}
 }
@@ -370,9 +373,10 @@ func groupModel(ctx context.Context, g scheduler.TagSelector, diags *diag.Diagno
 	return groupSelectorModel{Tags: recordList(ctx, g.Tags, diags), TagsAnyOf: recordList(ctx, g.TagsAnyOf, diags), TagsNoneOf: recordList(ctx, g.TagsNoneOf, diags)}
 }
 
+// stringMap is a map attribute with a schema default of {}: empty, never null.
 func stringMap(ctx context.Context, v map[string]string, diags *diag.Diagnostics) types.Map {
-	if len(v) == 0 {
-		return types.MapNull(types.StringType)
+	if v == nil {
+		v = map[string]string{}
 	}
 	out, d := types.MapValueFrom(ctx, types.StringType, v)
 	diags.Append(d...)

@@ -316,7 +316,7 @@ resource "qemuscheduler_vm" "own" {
 `, Check: resource.ComposeAggregateTestCheckFunc(
 		resource.TestCheckResourceAttr(vmAddr, "vmid", "4000"),
 		resource.TestCheckResourceAttr(vmAddr, "node", "pve1"),
-		resource.TestCheckNoResourceAttr(vmAddr, "annotations"),
+		resource.TestCheckResourceAttr(vmAddr, "annotations.%", "0"),
 		recordIn(sim, "", "qemu-scheduler/profile: tenant-a", "qemu-scheduler/annotation: vmid.qemu-scheduler/range=4000-4099",
 			"qemu-scheduler/node-selector: zone=a", "qemu-scheduler/toleration: key=tenant value=a"),
 		resource.TestCheckResourceAttr("qemuscheduler_vm.own", "vmid", "4500"),
@@ -443,8 +443,12 @@ resource "qemuscheduler_vm" "web" {
 // An import leaves out of the VM's attributes what its record holds from the profile's
 // defaults: the configuration that selects the profile, as the VM was created with, plans no
 // change after the import (the record holds the policy with the defaults).
+//
+// A configuration restating a default of its profile in the VM's own attributes cannot be told
+// from one that does not: after the import it plans a one-time update, which writes nothing
+// to PVE (README, "Placement records"), and then no change.
 func TestAccVMImportLeavesProfileDefaults(t *testing.T) {
-	env, _ := simEnv(t, equalCluster())
+	env, sim := simEnv(t, equalCluster())
 	provider := env.providerBlock(`profile {
   name          = "tenant-a"
   annotations   = { "vmid.qemu-scheduler/range" = "4000-4099" }
@@ -464,13 +468,27 @@ resource "qemuscheduler_vm" "web" {
   tags        = ["tenant-a"]
   annotations = { "node.qemu-scheduler/regex" = "pve[0-9]" }
 }`
+	restated := `
+resource "qemuscheduler_vm" "web" {
+  name        = "a-1"
+  profile     = "tenant-a"
+  tags        = ["tenant-a"]
+  annotations = { "node.qemu-scheduler/regex" = "pve[0-9]", "vmid.qemu-scheduler/range" = "4000-4099" }
+  topology_spread {
+    tags = ["tenant-a"]
+  }
+}`
+	vmWrites := func() int {
+		return sim.Requests("POST /nodes/{node}/qemu/{vmid}/config") + sim.Requests("PUT /nodes/{node}/qemu/{vmid}/config")
+	}
+	var writes int
 	runSteps(t,
 		resource.TestStep{Config: provider + vm},
 		resource.TestStep{Config: provider + vm, ResourceName: vmAddr, ImportState: true, ImportStateId: "4000",
 			ImportStateCheck: func(is []*terraform.InstanceState) error {
 				a := is[0].Attributes
 				for k, v := range map[string]string{"profile": "tenant-a", "annotations.%": "1", "annotations.node.qemu-scheduler/regex": "pve[0-9]",
-					"node_selector.%": "", "toleration.#": "0", "topology_spread.#": "0"} {
+					"node_selector.%": "0", "toleration.#": "0", "topology_spread.#": "0"} {
 					if a[k] != v {
 						return fmt.Errorf("imported %s = %q, want %q", k, a[k], v)
 					}
@@ -488,6 +506,14 @@ import {
   to = qemuscheduler_vm.web
   id = "4000"
 }`, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionNoop)}}},
+		resource.TestStep{PreConfig: func() { writes = vmWrites() }, Config: provider + restated,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate)}},
+			Check: func(*terraform.State) error {
+				if n := vmWrites() - writes; n != 0 {
+					return fmt.Errorf("the update restating the profile's defaults wrote the VM's config %d times, want 0", n)
+				}
+				return nil
+			}},
 	)
 }
 
@@ -530,37 +556,65 @@ func TestAccVMCloneDropsTemplateRecord(t *testing.T) {
 }
 
 // A configuration written differently from the record's canonical text plans no change, after
-// its apply nor after an import: group tags in capitals (PVE compares tags case-insensitively;
-// the record keeps them as written).
+// its apply nor after an import, and the one state an import gives fits both ways of writing
+// it: group tags in capitals (PVE compares tags case-insensitively; the record keeps them as
+// written), and the defaults written out (profile "default", empty annotations and node
+// selector, topology_key "node", max_skew 1, when_unsatisfiable DoNotSchedule) or left out.
 func TestAccVMImportPlansNoChange(t *testing.T) {
 	env, _ := simEnv(t, equalCluster())
-	vm := env.config(`
+	vm := func(explicit bool) string {
+		defaults, spreadDefaults, termDefaults := "", "", ""
+		if explicit {
+			defaults = `profile       = "default"
+  annotations   = {}
+  node_selector = {}`
+			spreadDefaults = `topology_key       = "node"
+    max_skew           = 1
+    when_unsatisfiable = "DoNotSchedule"`
+			termDefaults = `topology_key = "node"`
+		}
+		return env.config(fmt.Sprintf(`
 resource "qemuscheduler_vm" "web" {
   name = "web-1"
   vmid = 710
   tags = ["web"]
+  %s
   vm_anti_affinity {
     tags = ["Web"]
+    %s
+  }
+  vm_affinity {
+    tags   = ["db"]
+    weight = 5
+    %[2]s
   }
   topology_spread {
     tags_any_of  = ["Web", "API"]
     tags_none_of = ["Canary"]
+    %[3]s
   }
-}`)
+}`, defaults, termDefaults, spreadDefaults))
+	}
 	noop := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionNoop)}}
-	runSteps(t,
-		resource.TestStep{Config: vm},
-		resource.TestStep{Config: vm, ConfigPlanChecks: noop},
-		resource.TestStep{Config: env.config(`removed {
+	removed := resource.TestStep{Config: env.config(`removed {
   from = qemuscheduler_vm.web
   lifecycle {
     destroy = false
   }
-}`)},
-		resource.TestStep{Config: vm + `
+}`)}
+	imported := func(explicit bool) resource.TestStep {
+		return resource.TestStep{Config: vm(explicit) + `
 import {
   to = qemuscheduler_vm.web
   id = "710"
-}`, ConfigPlanChecks: noop},
+}`, ConfigPlanChecks: noop}
+	}
+	runSteps(t,
+		resource.TestStep{Config: vm(true)},
+		resource.TestStep{Config: vm(false), ConfigPlanChecks: noop},
+		removed, imported(false),
+		resource.TestStep{Config: vm(true), ConfigPlanChecks: noop},
+		removed, imported(true),
+		resource.TestStep{Config: vm(false), ConfigPlanChecks: noop},
 	)
 }

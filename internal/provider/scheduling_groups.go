@@ -85,7 +85,7 @@ const (
 var (
 	groupTagsValid = listvalidator.ValueStringsAre(stringvalidator.RegexMatches(groupTagFormat,
 		"must be a PVE tag: letters, digits and _ - + ., not starting with - + ."))
-	groupTopologyKey = stringSpec{description: topologyKeyDescription, validators: []validator.String{topologyKeyCheck}}
+	groupTopologyKey = stringSpec{description: topologyKeyDescription, validators: []validator.String{topologyKeyCheck}, def: plugins.TopologyNode}
 )
 
 // groupSelectorAttributes are the attributes every group block has.
@@ -120,10 +120,10 @@ func spreadAttributes[A, B any](k schemaKit[A, B]) map[string]A {
 	policy := []validator.String{stringvalidator.OneOf(plugins.PolicyHonor, plugins.PolicyIgnore)}
 	maps.Copy(attrs, map[string]A{
 		"max_skew": k.i64(int64Spec{description: "How many more members one domain may hold than the emptiest eligible one. Default 1.",
-			validators: []validator.Int64{int64validator.AtLeast(1)}}),
+			validators: []validator.Int64{int64validator.AtLeast(1)}, def: 1}),
 		"when_unsatisfiable": k.str(stringSpec{description: "`DoNotSchedule` (default): a node that would break the spread fails " +
 			"(`TopologySpread` filter). `ScheduleAnyway`: emptier domains are preferred (`TopologySpread` score).",
-			validators: []validator.String{stringvalidator.OneOf(plugins.DoNotSchedule, plugins.ScheduleAnyway)}}),
+			validators: []validator.String{stringvalidator.OneOf(plugins.DoNotSchedule, plugins.ScheduleAnyway)}, def: plugins.DoNotSchedule}),
 		"min_domains": k.i64(int64Spec{description: "`DoNotSchedule` only (kube's `minDomains`): while fewer eligible domains " +
 			"exist, the emptiest one counts as holding 0 members, so the group spreads to new domains before it doubles up. Unset: 1.",
 			validators: []validator.Int64{int64validator.AtLeast(1)}}),

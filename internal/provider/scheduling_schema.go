@@ -3,8 +3,12 @@ package provider
 import (
 	"maps"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	dsschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	rschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 )
@@ -21,20 +25,27 @@ type stringSpec struct {
 	required    bool
 	description string
 	validators  []validator.String
+	// def, when set, is the value a resource plans for the attribute left out (resourceKit), so
+	// that a configuration writing it out and one leaving it out plan the same state: the one an
+	// import gives.
+	def string
 }
 
 type int64Spec struct {
 	description string
 	validators  []validator.Int64
+	def         int64 // as stringSpec's
 }
 
 // schemaKit builds the attributes and blocks of one schema package: the data source's and the
 // resource's attribute types differ, their settings do not.
 type schemaKit[A, B any] struct {
-	list   func(listSpec) A
-	str    func(stringSpec) A
-	i64    func(int64Spec) A
-	strMap func(description string) A
+	list func(listSpec) A
+	str  func(stringSpec) A
+	i64  func(int64Spec) A
+	// strMap is an optional map of strings; emptyDefault makes a resource plan {} for it left
+	// out, as stringSpec's def.
+	strMap func(description string, emptyDefault bool) A
 	// boolean is an optional bool.
 	boolean func(description string) A
 	// block is a repeatable block of attrs and nested blocks (nil for none).
@@ -53,7 +64,7 @@ var dataSourceKit = schemaKit[dsschema.Attribute, dsschema.Block]{
 	i64: func(s int64Spec) dsschema.Attribute {
 		return dsschema.Int64Attribute{Optional: true, Description: s.description, Validators: s.validators}
 	},
-	strMap: func(description string) dsschema.Attribute {
+	strMap: func(description string, _ bool) dsschema.Attribute {
 		return dsschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: description}
 	},
 	boolean: func(description string) dsschema.Attribute {
@@ -72,13 +83,25 @@ var resourceKit = schemaKit[rschema.Attribute, rschema.Block]{
 		return rschema.ListAttribute{ElementType: types.StringType, Required: s.required, Optional: !s.required, Description: s.description, Validators: s.validators}
 	},
 	str: func(s stringSpec) rschema.Attribute {
-		return rschema.StringAttribute{Required: s.required, Optional: !s.required, Description: s.description, Validators: s.validators}
+		a := rschema.StringAttribute{Required: s.required, Optional: !s.required, Description: s.description, Validators: s.validators}
+		if s.def != "" {
+			a.Computed, a.Default = true, stringdefault.StaticString(s.def)
+		}
+		return a
 	},
 	i64: func(s int64Spec) rschema.Attribute {
-		return rschema.Int64Attribute{Optional: true, Description: s.description, Validators: s.validators}
+		a := rschema.Int64Attribute{Optional: true, Description: s.description, Validators: s.validators}
+		if s.def != 0 {
+			a.Computed, a.Default = true, int64default.StaticInt64(s.def)
+		}
+		return a
 	},
-	strMap: func(description string) rschema.Attribute {
-		return rschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: description}
+	strMap: func(description string, emptyDefault bool) rschema.Attribute {
+		a := rschema.MapAttribute{Optional: true, ElementType: types.StringType, Description: description}
+		if emptyDefault {
+			a.Computed, a.Default = true, mapdefault.StaticValue(types.MapValueMust(types.StringType, map[string]attr.Value{}))
+		}
+		return a
 	},
 	boolean: func(description string) rschema.Attribute {
 		return rschema.BoolAttribute{Optional: true, Description: description}
@@ -95,10 +118,10 @@ var resourceKit = schemaKit[rschema.Attribute, rschema.Block]{
 // resource share: profile, annotations, plugin configuration, node selector and the policy
 // blocks.
 func addScheduling[A, B any](k schemaKit[A, B], attrs map[string]A, blocks *map[string]B) {
-	attrs["profile"] = k.str(stringSpec{description: profileAttrDescription, validators: profileValidators()})
-	attrs["annotations"] = k.strMap(annotationsDescription())
+	attrs["profile"] = k.str(stringSpec{description: profileAttrDescription, validators: profileValidators(), def: defaultProfile})
+	attrs["annotations"] = k.strMap(annotationsDescription(), true)
 	attrs["plugin_config_yaml"] = k.str(stringSpec{description: pluginConfigYAMLDescription})
-	attrs["node_selector"] = k.strMap(nodeSelectorDescription)
+	attrs["node_selector"] = k.strMap(nodeSelectorDescription, true)
 	if *blocks == nil {
 		*blocks = map[string]B{}
 	}
