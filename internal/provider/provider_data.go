@@ -143,7 +143,7 @@ func withTLSHint(err error) error {
 	}
 	return fmt.Errorf("%w\n\nThe Proxmox VE API certificate is not trusted. Set ca_cert to the PEM of the CA that "+
 		"signed it (on a default install, the content of /etc/pve/pve-root-ca.pem), or insecure = true "+
-		"(%s=true) to skip verification in a lab", err, envInsecure)
+		"(%s=true) to skip verification in a lab.", err, envInsecure)
 }
 
 // invalidate drops the shared view: after a write the ledger does not cover (an update, which
