@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -195,11 +196,64 @@ func TestAccVMHARulesGroup(t *testing.T) {
 	)
 }
 
+// A member leaving HA leaves its rules before its HA resource goes: PVE's purge would take it
+// out of the group's rule but leave a negative rule of one, which PVE drops as infeasible.
+// The block removed from web-2, then from web-1, takes each out, and the rule goes with the
+// second; HA ignoring web-1 and web-2 does the same.
+func TestAccVMHARulesLeaveHA(t *testing.T) {
+	env, sim := simEnv(t, haRulesCluster())
+	config := func(has, state string) string {
+		return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
+  count  = 3
+  name   = "web-${count.index}"
+  memory = 512
+  tags   = ["web"]
+  clone {
+    source_vmid = 9000
+  }
+  vm_anti_affinity {
+    tags         = ["web"]
+    topology_key = "node"
+  }
+  dynamic "ha" {
+    for_each = %s ? [1] : []
+    content {
+      state = %s
+    }
+  }
+}`, has, state))
+	}
+	haResources := func(want ...int) resource.TestCheckFunc {
+		return func(*terraform.State) error {
+			res, err := simClient(t, sim).HAResources(context.Background())
+			if err != nil {
+				return err
+			}
+			if got := slices.Sorted(maps.Keys(res)); !slices.Equal(got, want) {
+				return fmt.Errorf("HA resources %v, want %v", got, want)
+			}
+			return nil
+		}
+	}
+	const all, started = "true", `"started"`
+	runSteps(t,
+		resource.TestStep{Config: config(all, started), Check: ruleHolds(t, sim, apartWeb, "negative", 3)},
+		resource.TestStep{Config: config("count.index < 2", started), Check: resource.ComposeTestCheckFunc(ruleHolds(t, sim, apartWeb, "negative", 2),
+			haResources(100, 101), resource.TestCheckResourceAttr("qemuscheduler_vm.web.1", "ha.rules.0", apartWeb))},
+		resource.TestStep{Config: config("count.index == 0", started), Check: resource.ComposeTestCheckFunc(noRules(t, sim), haResources(100))},
+		resource.TestStep{Config: config(all, started), Check: ruleHolds(t, sim, apartWeb, "negative", 3)},
+		resource.TestStep{Config: config(all, `count.index == 0 ? "started" : "ignored"`), Check: resource.ComposeTestCheckFunc(noRules(t, sim),
+			haResources(100, 101, 102), resource.TestCheckResourceAttr("qemuscheduler_vm.web.1", "ha.rules.#", "0"))},
+		resource.TestStep{Config: config(all, `count.index == 0 ? "started" : "ignored"`),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}},
+	)
+}
+
 // noRules checks that the cluster has no HA rule.
 func noRules(t *testing.T, sim *pvesim.Server) resource.TestCheckFunc {
 	return func(*terraform.State) error {
 		if rules := simRules(t, sim); len(rules) != 0 {
-			return fmt.Errorf("placement_rules = false: rules %+v", rules)
+			return fmt.Errorf("rules %+v, want none", rules)
 		}
 		return nil
 	}
