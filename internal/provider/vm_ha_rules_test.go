@@ -55,6 +55,12 @@ func haGroup(env *accEnv, count int, extra string) string {
 
 // haVM is count VMs named name of the web group; attrs are more attributes (HCL lines).
 func haVM(env *accEnv, name, count, attrs, extra string) string {
+	return haWebVMs(env, name, count, attrs, "ha {\n    "+extra+"\n  }")
+}
+
+// haWebVMs is count VMs named name of the web group, kept apart on nodes; attrs are more
+// attributes and ha their ha block (HCL).
+func haWebVMs(env *accEnv, name, count, attrs, ha string) string {
 	return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
   count  = %s
   name   = %q
@@ -68,10 +74,8 @@ func haVM(env *accEnv, name, count, attrs, extra string) string {
     tags         = ["web"]
     topology_key = "node"
   }
-  ha {
-    %s
-  }
-}`, count, name, attrs, extra))
+  %s
+}`, count, name, attrs, ha))
 }
 
 // simRules are the cluster's HA rules.
@@ -203,25 +207,12 @@ func TestAccVMHARulesGroup(t *testing.T) {
 func TestAccVMHARulesLeaveHA(t *testing.T) {
 	env, sim := simEnv(t, haRulesCluster())
 	config := func(has, state string) string {
-		return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
-  count  = 3
-  name   = "web-${count.index}"
-  memory = 512
-  tags   = ["web"]
-  clone {
-    source_vmid = 9000
-  }
-  vm_anti_affinity {
-    tags         = ["web"]
-    topology_key = "node"
-  }
-  dynamic "ha" {
+		return haWebVMs(env, "web-${count.index}", "3", "", fmt.Sprintf(`dynamic "ha" {
     for_each = %s ? [1] : []
     content {
       state = %s
     }
-  }
-}`, has, state))
+  }`, has, state))
 	}
 	haResources := func(want ...int) resource.TestCheckFunc {
 		return func(*terraform.State) error {
