@@ -43,7 +43,7 @@ func keepBool() []planmodifier.Bool {
 func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = schema.Schema{
 		Description: "A QEMU VM placed by the scheduler and created there, by clone or from scratch. The plan checks that " +
-			"some node fits; the final, race-free decision (node and VMID) is taken at apply. After creation the placement " +
+			"the plan's new VMs fit together, all or nothing; the final, race-free decision (node and VMID) is taken at apply. After creation the placement " +
 			"is sticky: later changes to annotations or plugin config do not move the VM (the plan warns when its node no " +
 			"longer passes a hard filter). Changing a pinned `node` migrates the VM; changing `vmid` or `clone` replaces it.",
 		Attributes: map[string]schema.Attribute{
