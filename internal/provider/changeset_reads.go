@@ -100,6 +100,9 @@ func (c *changeSet) refit(ctx context.Context, snap scheduler.Snapshot, batch []
 		return
 	}
 	if err := c.placeAgain(ctx, snap, false); err != nil {
+		if c.repick(ctx, snap, batch) {
+			return
+		}
 		err = besidePicks(err)
 		for _, r := range batch {
 			if r.err == nil {
@@ -107,6 +110,57 @@ func (c *changeSet) refit(ctx context.Context, snap scheduler.Snapshot, batch []
 			}
 		}
 	}
+}
+
+// repick places the reads of batch again, together with the plan's new VMs, when those no
+// longer fit beside the picks the reads made alone: a set of picks and new VMs that fits must
+// not be refused for the order of its decisions (two 4 GiB names spread over two 8 GiB nodes
+// left no room for a 6 GiB VM). The reads' answers are not given yet, so they may still change;
+// the reads come first, so their VMIDs are those they would take alone. It keeps the joint
+// placement (picks and tentative placements) and tells whether there was one. Reads that
+// failed, or whose names an existing guest or a new VM carries, are left as they are.
+func (c *changeSet) repick(ctx context.Context, snap scheduler.Snapshot, batch []*dataRead) bool {
+	var reqs []scheduler.Request
+	byName := map[string]*scheduler.Profile{}
+	for _, r := range batch {
+		if r.err != nil {
+			return false
+		}
+		for _, q := range r.reqs {
+			byName[q.Name] = r.profile
+			reqs = append(reqs, q)
+		}
+	}
+	for _, g := range snap.Guests {
+		if byName[g.Name] != nil {
+			return false
+		}
+	}
+	reads := len(reqs)
+	members := slices.Sorted(maps.Keys(c.members))
+	for _, name := range members {
+		m := c.members[name]
+		if byName[name] != nil {
+			return false
+		}
+		byName[name] = m.profile
+		reqs = append(reqs, m.req)
+		snap = without(snap, m.replaces)
+	}
+	view := c.withPicks(snap, slices.Collect(maps.Keys(byName))...)
+	c.withSizes(&view)
+	d, err := scheduler.SetProfile(batch[0].profile, byName).ScheduleSet(view, reqs, scheduler.Options{})
+	if err != nil {
+		return false
+	}
+	picked := d.Placements[:reads]
+	for _, r := range batch {
+		r.d, r.err = scheduler.Decision{Placements: picked[:len(r.reqs)]}, nil
+		picked = picked[len(r.reqs):]
+		c.pick(r.reqs, r.d)
+	}
+	c.tentative(ctx, scheduler.Decision{Placements: d.Placements[reads:]})
+	return true
 }
 
 // besidePicks is the set's error as a placement data source reports it: the plan's new VMs,

@@ -508,3 +508,28 @@ resource "qemuscheduler_vm" "new" {
 		ImportStateVerifyIgnore: []string{"placement_summary", "storage"},
 	}, resource.TestStep{Config: updated, PlanOnly: true})
 }
+
+// A placement data source's names and the plan's new VMs are one set: three 3 GiB names and
+// three 5 GiB VMs on three 8 GiB nodes have exactly one packing (a 5 and a 3 per node). The
+// names go to three nodes, and the apply creates the VMs beside the room the picks keep for
+// the VMs they feed, one per node.
+func TestAccChangeSetPicksAndNewVMsPackTogether(t *testing.T) {
+	env, sim := simEnv(t, sizedCluster(3, 16, 8))
+	runParallel(t, resource.TestStep{
+		Config: env.config(`data "qemuscheduler_placement" "small" {
+  names  = ["small-0", "small-1", "small-2"]
+  memory = 3072
+}
+resource "qemuscheduler_vm" "big" {
+  count  = 3
+  name   = "big-${count.index}"
+  memory = 5120
+}
+output "small_nodes" {
+  value = join(",", sort([for p in data.qemuscheduler_placement.small.placements : p.node]))
+}`),
+		Check: resource.ComposeTestCheckFunc(
+			resource.TestCheckOutput("small_nodes", "pve1,pve2,pve3"),
+			wantPerNode(sim, "big-", map[string]int{"pve1": 1, "pve2": 1, "pve3": 1})),
+	})
+}

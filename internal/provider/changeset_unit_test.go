@@ -520,3 +520,40 @@ func TestDestroyHintsNameBothCLIs(t *testing.T) {
 		}
 	}
 }
+
+// A placement data source read after the plan's new VMs, whose picks made alone strand them,
+// is placed together with them: two 4 GiB names and new VMs of 6 and 2 GiB on two 8 GiB nodes
+// fit in one way only (the names on one node, the VMs on the other). Deciding the names alone
+// spread them, one per node, and the plan was refused with a set that fits.
+func TestChangeSetReadPlacedWithTheNewVMs(t *testing.T) {
+	snap := scheduler.Snapshot{}
+	for _, n := range []string{"n1", "n2"} {
+		snap.Nodes = append(snap.Nodes, scheduler.Node{Name: n, Online: true, MaxCPU: 16, MaxMem: 8 << 30,
+			Storages: []scheduler.Storage{{Name: "local-lvm", Content: []string{"images"}, Active: true, Total: 100 << 30}}})
+	}
+	p, ctx := registryProfile(t), context.Background()
+	req := func(name string, mib int) scheduler.Request {
+		return scheduler.Request{Name: name, Cores: 1, Sockets: 1, MemoryMiB: mib}
+	}
+	c := newChangeSet(nil, nil)
+	for _, m := range []scheduler.Request{req("six", 6144), req("two", 2048)} {
+		if err := c.plan(ctx, snap, setMember{profile: p, req: m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := c.read(ctx, snap, p, []scheduler.Request{req("d-0", 4096), req("d-1", 4096)})
+	if err != nil {
+		t.Fatalf("read: %v, want the names placed beside the new VMs", err)
+	}
+	if len(d.Placements) != 2 || d.Placements[0].Node != d.Placements[1].Node || d.Placements[0].VMID == d.Placements[1].VMID {
+		t.Fatalf("picks %+v, want both names on one node with distinct VMIDs", d.Placements)
+	}
+	for _, name := range []string{"six", "two"} {
+		if m := c.members[name]; m.tentative == nil || m.tentative.Node == d.Placements[0].Node {
+			t.Errorf("%s: tentative %v, want the node the picks leave free", name, m.tentative)
+		}
+	}
+	if c.picks["d-0"].Node != d.Placements[0].Node || c.picks["d-1"].Node != d.Placements[1].Node {
+		t.Errorf("the picks kept for the plan %v differ from the read's answer %+v", c.picks, d.Placements)
+	}
+}
