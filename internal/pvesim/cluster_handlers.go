@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -395,13 +396,18 @@ func (s *Server) handleOptions(w http.ResponseWriter, _ *http.Request) {
 	writeData(w, opts)
 }
 
+// nodeIP is a node's cluster address, by its place in the cluster file.
+func (s *Server) nodeIP(n *node) string {
+	return fmt.Sprintf("10.0.0.%d", 11+slices.Index(s.nodes, n))
+}
+
 func (s *Server) handleClusterStatus(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rows := []map[string]any{{"type": "cluster", "id": "cluster", "name": "sim", "nodes": len(s.nodes), "quorate": 1, "version": 1}}
 	for i, n := range s.nodes {
 		rows = append(rows, map[string]any{"type": "node", "id": "node/" + n.name, "name": n.name, "nodeid": i + 1,
-			"ip": fmt.Sprintf("10.0.0.%d", 11+i), "local": b2i(i == 0), "online": b2i(n.online), "level": ""})
+			"ip": s.nodeIP(n), "local": b2i(i == 0), "online": b2i(n.online), "level": ""})
 	}
 	writeData(w, rows)
 }

@@ -124,3 +124,28 @@ func TestHAMigrationToAFailingNode(t *testing.T) {
 	}
 	wantOn(t, s, 100, "pve1")
 }
+
+// pve-guest-common AbstractMigrate.pm migrate logs "starting migration of VM N to node 'X'
+// (IP)" as its first step, so a migration under way names its target in its task's log, and
+// the node's task list (Tasks.pm node_tasks, source=active) lists the running qmigrate task
+// with the VM's id: how a client learns where a VM locked "migrate" is going.
+func TestMigrationLogNamesItsTarget(t *testing.T) {
+	s, a := lab(t)
+	s.HoldTasks("qmigrate")
+	upid := a.ok(a.form(http.MethodPost, "/nodes/pve2/qemu/102/migrate", url.Values{"target": {"pve3"}, "online": {"1"}})).str()
+	running := a.ok(a.form(http.MethodGet, "/nodes/pve2/tasks", url.Values{"source": {"active"}, "vmid": {"102"}, "typefilter": {"qmigrate"}})).list()
+	if len(running) != 1 || running[0]["upid"] != upid {
+		t.Fatalf("active qmigrate tasks of VM 102 = %v, want %s", running, upid)
+	}
+	var lines []string
+	for _, row := range a.ok(a.get("/nodes/pve2/tasks/" + url.PathEscape(upid) + "/log")).list() {
+		lines = append(lines, row["t"].(string))
+	}
+	if len(lines) == 0 || !strings.Contains(strings.Join(lines, "\n"), "starting migration of VM 102 to node 'pve3' (10.0.0.13)") {
+		t.Errorf("log of the running migration = %q", lines)
+	}
+	s.ReleaseTasks()
+	if exit, _ := a.wait(upid)["exitstatus"].(string); exit != "OK" {
+		t.Fatalf("migration: %s", exit)
+	}
+}

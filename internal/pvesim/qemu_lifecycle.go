@@ -461,7 +461,7 @@ func (s *Server) startMigration(r *http.Request, g *guest, target *node, moves [
 	// The worker's first step (prepare) tests the ssh connection to the target: a target down
 	// before the worker runs (when the task starts, or while it is held) fails there.
 	early := !target.online || s.holds("qmigrate")
-	return s.startTask(r, source, "qmigrate", g.vmid, func() outcome {
+	upid := s.startTask(r, source, "qmigrate", g.vmid, func() outcome {
 		if !s.stillThere(g, source) {
 			return missingConfig(source, g.vmid) // recovered elsewhere meanwhile
 		}
@@ -499,6 +499,10 @@ func (s *Server) startMigration(r *http.Request, g *guest, target *node, moves [
 			done(ok)
 		}
 	})
+	// AbstractMigrate.pm migrate's first line: while the task runs, what names its target.
+	t := s.tasks[upid]
+	t.log = append([]string{fmt.Sprintf("starting migration of VM %d to node '%s' (%s)", g.vmid, target.name, s.nodeIP(target))}, t.log...)
+	return upid
 }
 
 // targetFailed is how qemu-server's migration ends when its target node fails before the
