@@ -115,8 +115,9 @@ func (m *members) merge(o *members) {
 }
 
 // String lists the ids, an assumed guest marked as in flight when this process creates it,
-// else as planned (placed earlier in the same plan or decision): "1001, 1002 (in flight),
-// 1003 (planned)".
+// else as planned (placed earlier in the same plan or decision), and a guest being migrated
+// to the node as migrating here: "1001, 1002 (in flight), 1003 (planned), 1004 (migrating
+// here)".
 func (m *members) String() string {
 	listed := min(m.count, listedIDs)
 	ids := make([]string, listed)
@@ -127,6 +128,8 @@ func (m *members) String() string {
 			ids[i] += " (in flight)"
 		case g.Assumed:
 			ids[i] += " (planned)"
+		case g.Arriving():
+			ids[i] += " (migrating here)"
 		}
 	}
 	s := strings.Join(ids, ", ")

@@ -36,6 +36,25 @@ func TestVMAntiAffinityFilterByNode(t *testing.T) {
 	}
 }
 
+// A guest being migrated is a member on its source and on its target (marked there), so
+// anti-affinity keeps a new member off both.
+func TestVMAntiAffinityCountsAMigrationOnBothNodes(t *testing.T) {
+	moving := tagged(1001, "pve1", "web")
+	moving.Lock, moving.MigratingTo = "migrate", "pve2"
+	ns := infos([]scheduler.Node{node("pve1", 8, 32), node("pve2", 8, 32), node("pve3", 8, 32)}, moving)
+	r := request("web-9")
+	r.VMAntiAffinity = antiTerm(TopologyNode, 0, "web")
+	got := verdicts(t, newPlugin[scheduler.FilterPlugin](t, newVMAffinityFilter, nil), &r, ns)
+	want := map[string]string{
+		"pve1": "VMAntiAffinity: pve1 already runs 1 guest tagged [web]: 1001",
+		"pve2": "VMAntiAffinity: pve2 already runs 1 guest tagged [web]: 1001 (migrating here)",
+		"pve3": "",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got  %v\nwant %v", got, want)
+	}
+}
+
 // A node without the key is in no domain: it passes anti-affinity and fails affinity.
 func TestVMAffinityFilterByZone(t *testing.T) {
 	nodes := []scheduler.Node{zoned("pve1", "a"), zoned("pve2", "a"), zoned("pve3", "b"), zoned("pve4", "")}

@@ -77,7 +77,7 @@ func (d *nodesDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 					"memory_used_mib": schema.Int64Attribute{Computed: true,
 						Description: "Live used memory, MiB."},
 					"allocated_vcpus": schema.Float64Attribute{Computed: true,
-						Description: "vCPUs configured on the guests that count for capacity (running, or being created)."},
+						Description: "vCPUs configured on the guests that count for capacity (running, or being created), and on the running guests being migrated to the node."},
 					"allocated_memory_mib": schema.Int64Attribute{Computed: true,
 						Description: "Memory configured on the same guests, MiB."},
 					"running_guests": schema.Int64Attribute{Computed: true, Description: "Running guests (VMs and containers)."},
@@ -154,7 +154,7 @@ func describeNode(ni *scheduler.NodeInfo) nodeOut {
 		out.Taints = append(out.Taints, nodelabels.FormatTaint(t))
 	}
 	for _, g := range ni.Guests {
-		if g.Assumed {
+		if g.Assumed || g.Arriving() {
 			continue
 		}
 		out.Guests++

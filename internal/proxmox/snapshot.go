@@ -25,7 +25,8 @@ type nextIDBounds struct{ lower, upper int }
 // Exception: PVE publishes a guest's sizes in /cluster/resources only with its next stats
 // broadcast (about 10 s after a create or clone); until then the row says status "unknown"
 // and nothing else. Such guests are sized from their node's guest list, one extra request
-// per node and guest type that has any, rather than counted as empty.
+// per node and guest type that has any, rather than counted as empty. A running guest being
+// migrated costs two requests more (migrationTargets): where it goes.
 func (c *Client) Snapshot(ctx context.Context) (scheduler.Snapshot, error) {
 	var bounds *nextIDBounds
 	var boundsErr error
@@ -51,6 +52,9 @@ func (c *Client) Snapshot(ctx context.Context) (scheduler.Snapshot, error) {
 	snap, unsized := b.build(bounds)
 	snap.ReadAt = readAt
 	if err := c.sizeFromNodeLists(ctx, snap.Guests, unsized); err != nil {
+		return scheduler.Snapshot{}, err
+	}
+	if err := c.migrationTargets(ctx, &snap); err != nil {
 		return scheduler.Snapshot{}, err
 	}
 	return snap, nil

@@ -6,8 +6,8 @@ package scheduler
 type NodeInfo struct {
 	Node *Node
 	// Guests are every non-template guest on the node, any status, plus the assumed ones
-	// (earlier placements of the decision, in-flight reservations). A guest being checked in
-	// place is left out.
+	// (earlier placements of the decision, in-flight reservations) and those migrating to it
+	// (Guest.Arriving). A guest being checked in place is left out.
 	Guests []*Guest
 	// AllocCPU is the vCPUs of the guests that count for capacity (CountsForCapacity).
 	AllocCPU float64
@@ -127,6 +127,12 @@ func buildNodeInfos(snap *Snapshot) ([]*NodeInfo, map[string]*NodeInfo) {
 			g = &member
 		}
 		infos[at[i]].add(g)
+		// A guest being migrated weighs on its target too, as a copy marked arriving.
+		if to, ok := byName[g.MigratingTo]; ok && g.MigratingTo != g.Node {
+			arriving := *g
+			arriving.Node = g.MigratingTo
+			to.add(&arriving)
+		}
 	}
 	for _, r := range snap.Reservations {
 		if ni, ok := byName[r.Node]; ok && reserved[r.VMID] != nil {

@@ -39,3 +39,38 @@ func TestReservationAndItsListedGuestCountOnce(t *testing.T) {
 		t.Error("the snapshot's guest was changed")
 	}
 }
+
+// A guest being migrated counts on its source, where PVE lists it, and on its target, which
+// it is about to fill (as PVE's HA manager counts a moving service on both); a check of that
+// guest in place leaves it out of both. The target's copy is marked as arriving.
+func TestMigratingGuestCountsOnItsTargetToo(t *testing.T) {
+	snap := Snapshot{
+		Nodes:  testNodes("n1", "n2", "n3"),
+		Guests: []Guest{{VMID: 100, Node: "n1", Status: "running", CPUs: 2, MaxMem: 4 * GiB, Lock: "migrate", MigratingTo: "n2"}},
+	}
+	v := newView(&snap)
+	alloc := func() string {
+		var out []string
+		for _, ni := range v.infos {
+			arriving := 0
+			for _, g := range ni.Guests {
+				if g.Arriving() {
+					arriving++
+				}
+			}
+			out = append(out, fmt.Sprintf("%s:%v/%d/%d/%d", ni.Node.Name, ni.AllocCPU, ni.AllocMem/GiB, len(ni.Guests), arriving))
+		}
+		return fmt.Sprint(out)
+	}
+	if got, want := alloc(), "[n1:2/4/1/0 n2:2/4/1/1 n3:0/0/0/0]"; got != want {
+		t.Fatalf("node vCPUs/GiB/guests/arriving = %s, want %s", got, want)
+	}
+	restore := v.without(&snap.Guests[0])
+	if got, want := alloc(), "[n1:0/0/0/0 n2:0/0/0/0 n3:0/0/0/0]"; got != want {
+		t.Errorf("with the guest left out = %s, want %s", got, want)
+	}
+	restore()
+	if got, want := alloc(), "[n1:2/4/1/0 n2:2/4/1/1 n3:0/0/0/0]"; got != want {
+		t.Errorf("put back = %s, want %s", got, want)
+	}
+}

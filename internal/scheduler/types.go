@@ -129,6 +129,11 @@ type Guest struct {
 	Template bool
 	// Lock is PVE's lock on the guest ("create", "clone", "migrate", ...), empty when none.
 	Lock string
+	// MigratingTo is the node a migration under way moves the guest to (its Lock is
+	// "migrate"): PVE lists it on its source until the move's last step, yet it counts on its
+	// target too, as PVE's HA manager counts a moving service on both (get_used_service_nodes).
+	// Empty when no migration is known.
+	MigratingTo string
 	// Pending marks a guest that counts against its node's capacity although it does not run:
 	// being created or cloned, or marked by this provider until its first start.
 	Pending bool
@@ -155,6 +160,10 @@ type Recorded struct {
 	Profile string
 	Policy  Request
 }
+
+// Arriving reports whether the guest is the copy a node's view holds of a guest migrating to
+// it (see MigratingTo), not a guest PVE lists there.
+func (g *Guest) Arriving() bool { return g.MigratingTo != "" && g.MigratingTo == g.Node }
 
 // CountsForCapacity reports whether the guest's configured size debits its node: running,
 // pending or assumed guests do; stopped ones and templates do not.

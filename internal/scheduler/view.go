@@ -19,11 +19,15 @@ func newView(snap *Snapshot) *view {
 	return &view{snap: snap, infos: infos, byName: byName}
 }
 
-// without leaves guest g out of the view: the guest on its node and any reservation of its
-// id (a guest created by this process but not released yet), with their capacity and disk
-// debits. The returned function puts everything back as it was.
+// without leaves guest g out of the view: the guest on its node (and on the node it is
+// migrating to) and any reservation of its id (a guest created by this process but not
+// released yet), with their capacity and disk debits. The returned function puts everything
+// back as it was.
 func (v *view) without(g *Guest) (restore func()) {
 	nodes := []string{g.Node}
+	if g.MigratingTo != "" && g.MigratingTo != g.Node {
+		nodes = append(nodes, g.MigratingTo)
+	}
 	for _, r := range v.snap.Reservations {
 		if r.VMID == g.VMID && r.Node != g.Node {
 			nodes = append(nodes, r.Node)
