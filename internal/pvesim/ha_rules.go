@@ -207,9 +207,16 @@ func uniqueList(items []string) []string {
 	return out
 }
 
-// checkHARuleRefs is what the API checks under the lock before the feasibility: every
-// resource configured, every node a cluster member. The caller holds s.mu.
+// checkHARuleRefs is what the API checks under the lock before the feasibility: some
+// resources, every one configured, and a node rule's nodes, every one a cluster member
+// (pve-ha-manager 5.1.2 refused empty lists from here on). The caller holds s.mu.
 func (s *Server) checkHARuleRefs(rule HARuleSpec) string {
+	if len(rule.Resources) == 0 {
+		return "no resources were specified"
+	}
+	if rule.Type == "node-affinity" && len(rule.Nodes) == 0 {
+		return "no nodes were specified"
+	}
 	var unmanaged, missing []string
 	for _, sid := range sortedStrings(rule.Resources) {
 		if s.haResources[sid] == nil {

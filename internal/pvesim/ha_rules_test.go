@@ -118,6 +118,10 @@ func TestHARulesAPI(t *testing.T) {
 		500, "cannot use unmanaged resource(s) vm:104.")
 	wantError(t, a.form(http.MethodPost, "/cluster/ha/rules", rule("rule", "x1", "type", "node-affinity", "nodes", "pve9", "resources", "vm:103")),
 		500, "cannot use non-existent node(s) pve9.")
+	wantError(t, a.form(http.MethodPost, "/cluster/ha/rules", rule("rule", "x1", "type", "resource-affinity", "affinity", "negative", "resources", "")),
+		500, "create ha rule failed: no resources were specified")
+	wantError(t, a.form(http.MethodPost, "/cluster/ha/rules", rule("rule", "x1", "type", "node-affinity", "nodes", "", "resources", "vm:103")),
+		500, "create ha rule failed: no nodes were specified")
 	wantError(t, a.form(http.MethodPost, "/cluster/ha/rules", rule("rule", "1x", "type", "node-affinity", "nodes", "pve1", "resources", "vm:103")),
 		400, "Parameter verification failed")
 	wantError(t, a.form(http.MethodPost, "/cluster/ha/rules", rule("rule", "x1", "type", "resource-affinity", "resources", "vm:103,vm:102")),
@@ -150,6 +154,7 @@ func TestHARulesAPI(t *testing.T) {
 	wantError(t, a.form(http.MethodPut, "/cluster/ha/rules/gone", rule("type", "resource-affinity", "resources", "vm:100,vm:101")),
 		500, "update HA rules failed: HA rule 'gone' does not exist")
 	wantError(t, a.form(http.MethodPut, "/cluster/ha/rules/apart", rule("type", "resource-affinity", "delete", "affinity")), 400, "Parameter verification failed")
+	wantError(t, a.form(http.MethodPut, "/cluster/ha/rules/pin", rule("type", "node-affinity", "nodes", "")), 500, "update HA rules failed: no nodes were specified")
 	if r := a.ok(a.get("/cluster/ha/rules/apart")).obj(); r["resources"] != "vm:100,vm:101,vm:102" || r["comment"] != nil || r["digest"] == digest {
 		t.Errorf("after the update: %v", r)
 	}
