@@ -44,6 +44,13 @@ func TestNodeRuleNodes(t *testing.T) {
 	if got := NodeRuleNodes(profile(t), snap, req); !reflect.DeepEqual(got, []string{"pve3", "pve4"}) {
 		t.Errorf("nodes %v, want zone b with the tolerated taint (the preferred term adds nothing)", got)
 	}
+	// NoExecute keeps a VM off as NoSchedule does; PreferNoSchedule is a preference, no rule.
+	tainted := cluster()
+	tainted.Nodes[0].Taints = []scheduler.Taint{{Key: "evict", Effect: "NoExecute"}}
+	tainted.Nodes[2].Taints = []scheduler.Taint{{Key: "slow", Effect: "PreferNoSchedule"}}
+	if got := NodeRuleNodes(profile(t), tainted, scheduler.Request{}); !reflect.DeepEqual(got, []string{"pve2", "pve3"}) {
+		t.Errorf("nodes %v, want pve2 and pve3 (NoExecute on pve1 and NoSchedule on pve4 untolerated)", got)
+	}
 	// PVE starts no VM with more vCPUs than its node has CPUs: a recovery there would fail.
 	snap.Nodes[0].MaxCPU = 32
 	if got := NodeRuleNodes(profile(t), snap, scheduler.Request{Cores: 8, Sockets: 2}); !reflect.DeepEqual(got, []string{"pve1"}) {
@@ -154,6 +161,19 @@ func TestWant(t *testing.T) {
 	if len(got) != 1 || got[0].Name != "qemuscheduler-vm-104" || !got[0].Strict || !reflect.DeepEqual(got[0].Nodes, []string{"pve3", "pve4"}) ||
 		!strings.Contains(got[0].Policy, "stays in zone=b") || !strings.Contains(got[0].Comment, "web4") {
 		t.Fatalf("zone rule %+v", got)
+	}
+	// A spread that must hold over zones keeps the VM in its zone too; one that may be
+	// broken (ScheduleAnyway) adds nothing.
+	spread := func(when string) []Rule {
+		return Want(Input{VMID: 104, Name: "web4", Node: "pve1", Snap: snap, Managed: managed, PolicyNodes: all, Request: scheduler.Request{
+			TopologySpread: []scheduler.SpreadConstraint{{Tags: []string{"web"}, TopologyKey: "zone", MaxSkew: 1, WhenUnsatisfiable: when}}}})
+	}
+	if got := spread("DoNotSchedule"); len(got) != 1 || !reflect.DeepEqual(got[0].Nodes, []string{"pve1", "pve2"}) ||
+		!strings.Contains(got[0].Policy, "topology_spread on tags web with topology_key zone (DoNotSchedule): stays in zone=a") {
+		t.Fatalf("spread rule %+v, want zone a", got)
+	}
+	if got := spread("ScheduleAnyway"); len(got) != 0 {
+		t.Errorf("a ScheduleAnyway spread: %+v", got)
 	}
 	// A positive term makes a positive rule; node-level rules that every node passes none.
 	got = Want(Input{VMID: 104, Snap: snap, Managed: managed, PolicyNodes: all,
