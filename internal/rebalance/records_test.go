@@ -168,3 +168,35 @@ func TestMaxMovesPerGroupSelectors(t *testing.T) {
 		t.Fatalf("a canary is not in the group, so not in its budget: moves %v, kept %+v", moves(plan), plan.Kept)
 	}
 }
+
+// Every candidate is planned together: two workers kept apart by rack both leave their
+// maintenance nodes in one plan, and the second move sees the first (the two workers
+// moved into one rack, had each move been planned against the cluster as it was).
+func TestMovesOfOnePlanSeeEachOther(t *testing.T) {
+	ns := nodes("pve1", "pve2", "pve3", "pve4", "pve5", "pve6", "pve7", "pve8")
+	rack := map[string]string{}
+	for i := range ns {
+		r := "r" + string(rune('1'+i/2))
+		ns[i].Labels, rack[ns[i].Name] = map[string]string{"rack": r}, r
+	}
+	ns[0].Taints, ns[2].Taints = []scheduler.Taint{maintenance}, []scheduler.Taint{maintenance}
+	apartByRack := scheduler.Request{VMAntiAffinity: []scheduler.VMGroupTerm{{Tags: []string{"worker"}, TopologyKey: "rack"}}}
+	in := input(t, ns,
+		recorded(vm(101, "pve1", 1, 1, "worker", "web"), apartByRack),
+		recorded(vm(102, "pve3", 1, 1, "worker", "web"), apartByRack),
+		recorded(vm(103, "pve5", 1, 1, "worker", "web"), apartByRack))
+	in.MaxMovesPerGroup = 2
+	plan := mustPlan(t, in)
+	if len(plan.Moves) != 2 || len(plan.Kept) != 0 {
+		t.Fatalf("plan %+v, want both workers moved", plan)
+	}
+	byRack := map[string][]int{"r3": {103}}
+	for _, m := range plan.Moves {
+		byRack[rack[m.To]] = append(byRack[rack[m.To]], m.VMID)
+	}
+	for r, ids := range byRack {
+		if len(ids) > 1 {
+			t.Errorf("rack %s gets workers %v: the moves were not planned together (%v)", r, ids, moves(plan))
+		}
+	}
+}
