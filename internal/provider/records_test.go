@@ -618,3 +618,60 @@ import {
 		resource.TestStep{Config: vm(false), ConfigPlanChecks: noop},
 	)
 }
+
+// A profile's default policies hold for the VMs that select it, and a VM's own blocks replace
+// them as a whole: the profile's toleration opens the tainted pve1 and its spread (app guests
+// run on pve2 and pve3) leaves the app VM only pve1; a VM with a toleration and a spread of
+// its own gets neither default, in placement and in its record.
+func TestAccProfileDefaultPolicies(t *testing.T) {
+	c := equalCluster()
+	c.Guests = []pvesim.GuestSpec{runningGuest(150, "pve2", "app-a", "app"), runningGuest(151, "pve3", "app-b", "app")}
+	env, sim := simEnv(t, c)
+	config := env.providerBlock(`
+node {
+  name   = "pve1"
+  taints = ["gpu=yes:NoSchedule"]
+}
+profile {
+  name = "team"
+  toleration {
+    key      = "gpu"
+    operator = "Exists"
+  }
+  topology_spread {
+    tags = ["app"]
+  }
+}`) + `
+resource "qemuscheduler_vm" "app" {
+  name    = "app-c"
+  profile = "team"
+  tags    = ["app"]
+}
+resource "qemuscheduler_vm" "web" {
+  name    = "own"
+  profile = "team"
+  tags    = ["solo"]
+  toleration {
+    key      = "ssd"
+    operator = "Exists"
+  }
+  topology_spread {
+    tags = ["solo"]
+  }
+}
+`
+	runSteps(t, resource.TestStep{Config: config, Check: resource.ComposeAggregateTestCheckFunc(
+		resource.TestCheckResourceAttr("qemuscheduler_vm.app", "node", "pve1"),
+		resource.TestMatchResourceAttr("qemuscheduler_vm.app", "placement_summary", regexp.MustCompile(`1/3 nodes feasible.*profile team$`)),
+		resource.TestMatchResourceAttr(vmAddr, "node", regexp.MustCompile(`^pve[23]$`)),
+		resource.TestMatchResourceAttr(vmAddr, "placement_summary", regexp.MustCompile(`2/3 nodes feasible`)),
+		recordIn(sim, "", "qemu-scheduler/profile: team", "qemu-scheduler/toleration: key=ssd operator=Exists",
+			"qemu-scheduler/topology-spread: tags=solo topology_key=node max_skew=1 when_unsatisfiable=DoNotSchedule"),
+		guestCheck(sim, func(g pvesim.GuestState) error {
+			if notes := g.Config["description"]; strings.Contains(notes, "key=gpu") || strings.Contains(notes, "tags=app") {
+				return fmt.Errorf("own's record holds a default its own blocks replace:\n%s", notes)
+			}
+			return nil
+		}),
+	)})
+}
