@@ -179,12 +179,15 @@ func TestMovesOfOnePlanSeeEachOther(t *testing.T) {
 		r := "r" + string(rune('1'+i/2))
 		ns[i].Labels, rack[ns[i].Name] = map[string]string{"rack": r}, r
 	}
-	ns[0].Taints, ns[2].Taints = []scheduler.Taint{maintenance}, []scheduler.Taint{maintenance}
 	apartByRack := scheduler.Request{VMAntiAffinity: []scheduler.VMGroupTerm{{Tags: []string{"worker"}, TopologyKey: "rack"}}}
-	in := input(t, ns,
-		recorded(vm(101, "pve1", 1, 1, "worker", "web"), apartByRack),
-		recorded(vm(102, "pve3", 1, 1, "worker", "web"), apartByRack),
-		recorded(vm(103, "pve5", 1, 1, "worker", "web"), apartByRack))
+	var workers []scheduler.Guest
+	for i, n := range []int{0, 2, 4} { // one worker per rack r1, r2, r3; r1 and r2 in maintenance
+		if n < 4 {
+			ns[n].Taints = []scheduler.Taint{maintenance}
+		}
+		workers = append(workers, recorded(vm(101+i, ns[n].Name, 1, 1, "worker", "web"), apartByRack))
+	}
+	in := input(t, ns, workers...)
 	in.MaxMovesPerGroup = 2
 	plan := mustPlan(t, in)
 	if len(plan.Moves) != 2 || len(plan.Kept) != 0 {
