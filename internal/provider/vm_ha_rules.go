@@ -335,7 +335,7 @@ func plannedRules(planned types.List, prior *haModel, due, same bool) types.List
 // again at apply, after peers wrote, must come out the same. What peers of the same apply do
 // to the group the VM records with its next refresh, as an untouched member does.
 func (r *vmResource) rulesInputsSame(ctx context.Context, plan, state *vmModel, planned scheduler.Request) bool {
-	if state.HA == nil || ruleMode(plan.HA) != ruleMode(state.HA) || haUpdateMode(plan.HA, state.HA) != ruleMode(state.HA) {
+	if state.HA == nil || ruleMode(plan.HA) != ruleMode(state.HA) {
 		return false
 	}
 	if !plan.Profile.Equal(state.Profile) || !plan.PluginConfigYAML.Equal(state.PluginConfigYAML) || !reflect.DeepEqual(plan.PluginConfig, state.PluginConfig) {
