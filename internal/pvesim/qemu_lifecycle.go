@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -83,14 +84,28 @@ func (st *storage) activateError(volname string) string {
 	return "start failed: QEMU exited with code 1"
 }
 
-// powerParams are each power action's parameters in qemu-server (vm_start, vm_stop,
-// vm_shutdown, vm_reboot).
+// powerParams are each power action's parameters in qemu-server 8.2 (vm_start, vm_stop,
+// vm_shutdown, vm_reboot); PVE 9 adds vm_start's powerParams9.
 var powerParams = map[string][]string{
 	"start": {"skiplock", "stateuri", "migratedfrom", "migration_type", "migration_network", "machine",
-		"targetstorage", "timeout", "force-cpu", "with-conntrack-state", "nets"},
+		"targetstorage", "timeout", "force-cpu"},
 	"stop":     {"skiplock", "migratedfrom", "timeout", "keepActive", "overrule-shutdown"},
 	"shutdown": {"skiplock", "timeout", "forceStop", "keepActive"},
 	"reboot":   {"timeout"},
+}
+
+// powerParams9 are vm_start's parameters since qemu-server 9.0 (conntrack state, 2025-07;
+// nets-host-mtu, 2025-09), for migrations.
+var powerParams9 = []string{"with-conntrack-state", "nets-host-mtu"}
+
+// rootPowerParams are the parameters each power action takes from root@pam alone, in the
+// order qemu-server checks them ("Only root may use this option."; vm_start's
+// $get_root_param).
+var rootPowerParams = map[string][]string{
+	"start": {"stateuri", "skiplock", "migratedfrom", "migration_type", "migration_network", "targetstorage",
+		"force-cpu", "with-conntrack-state", "nets-host-mtu"},
+	"stop":     {"skiplock", "keepActive", "migratedfrom"},
+	"shutdown": {"skiplock", "keepActive"},
 }
 
 func (s *Server) handlePower(w http.ResponseWriter, r *http.Request) {
@@ -107,15 +122,21 @@ func (s *Server) handlePower(w http.ResponseWriter, r *http.Request) {
 	if g == nil {
 		return
 	}
-	p, valid := readAllowedParams(w, r, powerParams[action]...)
+	allowed := powerParams[action]
+	if action == "start" && s.pveVersion().major >= 9 {
+		allowed = append(slices.Clone(allowed), powerParams9...)
+	}
+	p, valid := readAllowedParams(w, r, allowed...)
 	if !valid {
 		return
 	}
-	skiplock := boolParam(p["skiplock"])
-	if skiplock && requestUser(r) != "root@pam" {
-		paramError(w, "skiplock", "Only root may use this option.")
-		return
+	for _, k := range rootPowerParams[action] {
+		if v := p[k]; v != "" && v != "0" && requestUser(r) != "root@pam" {
+			paramError(w, k, "Only root may use this option.")
+			return
+		}
 	}
+	skiplock := boolParam(p["skiplock"])
 	// vm_reboot refuses a VM that does not run before it forks its worker.
 	if action == "reboot" && g.status != "running" {
 		writeError(w, http.StatusInternalServerError, fmt.Sprintf("VM %d not running", g.vmid))

@@ -202,3 +202,47 @@ ha_rules:
 		t.Errorf("the purged HA resource vm:101 is still there: %s", r.body)
 	}
 }
+
+// qemu-server's power calls take some parameters from root@pam alone, API tokens included
+// ("Only root may use this option."): vm_start's stateuri, skiplock, migratedfrom,
+// migration_type, migration_network, targetstorage and force-cpu (its $get_root_param), on PVE
+// 9 also with-conntrack-state and nets-host-mtu, which PVE 8.2 does not define; vm_stop's
+// skiplock, keepActive and migratedfrom; vm_shutdown's skiplock and keepActive.
+func TestPowerCallsRootOnlyParameters(t *testing.T) {
+	for _, pve9 := range []bool{false, true} {
+		token, root := permCluster(t, pve9)
+		for _, tc := range []struct {
+			action, param, value string
+		}{
+			{"start", "migratedfrom", "pve1"},
+			{"start", "force-cpu", "host"},
+			{"start", "migration_type", "secure"},
+			{"start", "targetstorage", "local-lvm"},
+			{"stop", "keepActive", "1"},
+			{"stop", "migratedfrom", "pve1"},
+			{"shutdown", "keepActive", "1"},
+		} {
+			r := token.form(http.MethodPost, "/nodes/pve1/qemu/100/status/"+tc.action, url.Values{tc.param: {tc.value}})
+			if r.code != http.StatusBadRequest || r.env.Errors[tc.param] != "Only root may use this option." {
+				t.Errorf("PVE 9 %v: %s with %s=%s from a token: %s %s", pve9, tc.action, tc.param, tc.value, r.status, r.body)
+			}
+		}
+		// root@pam may: the worker runs (and a stop of a stopped VM is no error).
+		if r := root.form(http.MethodPost, "/nodes/pve1/qemu/100/status/stop", url.Values{"keepActive": {"1"}}); r.code != http.StatusOK {
+			t.Errorf("PVE 9 %v: stop with keepActive as root@pam: %s %s", pve9, r.status, r.body)
+		}
+		for _, param := range []string{"with-conntrack-state", "nets-host-mtu"} {
+			r := token.form(http.MethodPost, "/nodes/pve1/qemu/100/status/start", url.Values{param: {"1"}})
+			want := "property is not defined in schema and the schema does not allow additional properties"
+			if pve9 {
+				want = "Only root may use this option."
+			}
+			if r.code != http.StatusBadRequest || r.env.Errors[param] != want {
+				t.Errorf("PVE 9 %v: start with %s from a token: %s %s, want %q", pve9, param, r.status, r.body, want)
+			}
+		}
+		if r := token.form(http.MethodPost, "/nodes/pve1/qemu/100/status/start", url.Values{"nets": {"1"}}); r.code != http.StatusBadRequest {
+			t.Errorf("PVE 9 %v: start with nets, which qemu-server does not define: %s", pve9, r.status)
+		}
+	}
+}
