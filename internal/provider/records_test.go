@@ -274,6 +274,22 @@ func TestAccVMDrawnByRecordedAffinity(t *testing.T) {
 	)})
 }
 
+// Anti-affinity symmetry in the score: an existing guest whose (hand-written) record prefers
+// web VMs away from its node pushes a web VM that declares no rule off pve1, although pve1 is
+// the idlest; a VM outside the group goes to pve1.
+func TestAccVMPushedByRecordedPreferredAntiAffinity(t *testing.T) {
+	c := equalCluster()
+	for i := 1; i <= 2; i++ {
+		c.Nodes[i].CPULoad, c.Nodes[i].MemUsedGiB = 0.2, 10
+	}
+	c.Guests = []pvesim.GuestSpec{handRecorded(150, "pve1", "cache", "qemu-scheduler/vm-anti-affinity: tags=web weight=100\n", "cache")}
+	env, _ := simEnv(t, c)
+	runSteps(t, resource.TestStep{Config: webAndOther(env, "web-1", "web", "db-1", "db"), Check: resource.ComposeAggregateTestCheckFunc(
+		resource.TestMatchResourceAttr(vmAddr, "node", regexp.MustCompile(`^pve[23]$`)),
+		resource.TestCheckResourceAttr("qemuscheduler_vm.other", "node", "pve1"),
+	)})
+}
+
 // A provider profile's defaults apply to the VMs that select it, a VM's own attributes
 // overriding them (annotations and node_selector per key, blocks as a whole); the record holds
 // the effective policy.

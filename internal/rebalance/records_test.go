@@ -203,3 +203,30 @@ func TestMovesOfOnePlanSeeEachOther(t *testing.T) {
 		}
 	}
 }
+
+// HighNodeUtilization moves under the same rules and budget as the other strategies: the
+// fullest node's guest records that it keeps db guests out, so pve1's db guest goes to pve3
+// (to pve2 without that record); two members of one spread group leaving pve1 are one move
+// and one kept by max_moves_per_group.
+func TestHighNodeUtilizationUnderTheSameRules(t *testing.T) {
+	apartFromDB := scheduler.Request{VMAntiAffinity: []scheduler.VMGroupTerm{{Tags: []string{"db"}, TopologyKey: "node"}}}
+	high := func(guests ...scheduler.Guest) Input {
+		in := input(t, nodes("pve1", "pve2", "pve3"), guests...)
+		in.RemovePolicyViolations = false
+		in.HighNodeUtilization = &HighUtilization{CPUThreshold: 25, MemoryThreshold: 25}
+		in.MaxMovesPerGroup = 1
+		return in
+	}
+	full, medium := vm(200, "pve2", 5, 50, "other"), vm(300, "pve3", 3, 30, "other")
+	if got := moves(mustPlan(t, high(vm(100, "pve1", 1, 5, "web", "db"), full, medium))); !reflect.DeepEqual(got, []string{"vm100:pve1>pve2"}) {
+		t.Fatalf("without the record: moves %v, want vm100 to the fullest pve2", got)
+	}
+	if got := moves(mustPlan(t, high(vm(100, "pve1", 1, 5, "web", "db"), recorded(full, apartFromDB), medium))); !reflect.DeepEqual(got, []string{"vm100:pve1>pve3"}) {
+		t.Fatalf("moves %v, want vm100 to pve3: pve2's guest records that it keeps db guests out", got)
+	}
+	spread := scheduler.Request{TopologySpread: []scheduler.SpreadConstraint{{Tags: []string{"web"}, TopologyKey: "node", MaxSkew: 1, WhenUnsatisfiable: "ScheduleAnyway"}}}
+	plan := mustPlan(t, high(recorded(vm(100, "pve1", 1, 2, "web"), spread), recorded(vm(101, "pve1", 1, 2, "web"), spread), full, medium))
+	if len(plan.Moves) != 1 || len(plan.Kept) != 1 || !strings.Contains(plan.Kept[0].Reason, "max_moves_per_group (1) reached for the group tagged [web]") {
+		t.Fatalf("plan %+v, want one move and one guest kept by the budget", plan)
+	}
+}
