@@ -370,4 +370,5 @@ output "picks" {
 	if err := leftAsFound(nil); err != nil {
 		t.Error(err)
 	}
+	bpgAnswered(t, sim)
 }
