@@ -123,6 +123,8 @@ func TestAccProfileErrors(t *testing.T) {
 			`unknown annotation "vmid.qemu-scheduler/rnage"`},
 		{"profile default VMID range checked on the profile", "profile {\n name = \"tenant\"\n annotations = { \"vmid.qemu-scheduler/range\" = \"1-2\" }\n}", ``,
 			`invalid range "1-2": ids must lie within 100-999999999`},
+		{"profile default annotation with a trailing space", "profile {\n name = \"tenant\"\n annotations = { \"node.qemu-scheduler/regex\" = \"pve[12] \" }\n}", ``,
+			`the value "pve[12] " has a space at an end`},
 	}
 	env, _ := simEnv(t, labCluster()) // read-only cases share one cluster
 	for _, tt := range tests {

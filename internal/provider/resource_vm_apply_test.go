@@ -359,6 +359,10 @@ func TestAccVMValidation(t *testing.T) {
     size = 8
   }`, `disk\[0\]\.slot.*must be scsi0-30, virtio0-15, sata0-5 or ide0-3`},
 		{`memory = 8`, `memory = 8: memory is in MiB and must be 16 to 4194304; for 8 GiB write 8192`},
+		// The placement record keeps an annotation on one line, trimmed: such a value would be
+		// read back otherwise, and the record rewritten on every plan.
+		{`annotations = { "node.qemu-scheduler/regex" = "pve1 " }`, `Invalid annotation.*regex" = "pve1 ".*"pve1 " has a space at an end`},
+		{`annotations = { "node.qemu-scheduler/regex" = "pve1\npve2" }`, `Invalid annotation.*"pve1\\npve2" has a line break`},
 		// Sizes whose products once wrapped past the filters (4 x 2^62 cores = 0 vCPUs).
 		{`cores   = 4611686018427387904
   sockets = 4`, `cores.*between 1 and 4096`},

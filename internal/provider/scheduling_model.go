@@ -164,8 +164,25 @@ func annotationValues(ctx context.Context, annotations types.Map, complete *bool
 		case v.IsUnknown():
 			*complete = false
 		case !v.IsNull():
+			if err := annotationText(v.ValueString()); err != "" {
+				diags.AddAttributeError(path.Root("annotations").AtMapKey(key), "Invalid annotation", err)
+				continue
+			}
 			values[key] = v.ValueString()
 		}
 	}
 	return values
+}
+
+// annotationText refuses what no annotation value means and the placement record cannot keep
+// (a line each, trimmed): spaces at an end, a line break. Node names, VMIDs and their ranges
+// and patterns have neither.
+func annotationText(v string) string {
+	switch {
+	case strings.ContainsAny(v, "\r\n"):
+		return fmt.Sprintf("the value %q has a line break; node names, VMIDs and their patterns have none: write it on one line", v)
+	case strings.TrimSpace(v) != v:
+		return fmt.Sprintf("the value %q has a space at an end; node names, VMIDs and their patterns have none: remove it", v)
+	}
+	return ""
 }
