@@ -141,9 +141,12 @@ func withTLSHint(err error) error {
 	if !strings.Contains(err.Error(), "x509: ") {
 		return err
 	}
-	return fmt.Errorf("%w\n\nThe Proxmox VE API certificate is not trusted. Set ca_cert to the PEM of the CA that "+
+	// The hint is a sentence of its own, after the error: passed as an argument, so that its
+	// full stop is no error string's (staticcheck ST1005).
+	hint := fmt.Sprintf("The Proxmox VE API certificate is not trusted. Set ca_cert to the PEM of the CA that "+
 		"signed it (on a default install, the content of /etc/pve/pve-root-ca.pem), or insecure = true "+
-		"(%s=true) to skip verification in a lab.", err, envInsecure)
+		"(%s=true) to skip verification in a lab.", envInsecure)
+	return fmt.Errorf("%w\n\n%s", err, hint)
 }
 
 // invalidate drops the shared view: after a write the ledger does not cover (an update, which
