@@ -4,6 +4,7 @@ import (
 	"context"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -33,4 +34,63 @@ func (c *Client) DiskStorages(ctx context.Context, node string, vmid int) ([]str
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// driveKey matches the config keys of a VM's drives (EFI vars and TPM state aside).
+var driveKey = regexp.MustCompile(`^(scsi|virtio|sata|ide)\d+$`)
+
+// MainDiskStorage names the storage that holds most of a VM's disk space (CD-ROM drives, EFI
+// vars and TPM state aside; a tie goes to the first name), "" when it has no disk: where a
+// resource that gives a VM one storage for its disks (bpg's datastore_id) has them.
+func (c *Client) MainDiskStorage(ctx context.Context, node string, vmid int) (string, error) {
+	vm, err := c.GetVM(ctx, node, vmid)
+	if err != nil {
+		return "", err
+	}
+	return mainDiskStorage(vm.Config), nil
+}
+
+func mainDiskStorage(config map[string]string) string {
+	bytes := map[string]uint64{}
+	for k, v := range config {
+		if !driveKey.MatchString(k) || strings.Contains(v, "media=cdrom") {
+			continue
+		}
+		volume, opts, _ := strings.Cut(v, ",")
+		storage, _, ok := strings.Cut(volume, ":")
+		if !ok {
+			continue
+		}
+		bytes[storage] += volumeSize(opts)
+	}
+	best := ""
+	for s, b := range bytes {
+		if best == "" || b > bytes[best] || b == bytes[best] && s < best {
+			best = s
+		}
+	}
+	return best
+}
+
+// volumeSize is the size=... option of a drive's options in bytes (PVE writes K, M, G or T;
+// a bare number is bytes), 0 when absent or malformed.
+func volumeSize(opts string) uint64 {
+	for _, o := range strings.Split(opts, ",") {
+		v, ok := strings.CutPrefix(o, "size=")
+		if !ok || v == "" {
+			continue
+		}
+		unit := map[byte]uint64{'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30, 'T': 1 << 40}[v[len(v)-1]]
+		if unit == 0 {
+			unit = 1
+		} else {
+			v = v[:len(v)-1]
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0
+		}
+		return uint64(f * float64(unit))
+	}
+	return 0
 }

@@ -148,3 +148,21 @@ func TestCloneFromAnotherNodeNeedsSharedStorage(t *testing.T) {
 		}
 	}
 }
+
+// A guest kept in place answers the storage its disks are on, when the caller read it, not
+// the one a new VM would get (ceph, with more free space); a pinned storage still wins.
+func TestKeptGuestAnswersItsStorage(t *testing.T) {
+	prof := testProfile(t, fakeRegistry(), PluginConfig{})
+	snap := Snapshot{Nodes: storageNodes(), Guests: []Guest{{VMID: 100, Node: "n2", Name: "db", Status: "running", CPUs: 1, MaxMem: 1 << 30, Storage: "local"}}}
+	r := Request{Name: "db", Cores: 1, Sockets: 1, MemoryMiB: 1024}
+	for _, tc := range []struct{ pinned, want string }{{"", "local"}, {"ceph", "ceph"}} {
+		r.Storage = tc.pinned
+		d, err := prof.Schedule(snap, []Request{r}, Options{Sticky: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := d.Placements[0]; !p.Existing || p.Storage != tc.want || !strings.HasSuffix(p.Summary, "storage "+tc.want) {
+			t.Errorf("pinned %q: %+v, want kept with storage %s", tc.pinned, p, tc.want)
+		}
+	}
+}

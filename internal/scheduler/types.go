@@ -146,6 +146,8 @@ type Guest struct {
 	// DiskBytes is the configured size of the guest's disks when known (0 = unknown).
 	DiskBytes uint64
 	// Storage is where an assumed guest's new disks (DiskBytes) go; they debit its free space.
+	// On an existing guest it is where its disks are, when the caller read it: what a
+	// placement that keeps the guest in place answers.
 	Storage string
 	// Recorded is the placement policy kept with the guest (its Notes' placement record), nil
 	// when it has none: what the rebalance checks it against, and the required
