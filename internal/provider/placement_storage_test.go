@@ -11,8 +11,6 @@ import (
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
 
-
-
 // A kept placement answers the storage the VM's disks are on, not the one a new VM would get:
 // fed to bpg's datastore_id, the other answer moved the disks on the next apply, and back on
 // the one after (each move leaves the other storage with more free space). The guest's

@@ -408,7 +408,7 @@ func TestMainDiskStorage(t *testing.T) {
 	}{
 		{map[string]string{"scsi0": "tank:vm-100-disk-0,size=32G", "scsi1": "local-lvm:vm-100-disk-1,size=8G"}, "tank"},
 		{map[string]string{"virtio0": "a:vm-1-disk-0,size=1T", "sata0": "b:vm-1-disk-1,size=1000G", "sata1": "b:vm-1-disk-2,size=25G"}, "b"}, // 1025 GiB over 1 TiB,
-		{map[string]string{"scsi0": "b:vm-1-disk-0,size=512M", "scsi1": "a:vm-1-disk-1,size=524288K"}, "a"}, // a tie: the first name
+		{map[string]string{"scsi0": "b:vm-1-disk-0,size=512M", "scsi1": "a:vm-1-disk-1,size=524288K"}, "a"},                                  // a tie: the first name
 		{map[string]string{"ide2": "ceph:vm-9000-cloudinit,media=cdrom", "efidisk0": "ceph:vm-1-disk-9,size=4M", "scsi0": "local:vm-1-disk-0,size=2G"}, "local"},
 		{map[string]string{"ide2": "none,media=cdrom", "net0": "virtio=BC:24:11:00:90:00,bridge=vmbr0"}, ""},
 	} {
