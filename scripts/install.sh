@@ -10,25 +10,33 @@ if ! [[ $version =~ ^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]]; then
   exit 1
 fi
 platform=$(go env GOOS)_$(go env GOARCH)
-dir="$HOME/.terraform.d/plugins/registry.terraform.io/qemuscheduler/qemuscheduler/$version/$platform"
+plugins="$HOME/.terraform.d/plugins"
+bin="terraform-provider-qemuscheduler_v$version"
+dir="$plugins/registry.terraform.io/qemuscheduler/qemuscheduler/$version/$platform"
 mkdir -p "$dir"
 # No -trimpath: make demo and the tests build without it, so the build cache they filled serves
 # this build too (with it, every package is compiled again: about 45 s).
-go build -ldflags "-X main.version=$version" -o "$dir/terraform-provider-qemuscheduler_v$version" .
-echo "installed $dir/terraform-provider-qemuscheduler_v$version"
+go build -ldflags "-X main.version=$version" -o "$dir/$bin" .
+echo "installed $dir/$bin"
+# OpenTofu reads the short source qemuscheduler/qemuscheduler as registry.opentofu.org/...: the
+# same binary there lets a configuration name the provider either way under both CLIs.
+tofu_dir="$plugins/registry.opentofu.org/qemuscheduler/qemuscheduler/$version/$platform"
+mkdir -p "$tofu_dir"
+cp "$dir/$bin" "$tofu_dir/$bin"
+echo "installed $tofu_dir/$bin"
 cat <<EOF2
 
-Use it with this block, then terraform init:
+Use it with this block, then terraform init (or tofu init):
 
 terraform {
   required_providers {
     qemuscheduler = {
-      source  = "registry.terraform.io/qemuscheduler/qemuscheduler"
+      source  = "qemuscheduler/qemuscheduler"
       version = "$version"
     }
   }
 }
 
 Terraform and OpenTofu both look in ~/.terraform.d/plugins when the CLI configuration has no
-provider_installation block (OpenTofu needs the full source address above).
+provider_installation block.
 EOF2
