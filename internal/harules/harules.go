@@ -136,6 +136,25 @@ func Held(vmid int, tags []string, cur []scheduler.HARule, snap scheduler.Snapsh
 	return out
 }
 
+// GroupTags are the tags, in lower case (PVE's tags are case-insensitive), that terms select
+// by where they make resource-affinity rules (required, topology key node; Want, Held): a
+// guest whose tags change in none of them joins or leaves none of their groups.
+func GroupTags(terms ...[]scheduler.VMGroupTerm) []string {
+	var out []string
+	for _, list := range terms {
+		for _, t := range list {
+			if t.Weight != 0 || t.TopologyKey != topologyNode {
+				continue
+			}
+			for _, tag := range slices.Concat(t.Tags, t.TagsAnyOf, t.TagsNoneOf) {
+				out = append(out, strings.ToLower(tag))
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // selectsInRule tells whether one of terms is a required term over nodes whose rule is named
 // name (verb apart or together) and whose group holds a VM tagged tags.
 func selectsInRule(terms []scheduler.VMGroupTerm, verb, name string, tags []string) bool {

@@ -320,3 +320,17 @@ func TestWantPositiveGroupSharesOneNodeRule(t *testing.T) {
 		t.Errorf("problems %v, want the node rule without nodes", problems)
 	}
 }
+
+// The tags groups select by are those of required terms over nodes (the terms that make
+// resource-affinity rules), in lower case, each once; preferred terms and other keys add none.
+func TestGroupTags(t *testing.T) {
+	anti := []scheduler.VMGroupTerm{{Tags: []string{"Web"}, TagsNoneOf: []string{"canary"}, TopologyKey: "node"},
+		{Tags: []string{"zone-only"}, TopologyKey: "zone"}, {Tags: []string{"soft"}, TopologyKey: "node", Weight: 10}}
+	aff := []scheduler.VMGroupTerm{{TagsAnyOf: []string{"db", "web"}, TopologyKey: "node"}}
+	if got := GroupTags(anti, aff); !reflect.DeepEqual(got, []string{"canary", "db", "web"}) {
+		t.Errorf("group tags %v, want canary, db, web", got)
+	}
+	if got := GroupTags(); len(got) != 0 {
+		t.Errorf("no terms: %v", got)
+	}
+}

@@ -170,8 +170,11 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 	if !creating {
 		planRecordSync(ctx, resp, &plan, &state, r.data, snap, int(state.VMID.ValueInt64()))
 	}
-	due := !creating && rulesDueIn(ctx, req.Private, &resp.Diagnostics)
-	breaks := r.planHARules(ctx, resp, &plan, &state, creating, due, snap, haPolicy{profile: profile, req: schedReq, name: plan.Name.ValueString()})
+	var rec rulesRecord
+	if !creating {
+		rec = rulesRecordIn(ctx, req.Private, &resp.Diagnostics)
+	}
+	breaks := r.planHARules(ctx, resp, &plan, &state, creating, rec, snap, haPolicy{profile: profile, req: schedReq, name: plan.Name.ValueString()})
 	if resp.Diagnostics.HasError() {
 		return // a wrong name, not the cluster's capacity: no placement error besides
 	}

@@ -82,7 +82,7 @@ func haBlock() schema.Block {
 			"rules": schema.ListAttribute{Computed: true, ElementType: types.StringType,
 				Description: "The ids of the HA rules this provider keeps that hold the VM, sorted. A rule deleted or changed outside " +
 					"Terraform shows as a change here, and the next apply restores it. An update that changes only what the rules do not read " +
-					"(the description, the memory) plans them as the state has them."},
+					"(the description, the memory, a tag no group selects by) plans them as the state has them."},
 		},
 	}
 }

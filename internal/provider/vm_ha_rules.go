@@ -10,6 +10,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -258,9 +259,9 @@ func refusals(changes []harules.Change, cur []scheduler.HARule, nodes int) []str
 
 // planHARules checks at plan time the rules the VM would be written into against what PVE
 // refuses, and plans ha.rules (plannedRules): unknown when the last refresh found a write due
-// (due), such as after a rule was deleted or changed outside Terraform. It returns which of
+// (rec.due), such as after a rule was deleted or changed outside Terraform. It returns which of
 // the wanted rules the VM's placement breaks (ruleBreaks).
-func (r *vmResource) planHARules(ctx context.Context, resp *resource.ModifyPlanResponse, plan, state *vmModel, creating, due bool,
+func (r *vmResource) planHARules(ctx context.Context, resp *resource.ModifyPlanResponse, plan, state *vmModel, creating bool, rec rulesRecord,
 	snap scheduler.Snapshot, p haPolicy) (breaks string) {
 	if plan.HA == nil || plan.HA.PlacementRules.IsUnknown() {
 		return ""
@@ -303,7 +304,7 @@ func (r *vmResource) planHARules(ctx context.Context, resp *resource.ModifyPlanR
 	}
 	snap.HAFailbackOff = view.failbackOff
 	checkHAMove(snap, view.rules.Rules, plan, state, vmid, &resp.Diagnostics)
-	planned := plannedRules(plan.HA.Rules, state.HA, due, r.rulesInputsSame(ctx, plan, state, p.req))
+	planned := plannedRules(plan.HA.Rules, state.HA, rec.due, r.rulesInputsSame(ctx, plan, state, p.req, rec))
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("ha").AtName("rules"), planned)...)
 	return ruleBreaks(want, snap, vmid, node)
 }
@@ -328,14 +329,17 @@ func plannedRules(planned types.List, prior *haModel, due, same bool) types.List
 
 // rulesInputsSame tells whether an update leaves alone everything the VM's rules are computed
 // from: its mode (HA membership, placement_rules), its profile and plugin config, and the
-// parts of its scheduling request (planned, the plan's) the rules read — its groups (tags and
-// terms), its node-level rules, its size in vCPUs, its name and pin. Its rules then plan as
-// the state has them: an update of the description or the memory shows no change of ha.rules.
-// It reads the configuration and the state alone, never the cluster: the plan Terraform makes
-// again at apply, after peers wrote, must come out the same. What peers of the same apply do
-// to the group the VM records with its next refresh, as an untouched member does.
-func (r *vmResource) rulesInputsSame(ctx context.Context, plan, state *vmModel, planned scheduler.Request) bool {
-	if state.HA == nil || ruleMode(plan.HA) != ruleMode(state.HA) {
+// parts of its scheduling request (planned, the plan's) the rules read — its terms, its
+// node-level rules, its size in vCPUs, its name and pin, and its tags where a group selects by
+// them (its own terms, or the terms the last refresh found in the cluster's placement
+// records, rec.groupTags). Its rules then plan as the state has them: an update of the
+// description, the memory or a tag no group reads shows no change of ha.rules. It reads the
+// configuration, the state and the private state alone, never the cluster: the plan
+// Terraform makes again at apply, after peers wrote, must come out the same. What peers of
+// the same apply do to the group the VM records with its next refresh, as an untouched
+// member does.
+func (r *vmResource) rulesInputsSame(ctx context.Context, plan, state *vmModel, planned scheduler.Request, rec rulesRecord) bool {
+	if state.HA == nil || ruleMode(plan.HA) != ruleMode(state.HA) || plan.Tags.IsUnknown() {
 		return false
 	}
 	if !plan.Profile.Equal(state.Profile) || !plan.PluginConfigYAML.Equal(state.PluginConfigYAML) || !reflect.DeepEqual(plan.PluginConfig, state.PluginConfig) {
@@ -343,7 +347,25 @@ func (r *vmResource) rulesInputsSame(ctx context.Context, plan, state *vmModel, 
 	}
 	var d diag.Diagnostics
 	prior, _, complete := r.request(ctx, state, false, &d)
-	return complete && !d.HasError() && reflect.DeepEqual(ruleInputs(prior), ruleInputs(planned))
+	before, after := ruleInputs(prior), ruleInputs(planned)
+	if rec.tagsKnown && !groupTagChanged(before.Tags, after.Tags, slices.Concat(rec.groupTags, harules.GroupTags(planned.VMAffinity, planned.VMAntiAffinity))) {
+		before.Tags, after.Tags = nil, nil
+	}
+	return complete && !d.HasError() && reflect.DeepEqual(before, after)
+}
+
+// groupTagChanged tells whether a tag that groups select by (groupTags, lower case) is in one
+// of the tag lists before and after and not in the other.
+func groupTagChanged(before, after, groupTags []string) bool {
+	has := func(list []string, tag string) bool {
+		return slices.ContainsFunc(list, func(t string) bool { return strings.EqualFold(t, tag) })
+	}
+	for _, tag := range groupTags {
+		if has(before, tag) != has(after, tag) {
+			return true
+		}
+	}
+	return false
 }
 
 // ruleInputs is req without what no HA rule reads: memory (NodeRuleNodes counts vCPUs alone),
@@ -357,11 +379,51 @@ func ruleInputs(req scheduler.Request) scheduler.Request {
 // as it wants them (rulesDue): its plan then plans ha.rules unknown, a change.
 const rulesDueKey = "ha_rules_due"
 
-// rulesDueIn reads the record of rulesDueKey.
-func rulesDueIn(ctx context.Context, priv privateState, diags *diag.Diagnostics) bool {
+// groupTagsKey is the private state's record, by the last refresh, of the tags the cluster's
+// group terms select by (clusterGroupTags), a JSON list: a change of the VM's other tags moves
+// it into or out of no group rule.
+const groupTagsKey = "ha_group_tags"
+
+// rulesRecord is what the last refresh recorded of the VM's rules in the private state.
+type rulesRecord struct {
+	// due: the rules need a write (rulesDueKey).
+	due bool
+	// groupTags (groupTagsKey), known only when recorded: not before the VM's first refresh.
+	groupTags []string
+	tagsKnown bool
+}
+
+// rulesRecordIn reads the records of rulesDueKey and groupTagsKey.
+func rulesRecordIn(ctx context.Context, priv privateState, diags *diag.Diagnostics) rulesRecord {
 	raw, d := priv.GetKey(ctx, rulesDueKey)
 	diags.Append(d...)
-	return string(raw) == "true"
+	rec := rulesRecord{due: string(raw) == "true"}
+	raw, d = priv.GetKey(ctx, groupTagsKey)
+	diags.Append(d...)
+	rec.tagsKnown = len(raw) > 0 && json.Unmarshal(raw, &rec.groupTags) == nil
+	return rec
+}
+
+// setGroupTags records the tags the cluster's group terms select by; nil forgets them.
+func setGroupTags(ctx context.Context, priv privateState, tags []string, diags *diag.Diagnostics) {
+	var raw []byte
+	if tags != nil {
+		raw, _ = json.Marshal(tags) // a list of strings always marshals
+	}
+	diags.Append(priv.SetKey(ctx, groupTagsKey, raw)...)
+}
+
+// clusterGroupTags are the tags the group terms of the guests' placement records select by
+// (harules.GroupTags), this VM's own included; never nil.
+func clusterGroupTags(snap scheduler.Snapshot) []string {
+	out := []string{}
+	for _, g := range snap.Guests {
+		if g.Recorded != nil {
+			out = append(out, harules.GroupTags(g.Recorded.Policy.VMAffinity, g.Recorded.Policy.VMAntiAffinity)...)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // setRulesDue records whether the VM's rules need a write.
@@ -373,36 +435,40 @@ func setRulesDue(ctx context.Context, priv privateState, due bool, diags *diag.D
 	diags.Append(priv.SetKey(ctx, rulesDueKey, raw)...)
 }
 
-// readRulesDue, on a refresh, records whether the VM's rules need a write (rulesDue).
+// readRulesDue, on a refresh, records whether the VM's rules need a write and the tags the
+// cluster's groups select by (rulesDue).
 func (r *vmResource) readRulesDue(ctx context.Context, m *vmModel, priv privateState, diags *diag.Diagnostics) {
 	if m.HA == nil || diags.HasError() {
 		return
 	}
-	due, err := r.rulesDue(ctx, m)
+	due, tags, err := r.rulesDue(ctx, m)
 	if err != nil {
 		diags.AddError("Cannot read the HA rules", err.Error())
 		return
 	}
 	setRulesDue(ctx, priv, due, diags)
+	setGroupTags(ctx, priv, tags, diags)
 }
 
 // rulesDue tells whether the cluster's rules are not what the VM, as m has it, wants: a rule
 // deleted or changed outside Terraform, a write that failed. A refresh decides it, for the
 // plans that follow (plannedRules). A policy that cannot be read is no write due here: the
-// plan of the same configuration reports why.
-func (r *vmResource) rulesDue(ctx context.Context, m *vmModel) (bool, error) {
+// plan of the same configuration reports why. groupTags are the tags the cluster's groups
+// select by (clusterGroupTags; none where the VM keeps no rules, which no tag changes), nil
+// when the policy cannot be read.
+func (r *vmResource) rulesDue(ctx context.Context, m *vmModel) (due bool, groupTags []string, err error) {
 	mode := ruleMode(m.HA)
 	var p haPolicy
 	if mode == haRulesKeep {
 		var d diag.Diagnostics
 		var ok bool
 		if p, ok = r.haPolicy(ctx, m, &d); !ok {
-			return false, nil
+			return false, nil, nil
 		}
 	}
 	shared := time.Now().Add(-r.data.maxAge)
 	s, err := r.haChanges(ctx, mode, p, int(m.VMID.ValueInt64()), shared, shared)
-	return len(s.changes) > 0, err
+	return len(s.changes) > 0, clusterGroupTags(s.snap), err
 }
 
 // haSync is what a VM wants of the cluster's rules and the writes that bring them there, and

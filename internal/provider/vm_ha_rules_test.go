@@ -666,9 +666,10 @@ func simRuleNodes(t *testing.T, sim *pvesim.Server, id string) []string {
 }
 
 // A VM updated in the apply that a peer created earlier (depends_on) put into the group's rule
-// records the rule: its ha.rules, planned unknown as its tags change (plannedRules), is what its
-// own write of the rules leaves it in. An update the rules do not read (description, memory)
-// plans them as the state has them, and applies so.
+// records the rule: its ha.rules, planned unknown as its vCPUs change (the nodes its node rule
+// may list), is what its own write of the rules leaves it in. An update the rules do not read
+// (description, memory, a tag no group selects by) plans them as the state has them, and
+// applies so.
 func TestAccVMHARulesPeerWritesBeforeUpdate(t *testing.T) {
 	env, sim := simEnv(t, haRulesCluster())
 	config := func(attrs, tags string, peer bool) string {
@@ -703,13 +704,13 @@ func TestAccVMHARulesPeerWritesBeforeUpdate(t *testing.T) {
 		}
 		return fmt.Errorf("no rule %s over 100 and 101: %+v", apartWeb, simRules(t, sim))
 	}
-	grown := "memory = 768\n  description = \"web tier\""
+	grown := "cores = 2\n  memory = 768\n  description = \"web tier\""
 	runSteps(t,
 		resource.TestStep{Config: config("", `"web"`, false), Check: resource.TestCheckResourceAttr("qemuscheduler_vm.old", "ha.rules.#", "0")},
-		resource.TestStep{Config: config("", `"web", "blue"`, true), Check: resource.ComposeTestCheckFunc(
+		resource.TestStep{Config: config("cores = 2", `"web"`, true), Check: resource.ComposeTestCheckFunc(
 			resource.TestCheckResourceAttr("qemuscheduler_vm.old", "ha.rules.0", apartWeb),
 			resource.TestCheckResourceAttr("qemuscheduler_vm.peer", "ha.rules.0", apartWeb), both)},
-		resource.TestStep{Config: config("", `"web", "blue"`, true), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+		resource.TestStep{Config: config("cores = 2", `"web"`, true), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			Check: resource.TestCheckResourceAttr("qemuscheduler_vm.old", "ha.rules.0", apartWeb)},
 		resource.TestStep{Config: config(grown, `"web", "blue"`, true), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 			plancheck.ExpectResourceAction("qemuscheduler_vm.old", plancheck.ResourceActionUpdate),
@@ -831,8 +832,11 @@ func TestRulesDue(t *testing.T) {
 	r := planResource(client)
 	due := func(m *vmModel) bool {
 		t.Helper()
-		got, err := r.rulesDue(ctx, m)
+		got, tags, err := r.rulesDue(ctx, m)
 		must(t, err)
+		if tags == nil {
+			t.Error("no group tags recorded")
+		}
 		return got
 	}
 	off := apartWebState()
@@ -943,5 +947,43 @@ func TestPlannedRulesOfAnUpdate(t *testing.T) {
 				t.Errorf("planned ha.rules %s, want unknown", rules)
 			}
 		})
+	}
+}
+
+// A tag change moves the VM into or out of a group rule only where a group selects by that
+// tag: its own terms, or the terms the last refresh found in the cluster's placement records
+// (rulesRecord.groupTags). Other tags plan ha.rules as the state has them; before any refresh
+// recorded the groups' tags, every tag change counts.
+func TestRulesInputsSameTags(t *testing.T) {
+	ctx := context.Background()
+	r := planResource(apartWebCluster(t))
+	tagged := func(tags ...string) *vmModel {
+		m := apartWebState()
+		m.Tags = types.SetValueMust(types.StringType, stringValues(tags))
+		return m
+	}
+	peers := rulesRecord{groupTags: []string{"db"}, tagsKnown: true} // a peer's record keeps VMs tagged db apart
+	tests := []struct {
+		name string
+		plan *vmModel
+		rec  rulesRecord
+		same bool
+	}{
+		{"a tag no group reads", tagged("web", "blue"), peers, true},
+		{"its own group's tag dropped", tagged("blue"), peers, false},
+		{"its own group's tag, in other case", tagged("WEB"), peers, true},
+		{"a tag a peer's group reads", tagged("web", "DB"), peers, false},
+		{"the groups' tags not recorded yet", tagged("web", "blue"), rulesRecord{}, false},
+		{"tags known after apply", func() *vmModel { m := apartWebState(); m.Tags = types.SetUnknown(types.StringType); return m }(), peers, false},
+	}
+	for _, tt := range tests {
+		var d diag.Diagnostics
+		req, _, _ := r.request(ctx, tt.plan, false, &d)
+		if d.HasError() {
+			t.Fatal(d)
+		}
+		if got := r.rulesInputsSame(ctx, tt.plan, apartWebState(), req, tt.rec); got != tt.same {
+			t.Errorf("%s: same %t, want %t", tt.name, got, tt.same)
+		}
 	}
 }
