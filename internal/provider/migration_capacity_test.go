@@ -48,6 +48,15 @@ func TestCreateDuringAMigrationDoesNotOverfillItsTarget(t *testing.T) {
 	} else if !strings.Contains(err.Error(), "0/2 nodes are available: 2 node(s) exceeded memory overcommit ratio 1") {
 		t.Errorf("refusal %q, want both nodes over their memory (VM 100 on its source and its target)", err)
 	}
+	// The look again at the source node after a create (nodeView: its guest list read anew)
+	// keeps the migration's target.
+	view, err := data.nodeView(context.Background(), "pve1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := p.Schedule(view, []scheduler.Request{{Name: "db", Cores: 2, Sockets: 1, MemoryMiB: 12 * 1024}}, scheduler.Options{}); err == nil {
+		t.Errorf("with pve1's guests read anew, a 12 GiB VM placed on %s while VM 100 migrates to pve2", d.Placements[0].Node)
+	}
 	sim.ReleaseTasks()
 	if err := <-migrated; err != nil {
 		t.Fatal(err)

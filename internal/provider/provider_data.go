@@ -112,16 +112,20 @@ func (p *providerData) nodeView(ctx context.Context, node string) (scheduler.Sna
 	if err != nil {
 		return scheduler.Snapshot{}, err
 	}
-	// The lists do not name pools: keep what the view knows.
-	pools := map[int]string{}
+	// The lists name neither pools nor where a migration goes: keep what the view knows.
+	known := map[int]scheduler.Guest{}
 	for _, g := range snap.Guests {
 		if g.Node == node {
-			pools[g.VMID] = g.Pool
+			known[g.VMID] = g
 		}
 	}
 	onNode := make(map[int]bool, len(fresh))
 	for i := range fresh {
-		fresh[i].Pool = pools[fresh[i].VMID]
+		was := known[fresh[i].VMID]
+		fresh[i].Pool = was.Pool
+		if fresh[i].Lock == "migrate" {
+			fresh[i].MigratingTo = was.MigratingTo
+		}
 		onNode[fresh[i].VMID] = true
 	}
 	guests := make([]scheduler.Guest, 0, len(snap.Guests)+len(fresh))
