@@ -81,4 +81,9 @@ fi
 echo "no VM changes; the outputs show where the web servers run now and the HA rules that hold them:"
 "$terraform_bin" -chdir="$work/demo" apply -refresh-only -auto-approve -input=false -compact-warnings >/dev/null
 "$terraform_bin" -chdir="$work/demo" output web_nodes
+recovered=$("$terraform_bin" -chdir="$work/demo" output -json web_nodes | sed -n 's/.*"web-1":"\([^"]*\)".*/\1/p')
+if [ "$recovered" != pve4 ]; then
+  echo "web-1 was recovered on ${recovered:-no node}, not on pve4, the one node its HA rules allow" >&2
+  exit 1
+fi
 "$terraform_bin" -chdir="$work/demo" output web_ha_rules
