@@ -100,10 +100,17 @@ func (c *changeSet) refit(ctx context.Context, snap scheduler.Snapshot, batch []
 		return
 	}
 	if err := c.placeAgain(ctx, snap, false); err != nil {
-		if c.repick(ctx, snap, batch) {
+		switch joint := c.repick(ctx, snap, batch); {
+		case joint == nil:
 			return
+		case !errors.Is(joint, errNoRepick):
+			// The set of picks and new VMs explains better than the new VMs beside fixed
+			// picks: there a new VM "fits on no node even without the others" when the
+			// picks take its room.
+			err = joint
 		}
-		err = besidePicks(err)
+		var ue *scheduler.UnschedulableError
+		err = besidePicks(err, errors.As(err, &ue) && c.members[ue.Request] != nil)
 		for _, r := range batch {
 			if r.err == nil {
 				r.d, r.err = scheduler.Decision{}, err
@@ -112,19 +119,22 @@ func (c *changeSet) refit(ctx context.Context, snap scheduler.Snapshot, batch []
 	}
 }
 
+// errNoRepick is repick's answer when it does not place the reads again.
+var errNoRepick = errors.New("the reads are not placed again")
+
 // repick places the reads of batch again, together with the plan's new VMs, when those no
 // longer fit beside the picks the reads made alone: a set of picks and new VMs that fits must
 // not be refused for the order of its decisions (two 4 GiB names spread over two 8 GiB nodes
 // left no room for a 6 GiB VM). The reads' answers are not given yet, so they may still change;
 // the reads come first, so their VMIDs are those they would take alone. It keeps the joint
-// placement (picks and tentative placements) and tells whether there was one. Reads that
-// failed, or whose names an existing guest or a new VM carries, are left as they are.
-func (c *changeSet) repick(ctx context.Context, snap scheduler.Snapshot, batch []*dataRead) bool {
+// placement (picks and tentative placements), or returns why there is none. Reads that failed,
+// or whose names an existing guest or a new VM carries, are left as they are (errNoRepick).
+func (c *changeSet) repick(ctx context.Context, snap scheduler.Snapshot, batch []*dataRead) error {
 	var reqs []scheduler.Request
 	byName := map[string]*scheduler.Profile{}
 	for _, r := range batch {
 		if r.err != nil {
-			return false
+			return errNoRepick
 		}
 		for _, q := range r.reqs {
 			byName[q.Name] = r.profile
@@ -133,7 +143,7 @@ func (c *changeSet) repick(ctx context.Context, snap scheduler.Snapshot, batch [
 	}
 	for _, g := range snap.Guests {
 		if byName[g.Name] != nil {
-			return false
+			return errNoRepick
 		}
 	}
 	reads := len(reqs)
@@ -141,7 +151,7 @@ func (c *changeSet) repick(ctx context.Context, snap scheduler.Snapshot, batch [
 	for _, name := range members {
 		m := c.members[name]
 		if byName[name] != nil {
-			return false
+			return errNoRepick
 		}
 		byName[name] = m.profile
 		reqs = append(reqs, m.req)
@@ -151,7 +161,7 @@ func (c *changeSet) repick(ctx context.Context, snap scheduler.Snapshot, batch [
 	c.withSizes(&view)
 	d, err := scheduler.SetProfile(batch[0].profile, byName).ScheduleSet(view, reqs, scheduler.Options{})
 	if err != nil {
-		return false
+		return err
 	}
 	picked := d.Placements[:reads]
 	for _, r := range batch {
@@ -160,24 +170,32 @@ func (c *changeSet) repick(ctx context.Context, snap scheduler.Snapshot, batch [
 		c.pick(r.reqs, r.d)
 	}
 	c.tentative(ctx, scheduler.Decision{Placements: d.Placements[reads:]})
-	return true
+	return nil
 }
 
 // besidePicks is the set's error as a placement data source reports it: the plan's new VMs,
-// placed before the read, no longer fit beside its picks, and the VM the error explains is one
-// of them, not one of the read's names.
-func besidePicks(err error) error {
-	return reworded(err, func(ue *scheduler.UnschedulableError) string {
+// placed before the read, and the picks do not fit together; newVM says whether the VM the
+// error explains is one of the new VMs or one of the names.
+func besidePicks(err error, newVM bool) error {
+	what := "a name of the plan's qemuscheduler_placement data sources"
+	if newVM {
+		what = "a new VM of the plan"
+	}
+	return pickSetError{reworded(err, func(ue *scheduler.UnschedulableError) string {
 		return fmt.Sprintf("The plan's new VMs (qemuscheduler_vm) and the picks of its qemuscheduler_placement data sources are placed together, all or nothing, "+
-			"and beside this read's picks they do not all fit; below, why %q, a new VM of the plan, does not.\n\n%s", ue.Request, ue.Message)
-	})
+			"and beside this read's picks they do not all fit; below, why %q, %s, does not.\n\n%s", ue.Request, what, ue.Message)
+	})}
 }
 
+// pickSetError marks besidePicks' errors: fewer new VMs or fewer names would help.
+type pickSetError struct{ error }
+
+func (e pickSetError) Unwrap() error { return e.error }
+
 // readReduce is what a refused read says to place fewer of: the data sources' names, or,
-// when the VM that does not fit is a new VM of the plan (besidePicks), either.
-func readReduce(err error, reqs []scheduler.Request) string {
-	var ue *scheduler.UnschedulableError
-	if errors.As(err, &ue) && !slices.ContainsFunc(reqs, func(q scheduler.Request) bool { return q.Name == ue.Request }) {
+// when the plan's new VMs and the picks do not fit together (besidePicks), either.
+func readReduce(err error) string {
+	if errors.As(err, new(pickSetError)) {
 		return reduceEither
 	}
 	return reduceNames

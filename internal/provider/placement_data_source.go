@@ -175,7 +175,7 @@ func (d *placementDataSource) Read(ctx context.Context, req datasource.ReadReque
 	decision, err := d.data.changes.read(ctx, snap, profile, reqs)
 	if err != nil {
 		tflog.SubsystemInfo(ctx, logSubsystem, "no placement", map[string]any{"error": err.Error()})
-		addPlanError(&resp.Diagnostics, underProfile(err, m.Profile), "", d.data.changes.hint(readReduce(err, reqs)))
+		addPlanError(&resp.Diagnostics, underProfile(err, m.Profile), "", d.data.changes.hint(readReduce(err)))
 		return
 	}
 	m.fill(ctx, decision, &resp.Diagnostics)
