@@ -301,7 +301,8 @@ func userNotes(notes string) string {
 
 // importRecord gives an imported VM the scheduling attributes of its placement record, so that
 // a configuration written from the record plans no change. Attributes with a schema default
-// (profile, annotations, node_selector, topology_key, max_skew, when_unsatisfiable) get it
+// (profile, annotations, node_selector, topology_key, max_skew, when_unsatisfiable, a spread's
+// node policies, a toleration's operator) get it
 // where the record has none, as a configuration planned them whether it left them out or
 // wrote them out; the others stay null, as a configuration leaves them. What the profile's
 // defaults give is left out (withoutDefaults).
@@ -348,7 +349,7 @@ func importRecord(ctx context.Context, m *vmModel, vm *proxmox.VM, data *provide
 		m.NodeAffinity = append(m.NodeAffinity, b)
 	}
 	for _, t := range rec.Tolerations {
-		m.Tolerations = append(m.Tolerations, tolerationModel{Key: optionalString(t.Key, ""), Operator: optionalString(t.Operator, ""),
+		m.Tolerations = append(m.Tolerations, tolerationModel{Key: optionalString(t.Key, ""), Operator: types.StringValue(t.Operator),
 			Value: optionalString(t.Value, ""), Effect: optionalString(t.Effect, "")})
 	}
 	groups := func(terms []scheduler.VMGroupTerm) []vmGroupTermModel {
@@ -364,7 +365,7 @@ func importRecord(ctx context.Context, m *vmModel, vm *proxmox.VM, data *provide
 		m.TopologySpread = append(m.TopologySpread, topologySpreadModel{groupSelectorModel: groupModel(ctx, c.Group(), diags),
 			TopologyKey: types.StringValue(c.TopologyKey), MaxSkew: types.Int64Value(int64(c.MaxSkew)),
 			WhenUnsatisfiable: types.StringValue(c.WhenUnsatisfiable), MinDomains: optionalInt(c.MinDomains, 0),
-			NodeAffinityPolicy: optionalString(c.NodeAffinityPolicy, ""), NodeTaintsPolicy: optionalString(c.NodeTaintsPolicy, "")})
+			NodeAffinityPolicy: types.StringValue(c.NodeAffinityPolicy), NodeTaintsPolicy: types.StringValue(c.NodeTaintsPolicy)})
 	}
 }
 

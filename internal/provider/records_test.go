@@ -575,19 +575,23 @@ func TestAccVMCloneDropsTemplateRecord(t *testing.T) {
 // its apply nor after an import, and the one state an import gives fits both ways of writing
 // it: group tags in capitals (PVE compares tags case-insensitively; the record keeps them as
 // written), and the defaults written out (profile "default", empty annotations and node
-// selector, topology_key "node", max_skew 1, when_unsatisfiable DoNotSchedule) or left out.
+// selector, topology_key "node", max_skew 1, when_unsatisfiable DoNotSchedule, the spread's
+// node policies Honor, a toleration's operator Equal) or left out.
 func TestAccVMImportPlansNoChange(t *testing.T) {
 	env, _ := simEnv(t, equalCluster())
 	vm := func(explicit bool) string {
-		defaults, spreadDefaults, termDefaults := "", "", ""
+		defaults, spreadDefaults, termDefaults, tolerationDefaults := "", "", "", ""
 		if explicit {
 			defaults = `profile       = "default"
   annotations   = {}
   node_selector = {}`
-			spreadDefaults = `topology_key       = "node"
-    max_skew           = 1
-    when_unsatisfiable = "DoNotSchedule"`
+			spreadDefaults = `topology_key         = "node"
+    max_skew             = 1
+    when_unsatisfiable   = "DoNotSchedule"
+    node_affinity_policy = "Honor"
+    node_taints_policy   = "Honor"`
 			termDefaults = `topology_key = "node"`
+			tolerationDefaults = `operator = "Equal"`
 		}
 		return env.config(fmt.Sprintf(`
 resource "qemuscheduler_vm" "web" {
@@ -609,7 +613,12 @@ resource "qemuscheduler_vm" "web" {
     tags_none_of = ["Canary"]
     %[3]s
   }
-}`, defaults, termDefaults, spreadDefaults))
+  toleration {
+    key   = "dedicated"
+    value = "web"
+    %[4]s
+  }
+}`, defaults, termDefaults, spreadDefaults, tolerationDefaults))
 	}
 	noop := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionNoop)}}
 	removed := resource.TestStep{Config: env.config(`removed {

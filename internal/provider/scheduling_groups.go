@@ -128,9 +128,9 @@ func spreadAttributes[A, B any](k schemaKit[A, B]) map[string]A {
 			"exist, the emptiest one counts as holding 0 members, so the group spreads to new domains before it doubles up. Unset: 1.",
 			validators: []validator.Int64{int64validator.AtLeast(1)}}),
 		"node_affinity_policy": k.str(stringSpec{description: policyDescription("the VM's `node_selector` or required `node_affinity`", plugins.PolicyHonor),
-			validators: policy}),
+			validators: policy, def: plugins.PolicyHonor}),
 		"node_taints_policy": k.str(stringSpec{description: policyDescription("to tolerate, by the VM's `toleration`s, their `NoSchedule` and `NoExecute` taints (HA maintenance included)", plugins.PolicyIgnore),
-			validators: policy}),
+			validators: policy, def: plugins.PolicyHonor}),
 	})
 	return attrs
 }

@@ -109,7 +109,7 @@ func nodeAffinityBlocks[A, B any](k schemaKit[A, B]) map[string]B {
 func tolerationAttributes[A, B any](k schemaKit[A, B]) map[string]A {
 	return map[string]A{
 		"key":      k.str(stringSpec{description: "The taint key. Empty with `operator = \"Exists\"`: tolerates every taint."}),
-		"operator": k.str(stringSpec{description: "`Equal` (the default: key and value must match) or `Exists` (any value)."}),
+		"operator": k.str(stringSpec{description: "`Equal` (the default: key and value must match) or `Exists` (any value).", def: nodelabels.TolEqual}),
 		"value":    k.str(stringSpec{description: "The taint value for `Equal`; none with `Exists`."}),
 		"effect":   k.str(stringSpec{description: "`NoSchedule`, `PreferNoSchedule` or `NoExecute`; empty tolerates every effect."}),
 	}

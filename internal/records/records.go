@@ -17,7 +17,8 @@
 //
 // The section starts at the record line and runs to the end of the Notes. Term lines repeat,
 // one block each, with the attribute names of qemuscheduler_vm's blocks (lists comma-separated,
-// defaults as there); a node-affinity line joins the expressions of a term with " & " and its
+// defaults as there; a toleration's operator Equal and a spread's Honor policies are left out
+// when written); a node-affinity line joins the expressions of a term with " & " and its
 // terms with " | " (kube's matchExpressions and nodeSelectorTerms), and form= says how the
 // block wrote them where the terms alone do not tell (NodeAffinityForm); annotation lines hold one
 // key=value each, the value being the rest of the line. Blank lines, leading spaces and a leading "- " are allowed, so that an admin can
@@ -169,7 +170,7 @@ func Format(r Record) string {
 	}
 	for _, t := range r.Tolerations {
 		var f fields
-		for _, kv := range []field{{"key", t.Key}, {"operator", t.Operator}, {"value", t.Value}, {"effect", t.Effect}} {
+		for _, kv := range []field{{"key", t.Key}, {"operator", omitDefault(t.Operator, nodelabels.TolEqual)}, {"value", t.Value}, {"effect", t.Effect}} {
 			if kv.value != "" {
 				f = append(f, kv)
 			}
@@ -190,7 +191,8 @@ func Format(r Record) string {
 		if c.MinDomains > 0 {
 			f = append(f, field{"min_domains", strconv.Itoa(c.MinDomains)})
 		}
-		for _, p := range []field{{"node_affinity_policy", c.NodeAffinityPolicy}, {"node_taints_policy", c.NodeTaintsPolicy}} {
+		for _, p := range []field{{"node_affinity_policy", omitDefault(c.NodeAffinityPolicy, plugins.PolicyHonor)},
+			{"node_taints_policy", omitDefault(c.NodeTaintsPolicy, plugins.PolicyHonor)}} {
 			if p.value != "" {
 				f = append(f, p)
 			}
@@ -451,7 +453,7 @@ func (r *Record) addToleration(value string) error {
 	if err != nil {
 		return err
 	}
-	t := scheduler.Toleration{Key: f["key"], Operator: f["operator"], Value: f["value"], Effect: f["effect"]}
+	t := scheduler.Toleration{Key: f["key"], Operator: orDefault(f["operator"], nodelabels.TolEqual), Value: f["value"], Effect: f["effect"]}
 	if err := nodelabels.ValidateToleration(t); err != nil {
 		return err
 	}
@@ -466,7 +468,7 @@ func (r *Record) addSpread(value string) error {
 		return err
 	}
 	c := scheduler.SpreadConstraint{TopologyKey: orNode(f["topology_key"]), MaxSkew: 1, WhenUnsatisfiable: orDefault(f["when_unsatisfiable"], doNotSchedule),
-		NodeAffinityPolicy: f["node_affinity_policy"], NodeTaintsPolicy: f["node_taints_policy"]}
+		NodeAffinityPolicy: orDefault(f["node_affinity_policy"], plugins.PolicyHonor), NodeTaintsPolicy: orDefault(f["node_taints_policy"], plugins.PolicyHonor)}
 	if c.Tags, c.TagsAnyOf, c.TagsNoneOf, err = groupTags(f); err != nil {
 		return err
 	}
@@ -596,6 +598,15 @@ func splitList(s, sep string) []string {
 }
 
 func orNode(key string) string { return orDefault(key, topologyNode) }
+
+// omitDefault is "" for a value a line leaves out because it is the default (Parse fills it
+// in), so that the record is the same whether the configuration wrote the default or not.
+func omitDefault(s, def string) string {
+	if s == def {
+		return ""
+	}
+	return s
+}
 
 func orDefault(s, def string) string {
 	if s == "" {

@@ -24,7 +24,8 @@ func full() Record {
 		VMAffinity:  []scheduler.VMGroupTerm{{Tags: []string{"db"}, TopologyKey: "zone", Weight: 20}},
 		VMAntiAffinity: []scheduler.VMGroupTerm{{Tags: []string{"k8s", "control-plane"}, TopologyKey: "node"},
 			{TagsAnyOf: []string{"web", "api"}, TagsNoneOf: []string{"canary"}, TopologyKey: "zone", Weight: 10}},
-		TopologySpread: []scheduler.SpreadConstraint{{Tags: []string{"worker"}, TopologyKey: "rack", MaxSkew: 2, WhenUnsatisfiable: "ScheduleAnyway"},
+		TopologySpread: []scheduler.SpreadConstraint{{Tags: []string{"worker"}, TopologyKey: "rack", MaxSkew: 2, WhenUnsatisfiable: "ScheduleAnyway",
+			NodeAffinityPolicy: "Honor", NodeTaintsPolicy: "Honor"},
 			{Tags: []string{"worker"}, TagsNoneOf: []string{"canary"}, TopologyKey: "zone", MaxSkew: 1, WhenUnsatisfiable: "DoNotSchedule",
 				MinDomains: 3, NodeAffinityPolicy: "Ignore", NodeTaintsPolicy: "Honor"}},
 	}
@@ -63,13 +64,13 @@ qemu-scheduler/node-selector: disk=nvme, zone=a
 qemu-scheduler/node-affinity: key=rack operator=In values=r1,r2 weight=50
 qemu-scheduler/node-affinity: key=gpu operator=DoesNotExist
 qemu-scheduler/node-affinity: key=zone operator=In values=a & key=gpu operator=Exists | key=zone operator=In values=b
-qemu-scheduler/toleration: key=dedicated operator=Equal value=db effect=NoSchedule
+qemu-scheduler/toleration: key=dedicated value=db effect=NoSchedule
 qemu-scheduler/toleration: operator=Exists
 qemu-scheduler/vm-affinity: tags=db topology_key=zone weight=20
 qemu-scheduler/vm-anti-affinity: tags=k8s,control-plane topology_key=node
 qemu-scheduler/vm-anti-affinity: tags_any_of=web,api tags_none_of=canary topology_key=zone weight=10
 qemu-scheduler/topology-spread: tags=worker topology_key=rack max_skew=2 when_unsatisfiable=ScheduleAnyway
-qemu-scheduler/topology-spread: tags=worker tags_none_of=canary topology_key=zone max_skew=1 when_unsatisfiable=DoNotSchedule min_domains=3 node_affinity_policy=Ignore node_taints_policy=Honor
+qemu-scheduler/topology-spread: tags=worker tags_none_of=canary topology_key=zone max_skew=1 when_unsatisfiable=DoNotSchedule min_domains=3 node_affinity_policy=Ignore
 `
 	if got := Format(r); got != want {
 		t.Errorf("Format:\n%s\nwant\n%s", got, want)
@@ -93,7 +94,8 @@ func TestHandWritten(t *testing.T) {
 	want := Record{
 		NodeSelector:   map[string]string{"zone": "a", "disk": "ssd"},
 		VMAntiAffinity: []scheduler.VMGroupTerm{{Tags: []string{"db"}, TopologyKey: "node"}},
-		TopologySpread: []scheduler.SpreadConstraint{{Tags: []string{"DB"}, TopologyKey: "zone", MaxSkew: 1, WhenUnsatisfiable: "DoNotSchedule"}},
+		TopologySpread: []scheduler.SpreadConstraint{{Tags: []string{"DB"}, TopologyKey: "zone", MaxSkew: 1, WhenUnsatisfiable: "DoNotSchedule",
+			NodeAffinityPolicy: "Honor", NodeTaintsPolicy: "Honor"}},
 	}
 	if !reflect.DeepEqual(*r, want) {
 		t.Errorf("got %+v, want %+v (defaults as the resource's blocks)", *r, want)
@@ -244,8 +246,9 @@ func TestReadmeExample(t *testing.T) {
 // import gives the configuration's blocks back.
 func TestGroupTagsKeepTheirCase(t *testing.T) {
 	r := Record{VMAntiAffinity: []scheduler.VMGroupTerm{{Tags: []string{"Web"}, TagsAnyOf: []string{"K8s"}, TagsNoneOf: []string{"Canary"}, TopologyKey: "node"}},
-		VMAffinity:     []scheduler.VMGroupTerm{{Tags: []string{"DB"}, TopologyKey: "node", Weight: 5}},
-		TopologySpread: []scheduler.SpreadConstraint{{Tags: []string{"Worker"}, TopologyKey: "node", MaxSkew: 1, WhenUnsatisfiable: "DoNotSchedule"}}}
+		VMAffinity: []scheduler.VMGroupTerm{{Tags: []string{"DB"}, TopologyKey: "node", Weight: 5}},
+		TopologySpread: []scheduler.SpreadConstraint{{Tags: []string{"Worker"}, TopologyKey: "node", MaxSkew: 1, WhenUnsatisfiable: "DoNotSchedule",
+			NodeAffinityPolicy: "Honor", NodeTaintsPolicy: "Honor"}}}
 	text := Format(r)
 	_, got, warnings := Parse("1", text)
 	if len(warnings) > 0 {
@@ -256,5 +259,24 @@ func TestGroupTagsKeepTheirCase(t *testing.T) {
 	}
 	if !got.VMAntiAffinity[0].Group().Selects([]string{"web", "k8s"}) || got.VMAntiAffinity[0].Group().Selects([]string{"web", "k8s", "canary"}) {
 		t.Error("a group written in capitals must still select the guests PVE tags in lowercase")
+	}
+}
+
+// A default written out and one left out give the same record, and the record read back has
+// it filled in, as the resource's blocks plan it: a toleration's operator Equal, a spread's
+// Honor policies (kube's empty operator and the provider's policy defaults mean the same).
+func TestDefaultsLeftOut(t *testing.T) {
+	written := Record{Tolerations: []scheduler.Toleration{{Key: "gpu", Operator: "Equal", Value: "a"}},
+		TopologySpread: []scheduler.SpreadConstraint{{Tags: []string{"web"}, TopologyKey: "node", MaxSkew: 1, WhenUnsatisfiable: "DoNotSchedule",
+			NodeAffinityPolicy: "Honor", NodeTaintsPolicy: "Honor"}}}
+	left := Record{Tolerations: []scheduler.Toleration{{Key: "gpu", Value: "a"}},
+		TopologySpread: []scheduler.SpreadConstraint{{Tags: []string{"web"}, TopologyKey: "node", MaxSkew: 1, WhenUnsatisfiable: "DoNotSchedule"}}}
+	text := Format(written)
+	if Format(left) != text || strings.Contains(text, "operator=") || strings.Contains(text, "_policy=") {
+		t.Fatalf("defaults written out:\n%s\nleft out:\n%s", text, Format(left))
+	}
+	_, got, warnings := Parse("1", text)
+	if len(warnings) > 0 || !reflect.DeepEqual(*got, written) {
+		t.Errorf("read back as %+v (%v), want the defaults filled in: %+v", *got, warnings, written)
 	}
 }
