@@ -89,7 +89,7 @@ func (d *placementDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 			"vmid": schema.Int64Attribute{Optional: true, Computed: true, Validators: []validator.Int64{int64validator.Between(scheduler.MinVMID, scheduler.MaxVMID)},
 				Description: "Input: pin the VMID; it must be free, and beats both vmid annotations. Output: the chosen VMID (of the first name)."},
 			"storage": schema.StringAttribute{Optional: true, Computed: true,
-				Description: "Input: pin the disk storage; it must exist on the node, be active and hold `images`. Output: the chosen storage, by default the active images storage with the most free space; for a VM kept in place (`existing`), the storage that holds most of its disks (read from its config, one request per such VM), so that a resource fed it does not move them."},
+				Description: "Input: pin the disk storage; it must exist on the node, be active and hold `images`. Output: the chosen storage, by default the active images storage with the most free space; for an existing VM of that name, kept in place (`existing`) or moved, the storage that holds most of its disks when the node can use it (read from its config, one request per such VM), so that a resource fed it does not move them."},
 			"disk_gib": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1)},
 				Description: "Total GiB of the disks each VM puts on the chosen storage: the StorageCapacity filter requires them to fit its free space, and each of `names` debits it (a shared storage once for the cluster). Omitted: not checked."},
 			"tags": schema.ListAttribute{Optional: true, ElementType: types.StringType, Validators: []validator.List{groupTagsValid},
@@ -100,7 +100,7 @@ func (d *placementDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 					"name":     schema.StringAttribute{Computed: true, Description: "VM name."},
 					"node":     schema.StringAttribute{Computed: true, Description: "Chosen node."},
 					"vmid":     schema.Int64Attribute{Computed: true, Description: "Chosen VMID."},
-					"storage":  schema.StringAttribute{Computed: true, Description: "Chosen storage for disks; for a VM kept in place (`existing`), the storage that holds most of its disks."},
+					"storage":  schema.StringAttribute{Computed: true, Description: "Chosen storage for disks; for an existing VM of that name, kept in place or moved, the storage that holds most of its disks when the node can use it."},
 					"existing": schema.BoolAttribute{Computed: true, Description: "True when a VM with this name already existed and kept its place."},
 				}}},
 			"candidates": schema.ListNestedAttribute{Computed: true, Description: "Every node of the cluster and its verdict for the (first) VM.",
@@ -155,7 +155,7 @@ func (d *placementDataSource) Read(ctx context.Context, req datasource.ReadReque
 	snap, err := d.data.readView(ctx)
 	resp.Diagnostics.Append(d.data.nodes.warnings()...)
 	if err == nil {
-		snap, err = withKeptStorages(ctx, d.data.client, snap, reqs)
+		err = preferGuestStorages(ctx, d.data.client, snap, reqs)
 	}
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read the Proxmox VE cluster", err.Error())

@@ -14,10 +14,11 @@ import (
 // A kept placement answers the storage the VM's disks are on, not the one a new VM would get:
 // fed to bpg's datastore_id, the other answer moved the disks on the next apply, and back on
 // the one after (each move leaves the other storage with more free space). The guest's
-// config is read once per kept name; a new name costs no read.
-func TestAccPlacementKeptAnswersItsDisksStorage(t *testing.T) {
+// config is read once per kept name; a new name costs no read. Moved to another node (its
+// pin changed), the VM keeps its storage there too.
+func TestAccPlacementExistingVMKeepsItsStorage(t *testing.T) {
 	cluster := pvesim.Cluster{
-		Nodes: []pvesim.NodeSpec{{Name: "pve1", CPUs: 16, MemoryGiB: 64}},
+		Nodes: []pvesim.NodeSpec{{Name: "pve1", CPUs: 16, MemoryGiB: 64}, {Name: "pve2", CPUs: 16, MemoryGiB: 64}},
 		Storages: []pvesim.StorageSpec{
 			{Name: "local-lvm", Type: "lvmthin", Content: []string{"images"}, SizeGiB: 500},
 			{Name: "tank", Type: "zfspool", Content: []string{"images"}, SizeGiB: 490, UsedGiB: 40},
@@ -48,5 +49,17 @@ func TestAccPlacementKeptAnswersItsDisksStorage(t *testing.T) {
 				}
 				return nil
 			}),
+	}, resource.TestStep{
+		Config: env.config(`data "qemuscheduler_placement" "p" {
+  name     = "db-1"
+  node     = "pve2"
+  memory   = 2048
+  disk_gib = 32
+}`),
+		Check: resource.ComposeTestCheckFunc(
+			resource.TestCheckResourceAttr("data.qemuscheduler_placement.p", "placements.0.existing", "false"),
+			resource.TestCheckResourceAttr("data.qemuscheduler_placement.p", "placements.0.node", "pve2"),
+			resource.TestCheckResourceAttr("data.qemuscheduler_placement.p", "placements.0.vmid", "100"),
+			resource.TestCheckResourceAttr("data.qemuscheduler_placement.p", "placements.0.storage", "tank")),
 	})
 }

@@ -132,9 +132,6 @@ func (run *run) keep(r *Request) (Placement, bool) {
 	}
 	run.kept[g.VMID] = true
 	storage, _, _ := ChooseStorage(infos[at], r)
-	if g.Storage != "" && r.Storage == "" {
-		storage = g.Storage // where its disks are; a new VM's choice would move them
-	}
 	return Placement{
 		Name: r.Name, Node: g.Node, VMID: g.VMID, Storage: storage, Existing: true, Candidates: ev.cands,
 		Summary: fmt.Sprintf("%s: existing guest %d kept on %s (still passes every filter), storage %s", r.Name, g.VMID, g.Node, storage),

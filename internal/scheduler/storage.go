@@ -3,9 +3,10 @@ package scheduler
 import "fmt"
 
 // ChooseStorage picks the storage for r's disks on a node: the pinned r.Storage, which must
-// exist there, be active and hold VM images, or else the active one with images and the most
-// free space after the decision's earlier placements (ties by name), so a storage the disks do
-// not fit is never preferred over one they fit. A full clone from another node (r.CloneFrom)
+// exist there, be active and hold VM images, or else r.PreferStorage when it is such a storage
+// and the disks fit there, or else the active one with images and the most free space after
+// the decision's earlier placements (ties by name), so a storage the disks do not fit is never
+// preferred over one they fit. A full clone from another node (r.CloneFrom)
 // may only use a shared storage: PVE refuses to clone onto another node's local storage. It
 // returns the storage and its free bytes, or a reason when the node cannot serve.
 func ChooseStorage(n *NodeInfo, r *Request) (name string, freeBytes uint64, reason string) {
@@ -27,6 +28,11 @@ func ChooseStorage(n *NodeInfo, r *Request) (name string, freeBytes uint64, reas
 			return pinned, n.StorageFree(s), ""
 		}
 		return "", 0, fmt.Sprintf("storage %q does not exist on %s", pinned, node.Name)
+	}
+	for _, s := range node.Storages {
+		if s.Name == r.PreferStorage && s.Active && holdsImages(s) && (!sharedOnly || s.Shared) && n.StorageFree(s) >= r.DiskBytes {
+			return s.Name, n.StorageFree(s), ""
+		}
 	}
 	best, bestFree := -1, uint64(0)
 	for i, s := range node.Storages {

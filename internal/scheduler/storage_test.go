@@ -149,20 +149,30 @@ func TestCloneFromAnotherNodeNeedsSharedStorage(t *testing.T) {
 	}
 }
 
-// A guest kept in place answers the storage its disks are on, when the caller read it, not
-// the one a new VM would get (ceph, with more free space); a pinned storage still wins.
-func TestKeptGuestAnswersItsStorage(t *testing.T) {
+// A request naming an existing guest answers the storage the guest's disks are on
+// (PreferStorage), kept in place or moved, not the one a new VM would get (ceph, with more free
+// space); a pinned storage still wins, and a preferred one the disks do not fit is passed over.
+func TestPreferredStorageOfAnExistingGuest(t *testing.T) {
 	prof := testProfile(t, fakeRegistry(), PluginConfig{})
-	snap := Snapshot{Nodes: storageNodes(), Guests: []Guest{{VMID: 100, Node: "n2", Name: "db", Status: "running", CPUs: 1, MaxMem: 1 << 30, Storage: "local"}}}
-	r := Request{Name: "db", Cores: 1, Sockets: 1, MemoryMiB: 1024}
-	for _, tc := range []struct{ pinned, want string }{{"", "local"}, {"ceph", "ceph"}} {
-		r.Storage = tc.pinned
+	for _, tc := range []struct {
+		name, guestNode, pinned string
+		diskGiB                 uint64
+		want                    string
+		existing                bool
+	}{
+		{"kept", "n2", "", 0, "local", true},
+		{"kept, storage pinned", "n2", "ceph", 0, "ceph", true},
+		{"moved (its node is gone)", "n9", "", 40, "local", false},
+		{"moved, its disks do not fit the preferred storage", "n9", "", 120, "ceph", false},
+	} {
+		snap := Snapshot{Nodes: storageNodes(), Guests: []Guest{{VMID: 100, Node: tc.guestNode, Name: "db", Status: "running", CPUs: 1, MaxMem: 1 << 30}}}
+		r := Request{Name: "db", Cores: 1, Sockets: 1, MemoryMiB: 1024, Storage: tc.pinned, PreferStorage: "local", DiskBytes: tc.diskGiB * gib}
 		d, err := prof.Schedule(snap, []Request{r}, Options{Sticky: true})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if p := d.Placements[0]; !p.Existing || p.Storage != tc.want || !strings.HasSuffix(p.Summary, "storage "+tc.want) {
-			t.Errorf("pinned %q: %+v, want kept with storage %s", tc.pinned, p, tc.want)
+		if p := d.Placements[0]; p.Existing != tc.existing || p.VMID != 100 || p.Storage != tc.want || !strings.HasSuffix(p.Summary, "storage "+tc.want) {
+			t.Errorf("%s: %+v, want existing %v, vmid 100, storage %s", tc.name, p, tc.existing, tc.want)
 		}
 	}
 }

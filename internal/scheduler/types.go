@@ -146,8 +146,6 @@ type Guest struct {
 	// DiskBytes is the configured size of the guest's disks when known (0 = unknown).
 	DiskBytes uint64
 	// Storage is where an assumed guest's new disks (DiskBytes) go; they debit its free space.
-	// On an existing guest it is where its disks are, when the caller read it: what a
-	// placement that keeps the guest in place answers.
 	Storage string
 	// Recorded is the placement policy kept with the guest (its Notes' placement record), nil
 	// when it has none: what the rebalance checks it against, and the required
@@ -231,6 +229,10 @@ type Request struct {
 	// CloneFrom is the node of a full clone's source: on any other node the clone's disks can
 	// only go to a shared storage.
 	CloneFrom string
+	// PreferStorage is chosen on a node that can use it (active, holding images): where the
+	// disks of the existing guest the request names are, so that keeping the guest in place,
+	// or moving it, does not answer another storage and move its disks. A pinned Storage wins.
+	PreferStorage string
 }
 
 // NodeExpression matches a node label: operator In, NotIn, Exists, DoesNotExist, Gt or Lt
