@@ -95,18 +95,7 @@ func (gr *guestRecords) apply(ctx context.Context, snap *scheduler.Snapshot) {
 			gr.byID[g.VMID], gr.unread[g.VMID] = nil, true
 			continue
 		}
-		_, rec, warnings := records.Parse(who, notes[i])
-		for _, w := range warnings {
-			gr.warn("Malformed placement record", w+". Fix the VM's Notes in the PVE UI (VM > Summary > Notes); the README shows the format.")
-		}
-		if rec == nil && len(warnings) == 0 {
-			// The mark says an admin meant a record: a header in capitals or without its colon
-			// must not drop the VM's rules silently.
-			gr.warn("Placement record missing", fmt.Sprintf("VM %s carries the %s mark, but its Notes hold no placement record: the record "+
-				"starts with the line %q, lowercase and with the colon. Its policy does not count in this run. Fix the VM's Notes in the PVE UI "+
-				"(VM > Summary > Notes), or remove the mark.", who, proxmox.RecordTag, records.HeaderLine()))
-		}
-		gr.byID[g.VMID] = recorded(rec)
+		gr.parse(g.VMID, who, notes[i])
 	}
 	if len(forbidden) > 0 {
 		gr.warn("Placement records not read", fmt.Sprintf("The credentials may not read the configs of %d VM(s) carrying the %s mark "+
@@ -116,6 +105,38 @@ func (gr *guestRecords) apply(ctx context.Context, snap *scheduler.Snapshot) {
 	for i := range snap.Guests {
 		snap.Guests[i].Recorded = gr.byID[snap.Guests[i].VMID]
 	}
+}
+
+// parse takes a marked guest's record from its Notes, warning about a malformed or missing
+// one; the caller holds mu.
+func (gr *guestRecords) parse(vmid int, who, notes string) {
+	_, rec, warnings := records.Parse(who, notes)
+	for _, w := range warnings {
+		gr.warn("Malformed placement record", w+". Fix the VM's Notes in the PVE UI (VM > Summary > Notes); the README shows the format.")
+	}
+	if rec == nil && len(warnings) == 0 {
+		// The mark says an admin meant a record: a header in capitals or without its colon
+		// must not drop the VM's rules silently.
+		gr.warn("Placement record missing", fmt.Sprintf("VM %s carries the %s mark, but its Notes hold no placement record: the record "+
+			"starts with the line %q, lowercase and with the colon. Its policy does not count in this run. Fix the VM's Notes in the PVE UI "+
+			"(VM > Summary > Notes), or remove the mark.", who, proxmox.RecordTag, records.HeaderLine()))
+	}
+	gr.byID[vmid] = recorded(rec)
+	delete(gr.unread, vmid)
+}
+
+// seen takes the record of a VM whose config this process read anyway (its refresh), so that
+// no view reads it again; a VM without the mark is not looked at, as a view does not.
+func (gr *guestRecords) seen(vm *proxmox.VM) {
+	if gr == nil || !slices.Contains(tagFields(vm.Config["tags"]), proxmox.RecordTag) {
+		return
+	}
+	gr.mu.Lock()
+	defer gr.mu.Unlock()
+	if _, read := gr.byID[vm.VMID]; read && !gr.unread[vm.VMID] {
+		return
+	}
+	gr.parse(vm.VMID, guestName(&scheduler.Guest{VMID: vm.VMID, Name: vm.Config["name"]}), vm.Config["description"])
 }
 
 // remember records what this process wrote, so that it is never read back.

@@ -700,3 +700,36 @@ resource "qemuscheduler_vm" "web" {
 		}),
 	)})
 }
+
+// A managed VM's record is read with its refresh: the plan after it reads no VM config again
+// for the view's records, only the marked guests this process has not read (each record once
+// per provider process). One VM, so that its refresh surely comes before the view is read:
+// Terraform refreshes and plans the instances of a count in parallel, and a view read before
+// an instance's refresh reads that instance's record too.
+func TestAccRecordsReadWithTheRefresh(t *testing.T) {
+	c := equalCluster()
+	c.Guests = []pvesim.GuestSpec{handRecorded(150, "pve3", "db", "qemu-scheduler/vm-anti-affinity: tags=db\n", "db")}
+	env, sim := simEnv(t, c)
+	config := env.config(`
+resource "qemuscheduler_vm" "web" {
+  name = "cp-1"
+  tags = ["cp"]
+  vm_anti_affinity {
+    tags = ["cp"]
+  }
+}`)
+	var before int
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: steadyProviders,
+		Steps: []resource.TestStep{{Config: config}, {
+			PreConfig: func() { before = sim.Requests(vmConfigReads) },
+			Config:    config,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{planCheck(func() error {
+				if reads := sim.Requests(vmConfigReads) - before; reads != 2 {
+					return fmt.Errorf("the refresh and plan read VM configs %d times, want 2: the VM's refresh and db's record", reads)
+				}
+				return nil
+			})}},
+		}},
+	})
+}

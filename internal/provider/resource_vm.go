@@ -361,6 +361,7 @@ func (r *vmResource) Read(ctx context.Context, req resource.ReadRequest, resp *r
 		return
 	}
 	state.readInto(ctx, vm, &resp.Diagnostics)
+	r.data.records.seen(vm)
 	r.readHA(ctx, &state, false, &resp.Diagnostics)
 	r.readRulesDue(ctx, &state, resp.Private, &resp.Diagnostics)
 	r.readAgent(ctx, &state, false, &resp.Diagnostics)
