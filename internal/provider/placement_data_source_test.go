@@ -238,6 +238,9 @@ func TestAccProviderConfigErrors(t *testing.T) {
 		  ca_cert = "` + pem + `"`, `ca_cert block 1 is not a valid certificate`},
 		{`endpoint = "https://pve:8006"
 		  api_token = "a@pam!t=s"
+		  ca_cert = "/etc/pve/pve-root-ca.pem"`, `ca_cert is "/etc/pve/pve-root-ca.pem", a file name: write ca_cert = file("/etc/pve/pve-root-ca.pem")`},
+		{`endpoint = "https://pve:8006"
+		  api_token = "a@pam!t=s"
 		  plugin_config_yaml = "filterz: {}"`, `unknown section "filterz"`},
 	}
 	for _, tt := range tests {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
@@ -152,7 +153,11 @@ func checkPEM(text string) error {
 		}
 		count++
 	}
-	if count == 0 {
+	switch name := strings.TrimSpace(text); {
+	case count == 0 && name != "" && !strings.ContainsAny(name, " \t\n") && (strings.ContainsRune(name, '/') || strings.HasSuffix(name, ".pem") || strings.HasSuffix(name, ".crt")):
+		// The file's name instead of its content, the usual slip.
+		return fmt.Errorf("ca_cert is %q, a file name: write ca_cert = file(%q) to pass the certificate it holds", name, name)
+	case count == 0:
 		return fmt.Errorf("ca_cert must hold at least one PEM certificate (-----BEGIN CERTIFICATE----- ...)")
 	}
 	return nil
