@@ -314,18 +314,26 @@ func TestChangeSetRefusalReportedOnce(t *testing.T) {
 	}
 }
 
-// A placement data source read after the plan's new VMs did not see them: the new VMs are
-// placed again beside its picks, and when they no longer fit, the read fails (all or nothing).
-func TestChangeSetReadAfterNewVMsRefits(t *testing.T) {
+// twoSmallNodes is a cluster of two online 8 GiB nodes, n1 and n2, each with 100 GiB of
+// local-lvm: small enough that a few GiB decide what fits together.
+func twoSmallNodes() scheduler.Snapshot {
 	snap := scheduler.Snapshot{}
 	for _, n := range []string{"n1", "n2"} {
 		snap.Nodes = append(snap.Nodes, scheduler.Node{Name: n, Online: true, MaxCPU: 16, MaxMem: 8 << 30,
 			Storages: []scheduler.Storage{{Name: "local-lvm", Content: []string{"images"}, Active: true, Total: 100 << 30}}})
 	}
-	p, ctx := registryProfile(t), context.Background()
-	req := func(name string, mib int) scheduler.Request {
-		return scheduler.Request{Name: name, Cores: 1, Sockets: 1, MemoryMiB: mib}
-	}
+	return snap
+}
+
+// memReq is a request of one vCPU and mib MiB.
+func memReq(name string, mib int) scheduler.Request {
+	return scheduler.Request{Name: name, Cores: 1, Sockets: 1, MemoryMiB: mib}
+}
+
+// A placement data source read after the plan's new VMs did not see them: the new VMs are
+// placed again beside its picks, and when they no longer fit, the read fails (all or nothing).
+func TestChangeSetReadAfterNewVMsRefits(t *testing.T) {
+	snap, p, ctx := twoSmallNodes(), registryProfile(t), context.Background()
 	for _, tc := range []struct {
 		name string
 		pick int    // MiB of the data source's VM
@@ -338,11 +346,11 @@ func TestChangeSetReadAfterNewVMsRefits(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newChangeSet(nil, nil)
 			for _, n := range []string{"web-0", "web-1"} { // 5 GiB each: one per node
-				if err := c.plan(ctx, snap, setMember{profile: p, req: req(n, 5120)}); err != nil {
+				if err := c.plan(ctx, snap, setMember{profile: p, req: memReq(n, 5120)}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			_, err := c.read(ctx, snap, p, []scheduler.Request{req("ext-0", tc.pick)})
+			_, err := c.read(ctx, snap, p, []scheduler.Request{memReq("ext-0", tc.pick)})
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("read: %v", err)
@@ -374,11 +382,7 @@ func TestChangeSetGrowthPlacesTheNewVMsAgain(t *testing.T) {
 0/2 nodes are available: 2 node(s) exceeded memory overcommit ratio 1`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			snap := scheduler.Snapshot{}
-			for _, n := range []string{"n1", "n2"} {
-				snap.Nodes = append(snap.Nodes, scheduler.Node{Name: n, Online: true, MaxCPU: 16, MaxMem: 8 << 30,
-					Storages: []scheduler.Storage{{Name: "local-lvm", Content: []string{"images"}, Active: true, Total: 100 << 30}}})
-			}
+			snap := twoSmallNodes()
 			snap.Guests = []scheduler.Guest{
 				{VMID: 100, Node: "n1", Name: "g", Type: scheduler.GuestQEMU, Status: "running", CPUs: 1, MaxMem: 2 << 30},
 				{VMID: 101, Node: "n2", Name: "other", Type: scheduler.GuestQEMU, Status: "running", CPUs: 1, MaxMem: uint64(tc.n2) << 20},
@@ -528,22 +532,14 @@ func TestDestroyHintsNameBothCLIs(t *testing.T) {
 // fit in one way only (the names on one node, the VMs on the other). Deciding the names alone
 // spread them, one per node, and the plan was refused with a set that fits.
 func TestChangeSetReadPlacedWithTheNewVMs(t *testing.T) {
-	snap := scheduler.Snapshot{}
-	for _, n := range []string{"n1", "n2"} {
-		snap.Nodes = append(snap.Nodes, scheduler.Node{Name: n, Online: true, MaxCPU: 16, MaxMem: 8 << 30,
-			Storages: []scheduler.Storage{{Name: "local-lvm", Content: []string{"images"}, Active: true, Total: 100 << 30}}})
-	}
-	p, ctx := registryProfile(t), context.Background()
-	req := func(name string, mib int) scheduler.Request {
-		return scheduler.Request{Name: name, Cores: 1, Sockets: 1, MemoryMiB: mib}
-	}
+	snap, p, ctx := twoSmallNodes(), registryProfile(t), context.Background()
 	c := newChangeSet(nil, nil)
-	for _, m := range []scheduler.Request{req("six", 6144), req("two", 2048)} {
+	for _, m := range []scheduler.Request{memReq("six", 6144), memReq("two", 2048)} {
 		if err := c.plan(ctx, snap, setMember{profile: p, req: m}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	d, err := c.read(ctx, snap, p, []scheduler.Request{req("d-0", 4096), req("d-1", 4096)})
+	d, err := c.read(ctx, snap, p, []scheduler.Request{memReq("d-0", 4096), memReq("d-1", 4096)})
 	if err != nil {
 		t.Fatalf("read: %v, want the names placed beside the new VMs", err)
 	}
