@@ -130,7 +130,14 @@ func (p *providerData) nodeView(ctx context.Context, node string) (scheduler.Sna
 	}
 	guests := make([]scheduler.Guest, 0, len(snap.Guests)+len(fresh))
 	for _, g := range snap.Guests {
-		if g.Node != node && !onNode[g.VMID] {
+		switch {
+		case onNode[g.VMID]:
+		case g.Node != node:
+			guests = append(guests, g)
+		case g.MigratingTo != "" && g.MigratingTo != node:
+			// Gone from the node's list since the view saw it migrating: the migration
+			// ended, and the guest runs on its target, where the view counted it already.
+			g.Node, g.Lock, g.MigratingTo = g.MigratingTo, "", ""
 			guests = append(guests, g)
 		}
 	}
