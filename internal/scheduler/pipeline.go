@@ -131,7 +131,8 @@ func (run *run) keep(r *Request) (Placement, bool) {
 		return Placement{}, false
 	}
 	run.kept[g.VMID] = true
-	storage, _, _ := ChooseStorage(infos[at], r)
+	// Its disks are where they are: a storage they fill already is no reason to answer another.
+	storage, _, _ := ChooseStorage(infos[at], existing(r))
 	return Placement{
 		Name: r.Name, Node: g.Node, VMID: g.VMID, Storage: storage, Existing: true, Candidates: ev.cands,
 		Summary: fmt.Sprintf("%s: existing guest %d kept on %s (still passes every filter), storage %s", r.Name, g.VMID, g.Node, storage),

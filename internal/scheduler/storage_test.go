@@ -151,7 +151,8 @@ func TestCloneFromAnotherNodeNeedsSharedStorage(t *testing.T) {
 
 // A request naming an existing guest answers the storage the guest's disks are on
 // (PreferStorage), kept in place or moved, not the one a new VM would get (ceph, with more free
-// space); a pinned storage still wins, and a preferred one the disks do not fit is passed over.
+// space); a pinned storage still wins, and a preferred one the disks do not fit is passed over
+// by a guest that moves, not by one kept in place, whose disks are there already.
 func TestPreferredStorageOfAnExistingGuest(t *testing.T) {
 	prof := testProfile(t, fakeRegistry(), PluginConfig{})
 	for _, tc := range []struct {
@@ -162,6 +163,7 @@ func TestPreferredStorageOfAnExistingGuest(t *testing.T) {
 	}{
 		{"kept", "n2", "", 0, "local", true},
 		{"kept, storage pinned", "n2", "ceph", 0, "ceph", true},
+		{"kept, its disks already filling the preferred storage", "n2", "", 120, "local", true},
 		{"moved (its node is gone)", "n9", "", 40, "local", false},
 		{"moved, its disks do not fit the preferred storage", "n9", "", 120, "ceph", false},
 	} {
