@@ -229,9 +229,10 @@ type Request struct {
 	// CloneFrom is the node of a full clone's source: on any other node the clone's disks can
 	// only go to a shared storage.
 	CloneFrom string
-	// PreferStorage is chosen on a node that can use it (active, holding images): where the
-	// disks of the existing guest the request names are, so that keeping the guest in place,
-	// or moving it, does not answer another storage and move its disks. A pinned Storage wins.
+	// PreferStorage is chosen on a node that can use it (active, holding images, with room for
+	// the disks unless the guest stays where they are): where the disks of the existing guest
+	// the request names are, so that keeping the guest in place, or moving it, does not answer
+	// another storage and move its disks. A pinned Storage wins.
 	PreferStorage string
 }
 
