@@ -44,8 +44,9 @@ func NewVMResource() resource.Resource { return &vmResource{} }
 type vmResource struct{ data *providerData }
 
 var (
-	_ resource.ResourceWithModifyPlan  = (*vmResource)(nil)
-	_ resource.ResourceWithImportState = (*vmResource)(nil)
+	_ resource.ResourceWithModifyPlan   = (*vmResource)(nil)
+	_ resource.ResourceWithImportState  = (*vmResource)(nil)
+	_ resource.ResourceWithUpgradeState = (*vmResource)(nil)
 )
 
 func (r *vmResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {

@@ -42,6 +42,7 @@ func keepBool() []planmodifier.Bool {
 
 func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = schema.Schema{
+		Version: vmSchemaVersion,
 		Description: "A QEMU VM placed by the scheduler and created there, by clone or from scratch. The plan checks that " +
 			"the plan's new VMs fit together, all or nothing; the final, race-free decision (node and VMID) is taken at apply. After creation the placement " +
 			"is sticky: later changes to annotations or plugin config do not move the VM (the plan warns when its node no " +
