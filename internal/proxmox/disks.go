@@ -2,6 +2,7 @@ package proxmox
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"sort"
 	"strconv"
@@ -41,13 +42,14 @@ var driveKey = regexp.MustCompile(`^(scsi|virtio|sata|ide)\d+$`)
 
 // MainDiskStorage names the storage that holds most of a VM's disk space (CD-ROM drives, EFI
 // vars and TPM state aside; a tie goes to the first name), "" when it has no disk: where a
-// resource that gives a VM one storage for its disks (bpg's datastore_id) has them.
+// resource that gives a VM one storage for its disks (bpg's datastore_id) has them. It reads
+// the config alone, one request.
 func (c *Client) MainDiskStorage(ctx context.Context, node string, vmid int) (string, error) {
-	vm, err := c.GetVM(ctx, node, vmid)
+	config, err := c.vmConfig(ctx, fmt.Sprintf("read the disks of VM %d on %s", vmid, node), node, vmid)
 	if err != nil {
 		return "", err
 	}
-	return mainDiskStorage(vm.Config), nil
+	return mainDiskStorage(config), nil
 }
 
 func mainDiskStorage(config map[string]string) string {

@@ -55,8 +55,8 @@ func (c *Client) LocateVM(ctx context.Context, vmid int) (string, error) {
 // GetVM reads a VM's config and power status.
 func (c *Client) GetVM(ctx context.Context, node string, vmid int) (*VM, error) {
 	op := fmt.Sprintf("read VM %d on %s", vmid, node)
-	var raw map[string]json.RawMessage
-	if err := c.get(ctx, op, vmPath(node, vmid)+"/config", nil, &raw); err != nil {
+	config, err := c.vmConfig(ctx, op, node, vmid)
+	if err != nil {
 		return nil, err
 	}
 	var status struct {
@@ -66,13 +66,24 @@ func (c *Client) GetVM(ctx context.Context, node string, vmid int) (*VM, error) 
 	if err := c.get(ctx, op, vmPath(node, vmid)+"/status/current", nil, &status); err != nil {
 		return nil, err
 	}
-	vm := &VM{Node: node, VMID: vmid, Status: status.Status, Lock: status.Lock, Config: make(map[string]string, len(raw))}
-	for k, v := range raw {
-		vm.Config[k] = stringify(v)
-	}
+	vm := &VM{Node: node, VMID: vmid, Status: status.Status, Lock: status.Lock, Config: config}
 	vm.Digest = vm.Config["digest"]
 	delete(vm.Config, "digest")
 	return vm, nil
+}
+
+// vmConfig reads a VM's config (pending values applied), each value as its config file
+// writes it, the digest included.
+func (c *Client) vmConfig(ctx context.Context, op, node string, vmid int) (map[string]string, error) {
+	var raw map[string]json.RawMessage
+	if err := c.get(ctx, op, vmPath(node, vmid)+"/config", nil, &raw); err != nil {
+		return nil, err
+	}
+	config := make(map[string]string, len(raw))
+	for k, v := range raw {
+		config[k] = stringify(v)
+	}
+	return config, nil
 }
 
 // stringify renders a JSON value the way it appears in a PVE config file: strings unquoted,
