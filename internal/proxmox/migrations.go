@@ -11,8 +11,9 @@ import (
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
-// migrationLine is the first step pve-guest-common's AbstractMigrate.pm migrate logs, in
-// qmigrate (VM) and vzmigrate (CT) tasks alike.
+// migrationLine is what a migration's phase1 logs before it sets the guest's "migrate" lock
+// (qemu-server's QemuMigrate.pm for a qmigrate task, pve-container's LXC/Migrate.pm for a
+// vzmigrate one), after the line's timestamp: a guest locked "migrate" has it in its log.
 var migrationLine = regexp.MustCompile(`starting migration of (?:VM|CT) (\d+) to node '([^']+)'`)
 
 // migrationTargets sets MigratingTo on the guests a migration under way moves (locked

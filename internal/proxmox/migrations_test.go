@@ -6,7 +6,7 @@ import (
 )
 
 // PVE lists a VM being migrated on its source, locked "migrate", until the migration's last
-// step; the target is named only in the running qmigrate task's log (AbstractMigrate.pm's
+// step; the target is named only in the running qmigrate task's log (QemuMigrate.pm phase1's
 // "starting migration of VM N to node 'X'"). The snapshot reads it for such a VM, two more
 // requests per migrating guest, so that the scheduler counts the VM on its target too.
 func TestSnapshotKnowsWhereAMigrationGoes(t *testing.T) {

@@ -125,8 +125,8 @@ func TestHAMigrationToAFailingNode(t *testing.T) {
 	wantOn(t, s, 100, "pve1")
 }
 
-// pve-guest-common AbstractMigrate.pm migrate logs "starting migration of VM N to node 'X'
-// (IP)" as its first step, so a migration under way names its target in its task's log, and
+// qemu-server's QemuMigrate.pm phase1 logs "starting migration of VM N to node 'X' (IP)"
+// before it sets the migrate lock, so a migration under way names its target in its task's log, and
 // the node's task list (Tasks.pm node_tasks, source=active) lists the running qmigrate task
 // with the VM's id: how a client learns where a VM locked "migrate" is going.
 func TestMigrationLogNamesItsTarget(t *testing.T) {

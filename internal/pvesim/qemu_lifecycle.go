@@ -520,7 +520,8 @@ func (s *Server) startMigration(r *http.Request, g *guest, target *node, moves [
 			done(ok)
 		}
 	})
-	// AbstractMigrate.pm migrate's first line: while the task runs, what names its target.
+	// QemuMigrate.pm phase1's first line, logged before the migrate lock is set: while the
+	// task runs, what names its target.
 	t := s.tasks[upid]
 	t.log = append([]string{fmt.Sprintf("starting migration of VM %d to node '%s' (%s)", g.vmid, target.name, s.nodeIP(target))}, t.log...)
 	return upid
