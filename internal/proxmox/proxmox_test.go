@@ -397,10 +397,16 @@ func TestOutsideActorTakesVMID(t *testing.T) {
 }
 
 // waitFor waits until cond holds: for a goroutine to reach a point the test cannot observe
-// otherwise. It never decides a result, so its pace does not matter.
+// otherwise. It never decides a result, so its pace does not matter; the deadline, far beyond
+// any load, only turns a condition that never comes into this test's failure rather than a
+// hang of the whole package until go test's timeout.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
+	deadline := time.Now().Add(time.Minute)
 	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("the condition waited for did not come within a minute")
+		}
 		time.Sleep(time.Millisecond)
 	}
 }
