@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
-	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/planhints"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/reservations"
@@ -97,6 +95,9 @@ type changeSet struct {
 	picksKept bool
 	// batch holds what the apply's last joint decision gave the members not decided yet.
 	batch map[string]scheduler.Placement
+	// warn logs what the set cannot do and works around (nil: nothing is logged); the
+	// provider gives it Terraform's log.
+	warn func(ctx context.Context, msg string, err error)
 }
 
 // setMember is one new VM of the change set.
@@ -231,12 +232,19 @@ func (c *changeSet) keepHints(ctx context.Context, names ...string) {
 		set = append(set, r)
 	}
 	if err := c.hints.Put(set...); errors.Is(err, planhints.ErrNoCopy) {
-		tflog.Warn(ctx, "cannot copy the plan's placements to the user's cache", map[string]any{"error": err.Error()})
+		c.logWarning(ctx, "cannot copy the plan's placements to the user's cache", err)
 	} else if err != nil {
-		tflog.Warn(ctx, "cannot keep the plan's placements for its apply; the apply decides without them", map[string]any{"error": err.Error()})
+		c.logWarning(ctx, "cannot keep the plan's placements for its apply; the apply decides without them", err)
 		return
 	}
 	c.picksKept = true
+}
+
+// logWarning logs a warning through warn, when set.
+func (c *changeSet) logWarning(ctx context.Context, msg string, err error) {
+	if c.warn != nil {
+		c.warn(ctx, msg, err)
+	}
 }
 
 // decide is a create's decision at apply: the new VM is placed jointly with the members of
@@ -549,18 +557,13 @@ func (c *changeSet) storageShort(snap scheduler.Snapshot, vmid int) []string {
 		if grown+fresh <= free {
 			continue
 		}
-		reason := fmt.Sprintf("StorageCapacity: %s has %s GiB free, the plan's disks grow by %s GiB there", name, gib(free), gib(grown))
+		reason := fmt.Sprintf("StorageCapacity: %s has %s GiB free, the plan's disks grow by %s GiB there", name, scheduler.FormatGiB(free), scheduler.FormatGiB(grown))
 		if fresh > 0 {
-			reason += fmt.Sprintf(" and its new VMs need %s GiB", gib(fresh))
+			reason += fmt.Sprintf(" and its new VMs need %s GiB", scheduler.FormatGiB(fresh))
 		}
 		reasons = append(reasons, reason)
 	}
 	return reasons
-}
-
-// gib writes bytes as GiB, to two decimals at most.
-func gib(bytes uint64) string {
-	return scheduler.FormatNumber(math.Round(float64(bytes)/scheduler.GiB*100) / 100)
 }
 
 // withOtherPicks adds the picks of VMs that are not members: a new VM fed by a data source
@@ -712,27 +715,21 @@ func noPlanHint(reduce string) string {
 		"the number of new VMs."
 }
 
-// addSetError reports a new VM's refused plan (addPlanError), reduce saying what to place fewer
-// of. Every new VM the set refuses fails its plan with the set's explanation, and Terraform
-// shows each: the first is reported in full, the others point at it (count = 10 past what
-// fits showed seven copies of the same 40 lines).
-func (c *changeSet) addSetError(diags *diag.Diagnostics, err error, planned, reduce string) {
+// reportedBefore tells whether the set's refusal err (a SetError) was reported before, and
+// marks it reported: every new VM the set refuses fails its plan with the set's explanation,
+// and the first is reported in full, the others point at it (addSetError).
+func (c *changeSet) reportedBefore(err error) bool {
 	var ue *scheduler.UnschedulableError
 	var se *scheduler.SetError
-	if errors.As(err, &se) && errors.As(err, &ue) {
-		key := ue.Request + "\x00" + ue.Message
-		c.mu.Lock()
-		seen := c.reported[key]
-		c.reported[key] = true
-		c.mu.Unlock()
-		if seen {
-			diags.AddError("No placement for "+quoteOr(ue.Request, "the VM"),
-				fmt.Sprintf("%q is placed together with the plan's other new VMs, all or nothing, and they do not all fit: another error of this "+
-					"plan, on another of them, explains why %q does not and what to do.", planned, ue.Request))
-			return
-		}
+	if !errors.As(err, &se) || !errors.As(err, &ue) {
+		return false
 	}
-	addPlanError(diags, err, planned, c.hint(reduce))
+	key := ue.Request + "\x00" + ue.Message
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen := c.reported[key]
+	c.reported[key] = true
+	return seen
 }
 
 // hint is the line a refused placement ends with, reduce (reduceNewVMs, reduceNames) saying

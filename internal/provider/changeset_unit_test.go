@@ -303,8 +303,8 @@ func TestChangeSetRefusalReportedOnce(t *testing.T) {
 		t.Fatal("three 4 GiB VMs on one 8 GiB node were not refused")
 	}
 	var full, short diag.Diagnostics
-	c.addSetError(&full, err, "b", reduceNewVMs)
-	c.addSetError(&short, err, "c", reduceNewVMs)
+	addSetError(&full, c, err, "b", reduceNewVMs)
+	addSetError(&short, c, err, "c", reduceNewVMs)
 	if len(full) != 1 || !strings.Contains(full[0].Detail(), "Per node:") || !strings.Contains(full[0].Detail(), destroyAnyway) {
 		t.Fatalf("the first refusal: %v, want the full explanation", full)
 	}

@@ -262,6 +262,9 @@ func (p *qemuProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 		data.maxAge = defaultSnapshotAge
 	}
 	data.changes.view = data.snapshot
+	data.changes.warn = func(ctx context.Context, msg string, err error) {
+		tflog.Warn(ctx, msg, map[string]any{"error": err.Error()})
+	}
 	data.records = newGuestRecords(client, data.nodes.queue)
 	data.profileDefaults = defaults
 	resp.DataSourceData = data

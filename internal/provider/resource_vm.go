@@ -167,7 +167,7 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 		return
 	}
 	r.checkSnippets(ctx, &plan, &state, snap, &resp.Diagnostics)
-	r.data.checkReferencesNow(ctx, &plan, &state, creating, snap, &resp.Diagnostics)
+	checkReferencesNow(ctx, r.data, &plan, &state, creating, snap, &resp.Diagnostics)
 	if !creating {
 		planRecordSync(ctx, resp, &plan, &state, r.data, snap, int(state.VMID.ValueInt64()))
 	}
@@ -196,7 +196,7 @@ func (r *vmResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequ
 		}
 		if err != nil {
 			err = withNamesake(underProfile(err, plan.Profile), snap, schedReq, replaces)
-			r.data.changes.addSetError(&resp.Diagnostics, err, plan.Name.ValueString(), reduceNewVMs)
+			addSetError(&resp.Diagnostics, r.data.changes, err, plan.Name.ValueString(), reduceNewVMs)
 		}
 		return
 	}

@@ -92,7 +92,7 @@ func checkReferences(plan, state *vmModel, creating bool, snap scheduler.Snapsho
 // resources it depends on, such as a pool another provider creates in the same apply, which a
 // view read before them does not show. A read now that fails leaves the shared view's errors,
 // with a warning saying why they were not checked again.
-func (p *providerData) checkReferencesNow(ctx context.Context, plan, state *vmModel, creating bool, snap scheduler.Snapshot, diags *diag.Diagnostics) {
+func checkReferencesNow(ctx context.Context, p *providerData, plan, state *vmModel, creating bool, snap scheduler.Snapshot, diags *diag.Diagnostics) {
 	var found diag.Diagnostics
 	checkReferences(plan, state, creating, snap, &found)
 	if found.HasError() {

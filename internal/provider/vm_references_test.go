@@ -121,7 +121,7 @@ func TestCheckReferencesReadsAgain(t *testing.T) {
 		}
 		reads := sim.Requests(clusterReads)
 		var diags diag.Diagnostics
-		data.checkReferencesNow(ctx, &vmModel{Pool: types.StringValue(tt.pool)}, &vmModel{}, true, before, &diags)
+		checkReferencesNow(ctx, data, &vmModel{Pool: types.StringValue(tt.pool)}, &vmModel{}, true, before, &diags)
 		got := ""
 		if diags.HasError() {
 			got = diags.Errors()[0].Detail()

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -44,3 +45,8 @@ func itoa(i int) string { return strconv.Itoa(i) }
 
 // FormatNumber prints a float without a trailing ".0" or exponent: 4, 4.25, 1.5.
 func FormatNumber(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// FormatGiB writes bytes as GiB, to two decimals at most.
+func FormatGiB(bytes uint64) string {
+	return FormatNumber(math.Round(float64(bytes)/GiB*100) / 100)
+}
