@@ -13,8 +13,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
-
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/changeset"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/planhints"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/config"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
@@ -38,8 +39,8 @@ func TestMain(m *testing.M) {
 	// loaded CI machine (OpenTofu being built beside the tests) can space them further apart
 	// than the default 50 ms: two placement data sources read further apart were decided in the
 	// order they came, not together in name order (TestAccChangeSetPicksFeedPinnedVMs, OpenTofu).
-	planQuiet = 250 * time.Millisecond
-	burstWindow = 250 * time.Millisecond
+	changeset.PlanQuiet = 250 * time.Millisecond
+	changeset.BurstWindow = 250 * time.Millisecond
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -162,12 +163,12 @@ func (e *accEnv) client(t *testing.T) *proxmox.Client {
 	if e.sim != nil {
 		return simClient(t, e.sim)
 	}
-	cfg := proxmox.Config{Endpoint: os.Getenv(envEndpoint), APIToken: os.Getenv(envToken),
-		Username: os.Getenv(envUsername), Password: os.Getenv(envPassword)}
-	if v := os.Getenv(envInsecure); v != "" {
+	cfg := proxmox.Config{Endpoint: os.Getenv(config.EnvEndpoint), APIToken: os.Getenv(config.EnvToken),
+		Username: os.Getenv(config.EnvUsername), Password: os.Getenv(config.EnvPassword)}
+	if v := os.Getenv(config.EnvInsecure); v != "" {
 		insecure, err := strconv.ParseBool(v)
 		if err != nil {
-			t.Fatalf("%s=%q: %v", envInsecure, v, err)
+			t.Fatalf("%s=%q: %v", config.EnvInsecure, v, err)
 		}
 		cfg.Insecure = insecure
 	}

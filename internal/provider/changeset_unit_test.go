@@ -4,15 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hashicorp/terraform-plugin-framework/diag"
-	"github.com/hashicorp/terraform-plugin-framework/types"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/changeset"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/planhints"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/plugins"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/kit"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/vmresource"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/vmresource/disk"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
@@ -41,17 +45,17 @@ func TestChangeSetGrowthCountsThePlansOtherChanges(t *testing.T) {
 	p := registryProfile(t)
 	grown := scheduler.Request{Cores: 2, Sockets: 1, MemoryMiB: 40960}
 	over := "MemoryOvercommit: (40960+40960)/65536 MiB = 1.25 > 1"
-	check := func(c *changeSet, i int) string {
-		size := sizeOf(grown)
-		size.node = fmt.Sprintf("n%d", i%2+1)
-		s, err := c.grow(context.Background(), snap, 100+i, size)
+	check := func(c *changeset.Set, i int) string {
+		size := changeset.SizeOf(grown)
+		size.Node = fmt.Sprintf("n%d", i%2+1)
+		s, err := c.Grow(context.Background(), snap, 100+i, size)
 		if err != nil {
 			t.Error(err)
 		}
 		return strings.Join(p.CheckNode(s, grown, fmt.Sprintf("n%d", i%2+1), 100+i), "; ")
 	}
-	c := newChangeSet(nil, nil)
-	c.quietFor = 500 * time.Millisecond // room for a loaded machine to start the four
+	c := changeset.New(nil, nil)
+	c.QuietFor = 500 * time.Millisecond // room for a loaded machine to start the four
 	got := make([]string, 4)
 	var wg sync.WaitGroup
 	for i := range got {
@@ -62,7 +66,7 @@ func TestChangeSetGrowthCountsThePlansOtherChanges(t *testing.T) {
 	if want := []string{over, over, over, over}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("checks planned in parallel\n got %q\nwant %q", got, want)
 	}
-	c = newChangeSet(nil, nil)
+	c = changeset.New(nil, nil)
 	for i := range got {
 		got[i] = check(c, i)
 	}
@@ -71,28 +75,28 @@ func TestChangeSetGrowthCountsThePlansOtherChanges(t *testing.T) {
 	}
 	// Beyond -parallelism the first VMs of a node are planned before the others: a warning says
 	// which of the plan's growth its figures count.
-	c = newChangeSet(nil, nil)
+	c = changeset.New(nil, nil)
 	grow := func(i int) scheduler.Snapshot {
-		size := sizeOf(grown)
-		size.node = fmt.Sprintf("n%d", i%2+1)
-		s, err := c.grow(context.Background(), snap, 100+i, size)
+		size := changeset.SizeOf(grown)
+		size.Node = fmt.Sprintf("n%d", i%2+1)
+		s, err := c.Grow(context.Background(), snap, 100+i, size)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return s
 	}
 	first := grow(0)
-	if got, want := c.growthNote(first, "n1"), "of VM 100 (w0);"; !strings.Contains(got, want) || !strings.Contains(got, "-parallelism") {
+	if got, want := c.GrowthNote(first, "n1"), "of VM 100 (w0);"; !strings.Contains(got, want) || !strings.Contains(got, "-parallelism") {
 		t.Errorf("after w0 grew, the note on n1 is %q, want it to name %q and -parallelism", got, want)
 	}
 	second := grow(2)
-	if got, want := c.growthNote(second, "n1"), "of VMs 100 (w0), 102 (w2);"; !strings.Contains(got, want) {
+	if got, want := c.GrowthNote(second, "n1"), "of VMs 100 (w0), 102 (w2);"; !strings.Contains(got, want) {
 		t.Errorf("after w0 and w2 grew, the note on n1 is %q, want it to name %q", got, want)
 	}
-	if got, want := c.growthNote(first, "n1"), "of VM 100 (w0);"; !strings.Contains(got, want) {
+	if got, want := c.GrowthNote(first, "n1"), "of VM 100 (w0);"; !strings.Contains(got, want) {
 		t.Errorf("the note of w0's figures, after w2 grew, is %q, want it to name only %q, as its figures count", got, want)
 	}
-	if got := c.growthNote(second, "n2"); got != "" {
+	if got := c.GrowthNote(second, "n2"); got != "" {
 		t.Errorf("nothing grew on n2, yet its note is %q", got)
 	}
 	if g := snap.Guests[0]; g.MaxMem != 16<<30 {
@@ -112,26 +116,26 @@ func TestChangeSetGrowthWaitsForTheVMsRead(t *testing.T) {
 	}
 	p := registryProfile(t)
 	grown := scheduler.Request{Cores: 2, Sockets: 1, MemoryMiB: 30720}
-	c := newChangeSet(nil, nil)
-	c.quietFor = 20 * time.Millisecond
+	c := changeset.New(nil, nil)
+	c.QuietFor = 20 * time.Millisecond
 	for i := 0; i < 3; i++ {
-		c.reading(100 + i) // the refresh of each, before its plan
+		c.Reading(100 + i) // the refresh of each, before its plan
 	}
 	first := make(chan string, 1)
 	go func() {
-		s, err := c.grow(context.Background(), snap, 100, sizeOf(grown))
+		s, err := c.Grow(context.Background(), snap, 100, changeset.SizeOf(grown))
 		if err != nil {
 			t.Error(err)
 		}
 		first <- strings.Join(p.CheckNode(s, grown, "n1", 100), "; ")
 	}()
-	time.Sleep(10 * c.quietFor) // the late plans of the others, as a loaded machine spaces them
+	time.Sleep(10 * c.QuietFor) // the late plans of the others, as a loaded machine spaces them
 	var wg sync.WaitGroup
 	for _, vmid := range []int{101, 102} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := c.grow(context.Background(), snap, vmid, sizeOf(grown)); err != nil {
+			if _, err := c.Grow(context.Background(), snap, vmid, changeset.SizeOf(grown)); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -152,10 +156,10 @@ func TestChangeSetApplyFollowsThePlan(t *testing.T) {
 		nodes = append(nodes, scheduler.Node{Name: n, Online: true, MaxCPU: 16, MaxMem: 8 << 30,
 			Storages: []scheduler.Storage{{Name: "local-lvm", Content: []string{"images"}, Active: true, Total: 100 << 30}}})
 	}
-	vm := func(name string, mib int) setMember {
-		return setMember{profile: registryProfile(t), req: scheduler.Request{Name: name, Cores: 1, Sockets: 1, MemoryMiB: mib}}
+	vm := func(name string, mib int) changeset.Member {
+		return changeset.Member{Profile: registryProfile(t), Req: scheduler.Request{Name: name, Cores: 1, Sockets: 1, MemoryMiB: mib}}
 	}
-	set := []setMember{vm("first-0", 4096), vm("first-1", 4096), vm("later-0", 6144), vm("later-1", 2048)}
+	set := []changeset.Member{vm("first-0", 4096), vm("first-1", 4096), vm("later-0", 6144), vm("later-1", 2048)}
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name    string
@@ -172,40 +176,40 @@ func TestChangeSetApplyFollowsThePlan(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			plan := newChangeSet(planhints.NewIn(dir, "e"), nil)
+			plan := changeset.New(planhints.NewIn(dir, "e"), nil)
 			snap := scheduler.Snapshot{Nodes: nodes}
 			for _, m := range set {
-				if err := plan.plan(ctx, snap, m); err != nil {
-					t.Fatalf("plan %s: %v", m.req.Name, err)
+				if err := plan.Plan(ctx, snap, m); err != nil {
+					t.Fatalf("plan %s: %v", m.Req.Name, err)
 				}
 			}
-			apply := newChangeSet(planhints.NewIn(dir, "e"), nil)
+			apply := changeset.New(planhints.NewIn(dir, "e"), nil)
 			snap.Guests = tc.changed
 			for _, m := range set[:2] { // the first wave; the later creates wait for it
-				if err := apply.plan(ctx, snap, m); err != nil {
-					t.Fatalf("apply's plan of %s: %v", m.req.Name, err)
+				if err := apply.Plan(ctx, snap, m); err != nil {
+					t.Fatalf("apply's plan of %s: %v", m.Req.Name, err)
 				}
 			}
 			where := map[string]string{}
 			for _, m := range set {
-				p, err := apply.decide(snap, m)
+				p, err := apply.Decide(snap, m)
 				if err != nil {
-					where[m.req.Name] = "unplaced"
+					where[m.Req.Name] = "unplaced"
 					continue
 				}
-				where[m.req.Name] = p.Node
-				snap.Reservations = append(snap.Reservations, p.Reservation(&m.req)) // the ledger
+				where[m.Req.Name] = p.Node
+				snap.Reservations = append(snap.Reservations, p.Reservation(&m.Req)) // the ledger
 			}
-			if h := apply.hint(reduceNewVMs); h != applyHint(reduceNewVMs) {
+			if h := apply.Hint(changeset.ReduceNewVMs); h != changeset.ApplyHint(changeset.ReduceNewVMs) {
 				t.Errorf("after the apply's creates, a refusal ends %q, want the apply's hint (no \"before anything is created\")", h)
 			}
-			if h := plan.hint(reduceNewVMs); h != destroyHint(reduceNewVMs) {
-				t.Errorf("in the plan, a refusal ends %q, want %q", h, destroyHint(reduceNewVMs))
+			if h := plan.Hint(changeset.ReduceNewVMs); h != changeset.DestroyHint(changeset.ReduceNewVMs) {
+				t.Errorf("in the plan, a refusal ends %q, want %q", h, changeset.DestroyHint(changeset.ReduceNewVMs))
 			}
 			// The same refusal comes from the plan Terraform makes of a create at apply, beside
 			// the creates of the VMs that still fit: it says what holds in each case.
-			if h := destroyHint(reduceNewVMs); strings.Contains(h, "before anything is created") || !strings.Contains(h, replanned) {
-				t.Errorf("a refusal before the apply's creates ends %q: it claims nothing is created, or lacks what holds at apply (%q)", h, replanned)
+			if h := changeset.DestroyHint(changeset.ReduceNewVMs); strings.Contains(h, "before anything is created") || !strings.Contains(h, changeset.Replanned) {
+				t.Errorf("a refusal before the apply's creates ends %q: it claims nothing is created, or lacks what holds at apply (%q)", h, changeset.Replanned)
 			}
 			got := "first-0 first-1 apart"
 			if where["first-0"] == where["first-1"] {
@@ -228,26 +232,26 @@ func TestChangeSetApplyFollowsThePlan(t *testing.T) {
 func TestChangeSetApplyWithoutThePlanSaysSo(t *testing.T) {
 	snap := scheduler.Snapshot{Nodes: []scheduler.Node{{Name: "n1", Online: true, MaxCPU: 16, MaxMem: 8 << 30,
 		Storages: []scheduler.Storage{{Name: "local-lvm", Content: []string{"images"}, Active: true, Total: 100 << 30}}}}}
-	vm := setMember{profile: registryProfile(t), req: scheduler.Request{Name: "a", Cores: 1, Sockets: 1, MemoryMiB: 1024}}
+	vm := changeset.Member{Profile: registryProfile(t), Req: scheduler.Request{Name: "a", Cores: 1, Sockets: 1, MemoryMiB: 1024}}
 	ctx := context.Background()
-	elsewhere := newChangeSet(planhints.NewIn(t.TempDir(), "e"), nil)
-	if _, err := elsewhere.decide(snap, vm); err != nil {
+	elsewhere := changeset.New(planhints.NewIn(t.TempDir(), "e"), nil)
+	if _, err := elsewhere.Decide(snap, vm); err != nil {
 		t.Fatal(err)
 	}
-	if h := elsewhere.hint(reduceNewVMs); strings.Contains(h, "The cluster changed since the plan") || !strings.Contains(h, planhints.DirEnv) ||
+	if h := elsewhere.Hint(changeset.ReduceNewVMs); strings.Contains(h, "The cluster changed since the plan") || !strings.Contains(h, planhints.DirEnv) ||
 		!strings.Contains(h, "-parallelism") {
 		t.Errorf("an apply without its plan's placements ends a refusal %q, want how to keep them (%s, -parallelism), not a changed cluster", h, planhints.DirEnv)
 	}
 	dir := t.TempDir()
-	if err := newChangeSet(planhints.NewIn(dir, "e"), nil).plan(ctx, snap, vm); err != nil {
+	if err := changeset.New(planhints.NewIn(dir, "e"), nil).Plan(ctx, snap, vm); err != nil {
 		t.Fatal(err)
 	}
-	apply := newChangeSet(planhints.NewIn(dir, "e"), nil)
-	if _, err := apply.decide(snap, vm); err != nil {
+	apply := changeset.New(planhints.NewIn(dir, "e"), nil)
+	if _, err := apply.Decide(snap, vm); err != nil {
 		t.Fatal(err)
 	}
-	if h := apply.hint(reduceNewVMs); h != applyHint(reduceNewVMs) {
-		t.Errorf("an apply with its plan's placements ends a refusal %q, want %q", h, applyHint(reduceNewVMs))
+	if h := apply.Hint(changeset.ReduceNewVMs); h != changeset.ApplyHint(changeset.ReduceNewVMs) {
+		t.Errorf("an apply with its plan's placements ends a refusal %q, want %q", h, changeset.ApplyHint(changeset.ReduceNewVMs))
 	}
 }
 
@@ -257,16 +261,16 @@ func TestChangeSetApplyWithoutThePlanSaysSo(t *testing.T) {
 func TestChangeSetRefusalCountsTheWholeSet(t *testing.T) {
 	snap := scheduler.Snapshot{Nodes: []scheduler.Node{{Name: "n1", Online: true, MaxCPU: 16, MaxMem: 8 << 30,
 		Storages: []scheduler.Storage{{Name: "local-lvm", Content: []string{"images"}, Active: true, Total: 100 << 30}}}}}
-	c := newChangeSet(nil, nil)
+	c := changeset.New(nil, nil)
 	// Plans spaced 200 ms apart, more than quietFor: a refusal that waited quietFor alone
 	// would count fewer VMs. The refused wait (5 x 190 ms, under firstBurstMax) leaves a
 	// loaded machine 750 ms of stall between two plans.
-	c.quietFor = 190 * time.Millisecond
-	vm := func(n string) setMember {
-		return setMember{profile: registryProfile(t), req: scheduler.Request{Name: n, Cores: 1, Sockets: 1, MemoryMiB: 4096}}
+	c.QuietFor = 190 * time.Millisecond
+	vm := func(n string) changeset.Member {
+		return changeset.Member{Profile: registryProfile(t), Req: scheduler.Request{Name: n, Cores: 1, Sockets: 1, MemoryMiB: 4096}}
 	}
 	for _, n := range []string{"a", "b"} {
-		if err := c.plan(context.Background(), snap, vm(n)); err != nil {
+		if err := c.Plan(context.Background(), snap, vm(n)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -274,7 +278,7 @@ func TestChangeSetRefusalCountsTheWholeSet(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, n := range []string{"c", "d", "e"} {
 		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = c.plan(context.Background(), snap, vm(n)) }()
+		go func() { defer wg.Done(); errs[i] = c.Plan(context.Background(), snap, vm(n)) }()
 		time.Sleep(200 * time.Millisecond) // the next plan, as a loaded machine spaces them
 	}
 	wg.Wait()
@@ -291,11 +295,11 @@ func TestChangeSetRefusalCountsTheWholeSet(t *testing.T) {
 func TestChangeSetRefusalReportedOnce(t *testing.T) {
 	snap := scheduler.Snapshot{Nodes: []scheduler.Node{{Name: "n1", Online: true, MaxCPU: 16, MaxMem: 8 << 30,
 		Storages: []scheduler.Storage{{Name: "local-lvm", Content: []string{"images"}, Active: true, Total: 100 << 30}}}}}
-	c := newChangeSet(nil, nil)
-	c.quietFor = time.Millisecond
+	c := changeset.New(nil, nil)
+	c.QuietFor = time.Millisecond
 	var err error
 	for _, n := range []string{"a", "b", "c"} {
-		if e := c.plan(context.Background(), snap, setMember{profile: registryProfile(t), req: scheduler.Request{Name: n, Cores: 1, Sockets: 1, MemoryMiB: 4096}}); e != nil {
+		if e := c.Plan(context.Background(), snap, changeset.Member{Profile: registryProfile(t), Req: scheduler.Request{Name: n, Cores: 1, Sockets: 1, MemoryMiB: 4096}}); e != nil {
 			err = e
 		}
 	}
@@ -303,9 +307,9 @@ func TestChangeSetRefusalReportedOnce(t *testing.T) {
 		t.Fatal("three 4 GiB VMs on one 8 GiB node were not refused")
 	}
 	var full, short diag.Diagnostics
-	addSetError(&full, c, err, "b", reduceNewVMs)
-	addSetError(&short, c, err, "c", reduceNewVMs)
-	if len(full) != 1 || !strings.Contains(full[0].Detail(), "Per node:") || !strings.Contains(full[0].Detail(), destroyAnyway) {
+	kit.AddSetError(&full, c, err, "b", changeset.ReduceNewVMs)
+	kit.AddSetError(&short, c, err, "c", changeset.ReduceNewVMs)
+	if len(full) != 1 || !strings.Contains(full[0].Detail(), "Per node:") || !strings.Contains(full[0].Detail(), changeset.DestroyAnyway) {
 		t.Fatalf("the first refusal: %v, want the full explanation", full)
 	}
 	if len(short) != 1 || short[0].Summary() != full[0].Summary() || strings.Contains(short[0].Detail(), "Per node:") ||
@@ -344,13 +348,13 @@ func TestChangeSetReadAfterNewVMsRefits(t *testing.T) {
 			"\n\n0/2 nodes are available"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newChangeSet(nil, nil)
+			c := changeset.New(nil, nil)
 			for _, n := range []string{"web-0", "web-1"} { // 5 GiB each: one per node
-				if err := c.plan(ctx, snap, setMember{profile: p, req: memReq(n, 5120)}); err != nil {
+				if err := c.Plan(ctx, snap, changeset.Member{Profile: p, Req: memReq(n, 5120)}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			_, err := c.read(ctx, snap, p, []scheduler.Request{memReq("ext-0", tc.pick)})
+			_, err := c.Read(ctx, snap, p, []scheduler.Request{memReq("ext-0", tc.pick)})
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("read: %v", err)
@@ -358,8 +362,8 @@ func TestChangeSetReadAfterNewVMsRefits(t *testing.T) {
 				t.Errorf("read: %v, want an error saying %q and how many of the new VMs and names fit together", err, tc.want)
 			case tc.want != "" && strings.Contains(err.Error(), "even without"):
 				t.Errorf("read: %v, says the VM fits nowhere alone, where the picks take its room", err)
-			case tc.want != "" && readReduce(err) != reduceEither:
-				t.Errorf("a read refused with the plan's new VMs says to reduce %q, want %q", readReduce(err), reduceEither)
+			case tc.want != "" && kit.ReadReduce(err) != changeset.ReduceEither:
+				t.Errorf("a read refused with the plan's new VMs says to reduce %q, want %q", kit.ReadReduce(err), changeset.ReduceEither)
 			}
 		})
 	}
@@ -387,19 +391,19 @@ func TestChangeSetGrowthPlacesTheNewVMsAgain(t *testing.T) {
 				{VMID: 100, Node: "n1", Name: "g", Type: scheduler.GuestQEMU, Status: "running", CPUs: 1, MaxMem: 2 << 30},
 				{VMID: 101, Node: "n2", Name: "other", Type: scheduler.GuestQEMU, Status: "running", CPUs: 1, MaxMem: uint64(tc.n2) << 20},
 			}
-			c := newChangeSet(nil, nil)
-			c.quietFor = 0
-			if err := c.plan(ctx, snap, setMember{profile: p, req: scheduler.Request{Name: "new-0", Cores: 1, Sockets: 1, MemoryMiB: 4096}}); err != nil {
+			c := changeset.New(nil, nil)
+			c.QuietFor = 0
+			if err := c.Plan(ctx, snap, changeset.Member{Profile: p, Req: scheduler.Request{Name: "new-0", Cores: 1, Sockets: 1, MemoryMiB: 4096}}); err != nil {
 				t.Fatal(err)
 			}
-			if got := c.members["new-0"].tentative.Node; got != "n1" {
+			if got := c.Members["new-0"].Tentative.Node; got != "n1" {
 				t.Fatalf("new-0 tentatively on %s, want n1: the test does not exercise the placement again", got)
 			}
 			grown := scheduler.Request{Cores: 1, Sockets: 1, MemoryMiB: 6144}
-			after, err := c.grow(ctx, snap, 100, sizeOf(grown))
+			after, err := c.Grow(ctx, snap, 100, changeset.SizeOf(grown))
 			if tc.want != "" {
 				var ue *scheduler.UnschedulableError
-				if !errors.As(besideGrowth(err, "g"), &ue) || ue.Message != tc.want {
+				if !errors.As(changeset.BesideGrowth(err, "g"), &ue) || ue.Message != tc.want {
 					t.Fatalf("grow: %v, want an error saying %q", err, tc.want)
 				}
 				return
@@ -407,7 +411,7 @@ func TestChangeSetGrowthPlacesTheNewVMsAgain(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := c.members["new-0"].tentative.Node; got != "n2" {
+			if got := c.Members["new-0"].Tentative.Node; got != "n2" {
 				t.Errorf("new-0 tentatively on %s after the growth, want n2", got)
 			}
 			if reasons := p.CheckNode(after, scheduler.Request{Cores: 1, Sockets: 1, MemoryMiB: tc.n2}, "n2", 101); len(reasons) != 0 {
@@ -443,9 +447,9 @@ func TestChangeSetApplyKeepsTheJointDecision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newChangeSet(nil, nil)
-	c.members["db"] = &setMember{profile: p, req: db}
-	first, err := c.decide(snap, setMember{profile: p, req: app})
+	c := changeset.New(nil, nil)
+	c.Members["db"] = &changeset.Member{Profile: p, Req: db}
+	first, err := c.Decide(snap, changeset.Member{Profile: p, Req: app})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +458,7 @@ func TestChangeSetApplyKeepsTheJointDecision(t *testing.T) {
 	}
 	// The ledger holds app from here: the snapshot carries it as a reservation.
 	snap.Reservations = append(snap.Reservations, first.Reservation(&app))
-	second, err := c.decide(snap, setMember{profile: p, req: db})
+	second, err := c.Decide(snap, changeset.Member{Profile: p, Req: db})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,32 +476,32 @@ func TestChangeSetDiskGrowthPerStorage(t *testing.T) {
 			{Name: "local", Content: []string{"images"}, Active: true, Total: 100 * scheduler.GiB, Used: 50 * scheduler.GiB},
 			{Name: "ceph", Content: []string{"images"}, Active: true, Shared: true, Total: 1000 * scheduler.GiB, Used: 900 * scheduler.GiB}}})
 	}
-	c := newChangeSet(nil, nil)
-	c.quietFor = 0
+	c := changeset.New(nil, nil)
+	c.QuietFor = 0
 	grow := func(vmid int, node string, added map[string]uint64) {
-		if _, err := c.grow(context.Background(), snap, vmid, plannedSize{cpus: 1, memory: 1 << 30, node: node, added: added}); err != nil {
+		if _, err := c.Grow(context.Background(), snap, vmid, changeset.PlannedSize{CPUs: 1, Memory: 1 << 30, Node: node, Added: added}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	grow(100, "n1", map[string]uint64{"local": 40 * scheduler.GiB, "ceph": 40 * scheduler.GiB})
 	grow(101, "n2", map[string]uint64{"local": 40 * scheduler.GiB, "ceph": 20 * scheduler.GiB})
 	// n1's local: 40 of 50 free; ceph: 40 + 20 grown and 30 new of 100 free.
-	if got := strings.Join(c.storageShort(snap, 100), "; "); got != "" {
+	if got := strings.Join(c.StorageShort(snap, 100), "; "); got != "" {
 		t.Errorf("VM 100: %q, want nothing (90 of 100 GiB on ceph)", got)
 	}
 	grow(102, "n1", map[string]uint64{"local": 20 * scheduler.GiB, "ceph": 11 * scheduler.GiB})
 	ceph := "StorageCapacity: ceph has 100 GiB free, the plan's disks grow by 71 GiB there and its new VMs need 30 GiB"
-	if got, want := strings.Join(c.storageShort(snap, 100), "; "), ceph+"; StorageCapacity: local has 50 GiB free, the plan's disks grow by 60 GiB there"; got != want {
+	if got, want := strings.Join(c.StorageShort(snap, 100), "; "), ceph+"; StorageCapacity: local has 50 GiB free, the plan's disks grow by 60 GiB there"; got != want {
 		t.Errorf("VM 100: %q\nwant %q", got, want)
 	}
-	if got := strings.Join(c.storageShort(snap, 101), "; "); got != ceph {
+	if got := strings.Join(c.StorageShort(snap, 101), "; "); got != ceph {
 		t.Errorf("VM 101 (n2's local has room): %q\nwant %q", got, ceph)
 	}
-	d := func(slot, storage string, size int64) diskModel {
-		return diskModel{Slot: types.StringValue(slot), Storage: types.StringValue(storage), Size: types.Int64Value(size)}
+	d := func(slot, storage string, size int64) disk.Model {
+		return disk.Model{Slot: types.StringValue(slot), Storage: types.StringValue(storage), Size: types.Int64Value(size)}
 	}
-	added := grownDisks([]diskModel{d("scsi0", "local", 10), d("scsi1", "ceph", 50)},
-		[]diskModel{d("scsi0", "local", 15), d("scsi1", "ceph", 40), {Slot: types.StringValue("scsi2"), Storage: types.StringUnknown(), Size: types.Int64Value(8)}}, "ceph")
+	added := disk.GrownDisks([]disk.Model{d("scsi0", "local", 10), d("scsi1", "ceph", 50)},
+		[]disk.Model{d("scsi0", "local", 15), d("scsi1", "ceph", 40), {Slot: types.StringValue("scsi2"), Storage: types.StringUnknown(), Size: types.Int64Value(8)}}, "ceph")
 	if fmt.Sprint(added) != fmt.Sprint(map[string]uint64{"local": 5 * scheduler.GiB, "ceph": 8 * scheduler.GiB}) {
 		t.Errorf("grownDisks = %v, want 5 GiB on local (scsi0) and 8 on ceph (the new scsi2 on the VM's storage; scsi1's shrink adds nothing)", added)
 	}
@@ -509,13 +513,13 @@ func TestChangeSetDiskGrowthPerStorage(t *testing.T) {
 func TestDestroyHintsNameBothCLIs(t *testing.T) {
 	refused := &scheduler.UnschedulableError{Request: "web", Message: "0/1 nodes are available"}
 	snap := scheduler.Snapshot{Guests: []scheduler.Guest{{VMID: 100, Node: "pve1", Name: "web", Type: scheduler.GuestQEMU}}}
-	namesake := withNamesake(refused, snap, scheduler.Request{Name: "web", VMID: 0}, 0)
+	namesake := vmresource.WithNamesake(refused, snap, scheduler.Request{Name: "web", VMID: 0}, 0)
 	hints := map[string]string{
-		"destroyHint":   destroyHint(reduceNewVMs),
-		"aloneHint":     aloneHint,
-		"applyHint":     applyHint(reduceNewVMs),
-		"noPlanHint":    noPlanHint(reduceNewVMs),
-		"destroyAnyway": destroyAnyway,
+		"destroyHint":   changeset.DestroyHint(changeset.ReduceNewVMs),
+		"aloneHint":     changeset.AloneHint,
+		"applyHint":     changeset.ApplyHint(changeset.ReduceNewVMs),
+		"noPlanHint":    changeset.NoPlanHint(changeset.ReduceNewVMs),
+		"destroyAnyway": changeset.DestroyAnyway,
 		"withNamesake":  namesake.Error(),
 	}
 	for name, hint := range hints {
@@ -533,13 +537,13 @@ func TestDestroyHintsNameBothCLIs(t *testing.T) {
 // spread them, one per node, and the plan was refused with a set that fits.
 func TestChangeSetReadPlacedWithTheNewVMs(t *testing.T) {
 	snap, p, ctx := twoSmallNodes(), registryProfile(t), context.Background()
-	c := newChangeSet(nil, nil)
+	c := changeset.New(nil, nil)
 	for _, m := range []scheduler.Request{memReq("six", 6144), memReq("two", 2048)} {
-		if err := c.plan(ctx, snap, setMember{profile: p, req: m}); err != nil {
+		if err := c.Plan(ctx, snap, changeset.Member{Profile: p, Req: m}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	d, err := c.read(ctx, snap, p, []scheduler.Request{memReq("d-0", 4096), memReq("d-1", 4096)})
+	d, err := c.Read(ctx, snap, p, []scheduler.Request{memReq("d-0", 4096), memReq("d-1", 4096)})
 	if err != nil {
 		t.Fatalf("read: %v, want the names placed beside the new VMs", err)
 	}
@@ -547,11 +551,11 @@ func TestChangeSetReadPlacedWithTheNewVMs(t *testing.T) {
 		t.Fatalf("picks %+v, want both names on one node with distinct VMIDs", d.Placements)
 	}
 	for _, name := range []string{"six", "two"} {
-		if m := c.members[name]; m.tentative == nil || m.tentative.Node == d.Placements[0].Node {
-			t.Errorf("%s: tentative %v, want the node the picks leave free", name, m.tentative)
+		if m := c.Members[name]; m.Tentative == nil || m.Tentative.Node == d.Placements[0].Node {
+			t.Errorf("%s: tentative %v, want the node the picks leave free", name, m.Tentative)
 		}
 	}
-	if c.picks["d-0"].Node != d.Placements[0].Node || c.picks["d-1"].Node != d.Placements[1].Node {
-		t.Errorf("the picks kept for the plan %v differ from the read's answer %+v", c.picks, d.Placements)
+	if c.Picks["d-0"].Node != d.Placements[0].Node || c.Picks["d-1"].Node != d.Placements[1].Node {
+		t.Errorf("the picks kept for the plan %v differ from the read's answer %+v", c.Picks, d.Placements)
 	}
 }

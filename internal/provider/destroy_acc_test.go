@@ -17,7 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6/tf6server"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
-
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/changeset"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
 
@@ -162,7 +162,7 @@ func TestAccDestroyAfterHalfFailedApply(t *testing.T) {
 	// creates of the VMs that still fit go on (or are done): it must say what holds at apply,
 	// never that nothing is created.
 	flat := strings.Join(strings.Fields(out), " ")
-	if strings.Contains(flat, "before anything is created") || !strings.Contains(flat, replanned) && !strings.Contains(flat, applyHint(reduceNewVMs)) {
+	if strings.Contains(flat, "before anything is created") || !strings.Contains(flat, changeset.Replanned) && !strings.Contains(flat, changeset.ApplyHint(changeset.ReduceNewVMs)) {
 		t.Errorf("the apply's refusal, beside 2 VMs created, says nothing is created or not what holds at apply; output:\n%s", out)
 	}
 	if got, ids := guestsPerNode(sim, "web-"); len(ids) != 2 || got["pve3"] != 0 {
@@ -173,7 +173,7 @@ func TestAccDestroyAfterHalfFailedApply(t *testing.T) {
 
 // destroyHintRE is a placement refusal at plan ending with how to destroy anyway, in the CLI's
 // output with its line wrapping undone.
-var destroyHintRE = regexp.MustCompile(`No placement for "web-\d".*VMAntiAffinity.*` + regexp.QuoteMeta(destroyAnyway))
+var destroyHintRE = regexp.MustCompile(`No placement for "web-\d".*VMAntiAffinity.*` + regexp.QuoteMeta(changeset.DestroyAnyway))
 
 // refused runs the CLI with args and fails the test unless the plan is refused with the destroy
 // hint and the cluster still holds the vms web VMs it held.
@@ -217,8 +217,8 @@ func TestAccDestroyAfterCreateRefusedAtDecision(t *testing.T) {
 	cli := newCLIDir(t, env.providerBlock("")+`resource "qemuscheduler_vm" "web" { name = "web-1" }`)
 	out, err := cli.run("apply", "-auto-approve", "-input=false")
 	flat := strings.Join(strings.Fields(out), " ")
-	if err == nil || !strings.Contains(flat, `No placement for "web-1"`) || !strings.Contains(flat, applyHint(reduceNewVMs)) {
-		t.Fatalf("apply with the only node failing at the create: error %v, want the refusal with what holds at apply (%q); output:\n%s", err, applyHint(reduceNewVMs), out)
+	if err == nil || !strings.Contains(flat, `No placement for "web-1"`) || !strings.Contains(flat, changeset.ApplyHint(changeset.ReduceNewVMs)) {
+		t.Fatalf("apply with the only node failing at the create: error %v, want the refusal with what holds at apply (%q); output:\n%s", err, changeset.ApplyHint(changeset.ReduceNewVMs), out)
 	}
 	cli.mustRun("destroy", "-auto-approve", "-input=false", "-refresh=false")
 	if ids := sim.Guests(); len(ids) != 0 {

@@ -19,7 +19,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/config"
 	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
-
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/scheduling"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
 
@@ -314,7 +314,7 @@ func sameAsApplied(state *terraform.State, typeName string, imp importExample, i
 // the placement's explanation.
 func schedulingOnly(key string) bool {
 	s := rschema.Schema{Attributes: map[string]rschema.Attribute{}}
-	resourceScheduling(&s)
+	scheduling.ResourceScheduling(&s)
 	root, _, _ := strings.Cut(key, ".")
 	_, attr := s.Attributes[root]
 	_, block := s.Blocks[root]

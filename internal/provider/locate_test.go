@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/config"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
@@ -50,12 +51,12 @@ func TestReadVM(t *testing.T) {
 			cluster.Guests = append(cluster.Guests, pvesim.GuestSpec{VMID: 104, Node: "pve4", Name: "backup", Status: "running", Cores: 1, MemoryMiB: 512})
 			sim := pvesim.NewTestServer(t, cluster)
 			client := simClient(t, sim)
-			data := &providerData{client: client, nodes: newNodePolicy(nil, nil), maxAge: time.Hour}
+			data := &config.Data{Client: client, Nodes: config.NewNodePolicy(nil, nil), MaxAge: time.Hour}
 			if tt.setup != nil {
 				tt.setup(sim)
 			}
 			if tt.primed {
-				if _, err := data.snapshot(ctx); err != nil {
+				if _, err := data.Snapshot(ctx); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -63,7 +64,7 @@ func TestReadVM(t *testing.T) {
 				tt.change(sim)
 			}
 			reads := sim.Requests(clusterReads)
-			vm, err := data.readVM(ctx, tt.vmid, tt.node)
+			vm, err := data.ReadVM(ctx, tt.vmid, tt.node)
 			switch {
 			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
 				t.Errorf("err = %v, want %q", err, tt.wantErr)

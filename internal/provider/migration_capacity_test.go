@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/plugins"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/config"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
@@ -44,8 +45,8 @@ func heldMigration(t *testing.T) (*pvesim.Server, *proxmox.Client, <-chan error)
 // HA manager counts a moving service on its source and its target (get_used_service_nodes).
 func TestCreateDuringAMigrationDoesNotOverfillItsTarget(t *testing.T) {
 	sim, client, migrated := heldMigration(t)
-	data := &providerData{client: client, nodes: newNodePolicy(nil, nil)}
-	snap, err := data.snapshotSince(context.Background(), time.Now())
+	data := &config.Data{Client: client, Nodes: config.NewNodePolicy(nil, nil)}
+	snap, err := data.SnapshotSince(context.Background(), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestCreateDuringAMigrationDoesNotOverfillItsTarget(t *testing.T) {
 	}
 	// The look again at the source node after a create (nodeView: its guest list read anew)
 	// keeps the migration's target.
-	view, err := data.nodeView(context.Background(), "pve1")
+	view, err := data.NodeView(context.Background(), "pve1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,15 +81,15 @@ func TestCreateDuringAMigrationDoesNotOverfillItsTarget(t *testing.T) {
 // 4 GiB left, a 6 and a 12 GiB VM do not fit together.
 func TestNodeViewAfterAMigrationEnded(t *testing.T) {
 	sim, client, migrated := heldMigration(t)
-	data := &providerData{client: client, nodes: newNodePolicy(nil, nil), maxAge: time.Hour}
-	if snap, err := data.snapshot(context.Background()); err != nil || !slices.ContainsFunc(snap.Guests, func(g scheduler.Guest) bool { return g.MigratingTo == "pve2" }) {
+	data := &config.Data{Client: client, Nodes: config.NewNodePolicy(nil, nil), MaxAge: time.Hour}
+	if snap, err := data.Snapshot(context.Background()); err != nil || !slices.ContainsFunc(snap.Guests, func(g scheduler.Guest) bool { return g.MigratingTo == "pve2" }) {
 		t.Fatalf("the shared view does not see VM 100 migrating to pve2 (%v): %+v", err, snap.Guests)
 	}
 	sim.ReleaseTasks()
 	if err := <-migrated; err != nil {
 		t.Fatal(err)
 	}
-	view, err := data.nodeView(context.Background(), "pve1")
+	view, err := data.NodeView(context.Background(), "pve1")
 	if err != nil {
 		t.Fatal(err)
 	}

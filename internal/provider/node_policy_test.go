@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
-
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/nodelabels"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/plugins"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/config"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
@@ -146,19 +146,19 @@ func TestAccNodeBlockErrors(t *testing.T) {
 }
 
 // newTestPolicy builds a node policy reading Notes from a simulated cluster.
-func newTestPolicy(t *testing.T, sim *pvesim.Server, blocks map[string]nodelabels.Set) (*nodePolicy, *proxmox.Client) {
+func newTestPolicy(t *testing.T, sim *pvesim.Server, blocks map[string]nodelabels.Set) (*config.NodePolicy, *proxmox.Client) {
 	t.Helper()
 	client := simClient(t, sim)
-	return newNodePolicy(blocks, proxmox.NewNotesCache(client)), client
+	return config.NewNodePolicy(blocks, proxmox.NewNotesCache(client)), client
 }
 
-func policySnapshot(t *testing.T, np *nodePolicy, client *proxmox.Client) scheduler.Snapshot {
+func policySnapshot(t *testing.T, np *config.NodePolicy, client *proxmox.Client) scheduler.Snapshot {
 	t.Helper()
 	snap, err := client.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	np.apply(context.Background(), &snap)
+	np.Apply(context.Background(), &snap)
 	return snap
 }
 
@@ -169,7 +169,7 @@ func TestNodePolicyWarnsOnce(t *testing.T) {
 	np, client := newTestPolicy(t, sim, map[string]nodelabels.Set{"pve9": {Labels: map[string]string{"zone": "x"}}})
 	snap := policySnapshot(t, np, client)
 	var texts []string
-	for _, d := range np.warnings() {
+	for _, d := range np.Warnings() {
 		texts = append(texts, d.Summary()+": "+d.Detail())
 	}
 	if len(texts) != 3 ||
@@ -184,7 +184,7 @@ func TestNodePolicyWarnsOnce(t *testing.T) {
 	}
 	reads := sim.Requests("GET /nodes/{node}/config")
 	policySnapshot(t, np, client)
-	if w := np.warnings(); len(w) != 0 || sim.Requests("GET /nodes/{node}/config") != reads {
+	if w := np.Warnings(); len(w) != 0 || sim.Requests("GET /nodes/{node}/config") != reads {
 		t.Errorf("second snapshot: warnings %v, %d more Notes reads", w, sim.Requests("GET /nodes/{node}/config")-reads)
 	}
 	if reads != 3 {
@@ -197,7 +197,7 @@ func TestNodePolicyForbiddenNotes(t *testing.T) {
 	sim.Forbid("GET /nodes/{node}/config", "/", "Sys.Audit")
 	np, client := newTestPolicy(t, sim, nil)
 	snap := policySnapshot(t, np, client)
-	w := np.warnings()
+	w := np.Warnings()
 	if len(w) != 1 || !strings.Contains(w[0].Detail(), "Sys.Audit") || !strings.Contains(w[0].Detail(), "read_node_notes = false") {
 		t.Errorf("warnings = %v, want one naming Sys.Audit and the switch", w)
 	}
@@ -205,7 +205,7 @@ func TestNodePolicyForbiddenNotes(t *testing.T) {
 		t.Errorf("pve1 has Notes labels although they could not be read: %v", snap.Nodes[0].Labels)
 	}
 	policySnapshot(t, np, client)
-	if w := np.warnings(); len(w) != 0 {
+	if w := np.Warnings(); len(w) != 0 {
 		t.Errorf("warned again: %v", w)
 	}
 }
@@ -214,8 +214,8 @@ func TestNodePolicyForbiddenNotes(t *testing.T) {
 func TestNodePolicyNotesOffRequests(t *testing.T) {
 	sim := pvesim.NewTestServer(t, policyCluster())
 	client := simClient(t, sim)
-	data := &providerData{client: client, nodes: newNodePolicy(map[string]nodelabels.Set{"pve3": {Taints: []scheduler.Taint{{Key: "gpu", Effect: "NoSchedule"}}}}, nil)}
-	snap, err := data.snapshotSince(context.Background(), time.Now())
+	data := &config.Data{Client: client, Nodes: config.NewNodePolicy(map[string]nodelabels.Set{"pve3": {Taints: []scheduler.Taint{{Key: "gpu", Effect: "NoSchedule"}}}}, nil)}
+	snap, err := data.SnapshotSince(context.Background(), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

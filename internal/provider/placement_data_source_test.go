@@ -9,7 +9,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
-
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/config"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
 
@@ -379,7 +379,7 @@ func TestAccProviderConnections(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			sim := newAccEnv(t, labCluster()).needsSim(t)
-			for _, k := range []string{envEndpoint, envToken, envUsername, envPassword, envInsecure} {
+			for _, k := range []string{config.EnvEndpoint, config.EnvToken, config.EnvUsername, config.EnvPassword, config.EnvInsecure} {
 				t.Setenv(k, "")
 			}
 			block := ""

@@ -10,7 +10,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
-
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/config"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/vmresource"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/vmresource/disk"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
@@ -310,15 +312,15 @@ func TestAccVMCountBinPacks(t *testing.T) {
 // What a VM to create puts on the scheduler's storage: disks without their own storage, and a
 // full clone's source disks (grown to the planned size).
 func TestNewDiskBytes(t *testing.T) {
-	disk := func(slot string, size int64, storage string) diskModel {
-		d := diskModel{Slot: types.StringValue(slot), Size: types.Int64Value(size), Storage: types.StringNull()}
+	diskOf := func(slot string, size int64, storage string) disk.Model {
+		d := disk.Model{Slot: types.StringValue(slot), Size: types.Int64Value(size), Storage: types.StringNull()}
 		if storage != "" {
 			d.Storage = types.StringValue(storage)
 		}
 		return d
 	}
-	clone := func(full bool, storage string) *cloneModel {
-		c := &cloneModel{SourceVMID: types.Int64Value(9000), Full: types.BoolValue(full), Storage: types.StringNull()}
+	clone := func(full bool, storage string) *vmresource.CloneModel {
+		c := &vmresource.CloneModel{SourceVMID: types.Int64Value(9000), Full: types.BoolValue(full), Storage: types.StringNull()}
 		if storage != "" {
 			c.Storage = types.StringValue(storage)
 		}
@@ -330,17 +332,17 @@ func TestNewDiskBytes(t *testing.T) {
 	}}
 	for _, tt := range []struct {
 		name string
-		m    vmModel
+		m    vmresource.Model
 		src  *proxmox.VM
 		want int64
 	}{
-		{"from scratch", vmModel{Disks: []diskModel{disk("scsi0", 10, ""), disk("scsi1", 20, ""), disk("scsi2", 5, "nfs")}}, nil, 30},
-		{"full clone: source disks, the first grown to 32", vmModel{Clone: clone(true, ""), Disks: []diskModel{disk("scsi0", 32, ""), disk("scsi2", 4, "")}}, src, 32 + 1 + 4},
+		{"from scratch", vmresource.Model{Disks: []disk.Model{diskOf("scsi0", 10, ""), diskOf("scsi1", 20, ""), diskOf("scsi2", 5, "nfs")}}, nil, 30},
+		{"full clone: source disks, the first grown to 32", vmresource.Model{Clone: clone(true, ""), Disks: []disk.Model{diskOf("scsi0", 32, ""), diskOf("scsi2", 4, "")}}, src, 32 + 1 + 4},
 		// clone.storage is then the scheduler's storage, where the new disk goes too.
-		{"full clone onto clone.storage: the same", vmModel{Clone: clone(true, "nfs"), Disks: []diskModel{disk("scsi0", 32, ""), disk("scsi2", 4, "")}}, src, 32 + 1 + 4},
-		{"linked clone: only new disks", vmModel{Clone: clone(false, ""), Disks: []diskModel{disk("scsi0", 32, ""), disk("scsi2", 4, "")}}, src, 4},
+		{"full clone onto clone.storage: the same", vmresource.Model{Clone: clone(true, "nfs"), Disks: []disk.Model{diskOf("scsi0", 32, ""), diskOf("scsi2", 4, "")}}, src, 32 + 1 + 4},
+		{"linked clone: only new disks", vmresource.Model{Clone: clone(false, ""), Disks: []disk.Model{diskOf("scsi0", 32, ""), diskOf("scsi2", 4, "")}}, src, 4},
 	} {
-		if got := newDiskBytes(tt.m.Disks, tt.m.Clone, tt.src); got != uint64(tt.want)*scheduler.GiB {
+		if got := vmresource.NewDiskBytes(tt.m.Disks, tt.m.Clone, tt.src); got != uint64(tt.want)*scheduler.GiB {
 			t.Errorf("%s: %d GiB, want %d", tt.name, got/scheduler.GiB, tt.want)
 		}
 	}
@@ -388,13 +390,13 @@ func TestAccVMCloneToAnotherNodeUsesSharedStorage(t *testing.T) {
 // A placement record naming a profile the provider lacks is said of the record (the
 // rebalance's warning), not as an error on a profile attribute of the data source.
 func TestRecordProfilesUndefined(t *testing.T) {
-	p := &providerData{profiles: map[string]scheduler.PluginConfig{"web": {}}}
-	_, err := p.recordProfiles()("gone")
+	p := &config.Data{Profiles: map[string]scheduler.PluginConfig{"web": {}}}
+	_, err := p.RecordProfiles()("gone")
 	want := "not defined in the provider (defined: default, web); add it to the provider or correct the record"
 	if err == nil || err.Error() != want {
 		t.Errorf("err = %v, want %q", err, want)
 	}
-	if _, err := p.recordProfiles()("web"); err != nil {
+	if _, err := p.RecordProfiles()("web"); err != nil {
 		t.Errorf("a defined profile: %v", err)
 	}
 }

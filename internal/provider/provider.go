@@ -20,21 +20,17 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
-
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/changeset"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/planhints"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/plugins"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/config"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/datasources"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/kit"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/scheduling"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/vmresource"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/reservations"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
-)
-
-// Environment variables, named as in the bpg provider so existing credentials work unchanged.
-const (
-	envEndpoint = "PROXMOX_VE_ENDPOINT"
-	envToken    = "PROXMOX_VE_API_TOKEN"
-	envUsername = "PROXMOX_VE_USERNAME"
-	envPassword = "PROXMOX_VE_PASSWORD"
-	envInsecure = "PROXMOX_VE_INSECURE"
 )
 
 // New returns the provider factory for a version.
@@ -50,18 +46,18 @@ type qemuProvider struct {
 }
 
 type providerModel struct {
-	Endpoint         types.String       `tfsdk:"endpoint"`
-	APIToken         types.String       `tfsdk:"api_token"`
-	Username         types.String       `tfsdk:"username"`
-	Password         types.String       `tfsdk:"password"`
-	Insecure         types.Bool         `tfsdk:"insecure"`
-	CACert           types.String       `tfsdk:"ca_cert"`
-	PluginConfigYAML types.String       `tfsdk:"plugin_config_yaml"`
-	PluginConfig     *pluginConfigModel `tfsdk:"plugin_config"`
-	Profiles         []profileModel     `tfsdk:"profile"`
-	Nodes            []nodeBlockModel   `tfsdk:"node"`
-	ReadNodeNotes    types.Bool         `tfsdk:"read_node_notes"`
-	HonorProxLBTags  types.Bool         `tfsdk:"honor_proxlb_tags"`
+	Endpoint         types.String                  `tfsdk:"endpoint"`
+	APIToken         types.String                  `tfsdk:"api_token"`
+	Username         types.String                  `tfsdk:"username"`
+	Password         types.String                  `tfsdk:"password"`
+	Insecure         types.Bool                    `tfsdk:"insecure"`
+	CACert           types.String                  `tfsdk:"ca_cert"`
+	PluginConfigYAML types.String                  `tfsdk:"plugin_config_yaml"`
+	PluginConfig     *scheduling.PluginConfigModel `tfsdk:"plugin_config"`
+	Profiles         []config.ProfileModel         `tfsdk:"profile"`
+	Nodes            []config.NodeBlockModel       `tfsdk:"node"`
+	ReadNodeNotes    types.Bool                    `tfsdk:"read_node_notes"`
+	HonorProxLBTags  types.Bool                    `tfsdk:"honor_proxlb_tags"`
 }
 
 func (p *qemuProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
@@ -75,25 +71,25 @@ func (p *qemuProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp 
 			"as the CAPPX qemu-scheduler), explains every decision, and creates the VM there.",
 		Attributes: map[string]schema.Attribute{
 			"endpoint": schema.StringAttribute{Optional: true,
-				Description: "Proxmox VE API URL, e.g. `https://pve.example.com:8006` (with or without `/api2/json`). Env: `" + envEndpoint + "`."},
+				Description: "Proxmox VE API URL, e.g. `https://pve.example.com:8006` (with or without `/api2/json`). Env: `" + config.EnvEndpoint + "`."},
 			"api_token": schema.StringAttribute{Optional: true, Sensitive: true,
-				Description: "API token `USER@REALM!TOKENID=SECRET`. Env: `" + envToken + "`. Conflicts with `password`."},
+				Description: "API token `USER@REALM!TOKENID=SECRET`. Env: `" + config.EnvToken + "`. Conflicts with `password`."},
 			"username": schema.StringAttribute{Optional: true,
-				Description: "User for ticket login, with realm, e.g. `root@pam`. Env: `" + envUsername + "`."},
+				Description: "User for ticket login, with realm, e.g. `root@pam`. Env: `" + config.EnvUsername + "`."},
 			"password": schema.StringAttribute{Optional: true, Sensitive: true,
-				Description: "Password for ticket login. Env: `" + envPassword + "`."},
+				Description: "Password for ticket login. Env: `" + config.EnvPassword + "`."},
 			"insecure": schema.BoolAttribute{Optional: true,
-				Description: "Skip TLS certificate verification. Default false. Env: `" + envInsecure + "`."},
+				Description: "Skip TLS certificate verification. Default false. Env: `" + config.EnvInsecure + "`."},
 			"ca_cert": schema.StringAttribute{Optional: true,
 				Description: "PEM certificate(s) of the CA that signed the PVE API certificate, for private CAs."},
 			"plugin_config_yaml": schema.StringAttribute{Optional: true,
-				Description: pluginConfigYAMLDescription + " Default for every data source and resource of this provider."},
-			"read_node_notes":   schema.BoolAttribute{Optional: true, Description: readNodeNotesDescription},
-			"honor_proxlb_tags": schema.BoolAttribute{Optional: true, Description: honorProxLBDescription},
+				Description: scheduling.PluginConfigYAMLDescription + " Default for every data source and resource of this provider."},
+			"read_node_notes":   schema.BoolAttribute{Optional: true, Description: config.ReadNodeNotesDescription},
+			"honor_proxlb_tags": schema.BoolAttribute{Optional: true, Description: scheduling.HonorProxLBDescription},
 		},
-		Blocks: map[string]schema.Block{"plugin_config": pluginConfigBlock(providerKit), "profile": providerProfileBlock(), "node": providerNodeBlock()},
+		Blocks: map[string]schema.Block{"plugin_config": scheduling.PluginConfigBlock(config.ProviderKit), "profile": config.ProviderProfileBlock(), "node": config.ProviderNodeBlock()},
 	}
-	markWholeNumbers(resp.Schema.Attributes, resp.Schema.Blocks)
+	kit.MarkWholeNumbers(resp.Schema.Attributes, resp.Schema.Blocks)
 }
 
 // ValidateConfig checks what is known at plan time, each error on its attribute.
@@ -104,34 +100,32 @@ func (p *qemuProvider) ValidateConfig(ctx context.Context, req provider.Validate
 		return
 	}
 	validateConnection(&resp.Diagnostics, m)
-	_, _, diags := schedulingLayers(ctx, path.Empty(), m.PluginConfigYAML, m.PluginConfig)
+	_, _, diags := scheduling.SchedulingLayers(ctx, path.Empty(), m.PluginConfigYAML, m.PluginConfig)
 	resp.Diagnostics.Append(diags...)
-	_, diags = profileLayers(ctx, m.Profiles)
+	_, diags = config.ProfileLayers(ctx, m.Profiles)
 	resp.Diagnostics.Append(diags...)
-	_, diags = profileDefaults(ctx, m.Profiles)
+	_, diags = config.ProfileDefaults(ctx, m.Profiles)
 	resp.Diagnostics.Append(diags...)
-	_, diags = nodeBlocks(ctx, m.Nodes)
+	_, diags = config.NodeBlocks(ctx, m.Nodes)
 	resp.Diagnostics.Append(diags...)
 }
 
-func known(v types.String) bool { return !v.IsNull() && !v.IsUnknown() }
-
 func validateConnection(diags *diag.Diagnostics, m providerModel) {
-	if known(m.Endpoint) {
+	if kit.Known(m.Endpoint) {
 		if _, err := proxmox.NormalizeEndpoint(m.Endpoint.ValueString()); err != nil {
 			diags.AddAttributeError(path.Root("endpoint"), "Invalid endpoint", err.Error())
 		}
 	}
-	if known(m.APIToken) {
+	if kit.Known(m.APIToken) {
 		if _, _, err := proxmox.ParseAPIToken(m.APIToken.ValueString()); err != nil {
 			diags.AddAttributeError(path.Root("api_token"), "Invalid API token", err.Error())
 		}
-		if known(m.Password) {
+		if kit.Known(m.Password) {
 			diags.AddAttributeError(path.Root("password"), "Conflicting credentials",
 				"Give either api_token or username and password, not both.")
 		}
 	}
-	if known(m.CACert) {
+	if kit.Known(m.CACert) {
 		if err := checkPEM(m.CACert.ValueString()); err != nil {
 			diags.AddAttributeError(path.Root("ca_cert"), "Invalid CA certificate", err.Error())
 		}
@@ -181,10 +175,10 @@ func (p *qemuProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 		}
 	}
 	cfg := proxmox.Config{
-		Endpoint:  valueOrEnv(m.Endpoint, envEndpoint),
-		APIToken:  valueOrEnv(m.APIToken, envToken),
-		Username:  valueOrEnv(m.Username, envUsername),
-		Password:  valueOrEnv(m.Password, envPassword),
+		Endpoint:  valueOrEnv(m.Endpoint, config.EnvEndpoint),
+		APIToken:  valueOrEnv(m.APIToken, config.EnvToken),
+		Username:  valueOrEnv(m.Username, config.EnvUsername),
+		Password:  valueOrEnv(m.Password, config.EnvPassword),
 		CACertPEM: m.CACert.ValueString(),
 		UserAgent: "terraform-provider-qemuscheduler/" + p.version,
 	}
@@ -195,8 +189,8 @@ func (p *qemuProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 		value     types.String
 		check     func(string) error
 	}{
-		{"endpoint", envEndpoint, m.Endpoint, func(v string) error { _, err := proxmox.NormalizeEndpoint(v); return err }},
-		{"api_token", envToken, m.APIToken, func(v string) error { _, _, err := proxmox.ParseAPIToken(v); return err }},
+		{"endpoint", config.EnvEndpoint, m.Endpoint, func(v string) error { _, err := proxmox.NormalizeEndpoint(v); return err }},
+		{"api_token", config.EnvToken, m.APIToken, func(v string) error { _, _, err := proxmox.ParseAPIToken(v); return err }},
 	} {
 		if v := os.Getenv(e.env); e.value.IsNull() && v != "" {
 			if err := e.check(v); err != nil {
@@ -209,11 +203,11 @@ func (p *qemuProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 		return
 	}
 	cfg.Insecure = m.Insecure.ValueBool()
-	if v := os.Getenv(envInsecure); m.Insecure.IsNull() && v != "" {
+	if v := os.Getenv(config.EnvInsecure); m.Insecure.IsNull() && v != "" {
 		insecure, err := strconv.ParseBool(v)
 		if err != nil {
-			resp.Diagnostics.AddAttributeError(path.Root("insecure"), "Invalid "+envInsecure,
-				fmt.Sprintf("%s is %q, not a boolean: set it to true or false (or set insecure in the provider block).", envInsecure, v))
+			resp.Diagnostics.AddAttributeError(path.Root("insecure"), "Invalid "+config.EnvInsecure,
+				fmt.Sprintf("%s is %q, not a boolean: set it to true or false (or set insecure in the provider block).", config.EnvInsecure, v))
 			return
 		}
 		cfg.Insecure = insecure
@@ -227,11 +221,11 @@ func (p *qemuProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 	switch {
 	case cfg.Endpoint == "":
 		resp.Diagnostics.AddAttributeError(path.Root("endpoint"), "Missing Proxmox VE endpoint",
-			"Set endpoint in the provider block or the "+envEndpoint+" environment variable, e.g. https://pve.example.com:8006.")
+			"Set endpoint in the provider block or the "+config.EnvEndpoint+" environment variable, e.g. https://pve.example.com:8006.")
 		return
 	case cfg.APIToken == "" && (cfg.Username == "" || cfg.Password == ""):
 		resp.Diagnostics.AddAttributeError(path.Root("api_token"), "Missing Proxmox VE credentials",
-			"Set api_token ("+envToken+"), or username and password ("+envUsername+", "+envPassword+").")
+			"Set api_token ("+config.EnvToken+"), or username and password ("+config.EnvUsername+", "+config.EnvPassword+").")
 		return
 	}
 	client, err := proxmox.New(cfg)
@@ -239,13 +233,13 @@ func (p *qemuProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 		resp.Diagnostics.AddError("Invalid Proxmox VE connection settings", err.Error())
 		return
 	}
-	yamlCfg, blockCfg, diags := schedulingLayers(ctx, path.Empty(), m.PluginConfigYAML, m.PluginConfig)
+	yamlCfg, blockCfg, diags := scheduling.SchedulingLayers(ctx, path.Empty(), m.PluginConfigYAML, m.PluginConfig)
 	resp.Diagnostics.Append(diags...)
-	profiles, diags := profileLayers(ctx, m.Profiles)
+	profiles, diags := config.ProfileLayers(ctx, m.Profiles)
 	resp.Diagnostics.Append(diags...)
-	defaults, diags := profileDefaults(ctx, m.Profiles)
+	defaults, diags := config.ProfileDefaults(ctx, m.Profiles)
 	resp.Diagnostics.Append(diags...)
-	blocks, diags := nodeBlocks(ctx, m.Nodes)
+	blocks, diags := config.NodeBlocks(ctx, m.Nodes)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
@@ -256,17 +250,17 @@ func (p *qemuProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 	}
 	tflog.Debug(ctx, "configured Proxmox VE client", map[string]any{"endpoint": cfg.Endpoint, "api_token": cfg.APIToken})
 	ledger := reservations.New()
-	data := &providerData{client: client, defaults: scheduler.MergePluginConfigs(plugins.ProxLBConfig(!m.HonorProxLBTags.Equal(types.BoolValue(false))), yamlCfg, blockCfg),
-		profiles: profiles, ledger: ledger, changes: newChangeSet(planhints.New(cfg.Endpoint), ledger), nodes: newNodePolicy(blocks, notes), maxAge: p.snapshotAge}
-	if data.maxAge == 0 {
-		data.maxAge = defaultSnapshotAge
+	data := &config.Data{Client: client, Defaults: scheduler.MergePluginConfigs(plugins.ProxLBConfig(!m.HonorProxLBTags.Equal(types.BoolValue(false))), yamlCfg, blockCfg),
+		Profiles: profiles, Ledger: ledger, Changes: changeset.New(planhints.New(cfg.Endpoint), ledger), Nodes: config.NewNodePolicy(blocks, notes), MaxAge: p.snapshotAge}
+	if data.MaxAge == 0 {
+		data.MaxAge = config.DefaultSnapshotAge
 	}
-	data.changes.view = data.snapshot
-	data.changes.warn = func(ctx context.Context, msg string, err error) {
+	data.Changes.View = data.Snapshot
+	data.Changes.Warn = func(ctx context.Context, msg string, err error) {
 		tflog.Warn(ctx, msg, map[string]any{"error": err.Error()})
 	}
-	data.records = newGuestRecords(client, data.nodes.queue)
-	data.profileDefaults = defaults
+	data.Records = config.NewGuestRecords(client, data.Nodes.Queue)
+	data.ProfileDefaults = defaults
 	resp.DataSourceData = data
 	resp.ResourceData = data
 }
@@ -279,9 +273,9 @@ func valueOrEnv(v types.String, env string) string {
 }
 
 func (p *qemuProvider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{NewVMResource}
+	return []func() resource.Resource{vmresource.NewResource}
 }
 
 func (p *qemuProvider) DataSources(context.Context) []func() datasource.DataSource {
-	return []func() datasource.DataSource{newPlacementDataSource, newNodesDataSource, newRebalanceDataSource}
+	return []func() datasource.DataSource{datasources.NewPlacementDataSource, datasources.NewNodesDataSource, datasources.NewRebalanceDataSource}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/config"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
@@ -24,10 +25,10 @@ func TestGuestRecordsReadOnce(t *testing.T) {
 	}
 	sim := pvesim.NewTestServer(t, c)
 	client := simClient(t, sim)
-	data := &providerData{client: client, nodes: newNodePolicy(nil, nil), maxAge: time.Hour}
-	data.records = newGuestRecords(client, data.nodes.queue)
+	data := &config.Data{Client: client, Nodes: config.NewNodePolicy(nil, nil), MaxAge: time.Hour}
+	data.Records = config.NewGuestRecords(client, data.Nodes.Queue)
 	for i := range 3 {
-		snap, err := data.snapshotSince(context.Background(), time.Now())
+		snap, err := data.SnapshotSince(context.Background(), time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,7 +42,7 @@ func TestGuestRecordsReadOnce(t *testing.T) {
 		if byID[102] == nil || byID[103] != nil {
 			t.Errorf("snapshot %d: bad's record %+v (want an empty one), plain's %+v (want none: it is not marked)", i, byID[102], byID[103])
 		}
-		warnings := data.nodes.warnings()
+		warnings := data.Nodes.Warnings()
 		switch {
 		case i == 0 && (len(warnings) != 1 || !strings.Contains(warnings[0].Detail(), `VM 102 (bad), placement record line 2`)):
 			t.Errorf("first snapshot: warnings %v, want one naming VM 102 and its line", warnings)
@@ -52,12 +53,12 @@ func TestGuestRecordsReadOnce(t *testing.T) {
 	if n := sim.Requests(vmConfigReads); n != 2 {
 		t.Errorf("%d config reads for 3 snapshots, want 2 (the two marked guests, once each)", n)
 	}
-	if !data.records.readable(101) || !data.records.readable(102) || data.records.readable(103) {
-		t.Errorf("readable: 101 %v, 102 %v, 103 %v; want the two marked guests read, 103 not", data.records.readable(101), data.records.readable(102), data.records.readable(103))
+	if !data.Records.Readable(101) || !data.Records.Readable(102) || data.Records.Readable(103) {
+		t.Errorf("readable: 101 %v, 102 %v, 103 %v; want the two marked guests read, 103 not", data.Records.Readable(101), data.Records.Readable(102), data.Records.Readable(103))
 	}
 	// A VM this process deleted is forgotten: a guest taking its VMID is read anew.
-	data.records.forget(101)
-	if _, err := data.snapshotSince(context.Background(), time.Now()); err != nil {
+	data.Records.Forget(101)
+	if _, err := data.SnapshotSince(context.Background(), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if n := sim.Requests(vmConfigReads); n != 3 {
@@ -79,12 +80,12 @@ func TestGuestRecordsForbiddenAndOffline(t *testing.T) {
 	sim := pvesim.NewTestServer(t, c)
 	sim.Forbid(vmConfigReads, "/vms/{vmid}", "VM.Audit")
 	client := simClient(t, sim)
-	data := &providerData{client: client, nodes: newNodePolicy(nil, nil), maxAge: time.Hour}
-	data.records = newGuestRecords(client, data.nodes.queue)
-	if _, err := data.snapshotSince(context.Background(), time.Now()); err != nil {
+	data := &config.Data{Client: client, Nodes: config.NewNodePolicy(nil, nil), MaxAge: time.Hour}
+	data.Records = config.NewGuestRecords(client, data.Nodes.Queue)
+	if _, err := data.SnapshotSince(context.Background(), time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	w := data.nodes.warnings()
+	w := data.Nodes.Warnings()
 	if len(w) != 1 || !strings.Contains(w[0].Detail(), "configs of 2 VM(s) carrying the qemuscheduler-record mark (PVE needs VM.Audit on them): 101 (a), 102 (b)") {
 		t.Errorf("warnings %v, want one listing 101 and 102", w)
 	}
@@ -93,7 +94,7 @@ func TestGuestRecordsForbiddenAndOffline(t *testing.T) {
 	}
 	// Unread Notes are not a missing record: a plan must not rewrite what it could not see.
 	for _, vmid := range []int{101, 102, 103} {
-		if data.records.readable(vmid) {
+		if data.Records.Readable(vmid) {
 			t.Errorf("VM %d's Notes count as read", vmid)
 		}
 	}
@@ -109,16 +110,16 @@ func TestGuestRecordsMarkWithoutRecord(t *testing.T) {
 	}
 	sim := pvesim.NewTestServer(t, c)
 	client := simClient(t, sim)
-	data := &providerData{client: client, nodes: newNodePolicy(nil, nil), maxAge: time.Hour}
-	data.records = newGuestRecords(client, data.nodes.queue)
-	snap, err := data.snapshotSince(context.Background(), time.Now())
+	data := &config.Data{Client: client, Nodes: config.NewNodePolicy(nil, nil), MaxAge: time.Hour}
+	data.Records = config.NewGuestRecords(client, data.Nodes.Queue)
+	snap, err := data.SnapshotSince(context.Background(), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r := snap.Guests[0].Recorded; r != nil {
 		t.Errorf("record %+v, want none", r)
 	}
-	w := data.nodes.warnings()
+	w := data.Nodes.Warnings()
 	if len(w) != 1 || !strings.Contains(w[0].Detail(), `VM 101 (cp-1) carries the qemuscheduler-record mark, but its Notes hold no placement record`) ||
 		!strings.Contains(w[0].Detail(), `"qemu-scheduler/record: v1"`) {
 		t.Errorf("warnings %v, want one naming VM 101 and the record's first line", w)

@@ -10,7 +10,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
-
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/config"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/vmresource"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
@@ -23,10 +24,10 @@ import (
 func TestDeleteDropsTheSharedView(t *testing.T) {
 	ctx := context.Background()
 	sim := pvesim.NewTestServer(t, labCluster())
-	data := &providerData{client: simClient(t, sim), nodes: newNodePolicy(nil, nil), maxAge: time.Hour}
-	r := &vmResource{data: data}
+	data := &config.Data{Client: simClient(t, sim), Nodes: config.NewNodePolicy(nil, nil), MaxAge: time.Hour}
+	r := &vmresource.Resource{Data: data}
 	lists := func(vmid int) bool {
-		snap, err := data.snapshot(ctx)
+		snap, err := data.Snapshot(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

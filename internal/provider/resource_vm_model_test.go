@@ -9,7 +9,10 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/vmresource"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/vmresource/cloudinit"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/vmresource/disk"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/vmresource/network"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 )
 
@@ -27,11 +30,11 @@ func TestVMConfig(t *testing.T) {
 	full.Cores, full.Sockets, full.Memory, full.Balloon = types.Int64Value(2), types.Int64Value(2), types.Int64Value(4096), types.Int64Value(1024)
 	full.Agent, full.OnBoot = types.BoolValue(true), types.BoolValue(true)
 	full.Tags = types.SetValueMust(types.StringType, []attr.Value{types.StringValue("web"), types.StringValue("prod")})
-	full.Networks = []networkModel{
+	full.Networks = []network.Model{
 		{Slot: types.StringValue("net0"), Model: types.StringValue("virtio"), Bridge: types.StringValue("vmbr0"), VLAN: types.Int64Value(10), Firewall: types.BoolValue(true), MAC: types.StringValue("BC:24:11:00:00:01")},
 		{Slot: types.StringValue("net1"), Model: types.StringValue("e1000"), Bridge: types.StringValue("vmbr1"), VLAN: types.Int64Null(), Firewall: types.BoolValue(false), MAC: types.StringUnknown()},
 	}
-	full.CloudInit = &cloudInitModel{User: types.StringValue("debian"), Password: types.StringValue("s3cret"),
+	full.CloudInit = &cloudinit.Model{User: types.StringValue("debian"), Password: types.StringValue("s3cret"),
 		SSHKeys: stringList("ssh-ed25519 AAAA a@b"), IPConfig: stringList("ip=dhcp", "ip=10.0.0.5/24,gw=10.0.0.1"),
 		Nameserver: types.StringValue("10.0.0.53"), Searchdomain: types.StringNull()}
 
@@ -40,7 +43,7 @@ func TestVMConfig(t *testing.T) {
 
 	tests := []struct {
 		name string
-		m    *vmModel
+		m    *vmresource.Model
 		want map[string]string
 	}{
 		// An empty cpu_type is PVE's default: no cpu key.
@@ -56,7 +59,7 @@ func TestVMConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var diags diag.Diagnostics
-			got := tt.m.vmConfig(context.Background(), &diags)
+			got := tt.m.VMConfig(context.Background(), &diags)
 			if diags.HasError() {
 				t.Fatal(diags)
 			}
@@ -73,12 +76,12 @@ func TestReadInto(t *testing.T) {
 		"scsi0": "ceph:vm-101-disk-0,size=40G", "net0": "virtio=BC:24:11:00:00:01,bridge=vmbr0,tag=10",
 		"ciuser": "ops", "cipassword": "**********", "sshkeys": "ssh-ed25519%20AAAA%20a%40b", "ipconfig0": "ip=dhcp", "ipconfig2": "ip=dhcp"}}
 	m := existingVM()
-	m.Disks = append(m.Disks, diskModel{Slot: types.StringValue("scsi1"), Storage: types.StringValue("ceph"), Size: types.Int64Value(4)})
-	m.Networks = []networkModel{{Slot: types.StringValue("net0")}, {Slot: types.StringValue("net1")}}
-	m.CloudInit = &cloudInitModel{User: types.StringValue("debian"), Password: types.StringValue("s3cret"), SSHKeys: stringList("old"),
+	m.Disks = append(m.Disks, disk.Model{Slot: types.StringValue("scsi1"), Storage: types.StringValue("ceph"), Size: types.Int64Value(4)})
+	m.Networks = []network.Model{{Slot: types.StringValue("net0")}, {Slot: types.StringValue("net1")}}
+	m.CloudInit = &cloudinit.Model{User: types.StringValue("debian"), Password: types.StringValue("s3cret"), SSHKeys: stringList("old"),
 		IPConfig: stringList("ip=dhcp"), Nameserver: types.StringNull(), Searchdomain: types.StringNull()}
 	var diags diag.Diagnostics
-	m.readInto(context.Background(), vm, &diags)
+	m.ReadInto(context.Background(), vm, &diags)
 	if diags.HasError() {
 		t.Fatal(diags)
 	}
@@ -114,10 +117,10 @@ func TestReadInto(t *testing.T) {
 }
 
 func TestNormalizeTagsLikePVE(t *testing.T) {
-	if got := normalizeTags([]string{"Web", "prod", "web", " db "}); got != "db;prod;web" {
+	if got := vmresource.NormalizeTags([]string{"Web", "prod", "web", " db "}); got != "db;prod;web" {
 		t.Fatalf("normalizeTags = %q", got)
 	}
-	if got := splitTags("db;prod, web x"); !reflect.DeepEqual(got, []string{"db", "prod", "web", "x"}) {
+	if got := vmresource.SplitTags("db;prod, web x"); !reflect.DeepEqual(got, []string{"db", "prod", "web", "x"}) {
 		t.Fatalf("splitTags = %q", got)
 	}
 }
@@ -133,7 +136,7 @@ func TestSummaryOn(t *testing.T) {
 		{moved, "pve2", placed},
 		{"imported", "pve1", "imported"},
 	} {
-		if got := summaryOn(tt.summary, tt.node); got != tt.want {
+		if got := vmresource.SummaryOn(tt.summary, tt.node); got != tt.want {
 			t.Errorf("summaryOn(%q, %s) = %q\nwant %q", tt.summary, tt.node, got, tt.want)
 		}
 	}

@@ -11,30 +11,35 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
-
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/changeset"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/config"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/scheduling"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/vmresource"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/vmresource/disk"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/vmresource/firmware"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/reservations"
 )
 
 // existingVM is the state of web-1, VM 101 on pve2, with one 20 GiB disk.
-func existingVM() *vmModel {
-	m := &vmModel{
+func existingVM() *vmresource.Model {
+	m := &vmresource.Model{
 		ID: types.StringValue("101"), Node: types.StringValue("pve2"), VMID: types.Int64Value(101),
 		Storage: types.StringValue("ceph"), PlacementSummary: types.StringValue("web-1: pve2"),
-		schedulingModel: nullScheduling(), firmwareModel: nullFirmware(), agentModel: emptyAgent(),
+		SchedulingModel: scheduling.NullScheduling(), FirmwareModel: firmware.Null(), AgentModel: vmresource.EmptyAgent(),
 		Name: types.StringValue("web-1"), Description: types.StringValue(""), Tags: types.SetValueMust(types.StringType, nil),
 		Pool: types.StringNull(), Cores: types.Int64Value(1), Sockets: types.Int64Value(1), CPUType: types.StringValue(""),
 		Memory: types.Int64Value(512), Balloon: types.Int64Value(0), Agent: types.BoolValue(false), OnBoot: types.BoolValue(false),
 		Started: types.BoolValue(true),
-		Disks:   []diskModel{{Slot: types.StringValue("scsi0"), Storage: types.StringValue("ceph"), Size: types.Int64Value(20)}},
+		Disks:   []disk.Model{{Slot: types.StringValue("scsi0"), Storage: types.StringValue("ceph"), Size: types.Int64Value(20)}},
 	}
-	m.Timeouts.Object = types.ObjectNull(timeoutTypes)
+	m.Timeouts.Object = types.ObjectNull(vmresource.TimeoutTypes)
 	return m
 }
 
 // newVM is the plan of a VM to create: what the scheduler decides is unknown.
-func newVM() *vmModel {
+func newVM() *vmresource.Model {
 	m := existingVM()
 	m.ID, m.Node, m.VMID, m.Storage, m.PlacementSummary = types.StringUnknown(), types.StringUnknown(), types.Int64Unknown(), types.StringUnknown(), types.StringUnknown()
 	m.Description, m.CPUType, m.Tags = types.StringUnknown(), types.StringUnknown(), types.SetUnknown(types.StringType)
@@ -43,7 +48,7 @@ func newVM() *vmModel {
 	return m
 }
 
-func withAnnotations(m *vmModel, kv map[string]string) *vmModel {
+func withAnnotations(m *vmresource.Model, kv map[string]string) *vmresource.Model {
 	elems := map[string]attr.Value{}
 	for k, v := range kv {
 		elems[k] = types.StringValue(v)
@@ -54,7 +59,7 @@ func withAnnotations(m *vmModel, kv map[string]string) *vmModel {
 
 // planWith runs the resource's ModifyPlan against a simulated lab cluster, as Terraform does
 // before every apply, and returns its diagnostics.
-func planWith(t *testing.T, state, plan *vmModel) diag.Diagnostics {
+func planWith(t *testing.T, state, plan *vmresource.Model) diag.Diagnostics {
 	t.Helper()
 	sim := pvesim.NewTestServer(t, labCluster())
 	resp := modifyPlan(t, planResource(simClient(t, sim)), state, plan)
@@ -63,13 +68,13 @@ func planWith(t *testing.T, state, plan *vmModel) diag.Diagnostics {
 
 // planResource is the VM resource of a provider configured for client, reading the cluster
 // anew for each plan.
-func planResource(client *proxmox.Client) *vmResource {
-	return &vmResource{data: &providerData{client: client, ledger: reservations.New(), changes: newChangeSet(nil, nil)}}
+func planResource(client *proxmox.Client) *vmresource.Resource {
+	return &vmresource.Resource{Data: &config.Data{Client: client, Ledger: reservations.New(), Changes: changeset.New(nil, nil)}}
 }
 
 // modifyPlan runs r's ModifyPlan for the change from state to plan (nil: none), the plan
 // also being the configuration, and returns the response.
-func modifyPlan(t *testing.T, r *vmResource, state, plan *vmModel) resource.ModifyPlanResponse {
+func modifyPlan(t *testing.T, r *vmresource.Resource, state, plan *vmresource.Model) resource.ModifyPlanResponse {
 	t.Helper()
 	ctx := context.Background()
 	var sch resource.SchemaResponse
@@ -98,45 +103,45 @@ func modifyPlan(t *testing.T, r *vmResource, state, plan *vmModel) resource.Modi
 func TestModifyPlan(t *testing.T) {
 	tests := []struct {
 		name        string
-		state, plan *vmModel
+		state, plan *vmresource.Model
 		wantError   []string // substrings of one error's summary + detail; nil = no error
 		wantWarning []string // substrings of one warning; nil = no warning
 	}{
 		{name: "create that fits", plan: newVM()},
 		{name: "create that fits nowhere fails the plan with the explanation",
-			plan: func() *vmModel { m := newVM(); m.Memory = types.Int64Value(65536); return m }(),
+			plan: func() *vmresource.Model { m := newVM(); m.Memory = types.Int64Value(65536); return m }(),
 			wantError: []string{`No placement for "web-1"`, "0/4 nodes are available", "exceeded memory overcommit ratio 1", "were offline",
 				"If this is terraform destroy, which plans the configuration first, run terraform destroy -refresh=false (tofu destroy -refresh=false under OpenTofu)."}},
 		{name: "create pinned to a node the annotations exclude",
-			plan: func() *vmModel {
+			plan: func() *vmresource.Model {
 				m := withAnnotations(newVM(), map[string]string{"node.qemu-scheduler/regex": "pve[12]"})
 				m.Node = types.StringValue("pve3")
 				return m
 			}(),
 			wantError: []string{"0/4 nodes are available", `didn't match pinned node "pve3"`}},
 		{name: "create with a pinned vmid already in use",
-			plan:      func() *vmModel { m := newVM(); m.VMID = types.Int64Value(100); return m }(),
+			plan:      func() *vmresource.Model { m := newVM(); m.VMID = types.Int64Value(100); return m }(),
 			wantError: []string{"VMID 100 is already in use; choose a free id or remove the pin"}},
 		{name: "no change", state: existingVM(), plan: existingVM()},
 		{name: "sticky placement: annotations that now exclude the node only warn",
 			state: existingVM(), plan: withAnnotations(existingVM(), map[string]string{"node.qemu-scheduler/regex": "pve3"}),
 			wantWarning: []string{"VM 101 no longer fits its node", "web-1 on pve2", `NodeRegex: "pve2" does not match "pve3"`, "Placement is sticky"}},
 		{name: "sticky placement: a node selector the node no longer matches only warns",
-			state: existingVM(), plan: func() *vmModel {
+			state: existingVM(), plan: func() *vmresource.Model {
 				m := existingVM()
 				m.NodeSelector = types.MapValueMust(types.StringType, map[string]attr.Value{"node.qemu-scheduler/name": types.StringValue("pve3")})
 				return m
 			}(),
 			wantWarning: []string{"VM 101 no longer fits its node", "NodeSelector: label node.qemu-scheduler/name=pve2, node_selector node.qemu-scheduler/name=pve3", "Placement is sticky"}},
 		{name: "migration to an offline node fails the plan",
-			state: existingVM(), plan: func() *vmModel { m := existingVM(); m.Node = types.StringValue("pve4"); return m }(),
-			wantError: []string{"Cannot migrate to pve4", "NodeOnline", destroyAnyway}},
+			state: existingVM(), plan: func() *vmresource.Model { m := existingVM(); m.Node = types.StringValue("pve4"); return m }(),
+			wantError: []string{"Cannot migrate to pve4", "NodeOnline", changeset.DestroyAnyway}},
 		{name: "migration to a node that fits",
-			state: existingVM(), plan: func() *vmModel { m := existingVM(); m.Node = types.StringValue("pve3"); return m }()},
+			state: existingVM(), plan: func() *vmresource.Model { m := existingVM(); m.Node = types.StringValue("pve3"); return m }()},
 		{name: "shrinking a disk warns at plan (so that destroy is not blocked) and fails the apply",
-			state: existingVM(), plan: func() *vmModel { m := existingVM(); m.Disks[0].Size = types.Int64Value(10); return m }(),
+			state: existingVM(), plan: func() *vmresource.Model { m := existingVM(); m.Disks[0].Size = types.Int64Value(10); return m }(),
 			wantWarning: []string{"Disks cannot shrink: the apply will fail", "scsi0 is 20 GiB", "cannot shrink disks, so 10 GiB is refused"}},
-		{name: "growing a disk", state: existingVM(), plan: func() *vmModel { m := existingVM(); m.Disks[0].Size = types.Int64Value(40); return m }()},
+		{name: "growing a disk", state: existingVM(), plan: func() *vmresource.Model { m := existingVM(); m.Disks[0].Size = types.Int64Value(40); return m }()},
 		{name: "destroy", state: existingVM()},
 	}
 	for _, tt := range tests {

@@ -7,7 +7,8 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
-
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/changeset"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/kit"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
@@ -65,7 +66,7 @@ func TestPlanErrorNamesThePlannedVM(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var diags diag.Diagnostics
-			addPlanError(&diags, tc.err, tc.planned, destroyHint(reduceNewVMs))
+			kit.AddPlanError(&diags, tc.err, tc.planned, changeset.DestroyHint(changeset.ReduceNewVMs))
 			if len(diags) != 1 || diags[0].Summary() != `No placement for "w-7"` {
 				t.Fatalf("diagnostics %v, want one error No placement for \"w-7\"", diags)
 			}

@@ -15,7 +15,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
-
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/changeset"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/config"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/vmresource"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/reservations"
@@ -46,13 +48,13 @@ func TestAgentAddresses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v4, v6, primary := agentAddresses(tt.ifaces)
+			v4, v6, primary := vmresource.AgentAddresses(tt.ifaces)
 			if !reflect.DeepEqual(v4, tt.wantV4) || !reflect.DeepEqual(v6, tt.wantV6) || primary != tt.wantPrimary {
 				t.Fatalf("got %v %v %q, want %v %v %q", v4, v6, primary, tt.wantV4, tt.wantV6, tt.wantPrimary)
 			}
 			// And into the model: the maps hold the same lists.
-			var a agentModel
-			a.setAddresses(tt.ifaces)
+			var a vmresource.AgentModel
+			a.SetAddresses(tt.ifaces)
 			var back map[string][]string
 			if d := a.IPv4Addresses.ElementsAs(context.Background(), &back, false); d.HasError() || len(back) != len(tt.wantV4) {
 				t.Fatalf("ipv4_addresses %v (%v)", a.IPv4Addresses, d)
@@ -71,16 +73,16 @@ func TestAgentAddresses(t *testing.T) {
 
 func TestCheckDuration(t *testing.T) {
 	for in, ok := range map[string]bool{"5m": true, "90s": true, "0s": true, "1h30m": true, "5": false, "-1m": false, "soon": false} {
-		if err := checkDuration(in); (err == nil) != ok {
+		if err := vmresource.CheckDuration(in); (err == nil) != ok {
 			t.Errorf("checkDuration(%q) = %v", in, err)
 		}
 	}
-	a := agentModel{AgentTimeout: types.StringValue("90s")}
-	if a.agentWait() != 90*time.Second {
-		t.Errorf("agentWait = %s", a.agentWait())
+	a := vmresource.AgentModel{AgentTimeout: types.StringValue("90s")}
+	if a.AgentWait() != 90*time.Second {
+		t.Errorf("agentWait = %s", a.AgentWait())
 	}
-	if a = (agentModel{AgentTimeout: types.StringNull()}); a.agentWait() != 5*time.Minute {
-		t.Errorf("default agentWait = %s", a.agentWait())
+	if a = (vmresource.AgentModel{AgentTimeout: types.StringNull()}); a.AgentWait() != 5*time.Minute {
+		t.Errorf("default agentWait = %s", a.AgentWait())
 	}
 }
 
@@ -95,23 +97,23 @@ func TestReadAgent(t *testing.T) {
 		"ipconfig0": "ip=192.0.2.9/24", "start": "1"}); err != nil {
 		t.Fatal(err)
 	}
-	r := &vmResource{data: &providerData{client: client, ledger: reservations.New(), changes: newChangeSet(nil, nil)}}
+	r := &vmresource.Resource{Data: &config.Data{Client: client, Ledger: reservations.New(), Changes: changeset.New(nil, nil)}}
 	const agentCalls = "GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces"
-	read := func(agent, started bool, timeout string, wait bool, prior agentModel) (*vmModel, diag.Diagnostics, int) {
-		m := &vmModel{Node: types.StringValue("pve2"), VMID: types.Int64Value(150), Agent: types.BoolValue(agent), Started: types.BoolValue(started), agentModel: prior}
+	read := func(agent, started bool, timeout string, wait bool, prior vmresource.AgentModel) (*vmresource.Model, diag.Diagnostics, int) {
+		m := &vmresource.Model{Node: types.StringValue("pve2"), VMID: types.Int64Value(150), Agent: types.BoolValue(agent), Started: types.BoolValue(started), AgentModel: prior}
 		m.AgentTimeout = types.StringValue(timeout)
 		var diags diag.Diagnostics
 		sim.ResetRequests()
-		r.readAgent(ctx, m, wait, &diags)
+		r.ReadAgent(ctx, m, wait, &diags)
 		return m, diags, sim.Requests(agentCalls)
 	}
-	unknown := agentModel{IPv4Addresses: types.MapUnknown(addressList), IPv6Addresses: types.MapUnknown(addressList), PrimaryIPv4: types.StringUnknown()}
+	unknown := vmresource.AgentModel{IPv4Addresses: types.MapUnknown(vmresource.AddressList), IPv6Addresses: types.MapUnknown(vmresource.AddressList), PrimaryIPv4: types.StringUnknown()}
 
 	m, diags, calls := read(true, true, "5s", true, unknown)
 	if diags.HasError() || len(diags) > 0 || m.PrimaryIPv4.ValueString() != "192.0.2.9" || calls != 2 {
 		t.Fatalf("after start: primary %v, %d agent calls (want 2: the first meets an agent not up yet), %v", m.PrimaryIPv4, calls, diags)
 	}
-	found := m.agentModel
+	found := m.AgentModel
 	if m, diags, calls = read(true, true, "5s", false, found); len(diags) > 0 || !m.IPv4Addresses.Equal(found.IPv4Addresses) || calls != 1 {
 		t.Fatalf("refresh: %v, %d agent calls, %v", m.IPv4Addresses, calls, diags)
 	}

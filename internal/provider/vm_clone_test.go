@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/types"
-
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/vmresource"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
@@ -31,7 +31,7 @@ func TestCloneNode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := cloneNode(snap, tt.src, scheduler.Request{Name: "web-1", Node: tt.pin})
+			got, err := vmresource.CloneNode(snap, tt.src, scheduler.Request{Name: "web-1", Node: tt.pin})
 			var ie *scheduler.InputError
 			switch {
 			case tt.wantErr == "" && err != nil:
@@ -48,14 +48,14 @@ func TestCloneNode(t *testing.T) {
 func TestCloneRequest(t *testing.T) {
 	src := &proxmox.VM{Node: "pve1", VMID: 9000}
 	p := scheduler.Placement{Node: "pve2", VMID: 101, Storage: "ceph"}
-	clone := func(full types.Bool, storage types.String) *newGuest {
+	clone := func(full types.Bool, storage types.String) *vmresource.NewGuest {
 		m := existingVM()
-		m.Clone = &cloneModel{SourceVMID: types.Int64Value(9000), SourceNode: types.StringNull(), Full: full, Storage: storage}
-		return &newGuest{m: m, src: src}
+		m.Clone = &vmresource.CloneModel{SourceVMID: types.Int64Value(9000), SourceNode: types.StringNull(), Full: full, Storage: storage}
+		return &vmresource.NewGuest{M: m, Src: src}
 	}
 	tests := []struct {
 		name        string
-		g           *newGuest
+		g           *vmresource.NewGuest
 		wantFull    bool
 		wantStorage string
 	}{
@@ -65,7 +65,7 @@ func TestCloneRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := tt.g.cloneRequest(p)
+			got := tt.g.CloneRequest(p)
 			if got.Full != tt.wantFull || got.Storage != tt.wantStorage || got.SourceNode != "pve1" || got.SourceVMID != 9000 ||
 				got.NewID != 101 || got.Target != "pve2" || got.Name != "web-1" {
 				t.Fatalf("cloneRequest = %+v", got)

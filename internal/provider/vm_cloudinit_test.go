@@ -14,23 +14,27 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
-
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/changeset"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/config"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/vmresource"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/vmresource/cloudinit"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/vmresource/disk"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
 
 func TestCompleteCloudInitAddsDrive(t *testing.T) {
-	withCI := func(disks ...string) *vmModel {
+	withCI := func(disks ...string) *vmresource.Model {
 		m := existingVM()
 		m.Disks = nil
 		for _, d := range disks {
-			m.Disks = append(m.Disks, diskModel{Slot: types.StringValue(d), Size: types.Int64Value(1)})
+			m.Disks = append(m.Disks, disk.Model{Slot: types.StringValue(d), Size: types.Int64Value(1)})
 		}
-		m.CloudInit = &cloudInitModel{}
+		m.CloudInit = &cloudinit.Model{}
 		return m
 	}
 	tests := []struct {
 		name    string
-		m       *vmModel
+		m       *vmresource.Model
 		cfg     map[string]string
 		want    map[string]string
 		wantErr bool
@@ -45,7 +49,7 @@ func TestCompleteCloudInitAddsDrive(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			set := map[string]string{}
-			err := tt.m.completeCloudInit(tt.cfg, set, "ceph")
+			err := tt.m.CompleteCloudInit(tt.cfg, set, "ceph")
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("error = %v, want error %v", err, tt.wantErr)
 			}
@@ -58,11 +62,11 @@ func TestCompleteCloudInitAddsDrive(t *testing.T) {
 
 func TestSSHKeysEncodeLikePVE(t *testing.T) {
 	keys := []string{"ssh-ed25519 AAAAC3Nz user@host", "ssh-rsa AAAAB3+/= other"}
-	enc := encodeSSHKeys(keys)
+	enc := cloudinit.EncodeSSHKeys(keys)
 	if want := "ssh-ed25519%20AAAAC3Nz%20user%40host%0Assh-rsa%20AAAAB3%2B%2F%3D%20other"; enc != want {
 		t.Fatalf("encodeSSHKeys = %q, want %q (PVE rejects '+' for spaces)", enc, want)
 	}
-	if got := decodeSSHKeys(enc); !reflect.DeepEqual(got, keys) {
+	if got := cloudinit.DecodeSSHKeys(enc); !reflect.DeepEqual(got, keys) {
 		t.Fatalf("decodeSSHKeys = %q", got)
 	}
 }
@@ -72,17 +76,17 @@ func TestSSHKeysEncodeLikePVE(t *testing.T) {
 func TestCloudInitSnippetsMapping(t *testing.T) {
 	ctx := context.Background()
 	var diags diag.Diagnostics
-	ci := &cloudInitModel{UserData: types.StringValue("local:snippets/user.yaml"), VendorData: types.StringValue("cephfs:snippets/v.yaml"),
+	ci := &cloudinit.Model{UserData: types.StringValue("local:snippets/user.yaml"), VendorData: types.StringValue("cephfs:snippets/v.yaml"),
 		Upgrade: types.BoolValue(false)}
 	cfg := map[string]string{}
-	ci.config(ctx, cfg, &diags)
+	ci.Config(ctx, cfg, &diags)
 	if want := map[string]string{"cicustom": "user=local:snippets/user.yaml,vendor=cephfs:snippets/v.yaml", "ciupgrade": "0"}; !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("config = %v, want %v", cfg, want)
 	}
 
 	pve := map[string]string{"cicustom": "vendor=cephfs:snippets/v2.yaml,meta=local:snippets/m.yaml,user=local:snippets/u2.yaml",
 		"ciupgrade": "1", "ciuser": "ops"}
-	ci.read(ctx, pve, &diags)
+	ci.Read(ctx, pve, &diags)
 	if got := []string{ci.UserData.ValueString(), ci.VendorData.ValueString()}; !reflect.DeepEqual(got, []string{"local:snippets/u2.yaml", "cephfs:snippets/v2.yaml"}) {
 		t.Errorf("read user_data, vendor_data = %v: keys are found in any order", got)
 	}
@@ -94,7 +98,7 @@ func TestCloudInitSnippetsMapping(t *testing.T) {
 	}
 	delete(pve, "ciupgrade")
 	delete(pve, "cicustom")
-	ci.read(ctx, pve, &diags)
+	ci.Read(ctx, pve, &diags)
 	if !ci.Upgrade.ValueBool() || ci.UserData.ValueString() != "" {
 		t.Errorf("without ciupgrade and cicustom: upgrade %v (PVE's default is true), user_data %q (want empty: removed outside Terraform)", ci.Upgrade, ci.UserData.ValueString())
 	}
@@ -106,10 +110,10 @@ func TestCloudInitSnippetsMapping(t *testing.T) {
 // A meta file set outside Terraform is kept when cicustom is written.
 func TestCompleteCloudInitKeepsMeta(t *testing.T) {
 	m := existingVM()
-	m.CloudInit = &cloudInitModel{}
+	m.CloudInit = &cloudinit.Model{}
 	set := map[string]string{"cicustom": "user=local:snippets/u.yaml"}
 	cfg := map[string]string{"ide2": "ceph:vm-101-cloudinit,media=cdrom", "cicustom": "user=local:snippets/old.yaml,meta=local:snippets/m.yaml"}
-	if err := m.completeCloudInit(cfg, set, "ceph"); err != nil {
+	if err := m.CompleteCloudInit(cfg, set, "ceph"); err != nil {
 		t.Fatal(err)
 	}
 	if want := "user=local:snippets/u.yaml,meta=local:snippets/m.yaml"; set["cicustom"] != want {
@@ -120,10 +124,10 @@ func TestCompleteCloudInitKeepsMeta(t *testing.T) {
 func TestImportCloudInit(t *testing.T) {
 	ctx := context.Background()
 	var diags diag.Diagnostics
-	if ci := importCloudInit(ctx, map[string]string{"scsi0": "ceph:vm-101-disk-0,size=8G"}, &diags); ci != nil {
+	if ci := cloudinit.Import(ctx, map[string]string{"scsi0": "ceph:vm-101-disk-0,size=8G"}, &diags); ci != nil {
 		t.Errorf("a VM without cloud-init imported %+v", ci)
 	}
-	ci := importCloudInit(ctx, map[string]string{"ide2": "ceph:vm-101-cloudinit,media=cdrom", "ciuser": "debian", "cipassword": "**********",
+	ci := cloudinit.Import(ctx, map[string]string{"ide2": "ceph:vm-101-cloudinit,media=cdrom", "ciuser": "debian", "cipassword": "**********",
 		"cicustom": "network=local:snippets/n.yaml", "ciupgrade": "0", "ipconfig0": "ip=dhcp"}, &diags)
 	switch {
 	case ci == nil:
@@ -133,7 +137,7 @@ func TestImportCloudInit(t *testing.T) {
 	case !ci.Password.IsNull() || !ci.UserData.IsNull() || !ci.SSHKeys.IsNull() || !ci.Nameserver.IsNull():
 		t.Errorf("settings PVE does not have (or masks) must stay null: %+v", ci)
 	}
-	if ci := importCloudInit(ctx, map[string]string{"ide0": "local-lvm:vm-101-cloudinit,media=cdrom"}, &diags); ci == nil || !ci.Upgrade.IsNull() {
+	if ci := cloudinit.Import(ctx, map[string]string{"ide0": "local-lvm:vm-101-cloudinit,media=cdrom"}, &diags); ci == nil || !ci.Upgrade.IsNull() {
 		t.Errorf("a VM with only a cloud-init drive: %+v, want an empty block", ci)
 	}
 	if diags.HasError() {
@@ -142,11 +146,11 @@ func TestImportCloudInit(t *testing.T) {
 }
 
 func TestCloudInitConflicts(t *testing.T) {
-	ci := &cloudInitModel{UserData: types.StringValue("local:snippets/u.yaml"), User: types.StringValue("debian"),
+	ci := &cloudinit.Model{UserData: types.StringValue("local:snippets/u.yaml"), User: types.StringValue("debian"),
 		SSHKeys: stringList("ssh-ed25519 AAAA a@b"), NetworkData: types.StringUnknown(), Nameserver: types.StringValue("1.1.1.1"),
 		VendorData: types.StringValue("local:snippets/v.yaml"), Password: types.StringNull()}
 	var diags diag.Diagnostics
-	ci.validate(&diags)
+	ci.Validate(&diags)
 	var got []string
 	for _, d := range diags.Errors() {
 		got = append(got, d.Detail()[:strings.Index(d.Detail(), ":")])
@@ -162,7 +166,7 @@ func TestSnippetVolumeFormat(t *testing.T) {
 	for v, ok := range map[string]bool{"local:snippets/user.yaml": true, "Ceph-FS.1:snippets/a b.yml": true,
 		"snippets/user.yaml": false, "local:user.yaml": false, "local:snippets/a/b.yaml": false, "local:snippets/a.yaml,meta=x": false,
 		"1local:snippets/u.yaml": false, "local:iso/u.iso": false} {
-		if err := snippetCheck.check(v); (err == nil) != ok {
+		if err := cloudinit.SnippetCheck.Check(v); (err == nil) != ok {
 			t.Errorf("%q: error %v, want valid %v", v, err, ok)
 		}
 	}
@@ -191,24 +195,24 @@ func TestCheckSnippets(t *testing.T) {
 	sim := pvesim.NewTestServer(t, snippetLab())
 	must(t, sim.PutSnippet("pve2", "local", "web.yaml", 100))
 	client := simClient(t, sim)
-	r := &vmResource{data: &providerData{client: client, nodes: newNodePolicy(nil, nil), maxAge: time.Hour}}
-	snap, err := r.data.snapshot(ctx)
+	r := &vmresource.Resource{Data: &config.Data{Client: client, Nodes: config.NewNodePolicy(nil, nil), MaxAge: time.Hour}}
+	snap, err := r.Data.Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	vm := func(node, userData string) *vmModel {
+	vm := func(node, userData string) *vmresource.Model {
 		m := existingVM()
 		m.Node = types.StringValue(node)
 		if node == "" {
 			m.Node = types.StringUnknown()
 		}
-		m.CloudInit = &cloudInitModel{UserData: types.StringValue(userData)}
+		m.CloudInit = &cloudinit.Model{UserData: types.StringValue(userData)}
 		return m
 	}
-	creating := &vmModel{}
+	creating := &vmresource.Model{}
 	tests := []struct {
 		name        string
-		plan, state *vmModel
+		plan, state *vmresource.Model
 		want        string // error summary, "" for none
 		listings    int
 		put         string // a snippet put into cephfs before the check, after the shared listing
@@ -234,11 +238,11 @@ func TestCheckSnippets(t *testing.T) {
 			}
 			before := sim.Requests(snippetListings)
 			var diags diag.Diagnostics
-			r.checkSnippets(ctx, tt.plan, tt.state, snap, &diags)
+			r.CheckSnippets(ctx, tt.plan, tt.state, snap, &diags)
 			got := ""
 			if diags.HasError() {
 				got = diags.Errors()[0].Summary()
-				if d := diags.Errors()[0].Detail(); !strings.Contains(d, "cloud_init.user_data = ") || !strings.HasSuffix(d, destroyAnyway) {
+				if d := diags.Errors()[0].Detail(); !strings.Contains(d, "cloud_init.user_data = ") || !strings.HasSuffix(d, changeset.DestroyAnyway) {
 					t.Errorf("detail %q does not name the attribute or does not say how to destroy anyway", d)
 				}
 			}

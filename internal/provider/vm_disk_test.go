@@ -14,7 +14,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
-
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/vmresource"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/vmresource/disk"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/vmresource/firmware"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
@@ -27,24 +29,24 @@ func TestDiskSizeGiB(t *testing.T) {
 		"local:100/vm-100-disk-0.qcow2,size=8589934592": 8,
 		"local-lvm:vm-100-disk-0":                       0,
 	} {
-		if got := diskSizeGiB(value); got != want {
+		if got := disk.SizeGiB(value); got != want {
 			t.Errorf("diskSizeGiB(%q) = %d, want %d", value, got, want)
 		}
 	}
 }
 
 func TestAddDisks(t *testing.T) {
-	disk := func(slot, storage string, size int64) diskModel {
-		d := diskModel{Slot: types.StringValue(slot), Storage: types.StringUnknown(), Size: types.Int64Value(size)}
+	diskOf := func(slot, storage string, size int64) disk.Model {
+		d := disk.Model{Slot: types.StringValue(slot), Storage: types.StringUnknown(), Size: types.Int64Value(size)}
 		if storage != "" {
 			d.Storage = types.StringValue(storage)
 		}
 		return d
 	}
-	disks := []diskModel{disk("scsi0", "", 20), disk("scsi1", "", 10), disk("scsi2", "local-lvm", 5), disk("scsi3", "", 8)}
+	disks := []disk.Model{diskOf("scsi0", "", 20), diskOf("scsi1", "", 10), diskOf("scsi2", "local-lvm", 5), diskOf("scsi3", "", 8)}
 	current := map[string]string{"scsi0": "ceph:vm-101-disk-0,size=8G", "scsi3": "local-lvm:vm-101-disk-3,size=8G"}
 	set := map[string]string{}
-	grow := addDisks(disks, nil, current, set, "ceph")
+	grow := disk.AddDisks(disks, nil, current, set, "ceph")
 	if want := map[string]string{"scsi1": "ceph:10", "scsi2": "local-lvm:5"}; !reflect.DeepEqual(set, want) {
 		t.Errorf("set = %v, want %v (new disks on their own storage, else the scheduler's)", set, want)
 	}
@@ -61,26 +63,26 @@ func TestAddDisks(t *testing.T) {
 }
 
 func TestRemovedDisks(t *testing.T) {
-	state := []diskModel{{Slot: types.StringValue("scsi0")}, {Slot: types.StringValue("scsi1")}}
-	plan := []diskModel{{Slot: types.StringValue("scsi1")}, {Slot: types.StringValue("virtio0")}}
-	if got := removedDisks(state, plan); !reflect.DeepEqual(got, []string{"scsi0"}) {
+	state := []disk.Model{{Slot: types.StringValue("scsi0")}, {Slot: types.StringValue("scsi1")}}
+	plan := []disk.Model{{Slot: types.StringValue("scsi1")}, {Slot: types.StringValue("virtio0")}}
+	if got := disk.RemovedDisks(state, plan); !reflect.DeepEqual(got, []string{"scsi0"}) {
 		t.Fatalf("removedDisks = %v, want [scsi0]", got)
 	}
 }
 
 // optDisk is a disk in slot with options given as PVE-style flags: "discard", "!backup",
 // "cache=writeback"; the rest null.
-func optDisk(slot string, size int64, opts ...string) diskModel {
-	d := diskModel{Slot: types.StringValue(slot), Storage: types.StringNull(), Size: types.Int64Value(size)}
+func optDisk(slot string, size int64, opts ...string) disk.Model {
+	d := disk.Model{Slot: types.StringValue(slot), Storage: types.StringNull(), Size: types.Int64Value(size)}
 	for _, o := range opts {
 		if c, ok := strings.CutPrefix(o, "cache="); ok {
 			d.Cache = types.StringValue(c)
 			continue
 		}
 		name, off := strings.CutPrefix(o, "!")
-		for _, f := range diskFlags {
-			if f.key == name {
-				*f.field(&d) = types.BoolValue(!off)
+		for _, f := range disk.Flags {
+			if f.Key == name {
+				*f.Field(&d) = types.BoolValue(!off)
 			}
 		}
 	}
@@ -98,8 +100,8 @@ func TestAddDisksOptions(t *testing.T) {
 		"scsi3": "ceph:vm-101-disk-3,size=8G",
 		"scsi4": "ceph:vm-101-disk-4,discard=on,size=8G",
 	}
-	state := []diskModel{optDisk("scsi2", 8, "ssd", "cache=writeback")}
-	disks := []diskModel{
+	state := []disk.Model{optDisk("scsi2", 8, "ssd", "cache=writeback")}
+	disks := []disk.Model{
 		optDisk("scsi0", 8, "ssd", "iothread"),   // adds to the template's options
 		optDisk("scsi1", 8, "discard", "backup"), // already so: backup=1 is PVE's default
 		optDisk("scsi2", 8),                      // both dropped from the configuration
@@ -109,7 +111,7 @@ func TestAddDisksOptions(t *testing.T) {
 		optDisk("sata0", 4, "ssd", "!discard", "backup"),
 	}
 	set := map[string]string{}
-	grow := addDisks(disks, state, current, set, "local-lvm")
+	grow := disk.AddDisks(disks, state, current, set, "local-lvm")
 	want := map[string]string{
 		"scsi0":   "ceph:vm-101-disk-0,backup=0,discard=on,iothread=1,size=8G,ssd=1",
 		"scsi2":   "ceph:vm-101-disk-2,size=8G",
@@ -135,17 +137,17 @@ func TestReadDiskOptions(t *testing.T) {
 		"virtio0": "ceph:vm-101-disk-2,size=4G",
 		"ide2":    "ceph:vm-101-cloudinit,media=cdrom",
 	}
-	managed := []diskModel{optDisk("scsi0", 8, "discard", "backup", "replicate", "cache=none"), optDisk("scsi1", 8, "ssd")}
-	got := readDisks(managed, cfg)
-	want := []diskModel{optDisk("scsi0", 8, "!discard", "backup", "replicate"), optDisk("scsi1", 8, "ssd")}
+	managed := []disk.Model{optDisk("scsi0", 8, "discard", "backup", "replicate", "cache=none"), optDisk("scsi1", 8, "ssd")}
+	got := disk.Read(managed, cfg)
+	want := []disk.Model{optDisk("scsi0", 8, "!discard", "backup", "replicate"), optDisk("scsi1", 8, "ssd")}
 	for i := range want {
 		want[i].Storage = types.StringValue("ceph")
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("refresh:\n got %+v\nwant %+v (cache removed outside Terraform reads null)", got, want)
 	}
-	imported := importDisks(cfg, []string{"ide2", "scsi0", "scsi1", "virtio0"})
-	want = []diskModel{optDisk("scsi0", 8, "!discard", "iothread"), optDisk("scsi1", 8, "!backup", "cache=unsafe", "discard", "!replicate", "ssd"), optDisk("virtio0", 4)}
+	imported := disk.Import(cfg, []string{"ide2", "scsi0", "scsi1", "virtio0"})
+	want = []disk.Model{optDisk("scsi0", 8, "!discard", "iothread"), optDisk("scsi1", 8, "!backup", "cache=unsafe", "discard", "!replicate", "ssd"), optDisk("virtio0", 4)}
 	for i := range want {
 		want[i].Storage = types.StringValue("ceph")
 	}
@@ -154,7 +156,7 @@ func TestReadDiskOptions(t *testing.T) {
 	}
 	// What import reads, written back, changes nothing.
 	set := map[string]string{}
-	addDisks(imported, nil, cfg, set, "ceph")
+	disk.AddDisks(imported, nil, cfg, set, "ceph")
 	if len(set) != 0 {
 		t.Errorf("an imported VM's disks would be rewritten: %v", set)
 	}
@@ -162,7 +164,7 @@ func TestReadDiskOptions(t *testing.T) {
 
 func TestValidateDiskOptions(t *testing.T) {
 	var diags diag.Diagnostics
-	validateDisks([]diskModel{optDisk("virtio0", 8, "!ssd"), optDisk("sata0", 8, "iothread"), optDisk("scsi0", 8, "ssd", "iothread"),
+	disk.Validate([]disk.Model{optDisk("virtio0", 8, "!ssd"), optDisk("sata0", 8, "iothread"), optDisk("scsi0", 8, "ssd", "iothread"),
 		optDisk("virtio1", 8, "iothread"), optDisk("ide0", 8, "ssd")}, &diags)
 	got := map[string]string{}
 	for _, d := range diags {
@@ -183,24 +185,24 @@ func TestValidateDiskOptions(t *testing.T) {
 // is the plan's, the VM's, or for a new VM the clone source's (lsi when it has none) or the
 // scratch default.
 func TestCheckIOThread(t *testing.T) {
-	disks := []diskModel{optDisk("scsi0", 8, "iothread"), optDisk("virtio0", 8, "iothread"), optDisk("scsi1", 8, "!iothread")}
-	clone := &cloneModel{}
+	disks := []disk.Model{optDisk("scsi0", 8, "iothread"), optDisk("virtio0", 8, "iothread"), optDisk("scsi1", 8, "!iothread")}
+	clone := &vmresource.CloneModel{}
 	src := &proxmox.VM{Config: map[string]string{}}
 	for _, tt := range []struct {
 		name        string
-		plan, state vmModel
+		plan, state vmresource.Model
 		creating    bool
 		src         *proxmox.VM
 		warns       bool
 	}{
-		{name: "scratch default", plan: vmModel{firmwareModel: nullFirmware()}, creating: true},
-		{name: "scratch lsi", plan: vmModel{firmwareModel: firmwareModel{SCSIHardware: types.StringValue("lsi")}}, creating: true, warns: true},
-		{name: "clone of an lsi template", plan: vmModel{Clone: clone, firmwareModel: nullFirmware()}, creating: true, src: src, warns: true},
-		{name: "clone, source unknown", plan: vmModel{Clone: clone, firmwareModel: nullFirmware()}, creating: true},
-		{name: "existing VM", plan: vmModel{firmwareModel: nullFirmware()}, state: vmModel{firmwareModel: firmwareModel{SCSIHardware: types.StringValue("virtio-scsi-pci")}}, warns: true},
+		{name: "scratch default", plan: vmresource.Model{FirmwareModel: firmware.Null()}, creating: true},
+		{name: "scratch lsi", plan: vmresource.Model{FirmwareModel: firmware.FirmwareModel{SCSIHardware: types.StringValue("lsi")}}, creating: true, warns: true},
+		{name: "clone of an lsi template", plan: vmresource.Model{Clone: clone, FirmwareModel: firmware.Null()}, creating: true, src: src, warns: true},
+		{name: "clone, source unknown", plan: vmresource.Model{Clone: clone, FirmwareModel: firmware.Null()}, creating: true},
+		{name: "existing VM", plan: vmresource.Model{FirmwareModel: firmware.Null()}, state: vmresource.Model{FirmwareModel: firmware.FirmwareModel{SCSIHardware: types.StringValue("virtio-scsi-pci")}}, warns: true},
 	} {
 		var diags diag.Diagnostics
-		checkIOThread(disks, plannedController(&tt.plan, &tt.state, tt.creating, tt.src), &diags)
+		disk.CheckIOThread(disks, vmresource.PlannedController(&tt.plan, &tt.state, tt.creating, tt.src), &diags)
 		switch {
 		case tt.warns && (len(diags) != 1 || diags[0].(diag.DiagnosticWithPath).Path().String() != "disk[0].iothread"):
 			t.Errorf("%s: %v, want one warning on disk[0].iothread", tt.name, diags)
@@ -213,14 +215,14 @@ func TestCheckIOThread(t *testing.T) {
 // Changing discard, ssd, iothread or cache of an existing disk of a running VM warns that it
 // waits for the next start; backup, new disks and stopped VMs do not.
 func TestWarnPendingDiskOptions(t *testing.T) {
-	state := []diskModel{optDisk("scsi0", 8), optDisk("scsi1", 8, "discard")}
-	plan := []diskModel{optDisk("scsi0", 8, "cache=none", "!backup"), optDisk("scsi1", 8, "discard"), optDisk("scsi2", 8, "ssd")}
+	state := []disk.Model{optDisk("scsi0", 8), optDisk("scsi1", 8, "discard")}
+	plan := []disk.Model{optDisk("scsi0", 8, "cache=none", "!backup"), optDisk("scsi1", 8, "discard"), optDisk("scsi2", 8, "ssd")}
 	var diags diag.Diagnostics
-	warnPendingDiskOptions(state, plan, false, &diags)
+	disk.WarnPendingDiskOptions(state, plan, false, &diags)
 	if len(diags) > 0 {
 		t.Fatalf("stopped VM: %v", diags)
 	}
-	warnPendingDiskOptions(state, plan, true, &diags)
+	disk.WarnPendingDiskOptions(state, plan, true, &diags)
 	if len(diags) != 1 || diags[0].(diag.DiagnosticWithPath).Path().String() != "disk[0].cache" {
 		t.Errorf("running VM: %v, want one warning on disk[0].cache", diags)
 	}

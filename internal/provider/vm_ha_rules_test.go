@@ -19,14 +19,15 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
-
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
-
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/harules"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/config"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/scheduling"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/vmresource"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
@@ -409,12 +410,12 @@ func TestCheckHAMove(t *testing.T) {
 		{Name: "pin", Type: scheduler.HANodeAffinity, Strict: true, VMIDs: []int{150}, Nodes: []string{"pve1", "pve2", "pve3"}},
 	}
 	ha := haBlockOf("started", 1, 1, types.StringNull())
-	state := &vmModel{Node: types.StringValue("pve1"), HA: ha}
+	state := &vmresource.Model{Node: types.StringValue("pve1"), HA: ha}
 	check := func(moves map[int]string, cases map[string]string) {
 		snap.HAMoves = moves
 		for target, want := range cases {
 			var diags diag.Diagnostics
-			checkHAMove(snap, rules, &vmModel{Node: types.StringValue(target), HA: ha}, state, 150, &diags)
+			vmresource.CheckHAMove(snap, rules, &vmresource.Model{Node: types.StringValue(target), HA: ha}, state, 150, &diags)
 			if got := fmt.Sprint(diags.Errors()); (want == "") != !diags.HasError() || !strings.Contains(got, want) {
 				t.Errorf("move to %s (HA moves %v): %v, want %q", target, moves, diags, want)
 			}
@@ -424,7 +425,7 @@ func TestCheckHAMove(t *testing.T) {
 	check(map[int]string{151: "pve3"}, map[string]string{"pve3": "the HA manager is moving vm 151 there", "pve2": "vm 151 runs there"})
 	// Not HA-managed after the plan: a plain migration, none of the HA manager's business.
 	var diags diag.Diagnostics
-	checkHAMove(snap, rules, &vmModel{Node: types.StringValue("pve2")}, state, 150, &diags)
+	vmresource.CheckHAMove(snap, rules, &vmresource.Model{Node: types.StringValue("pve2")}, state, 150, &diags)
 	if diags.HasError() {
 		t.Errorf("leaving HA: %v", diags)
 	}
@@ -441,10 +442,10 @@ func TestCheckHAMovePriorities(t *testing.T) {
 	rules := []scheduler.HARule{{Name: "prefer", Type: scheduler.HANodeAffinity, Strict: true, VMIDs: []int{150},
 		Nodes: []string{"pve1", "pve2"}, Priorities: map[string]int{"pve1": 2}}}
 	ha := haBlockOf("started", 1, 1, types.StringNull())
-	state := &vmModel{Node: types.StringValue("pve3"), HA: ha}
+	state := &vmresource.Model{Node: types.StringValue("pve3"), HA: ha}
 	move := func(target string) diag.Diagnostics {
 		var diags diag.Diagnostics
-		checkHAMove(snap, rules, &vmModel{Node: types.StringValue(target), HA: ha}, state, 150, &diags)
+		vmresource.CheckHAMove(snap, rules, &vmresource.Model{Node: types.StringValue(target), HA: ha}, state, 150, &diags)
 		return diags
 	}
 	want := "HA rule prefer (node-affinity): pve2 has priority 0, the HA manager moves the VM back to pve1 (priority 2)"
@@ -462,10 +463,10 @@ func TestCheckHAMovePriorities(t *testing.T) {
 
 // PVE 8 keeps no rules: one warning per provider process, however many VMs want rules.
 func TestWarnPVE8Once(t *testing.T) {
-	var c haCache
+	var c config.HACache
 	var diags diag.Diagnostics
-	c.warnPVE8(&diags)
-	c.warnPVE8(&diags)
+	c.WarnPVE8(&diags)
+	c.WarnPVE8(&diags)
 	if len(diags) != 1 || diags.HasError() || !strings.Contains(diags[0].Detail(), "PVE 8") {
 		t.Fatalf("diagnostics %v, want one warning", diags)
 	}
@@ -566,14 +567,14 @@ func TestRefusalsMultiplePriorities(t *testing.T) {
 		Priorities: map[string]int{"pve1": 2}}
 	apart := scheduler.HARule{Name: apartWeb, Type: scheduler.HAResourceAffinity, Affinity: scheduler.HANegative, VMIDs: []int{100, 101}}
 	changes := []harules.Change{{Op: harules.Create, Rule: apart, Policy: "required vm_anti_affinity on tags web with topology_key node"}}
-	got := refusals(changes, []scheduler.HARule{admin}, 3)
+	got := vmresource.Refusals(changes, []scheduler.HARule{admin}, 3)
 	want := "HA rule qemuscheduler-apart-web (keeping required vm_anti_affinity on tags web with topology_key node): " +
 		"resources are in node affinity rules with multiple priorities (with rule admin-prefer)"
 	if len(got) != 1 || got[0] != want {
 		t.Fatalf("refusals %q, want %q", got, want)
 	}
 	admin.Priorities["pve2"] = 2 // one class
-	if got := refusals(changes, []scheduler.HARule{admin}, 3); len(got) != 0 {
+	if got := vmresource.Refusals(changes, []scheduler.HARule{admin}, 3); len(got) != 0 {
 		t.Fatalf("one priority class: refusals %q", got)
 	}
 }
@@ -791,15 +792,15 @@ func TestAccVMHARulesBreakWarns(t *testing.T) {
 
 // apartWebState is the state of web-0, VM 100 on pve1, HA-managed and kept apart from the web
 // group on nodes, in the group's rule.
-func apartWebState() *vmModel {
+func apartWebState() *vmresource.Model {
 	m := existingVM()
 	m.ID, m.VMID, m.Node, m.Name = types.StringValue("100"), types.Int64Value(100), types.StringValue("pve1"), types.StringValue("web-0")
 	m.PlacementSummary = types.StringValue("web-0: pve1")
-	m.Tags = types.SetValueMust(types.StringType, stringValues([]string{"web"}))
-	m.VMAntiAffinity = []vmGroupTermModel{{groupSelectorModel: groupSelectorModel{Tags: types.ListValueMust(types.StringType, stringValues([]string{"web"})),
+	m.Tags = types.SetValueMust(types.StringType, vmresource.StringValues([]string{"web"}))
+	m.VMAntiAffinity = []scheduling.VMGroupTermModel{{GroupSelectorModel: scheduling.GroupSelectorModel{Tags: types.ListValueMust(types.StringType, vmresource.StringValues([]string{"web"})),
 		TagsAnyOf: types.ListNull(types.StringType), TagsNoneOf: types.ListNull(types.StringType)}, TopologyKey: types.StringValue("node"), Weight: types.Int64Null()}}
 	m.HA = haBlockOf("started", 1, 1, types.StringNull())
-	m.HA.Rules = types.ListValueMust(types.StringType, stringValues([]string{apartWeb}))
+	m.HA.Rules = types.ListValueMust(types.StringType, vmresource.StringValues([]string{apartWeb}))
 	return m
 }
 
@@ -830,9 +831,9 @@ func TestRulesDue(t *testing.T) {
 	ctx := context.Background()
 	client := apartWebCluster(t)
 	r := planResource(client)
-	due := func(m *vmModel) bool {
+	due := func(m *vmresource.Model) bool {
 		t.Helper()
-		got, tags, err := r.rulesDue(ctx, m)
+		got, tags, err := r.RulesDue(ctx, m)
 		must(t, err)
 		if tags == nil {
 			t.Error("no group tags recorded")
@@ -875,7 +876,7 @@ func TestPlannedRulesHoldWhilePeersWrite(t *testing.T) {
 	grown.HA.Rules = types.ListUnknown(types.StringType) // as the framework plans a computed attribute of a change
 	for _, tt := range []struct {
 		name string
-		plan *vmModel
+		plan *vmresource.Model
 	}{{"no change", apartWebState()}, {"memory grown", grown}} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := planResource(client)
@@ -908,7 +909,7 @@ func TestPlannedRulesHoldWhilePeersWrite(t *testing.T) {
 func TestPlannedRulesOfAnUpdate(t *testing.T) {
 	ctx := context.Background()
 	client := apartWebCluster(t)
-	change := func(edit func(m *vmModel)) *vmModel {
+	change := func(edit func(m *vmresource.Model)) *vmresource.Model {
 		m := apartWebState()
 		m.HA.Rules = types.ListUnknown(types.StringType) // as the framework plans a computed attribute of a change
 		edit(m)
@@ -916,20 +917,22 @@ func TestPlannedRulesOfAnUpdate(t *testing.T) {
 	}
 	tests := []struct {
 		name  string
-		plan  *vmModel
+		plan  *vmresource.Model
 		known bool
 	}{
-		{"description", change(func(m *vmModel) { m.Description = types.StringValue("the web tier") }), true},
-		{"memory", change(func(m *vmModel) { m.Memory = types.Int64Value(768) }), true},
-		{"ha comment", change(func(m *vmModel) { m.HA.Comment = types.StringValue("web") }), true},
-		{"tags", change(func(m *vmModel) { m.Tags = types.SetValueMust(types.StringType, stringValues([]string{"web", "blue"})) }), false},
-		{"cores", change(func(m *vmModel) { m.Cores = types.Int64Value(2) }), false},
-		{"anti-affinity over zones", change(func(m *vmModel) { m.VMAntiAffinity[0].TopologyKey = types.StringValue("zone") }), false},
-		{"node selector", change(func(m *vmModel) {
+		{"description", change(func(m *vmresource.Model) { m.Description = types.StringValue("the web tier") }), true},
+		{"memory", change(func(m *vmresource.Model) { m.Memory = types.Int64Value(768) }), true},
+		{"ha comment", change(func(m *vmresource.Model) { m.HA.Comment = types.StringValue("web") }), true},
+		{"tags", change(func(m *vmresource.Model) {
+			m.Tags = types.SetValueMust(types.StringType, vmresource.StringValues([]string{"web", "blue"}))
+		}), false},
+		{"cores", change(func(m *vmresource.Model) { m.Cores = types.Int64Value(2) }), false},
+		{"anti-affinity over zones", change(func(m *vmresource.Model) { m.VMAntiAffinity[0].TopologyKey = types.StringValue("zone") }), false},
+		{"node selector", change(func(m *vmresource.Model) {
 			m.NodeSelector = types.MapValueMust(types.StringType, map[string]attr.Value{"zone": types.StringValue("a")})
 		}), false},
-		{"placement_rules off", change(func(m *vmModel) { m.HA.PlacementRules = types.BoolValue(false) }), false},
-		{"HA ignores it", change(func(m *vmModel) { m.HA.State = types.StringValue("ignored") }), false},
+		{"placement_rules off", change(func(m *vmresource.Model) { m.HA.PlacementRules = types.BoolValue(false) }), false},
+		{"HA ignores it", change(func(m *vmresource.Model) { m.HA.State = types.StringValue("ignored") }), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -957,32 +960,32 @@ func TestPlannedRulesOfAnUpdate(t *testing.T) {
 func TestRulesInputsSameTags(t *testing.T) {
 	ctx := context.Background()
 	r := planResource(apartWebCluster(t))
-	tagged := func(tags ...string) *vmModel {
+	tagged := func(tags ...string) *vmresource.Model {
 		m := apartWebState()
-		m.Tags = types.SetValueMust(types.StringType, stringValues(tags))
+		m.Tags = types.SetValueMust(types.StringType, vmresource.StringValues(tags))
 		return m
 	}
-	peers := rulesRecord{groupTags: []string{"db"}, tagsKnown: true} // a peer's record keeps VMs tagged db apart
+	peers := vmresource.RulesRecord{GroupTags: []string{"db"}, TagsKnown: true} // a peer's record keeps VMs tagged db apart
 	tests := []struct {
 		name string
-		plan *vmModel
-		rec  rulesRecord
+		plan *vmresource.Model
+		rec  vmresource.RulesRecord
 		same bool
 	}{
 		{"a tag no group reads", tagged("web", "blue"), peers, true},
 		{"its own group's tag dropped", tagged("blue"), peers, false},
 		{"its own group's tag, in other case", tagged("WEB"), peers, true},
 		{"a tag a peer's group reads", tagged("web", "DB"), peers, false},
-		{"the groups' tags not recorded yet", tagged("web", "blue"), rulesRecord{}, false},
-		{"tags known after apply", func() *vmModel { m := apartWebState(); m.Tags = types.SetUnknown(types.StringType); return m }(), peers, false},
+		{"the groups' tags not recorded yet", tagged("web", "blue"), vmresource.RulesRecord{}, false},
+		{"tags known after apply", func() *vmresource.Model { m := apartWebState(); m.Tags = types.SetUnknown(types.StringType); return m }(), peers, false},
 	}
 	for _, tt := range tests {
 		var d diag.Diagnostics
-		req, _, _ := r.request(ctx, tt.plan, false, &d)
+		req, _, _ := r.Request(ctx, tt.plan, false, &d)
 		if d.HasError() {
 			t.Fatal(d)
 		}
-		if got := r.rulesInputsSame(ctx, tt.plan, apartWebState(), req, tt.rec); got != tt.same {
+		if got := r.RulesInputsSame(ctx, tt.plan, apartWebState(), req, tt.rec); got != tt.same {
 			t.Errorf("%s: same %t, want %t", tt.name, got, tt.same)
 		}
 	}

@@ -17,19 +17,22 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
-
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/config"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/kit"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/scheduling"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/vmresource"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
-func haBlockOf(state string, restart, relocate int64, comment types.String) *haModel {
-	return &haModel{State: types.StringValue(state), MaxRestart: types.Int64Value(restart), MaxRelocate: types.Int64Value(relocate), Comment: comment,
+func haBlockOf(state string, restart, relocate int64, comment types.String) *vmresource.HAModel {
+	return &vmresource.HAModel{State: types.StringValue(state), MaxRestart: types.Int64Value(restart), MaxRelocate: types.Int64Value(relocate), Comment: comment,
 		PlacementRules: types.BoolValue(true), Rules: types.ListValueMust(types.StringType, nil)}
 }
 
 // sameHA compares two blocks attribute by attribute (a list is not comparable with ==).
-func sameHA(a, b *haModel) bool {
+func sameHA(a, b *vmresource.HAModel) bool {
 	return a.State.Equal(b.State) && a.MaxRestart.Equal(b.MaxRestart) && a.MaxRelocate.Equal(b.MaxRelocate) &&
 		a.Comment.Equal(b.Comment) && a.PlacementRules.Equal(b.PlacementRules) && a.Rules.Equal(b.Rules)
 }
@@ -38,7 +41,7 @@ func sameHA(a, b *haModel) bool {
 func TestHAMapping(t *testing.T) {
 	tests := []struct {
 		name  string
-		block *haModel
+		block *vmresource.HAModel
 		pve   proxmox.HASettings
 	}{
 		{"defaults", haBlockOf("started", 1, 1, types.StringNull()), proxmox.HASettings{State: "started", MaxRestart: 1, MaxRelocate: 1}},
@@ -47,30 +50,30 @@ func TestHAMapping(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.block.settings(); got != tt.pve {
+			if got := tt.block.Settings(); got != tt.pve {
 				t.Errorf("settings = %+v, want %+v", got, tt.pve)
 			}
-			back := haFromSettings(&tt.pve, tt.block)
+			back := vmresource.HAFromSettings(&tt.pve, tt.block)
 			if !sameHA(back, tt.block) {
 				t.Errorf("read back %+v, want %+v", back, tt.block)
 			}
-			if imported := haFromSettings(&tt.pve, nil); !sameHA(imported, tt.block) {
+			if imported := vmresource.HAFromSettings(&tt.pve, nil); !sameHA(imported, tt.block) {
 				t.Errorf("imported %+v, want %+v", imported, tt.block)
 			}
 		})
 	}
-	if haFromSettings(nil, haBlockOf("started", 1, 1, types.StringNull())) != nil {
+	if vmresource.HAFromSettings(nil, haBlockOf("started", 1, 1, types.StringNull())) != nil {
 		t.Error("a VM that is no HA resource (any more) must read back without the block")
 	}
 	// A comment removed outside Terraform reads back as "", which plans setting it again.
-	if h := haFromSettings(&proxmox.HASettings{State: "started"}, haBlockOf("started", 1, 1, types.StringValue("web"))); !h.Comment.Equal(types.StringValue("")) {
+	if h := vmresource.HAFromSettings(&proxmox.HASettings{State: "started"}, haBlockOf("started", 1, 1, types.StringValue("web"))); !h.Comment.Equal(types.StringValue("")) {
 		t.Errorf("comment removed outside: %v", h.Comment)
 	}
 	for _, c := range []struct {
-		h    *haModel
+		h    *vmresource.HAModel
 		want bool
 	}{{nil, false}, {haBlockOf("ignored", 1, 1, types.StringNull()), false}, {haBlockOf("stopped", 1, 1, types.StringNull()), true}} {
-		if haManaged(c.h) != c.want {
+		if vmresource.HAManaged(c.h) != c.want {
 			t.Errorf("haManaged(%v) = %t", c.h, !c.want)
 		}
 	}
@@ -93,7 +96,7 @@ func TestValidateHA(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var diags diag.Diagnostics
-		validateHA(tt.started, &haModel{State: tt.state}, &diags)
+		vmresource.ValidateHA(tt.started, &vmresource.HAModel{State: tt.state}, &diags)
 		got := ""
 		if diags.HasError() {
 			got = diags[0].Detail()
@@ -103,7 +106,7 @@ func TestValidateHA(t *testing.T) {
 		}
 	}
 	var diags diag.Diagnostics
-	validateHA(types.BoolValue(false), nil, &diags)
+	vmresource.ValidateHA(types.BoolValue(false), nil, &diags)
 	if diags.HasError() {
 		t.Error("no ha block, no check")
 	}
@@ -227,7 +230,7 @@ func (m memPrivate) SetKey(_ context.Context, key string, value []byte) diag.Dia
 func pinOf(t *testing.T, priv memPrivate) string {
 	t.Helper()
 	var diags diag.Diagnostics
-	pin := haPin(context.Background(), priv, &diags)
+	pin := vmresource.HAPin(context.Background(), priv, &diags)
 	if diags.HasError() {
 		t.Fatal(diags)
 	}
@@ -241,7 +244,7 @@ func TestKeepPin(t *testing.T) {
 	tests := []struct {
 		name    string
 		pin     string
-		ha      *haModel
+		HA      *vmresource.HAModel
 		want    string
 		wantPin string
 	}{
@@ -255,25 +258,25 @@ func TestKeepPin(t *testing.T) {
 		var diags diag.Diagnostics
 		priv := memPrivate{}
 		if tt.pin != "" {
-			priv[haPinKey] = []byte(strconv.Quote(tt.pin))
+			priv[vmresource.HAPinKey] = []byte(strconv.Quote(tt.pin))
 		}
-		m := &vmModel{Node: types.StringValue("pve3"), HA: tt.ha}
-		keepPin(ctx, m, priv, &diags)
+		m := &vmresource.Model{Node: types.StringValue("pve3"), HA: tt.HA}
+		vmresource.KeepPin(ctx, m, priv, &diags)
 		if diags.HasError() || m.Node.ValueString() != tt.want || pinOf(t, priv) != tt.wantPin {
 			t.Errorf("%s: node %s, pin %q %v; want %s, pin %q", tt.name, m.Node, pinOf(t, priv), diags, tt.want, tt.wantPin)
 		}
 	}
-	if pin := pinOf(t, memPrivate{haPinKey: []byte("not json")}); pin != "" {
+	if pin := pinOf(t, memPrivate{vmresource.HAPinKey: []byte("not json")}); pin != "" {
 		t.Errorf("a garbled pin reads as %q, want none", pin)
 	}
 	managed := haBlockOf("started", 1, 1, types.StringNull())
 	for _, c := range []struct {
 		planNode string
-		planHA   *haModel
+		planHA   *vmresource.HAModel
 		want     bool
 	}{{"pve2", managed, true}, {"pve1", managed, false}, {"pve2", nil, false}} {
-		plan := &vmModel{Node: types.StringValue(c.planNode), HA: c.planHA}
-		if got := pinKept(plan, &vmModel{Node: types.StringValue("pve2"), HA: managed}); got != c.want {
+		plan := &vmresource.Model{Node: types.StringValue(c.planNode), HA: c.planHA}
+		if got := vmresource.PinKept(plan, &vmresource.Model{Node: types.StringValue("pve2"), HA: managed}); got != c.want {
 			t.Errorf("pinKept(node %s, ha %v) = %t", c.planNode, c.planHA != nil, got)
 		}
 	}
@@ -296,7 +299,7 @@ func TestRecordPin(t *testing.T) {
 	tests := []struct {
 		name      string
 		config    types.String
-		ha        *haModel
+		HA        *vmresource.HAModel
 		ok        bool
 		want, pin string
 	}{
@@ -309,24 +312,24 @@ func TestRecordPin(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var diags diag.Diagnostics
-		priv := memPrivate{haPinKey: []byte(`"pve2"`)}
-		m := &vmModel{Node: types.StringValue("pve3"), HA: tt.ha}
-		recordPin(ctx, m, nodeConfig(tt.config), tt.ok, priv, &diags)
+		priv := memPrivate{vmresource.HAPinKey: []byte(`"pve2"`)}
+		m := &vmresource.Model{Node: types.StringValue("pve3"), HA: tt.HA}
+		vmresource.RecordPin(ctx, m, nodeConfig(tt.config), tt.ok, priv, &diags)
 		if diags.HasError() || m.Node.ValueString() != tt.want || pinOf(t, priv) != tt.pin {
 			t.Errorf("%s: node %s, pin %q %v; want %s, pin %q", tt.name, m.Node, pinOf(t, priv), diags, tt.want, tt.pin)
 		}
 	}
 	for _, c := range []struct {
 		idNode string
-		ha     *haModel
+		HA     *vmresource.HAModel
 		want   string
 	}{{"pve2", managed, "pve2"}, {"", managed, ""}, {"pve2", ignored, ""}, {"pve2", nil, ""}} {
 		var diags diag.Diagnostics
 		priv := memPrivate{}
-		m := &vmModel{Node: types.StringValue("pve3"), HA: c.ha}
-		importPin(ctx, m, c.idNode, priv, &diags)
-		if want := cmpOr(c.want, "pve3"); diags.HasError() || pinOf(t, priv) != c.want || m.Node.ValueString() != want {
-			t.Errorf("import by %q/150, ha %v: node %s, pin %q; want %s, pin %q", c.idNode, c.ha, m.Node, pinOf(t, priv), want, c.want)
+		m := &vmresource.Model{Node: types.StringValue("pve3"), HA: c.HA}
+		vmresource.ImportPin(ctx, m, c.idNode, priv, &diags)
+		if want := kit.CmpOr(c.want, "pve3"); diags.HasError() || pinOf(t, priv) != c.want || m.Node.ValueString() != want {
+			t.Errorf("import by %q/150, ha %v: node %s, pin %q; want %s, pin %q", c.idNode, c.HA, m.Node, pinOf(t, priv), want, c.want)
 		}
 	}
 }
@@ -336,12 +339,12 @@ func TestRecordPin(t *testing.T) {
 func TestLeaveHAFrom(t *testing.T) {
 	managed := haBlockOf("started", 1, 1, types.StringNull())
 	snap := scheduler.Snapshot{Guests: []scheduler.Guest{{VMID: 150, Node: "pve3", Type: scheduler.GuestQEMU}}}
-	vm := func(node types.String, ha *haModel) *vmModel {
-		return &vmModel{VMID: types.Int64Value(150), Node: node, HA: ha}
+	vm := func(node types.String, ha *vmresource.HAModel) *vmresource.Model {
+		return &vmresource.Model{VMID: types.Int64Value(150), Node: node, HA: ha}
 	}
 	tests := []struct {
 		name        string
-		plan, state *vmModel
+		plan, state *vmresource.Model
 		want        string
 	}{
 		{"HA removed", vm(types.StringValue("pve2"), nil), vm(types.StringValue("pve2"), managed), "pve3"},
@@ -353,7 +356,7 @@ func TestLeaveHAFrom(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var diags diag.Diagnostics
-		got := leaveHAFrom(snap, tt.plan, tt.state, &diags)
+		got := vmresource.LeaveHAFrom(snap, tt.plan, tt.state, &diags)
 		warned := diags.WarningsCount() == 1 && strings.Contains(diags[0].Detail(), `runs on pve3, where the HA manager moved it`) &&
 			strings.Contains(diags[0].Detail(), `set node = "pve3"`)
 		if got != tt.want || warned != (tt.want != "") || diags.HasError() {
@@ -361,7 +364,7 @@ func TestLeaveHAFrom(t *testing.T) {
 		}
 	}
 	var diags diag.Diagnostics
-	if got := leaveHAFrom(scheduler.Snapshot{}, vm(types.StringValue("pve2"), nil), vm(types.StringValue("pve2"), managed), &diags); got != "" || len(diags) > 0 {
+	if got := vmresource.LeaveHAFrom(scheduler.Snapshot{}, vm(types.StringValue("pve2"), nil), vm(types.StringValue("pve2"), managed), &diags); got != "" || len(diags) > 0 {
 		t.Errorf("a VM the view does not list: %q %v", got, diags)
 	}
 }
@@ -730,13 +733,13 @@ func TestAccVMHAMovedDuringUpdate(t *testing.T) {
 // keeps the rules' policy from being read nor leaves it without a profile: the policy's own
 // diagnostics decide. (A nil profile crashed the provider.)
 func TestHAPolicyAfterAnotherError(t *testing.T) {
-	r := &vmResource{data: &providerData{}}
-	m := vmModel{schedulingModel: nullScheduling(), Name: types.StringValue("web-0"), Tags: types.SetNull(types.StringType),
+	r := &vmresource.Resource{Data: &config.Data{}}
+	m := vmresource.Model{SchedulingModel: scheduling.NullScheduling(), Name: types.StringValue("web-0"), Tags: types.SetNull(types.StringType),
 		HA: haBlockOf("started", 1, 1, types.StringNull())}
 	var diags diag.Diagnostics
 	diags.AddError("Cannot read VM 100 back", "it moved")
-	p, ok := r.haPolicy(context.Background(), &m, &diags)
-	if !ok || p.profile == nil || p.name != "web-0" {
+	p, ok := r.HAPolicy(context.Background(), &m, &diags)
+	if !ok || p.Profile == nil || p.Name != "web-0" {
 		t.Fatalf("policy %+v, ok %t after another error", p, ok)
 	}
 	if diags.ErrorsCount() != 1 {
@@ -750,7 +753,7 @@ func TestHAPolicyAfterAnotherError(t *testing.T) {
 // change or whose change cannot alter them (TestPlannedRulesOfAnUpdate) keeps the state's
 // unless the refresh found a write due.
 func TestPlannedRules(t *testing.T) {
-	held := types.ListValueMust(types.StringType, stringValues([]string{apartWeb}))
+	held := types.ListValueMust(types.StringType, vmresource.StringValues([]string{apartWeb}))
 	prior := haBlockOf("started", 1, 1, types.StringNull())
 	prior.Rules = held
 	unknown := types.ListUnknown(types.StringType)
@@ -766,7 +769,7 @@ func TestPlannedRules(t *testing.T) {
 		{"a rule deleted outside", held, true, true, "<unknown>"},
 	}
 	for _, tt := range tests {
-		if got := plannedRules(tt.planned, prior, tt.due, tt.same).String(); got != tt.out {
+		if got := vmresource.PlannedRules(tt.planned, prior, tt.due, tt.same).String(); got != tt.out {
 			t.Errorf("%s: %s, want %s", tt.name, got, tt.out)
 		}
 	}

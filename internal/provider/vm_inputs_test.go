@@ -8,7 +8,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
-
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/changeset"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
 
@@ -116,7 +116,7 @@ func TestAccVMInputPoolAndStorages(t *testing.T) {
 	env, sim := simEnv(t, storagesCluster())
 	const storages = "(storages: backup, ceph, local-lvm)"
 	planFails(t, env, vmBlock, []inputCase{
-		{`pool = "lap"`, planError("Pool does not exist", `pool = "lap"`, `pool = "lap": the cluster has no such pool (pools this token can see: lab), so Proxmox VE would refuse the create. Fix the name, or create the pool first (pveum pool add lap); a pool the token lacks Pool.Audit on is not listed. `+destroyAnyway)},
+		{`pool = "lap"`, planError("Pool does not exist", `pool = "lap"`, `pool = "lap": the cluster has no such pool (pools this token can see: lab), so Proxmox VE would refuse the create. Fix the name, or create the pool first (pveum pool add lap); a pool the token lacks Pool.Audit on is not listed. `+changeset.DestroyAnyway)},
 		{"disk {\n  slot    = \"scsi0\"\n  storage = \"cepth\"\n  size    = 8\n}", planError("Storage does not exist", `storage = "cepth"`, `disk[0].storage = "cepth": the cluster has no such storage `+storages)},
 		{"disk {\n  slot    = \"scsi0\"\n  storage = \"backup\"\n  size    = 8\n}", planError("Storage holds no VM disks", `storage = "backup"`, `disk[0].storage = "backup": the storage has no images content type (content: backup, iso)`)},
 		{"clone {\n  source_vmid = 9000\n  storage     = \"nfs\"\n}", planError("Storage does not exist", `storage = "nfs"`, `clone.storage = "nfs": the cluster has no such storage `+storages)},

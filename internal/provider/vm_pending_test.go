@@ -8,7 +8,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
-
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/vmresource"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
 
@@ -16,17 +16,17 @@ import (
 // pending until the next start (its default hotplug is network,disk,usb); a stopped VM, an
 // unchanged or unknown value and the balloon (applied live) do not warn.
 func TestWarnPendingSizes(t *testing.T) {
-	state := vmModel{Cores: types.Int64Value(8), Sockets: types.Int64Value(1), Memory: types.Int64Value(16384),
+	state := vmresource.Model{Cores: types.Int64Value(8), Sockets: types.Int64Value(1), Memory: types.Int64Value(16384),
 		CPUType: types.StringValue(""), Balloon: types.Int64Value(0)}
 	plan := state
 	plan.Cores, plan.Memory, plan.Balloon = types.Int64Value(2), types.Int64Value(4096), types.Int64Value(1024)
 	plan.Sockets = types.Int64Unknown()
 	var diags diag.Diagnostics
-	warnPendingSizes(&state, &plan, false, &diags)
+	vmresource.WarnPendingSizes(&state, &plan, false, &diags)
 	if len(diags) > 0 {
 		t.Fatalf("stopped VM: %v", diags)
 	}
-	warnPendingSizes(&state, &plan, true, &diags)
+	vmresource.WarnPendingSizes(&state, &plan, true, &diags)
 	var paths []string
 	for _, d := range diags {
 		paths = append(paths, d.(diag.DiagnosticWithPath).Path().String())

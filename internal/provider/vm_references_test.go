@@ -9,7 +9,10 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/config"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/vmresource"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/vmresource/disk"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/vmresource/firmware"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
@@ -23,48 +26,48 @@ func TestCheckReferences(t *testing.T) {
 		},
 	}
 	s := types.StringValue
-	disk := func(slot, storage string) diskModel {
-		d := diskModel{Slot: s(slot), Storage: types.StringUnknown(), Size: types.Int64Value(8)}
+	diskOf := func(slot, storage string) disk.Model {
+		d := disk.Model{Slot: s(slot), Storage: types.StringUnknown(), Size: types.Int64Value(8)}
 		if storage != "" {
 			d.Storage = s(storage)
 		}
 		return d
 	}
-	existing := vmModel{ID: s("101"), Pool: s("gone"), Disks: []diskModel{disk("scsi0", "vanished")},
-		Clone: &cloneModel{Storage: s("vanished")}, firmwareModel: firmwareModel{EFIDisk: &efiDiskModel{Storage: s("vanished")}}}
+	existing := vmresource.Model{ID: s("101"), Pool: s("gone"), Disks: []disk.Model{diskOf("scsi0", "vanished")},
+		Clone: &vmresource.CloneModel{Storage: s("vanished")}, FirmwareModel: firmware.FirmwareModel{EFIDisk: &firmware.EFIDiskModel{Storage: s("vanished")}}}
 	tests := []struct {
 		name  string
-		plan  vmModel
-		state *vmModel            // nil: a new VM
+		plan  vmresource.Model
+		state *vmresource.Model   // nil: a new VM
 		view  *scheduler.Snapshot // nil: the view above
 		want  []string            // each error as "path: detail prefix"
 	}{
-		{name: "all known", plan: vmModel{Pool: s("lab"), Disks: []diskModel{disk("scsi0", "local-lvm"), disk("scsi1", "ceph"), disk("scsi2", "")},
-			Clone: &cloneModel{Storage: s("ceph")}, firmwareModel: firmwareModel{EFIDisk: &efiDiskModel{Storage: s("local-lvm")}}}},
-		{name: "unknown pool", plan: vmModel{Pool: s("lap")},
+		{name: "all known", plan: vmresource.Model{Pool: s("lab"), Disks: []disk.Model{diskOf("scsi0", "local-lvm"), diskOf("scsi1", "ceph"), diskOf("scsi2", "")},
+			Clone: &vmresource.CloneModel{Storage: s("ceph")}, FirmwareModel: firmware.FirmwareModel{EFIDisk: &firmware.EFIDiskModel{Storage: s("local-lvm")}}}},
+		{name: "unknown pool", plan: vmresource.Model{Pool: s("lap")},
 			want: []string{`pool: pool = "lap": the cluster has no such pool (pools this token can see: lab, prod)`}},
-		{name: "no pools in the cluster", plan: vmModel{Pool: s("lab")}, view: &scheduler.Snapshot{Pools: []string{}},
+		{name: "no pools in the cluster", plan: vmresource.Model{Pool: s("lab")}, view: &scheduler.Snapshot{Pools: []string{}},
 			want: []string{`pool: pool = "lab": the cluster has no such pool (pools this token can see: none)`}},
-		{name: "a view not read from the cluster tells no pools", plan: vmModel{Pool: s("lab")}, view: &scheduler.Snapshot{}},
-		{name: "unknown disk storage", plan: vmModel{Disks: []diskModel{disk("scsi0", "local-lvm"), disk("scsi1", "cepth")}},
+		{name: "a view not read from the cluster tells no pools", plan: vmresource.Model{Pool: s("lab")}, view: &scheduler.Snapshot{}},
+		{name: "unknown disk storage", plan: vmresource.Model{Disks: []disk.Model{diskOf("scsi0", "local-lvm"), diskOf("scsi1", "cepth")}},
 			want: []string{`disk[1].storage: disk[1].storage = "cepth": the cluster has no such storage (storages: backup, ceph, local-lvm)`}},
-		{name: "storage without images", plan: vmModel{Disks: []diskModel{disk("virtio0", "backup")}},
+		{name: "storage without images", plan: vmresource.Model{Disks: []disk.Model{diskOf("virtio0", "backup")}},
 			want: []string{`disk[0].storage: disk[0].storage = "backup": the storage has no images content type (content: backup, iso)`}},
-		{name: "clone and EFI disk storages", plan: vmModel{Clone: &cloneModel{Storage: s("nfs")}, firmwareModel: firmwareModel{EFIDisk: &efiDiskModel{Storage: s("backup")}}},
+		{name: "clone and EFI disk storages", plan: vmresource.Model{Clone: &vmresource.CloneModel{Storage: s("nfs")}, FirmwareModel: firmware.FirmwareModel{EFIDisk: &firmware.EFIDiskModel{Storage: s("backup")}}},
 			want: []string{`clone.storage: clone.storage = "nfs": the cluster has no such storage`, `efi_disk.storage: efi_disk.storage = "backup": the storage has no images content type`}},
-		{name: "a view without storages tells none", plan: vmModel{Disks: []diskModel{disk("scsi0", "nfs")}}, view: &scheduler.Snapshot{Pools: []string{}, Nodes: []scheduler.Node{{Name: "pve1"}}}},
+		{name: "a view without storages tells none", plan: vmresource.Model{Disks: []disk.Model{diskOf("scsi0", "nfs")}}, view: &scheduler.Snapshot{Pools: []string{}, Nodes: []scheduler.Node{{Name: "pve1"}}}},
 		// An existing VM: what it has is not checked again, even if gone from the cluster (a
 		// destroy plans first); a new disk and a changed value are.
-		{name: "existing VM, nothing new", state: &existing, plan: vmModel{Pool: s("gone"), Disks: []diskModel{disk("scsi0", "vanished")},
-			Clone: &cloneModel{Storage: s("vanished")}, firmwareModel: firmwareModel{EFIDisk: &efiDiskModel{Storage: s("vanished")}}}},
-		{name: "existing VM, new disk and changed pool", state: &existing, plan: vmModel{Pool: s("prd"), Disks: []diskModel{disk("scsi0", "vanished"), disk("scsi1", "nfs")}},
+		{name: "existing VM, nothing new", state: &existing, plan: vmresource.Model{Pool: s("gone"), Disks: []disk.Model{diskOf("scsi0", "vanished")},
+			Clone: &vmresource.CloneModel{Storage: s("vanished")}, FirmwareModel: firmware.FirmwareModel{EFIDisk: &firmware.EFIDiskModel{Storage: s("vanished")}}}},
+		{name: "existing VM, new disk and changed pool", state: &existing, plan: vmresource.Model{Pool: s("prd"), Disks: []disk.Model{diskOf("scsi0", "vanished"), diskOf("scsi1", "nfs")}},
 			want: []string{`pool: pool = "prd"`, `disk[1].storage: disk[1].storage = "nfs"`}},
-		{name: "existing VM, disk moved to another slot's storage", state: &existing, plan: vmModel{Disks: []diskModel{disk("scsi0", "nfs")}},
+		{name: "existing VM, disk moved to another slot's storage", state: &existing, plan: vmresource.Model{Disks: []disk.Model{diskOf("scsi0", "nfs")}},
 			want: []string{`disk[0].storage: disk[0].storage = "nfs"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			state, creating := vmModel{}, tt.state == nil
+			state, creating := vmresource.Model{}, tt.state == nil
 			if !creating {
 				state = *tt.state
 			}
@@ -73,7 +76,7 @@ func TestCheckReferences(t *testing.T) {
 				snap = *tt.view
 			}
 			var diags diag.Diagnostics
-			checkReferences(&tt.plan, &state, creating, snap, &diags)
+			vmresource.CheckReferences(&tt.plan, &state, creating, snap, &diags)
 			var got []string
 			for _, d := range diags {
 				got = append(got, d.(diag.DiagnosticWithPath).Path().String()+": "+d.Detail())
@@ -97,15 +100,15 @@ func TestCheckReferences(t *testing.T) {
 func TestCheckReferencesReadsAgain(t *testing.T) {
 	ctx := context.Background()
 	sim := pvesim.NewTestServer(t, labCluster())
-	data := &providerData{client: simClient(t, sim), nodes: newNodePolicy(nil, nil), maxAge: time.Hour}
-	snap, err := data.snapshot(ctx)
+	data := &config.Data{Client: simClient(t, sim), Nodes: config.NewNodePolicy(nil, nil), MaxAge: time.Hour}
+	snap, err := data.Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The view as read before the pool lab was made.
 	before := snap
 	before.Pools = slices.DeleteFunc(slices.Clone(snap.Pools), func(p string) bool { return p == "lab" })
-	data.cached = &before
+	data.Cached = &before
 	for _, tt := range []struct {
 		pool  string
 		fail  string // the read now fails with this PVE error
@@ -121,7 +124,7 @@ func TestCheckReferencesReadsAgain(t *testing.T) {
 		}
 		reads := sim.Requests(clusterReads)
 		var diags diag.Diagnostics
-		checkReferencesNow(ctx, data, &vmModel{Pool: types.StringValue(tt.pool)}, &vmModel{}, true, before, &diags)
+		vmresource.CheckReferencesNow(ctx, data, &vmresource.Model{Pool: types.StringValue(tt.pool)}, &vmresource.Model{}, true, before, &diags)
 		got := ""
 		if diags.HasError() {
 			got = diags.Errors()[0].Detail()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/vmresource"
 )
 
 // A state written before the scheduling attributes had defaults (schema version 0) gets them
@@ -14,7 +15,7 @@ import (
 // holds stays as it was, VMIDs as integers.
 func TestUpgradeStateV0FillsSchedulingDefaults(t *testing.T) {
 	ctx := context.Background()
-	r := &vmResource{}
+	r := &vmresource.Resource{}
 	v0 := `{"id":"1000","vmid":1000,"name":"web-1","memory":4096,"profile":null,"annotations":null,
 		"node_selector":{"zone":"a"},"started":true,
 		"vm_anti_affinity":[{"tags":["web"],"topology_key":null}],
@@ -62,7 +63,7 @@ func TestUpgradeStateV0FillsSchedulingDefaults(t *testing.T) {
 }
 
 // upgradeV0 runs the upgrader from schema version 0 on a raw JSON state.
-func upgradeV0(ctx context.Context, r *vmResource, raw string) resource.UpgradeStateResponse {
+func upgradeV0(ctx context.Context, r *vmresource.Resource, raw string) resource.UpgradeStateResponse {
 	var resp resource.UpgradeStateResponse
 	r.UpgradeState(ctx)[0].StateUpgrader(ctx, resource.UpgradeStateRequest{RawState: &tfprotov6.RawState{JSON: []byte(raw)}}, &resp)
 	return resp

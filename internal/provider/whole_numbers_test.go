@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/kit"
 )
 
 // Whole numbers (and null, unknown) read as the framework's own Int64 values, so models and
@@ -40,7 +41,7 @@ func TestWholeNumberType(t *testing.T) {
 		{tftypes.NewValue(tftypes.Number, nil), types.Int64Null()},
 		{tftypes.NewValue(tftypes.Number, tftypes.UnknownValue), types.Int64Unknown()},
 	} {
-		got, err := wholeNumberType{}.ValueFromTerraform(ctx, tc.in)
+		got, err := kit.WholeNumberType{}.ValueFromTerraform(ctx, tc.in)
 		if err != nil || got != tc.want {
 			t.Errorf("%s: got %#v, %v; want %#v", tc.in, got, err, tc.want)
 		}
@@ -52,11 +53,11 @@ func TestWholeNumberType(t *testing.T) {
 		{"-3.5", "Not a whole number", "disk[0].size = -3.5: must be a whole number, e.g. -4 or -3."},
 		{"9223372036854775808", "Number out of range", "disk[0].size = 9.223372036854775808e+18 does not fit a 64-bit integer"},
 	} {
-		v, err := wholeNumberType{}.ValueFromTerraform(ctx, number(tc.in))
+		v, err := kit.WholeNumberType{}.ValueFromTerraform(ctx, number(tc.in))
 		if err != nil {
 			t.Fatalf("%s: %v", tc.in, err)
 		}
-		if !(wholeNumberType{}).Equal(v.Type(ctx)) {
+		if !(kit.WholeNumberType{}).Equal(v.Type(ctx)) {
 			t.Errorf("%s: value of type %s, which objects of the type would refuse", tc.in, v.Type(ctx))
 		}
 		back, err := v.ToTerraformValue(ctx)
@@ -74,7 +75,7 @@ func TestWholeNumberType(t *testing.T) {
 			t.Errorf("%s: %v, want %q: %q", tc.in, resp.Diagnostics, tc.summary, tc.detail)
 		}
 	}
-	if _, err := (wholeNumberType{}).ValueFromTerraform(ctx, tftypes.NewValue(tftypes.String, "2")); err == nil {
+	if _, err := (kit.WholeNumberType{}).ValueFromTerraform(ctx, tftypes.NewValue(tftypes.String, "2")); err == nil {
 		t.Error("a string read as a number")
 	}
 }
@@ -93,7 +94,7 @@ func TestEverySettableIntegerIsWhole(t *testing.T) {
 			}
 			if _, isInt := typ.(basetypes.Int64Typable); isInt && settable {
 				checked++
-				if _, whole := typ.(wholeNumberType); !whole {
+				if _, whole := typ.(kit.WholeNumberType); !whole {
 					t.Errorf("%s: %s is a settable integer of type %s, not wholeNumberType", schema, p, typ)
 				}
 			}

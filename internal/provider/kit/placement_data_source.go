@@ -1,0 +1,3 @@
+package kit
+
+const LogSubsystem = "scheduler"
