@@ -16,12 +16,12 @@ import (
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
-// burstWindow is how long a placement data source waits for the plan's other reads, so that
+// BurstWindow is how long a placement data source waits for the plan's other reads, so that
 // they are decided together: Terraform reads them within milliseconds of each other. A
 // variable so that the package's tests, which may run on a loaded machine, can wait longer.
 var BurstWindow = 50 * time.Millisecond
 
-// planQuiet is how long a VM that grows (a new VM the set refuses: refusedQuiet times it)
+// PlanQuiet is how long a VM that grows (a new VM the set refuses: refusedQuiet times it)
 // waits for the plan's other VMs (none planned for that long), so that its check sees the
 // whole plan: Terraform plans them within milliseconds of each other. A variable so that the package's tests, which
 // may run on a loaded machine, can give the plan's VMs more time.
@@ -41,21 +41,21 @@ const (
 	firstBurstMax   = time.Second
 )
 
-// changeSet is what this provider process knows of its plan's change set: the new VMs planned
+// Set is what this provider process knows of its plan's change set: the new VMs planned
 // and not yet decided, with their tentative placements; the picks of the placement data
 // sources; and the planned sizes of existing VMs. Every plan-time check and every create
 // decision of the process reads it, so that the set is placed together (all or nothing) and
 // no two picks of one plan share a VMID or capacity.
 type Set struct {
 	mu sync.Mutex
-	// members are the new VMs by name: planned in this process and not yet decided.
+	// Members are the new VMs by name: planned in this process and not yet decided.
 	Members map[string]*Member
-	// ledger holds the creates this process decided (at apply), which a plan-time check of
+	// Ledger holds the creates this process decided (at apply), which a plan-time check of
 	// the set's other VMs counts: the view may not show them yet. view is the process's
 	// shared cluster view (nil in unit tests: the snapshot given is used).
 	ledger *reservations.Ledger
 	View   func(context.Context) (scheduler.Snapshot, error)
-	// picks are the placement data sources' answers for VMs that do not exist yet, by name.
+	// Picks are the placement data sources' answers for VMs that do not exist yet, by name.
 	Picks map[string]scheduler.Reservation
 	// sizes are the planned sizes of existing VMs that grow in place, by VMID.
 	sizes map[int]PlannedSize
@@ -92,28 +92,28 @@ type Set struct {
 	picksKept bool
 	// batch holds what the apply's last joint decision gave the members not decided yet.
 	batch map[string]scheduler.Placement
-	// warn logs what the set cannot do and works around (nil: nothing is logged); the
+	// Warn logs what the set cannot do and works around (nil: nothing is logged); the
 	// provider gives it Terraform's log.
 	Warn func(ctx context.Context, msg string, err error)
 }
 
-// setMember is one new VM of the change set.
+// Member is one new VM of the change set.
 type Member struct {
 	Profile *scheduler.Profile
 	Req     scheduler.Request
-	// replaces is the VMID of the VM this one replaces (destroy, then create): its capacity
+	// Replaces is the VMID of the VM this one replaces (destroy, then create): its capacity
 	// is this member's at plan time, not the set's.
 	Replaces int
-	// tentative is where the member would go beside the others; nil when it does not fit.
+	// Tentative is where the member would go beside the others; nil when it does not fit.
 	Tentative *scheduler.Placement
 }
 
-// plannedSize is an existing VM's size after the plan.
+// PlannedSize is an existing VM's size after the plan.
 type PlannedSize struct {
 	CPUs   float64
 	Memory uint64
 	disk   uint64
-	// node is where the VM is; added the bytes its disks take in addition, by storage.
+	// Node is where the VM is; added the bytes its disks take in addition, by storage.
 	Node  string
 	Added map[string]uint64
 	// grows: larger than the VM is in some dimension.
@@ -126,7 +126,7 @@ func New(hints *planhints.Store, ledger *reservations.Ledger) *Set {
 		refreshed: map[int]bool{}, reported: map[string]bool{}}
 }
 
-// plan checks a new VM of the plan together with the other new VMs planned so far. It places
+// Plan checks a new VM of the plan together with the other new VMs planned so far. It places
 // the VM beside the others' tentative placements; when it does not fit there, it places the
 // whole set again jointly. An error means the set cannot be placed: it names the VM that
 // does not fit and how many of the set can be placed together.
@@ -244,7 +244,7 @@ func (c *Set) logWarning(ctx context.Context, msg string, err error) {
 	}
 }
 
-// decide is a create's decision at apply: the new VM is placed jointly with the members of
+// Decide is a create's decision at apply: the new VM is placed jointly with the members of
 // the set not decided yet (the snapshot carries the decided ones as reservations), beside the
 // room its plan gave the set's creates still to come (planhints), and takes its own
 // placement. When that room no longer holds, the members are placed without it; when the set
@@ -309,7 +309,7 @@ func idTaken(snap scheduler.Snapshot, vmid int) bool {
 		slices.ContainsFunc(snap.Reservations, func(r scheduler.Reservation) bool { return r.VMID == vmid })
 }
 
-// done forgets a member whose create has been decided (the ledger holds it from then on) or
+// Done forgets a member whose create has been decided (the ledger holds it from then on) or
 // has ended.
 func (c *Set) Done(name string) {
 	c.mu.Lock()
@@ -317,7 +317,7 @@ func (c *Set) Done(name string) {
 	delete(c.Members, name)
 }
 
-// settle waits before a create decides, so that the apply's first wave of creates, planned
+// Settle waits before a create decides, so that the apply's first wave of creates, planned
 // together, is decided together and beside the growth planned with them: until the process has
 // decided a create, it waits until no create or growth has been planned for firstBurstQuiet (at
 // most firstBurstMax). Later creates arrive one by one as earlier ones end, so waiting would
@@ -354,14 +354,14 @@ func (c *Set) quiet(ctx context.Context, quiet time.Duration, last func() (time.
 	}
 }
 
-// reading notes that the existing VM vmid is being read (refreshed): its plan follows.
+// Reading notes that the existing VM vmid is being read (refreshed): its plan follows.
 func (c *Set) Reading(vmid int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.refreshed[vmid] = true
 }
 
-// planning notes that the existing VM vmid is planned, or will not be (gone from the state,
+// Planning notes that the existing VM vmid is planned, or will not be (gone from the state,
 // its read failed).
 func (c *Set) Planning(vmid int) {
 	c.mu.Lock()
@@ -369,7 +369,7 @@ func (c *Set) Planning(vmid int) {
 	delete(c.refreshed, vmid)
 }
 
-// grow records the size an existing VM has after the plan and returns the snapshot with every
+// Grow records the size an existing VM has after the plan and returns the snapshot with every
 // planned size of the process and the tentative placements of the plan's new VMs: a node's
 // totals after all the plan's changes on it. A VM that grows waits until no other growth has
 // been planned for quietFor: Terraform plans the instances of a plan within milliseconds of
@@ -408,7 +408,7 @@ func (c *Set) Grow(ctx context.Context, snap scheduler.Snapshot, vmid int, size 
 	return c.withTentative(snap, ""), err
 }
 
-// growthNote ends a growth warning on node: which of the plan's VMs that grow there its figures
+// GrowthNote ends a growth warning on node: which of the plan's VMs that grow there its figures
 // (from snap, grow's snapshot) count. Terraform plans at most -parallelism VMs at once, and a VM waits only for those it can
 // know of (grow), so beyond that a VM of the node planned later raises the figures and warns
 // with its own.
@@ -451,7 +451,7 @@ func (c *Set) hold(view scheduler.Snapshot) bool {
 	return true
 }
 
-// besideGrowth is the set's error as the plan of a VM that grows reports it: the plan's new
+// BesideGrowth is the set's error as the plan of a VM that grows reports it: the plan's new
 // VMs, placed before the growth was known, no longer fit beside it.
 func BesideGrowth(err error, name string) error {
 	return Reworded(err, func(ue *scheduler.UnschedulableError) string {
@@ -459,7 +459,7 @@ func BesideGrowth(err error, name string) error {
 	})
 }
 
-// reworded is err with the message of its UnschedulableError (a SetError's too) rewritten.
+// Reworded is err with the message of its UnschedulableError (a SetError's too) rewritten.
 func Reworded(err error, message func(*scheduler.UnschedulableError) string) error {
 	var ue *scheduler.UnschedulableError
 	if !errors.As(err, &ue) {
@@ -519,7 +519,7 @@ func growsFrom(snap scheduler.Snapshot, vmid int, size PlannedSize) bool {
 	return false
 }
 
-// storageShort says, for each storage the disks of the existing VM vmid grow on, when the
+// StorageShort says, for each storage the disks of the existing VM vmid grow on, when the
 // plan's disk growth there (of every VM of the plan on that storage) and the new VMs' disks of
 // snap (grow's snapshot: their tentative placements, picks and creates in flight) exceed its
 // free space.
@@ -665,7 +665,7 @@ func without(snap scheduler.Snapshot, vmid int) scheduler.Snapshot {
 	return snap
 }
 
-// planStops begins every refusal's hint that may come from a plan (not the apply's hint, once
+// PlanStops begins every refusal's hint that may come from a plan (not the apply's hint, once
 // this process has created VMs). Terraform plans each create again at apply, just before it,
 // and a provider cannot tell that plan from terraform plan's: the hint says what holds in
 // each, since at apply the creates of the VMs that still fit go on while this one is refused.
@@ -679,28 +679,28 @@ const (
 	ReduceEither = "the plan's new VMs (count, for_each) or the names of its qemuscheduler_placement data sources"
 )
 
-// destroyHint is what a refused set adds, reduce saying what to place fewer of, since
+// DestroyHint is what a refused set adds, reduce saying what to place fewer of, since
 // terraform destroy plans the configuration first and a provider cannot tell that plan from
 // any other.
 func DestroyHint(reduce string) string {
 	return PlanStops + "Reduce " + reduce + " or make room, then plan again. " + Replanned + " " + DestroyAnyway
 }
 
-// aloneHint replaces destroyHint when the VM fits on no node even alone.
+// AloneHint replaces destroyHint when the VM fits on no node even alone.
 const AloneHint = PlanStops + Replanned + " " + DestroyAnyway
 
-// replanned is the part of a refusal for the apply: Terraform plans each create again just
+// Replanned is the part of a refusal for the apply: Terraform plans each create again just
 // before it, and that plan cannot be told from the first one either.
 const Replanned = "If this is terraform apply of a plan that passed, the cluster changed since that plan: the VMs that still fit are created (they stay in the state), the others are not."
 
-// applyHint replaces destroyHint in an apply that has created VMs already: the cluster changed
+// ApplyHint replaces destroyHint in an apply that has created VMs already: the cluster changed
 // since its plan.
 func ApplyHint(reduce string) string {
 	return "The cluster changed since the plan: the VMs this apply created so far stay in the state, and the rest are not created. " +
 		"Make room or reduce " + reduce + ", then apply again; or " + DestroyRefreshFalse + " to remove what was created."
 }
 
-// noPlanHint replaces applyHint in an apply that found no placements of its plan: its creates
+// NoPlanHint replaces applyHint in an apply that found no placements of its plan: its creates
 // beyond the first wave were decided as they came, so an earlier one may have taken the room
 // the plan gave this one, whether or not the cluster changed.
 func NoPlanHint(reduce string) string {
@@ -712,7 +712,7 @@ func NoPlanHint(reduce string) string {
 		"the number of new VMs."
 }
 
-// reportedBefore tells whether the set's refusal err (a SetError) was reported before, and
+// ReportedBefore tells whether the set's refusal err (a SetError) was reported before, and
 // marks it reported: every new VM the set refuses fails its plan with the set's explanation,
 // and the first is reported in full, the others point at it (addSetError).
 func (c *Set) ReportedBefore(err error) bool {
@@ -729,7 +729,7 @@ func (c *Set) ReportedBefore(err error) bool {
 	return seen
 }
 
-// hint is the line a refused placement ends with, reduce (reduceNewVMs, reduceNames) saying
+// Hint is the line a refused placement ends with, reduce (reduceNewVMs, reduceNames) saying
 // what to place fewer of: applyHint once this process has decided a create (noPlanHint when it
 // found no placements of its plan), destroyHint before.
 func (c *Set) Hint(reduce string) string {
@@ -744,16 +744,16 @@ func (c *Set) Hint(reduce string) string {
 	return DestroyHint(reduce)
 }
 
-// destroyAnyway ends every plan-time error that the cluster's state (not the configuration's
+// DestroyAnyway ends every plan-time error that the cluster's state (not the configuration's
 // syntax) causes: terraform destroy plans the configuration first, and a provider cannot tell
 // that plan from any other.
 const DestroyAnyway = "If this is terraform destroy, which plans the configuration first, run " + DestroyRefreshFalse + "."
 
-// destroyRefreshFalse is the command that destroys without planning the configuration, the one
+// DestroyRefreshFalse is the command that destroys without planning the configuration, the one
 // place that names it: the provider cannot tell whether Terraform or OpenTofu runs it.
 const DestroyRefreshFalse = "terraform destroy -refresh=false (tofu destroy -refresh=false under OpenTofu)"
 
-// taintedPredecessor is the VM a new VM with a pinned VMID replaces when Terraform plans it as
+// TaintedPredecessor is the VM a new VM with a pinned VMID replaces when Terraform plans it as
 // a plain create: a tainted VM's replacement comes with no prior state or private data, so the
 // guest already holding the pinned VMID under the same name is taken as that VM, destroyed
 // before its replacement is created. Any other guest of the VMID is not (0): the VMID is taken.
@@ -769,7 +769,7 @@ func TaintedPredecessor(snap scheduler.Snapshot, r scheduler.Request) int {
 	return 0
 }
 
-// sizeOf is a request's size as an existing guest shows it.
+// SizeOf is a request's size as an existing guest shows it.
 func SizeOf(r scheduler.Request) PlannedSize {
 	return PlannedSize{CPUs: float64(r.Cores * max(r.Sockets, 1)), Memory: uint64(r.MemoryMiB) * scheduler.MiB, disk: r.DiskBytes}
 }

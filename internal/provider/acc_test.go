@@ -155,7 +155,7 @@ func simClient(t *testing.T, sim *pvesim.Server) *proxmox.Client {
 	return c
 }
 
-// client is a client of the test's cluster: the simulator's, or on a real cluster one made from
+// Client is a client of the test's cluster: the simulator's, or on a real cluster one made from
 // the environment the provider reads (PROXMOX_VE_*), for checks of PVE's own view that hold on
 // both.
 func (e *accEnv) client(t *testing.T) *proxmox.Client {

@@ -8,7 +8,7 @@ import (
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 )
 
-// readVM reads VM vmid where it is now. It asks node first when one is known (where the
+// ReadVM reads VM vmid where it is now. It asks node first when one is known (where the
 // state last saw the VM): refreshing VMs that stayed put reads no cluster view at all. Else,
 // or when the VM is not there, it looks the VM up in the shared cluster view, and in a view
 // read from now on when that one cannot tell: the VM is not where it says, or it does not

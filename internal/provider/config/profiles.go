@@ -16,7 +16,7 @@ import (
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
-// profileModel is one provider `profile` block: a named plugin config layer that a data
+// ProfileModel is one provider `profile` block: a named plugin config layer that a data
 // source or resource selects with `profile = "<name>"`, like kube-scheduler's schedulerName.
 // Terraform blocks cannot carry labels, so the name is an attribute.
 type ProfileModel struct {
@@ -49,7 +49,7 @@ func ProviderProfileBlock() providerschema.Block {
 	}
 }
 
-// profileLayers checks every profile block, each error on the attribute that holds it, and
+// ProfileLayers checks every profile block, each error on the attribute that holds it, and
 // returns each profile's layer (its YAML, then its blocks) by name. Names still unknown at
 // plan time are skipped.
 func ProfileLayers(ctx context.Context, profiles []ProfileModel) (map[string]scheduler.PluginConfig, diag.Diagnostics) {
@@ -109,7 +109,7 @@ func (p *Data) definedProfiles() string {
 	return strings.Join(append([]string{scheduling.DefaultProfile}, defined...), ", ")
 }
 
-// pipeline builds an object's scheduler: the provider's plugin config, the profile the object
+// Pipeline builds an object's scheduler: the provider's plugin config, the profile the object
 // selects, then the object's own layers; nil after an error (an unknown profile is one).
 func (p *Data) Pipeline(ctx context.Context, m *scheduling.SchedulingModel, diags *diag.Diagnostics) *scheduler.Profile {
 	base, err := p.pluginBase(m.Profile)
@@ -120,7 +120,7 @@ func (p *Data) Pipeline(ctx context.Context, m *scheduling.SchedulingModel, diag
 	return m.Pipeline(ctx, base, diags)
 }
 
-// underProfile names the profile under which no node was found, when one is named.
+// UnderProfile names the profile under which no node was found, when one is named.
 func UnderProfile(err error, profile types.String) error {
 	var ue *scheduler.UnschedulableError
 	var se *scheduler.SetError
@@ -134,7 +134,7 @@ func UnderProfile(err error, profile types.String) error {
 	return &named
 }
 
-// withProfile names the profile that decided at the end of a placement summary; the default
+// WithProfile names the profile that decided at the end of a placement summary; the default
 // profile leaves the summary as it always was.
 func WithProfile(summary string, profile types.String) string {
 	if name := scheduling.ProfileName(profile); name != scheduling.DefaultProfile {

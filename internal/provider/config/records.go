@@ -36,7 +36,7 @@ func NewGuestRecords(c *proxmox.Client, warn func(summary, detail string)) *gues
 	return &guestRecords{client: c, warn: warn, byID: map[int]*scheduler.Recorded{}, unread: map[int]bool{}}
 }
 
-// readable tells whether the guest's Notes were read (or written) by this process, so that
+// Readable tells whether the guest's Notes were read (or written) by this process, so that
 // a missing record is known missing.
 func (gr *guestRecords) Readable(vmid int) bool {
 	if gr == nil {
@@ -119,7 +119,7 @@ func (gr *guestRecords) parse(vmid int, who, notes string) {
 	delete(gr.unread, vmid)
 }
 
-// seen takes the record of a VM whose config this process read anyway (its refresh), so that
+// Seen takes the record of a VM whose config this process read anyway (its refresh), so that
 // no view reads it again; a VM without the mark is not looked at, as a view does not.
 func (gr *guestRecords) Seen(vm *proxmox.VM) {
 	if gr == nil || !slices.Contains(kit.TagFields(vm.Config["tags"]), proxmox.RecordTag) {
@@ -133,7 +133,7 @@ func (gr *guestRecords) Seen(vm *proxmox.VM) {
 	gr.parse(vm.VMID, GuestName(&scheduler.Guest{VMID: vm.VMID, Name: vm.Config["name"]}), vm.Config["description"])
 }
 
-// remember records what this process wrote, so that it is never read back.
+// Remember records what this process wrote, so that it is never read back.
 func (gr *guestRecords) Remember(vmid int, rec *records.Record) {
 	if gr == nil {
 		return
@@ -144,7 +144,7 @@ func (gr *guestRecords) Remember(vmid int, rec *records.Record) {
 	delete(gr.unread, vmid)
 }
 
-// forget drops a deleted VM's record: its VMID may come back as another guest.
+// Forget drops a deleted VM's record: its VMID may come back as another guest.
 func (gr *guestRecords) Forget(vmid int) {
 	if gr == nil {
 		return
@@ -169,7 +169,7 @@ func GuestName(g *scheduler.Guest) string {
 	return fmt.Sprintf("%d (%s)", g.VMID, g.Name)
 }
 
-// recordProfiles resolves the profiles placement records name, for the rebalance: the
+// RecordProfiles resolves the profiles placement records name, for the rebalance: the
 // provider's plugin config and the named profile, without any object's own layers.
 func (p *Data) RecordProfiles() func(name string) (*scheduler.Profile, error) {
 	return func(name string) (*scheduler.Profile, error) {

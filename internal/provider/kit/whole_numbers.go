@@ -16,7 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 )
 
-// wholeNumberType is the framework's Int64 type, except for a number that is not a 64-bit
+// WholeNumberType is the framework's Int64 type, except for a number that is not a 64-bit
 // integer: the framework fails to convert it, with an error that blames the provider and
 // (in a block) names no attribute; this type converts it to a notWhole value, which fails
 // validation on the attribute's path. Whole numbers convert to plain types.Int64 values, so
@@ -83,7 +83,7 @@ func (v notWhole) ValidateAttribute(_ context.Context, req xattr.ValidateAttribu
 		fmt.Sprintf("%s = %s: must be a whole number, e.g. %s or %s.", req.Path, v, below, above))
 }
 
-// markWholeNumbers gives every settable Int64 attribute of a schema (its Attributes and
+// MarkWholeNumbers gives every settable Int64 attribute of a schema (its Attributes and
 // Blocks maps), at any depth of blocks, the whole-number type. The schemas call it last, so
 // that an attribute added anywhere is covered. The provider, resource and data source schema
 // packages declare the same shapes (attribute and block maps, a NestedObject in list and set

@@ -14,7 +14,7 @@ import (
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
-// pluginConfigModel is the plugin_config block, shared by the provider, the data source and
+// PluginConfigModel is the plugin_config block, shared by the provider, the data source and
 // the resource.
 type PluginConfigModel struct {
 	Filter []pluginModel      `tfsdk:"filter"`
@@ -69,7 +69,7 @@ func pluginKindDoc(kind string) string {
 	return doc + "."
 }
 
-// pluginConfigBlock is the plugin_config block of the provider, its profiles, the data sources
+// PluginConfigBlock is the plugin_config block of the provider, its profiles, the data sources
 // and the resource.
 func PluginConfigBlock[A, B any](k SchemaKit[A, B]) B {
 	kind := func(kind string, withWeight bool) B {
@@ -127,7 +127,7 @@ func (m *PluginConfigModel) toScheduler(ctx context.Context) (scheduler.PluginCo
 	return scheduler.PluginConfig{Filters: section(m.Filter), Scores: scores, VMIDs: section(m.VMID)}, diags
 }
 
-// schedulingLayers parses and checks one object's (or profile's, at base) YAML and block
+// SchedulingLayers parses and checks one object's (or profile's, at base) YAML and block
 // layers, each on its own so that a mistake is reported on the attribute that holds it.
 func SchedulingLayers(ctx context.Context, base path.Path, yamlText types.String, block *PluginConfigModel) (yamlCfg, blockCfg scheduler.PluginConfig, diags diag.Diagnostics) {
 	if !yamlText.IsNull() && !yamlText.IsUnknown() {

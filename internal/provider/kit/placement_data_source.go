@@ -1,3 +1,0 @@
-package kit
-
-const LogSubsystem = "scheduler"

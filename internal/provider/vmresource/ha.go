@@ -1,0 +1,320 @@
+package vmresource
+
+// The ha block of qemuscheduler_vm: the VM as a PVE HA resource (/cluster/ha/resources,
+// sid vm:<vmid>), registered after create, updated in place and removed before destroy.
+// While the VM is HA-managed (a resource not "ignored"), PVE hands its start, stop and
+// migrate to the HA manager (hastart, hastop, hamigrate tasks that end before anything
+// happens), so those are followed by polling the guest until it is where and as wanted.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/kit"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+type HAModel struct {
+	State          types.String `tfsdk:"state"`
+	MaxRestart     types.Int64  `tfsdk:"max_restart"`
+	MaxRelocate    types.Int64  `tfsdk:"max_relocate"`
+	Comment        types.String `tfsdk:"comment"`
+	PlacementRules types.Bool   `tfsdk:"placement_rules"`
+	Rules          types.List   `tfsdk:"rules"`
+}
+
+// PVE's defaults for a resource's requested state and its restart and relocate counts.
+const (
+	defaultHAState = "started"
+	defaultHACount = 1
+)
+
+func haBlock() schema.Block {
+	return schema.SingleNestedBlock{
+		Description: "Make the VM highly available: a PVE HA resource (`vm:<vmid>`) registered after create, updated in place and " +
+			"removed before destroy. While HA manages the VM (`state` other than `ignored`), its start, stop and migrations go " +
+			"through the HA manager, and a move by the HA manager is not drift: a pinned `node` stays the VM's node in the state " +
+			"while the HA manager runs it elsewhere. Ending HA management (removing the block or `state = \"ignored\"`) of a VM " +
+			"running away from its pinned node migrates it back there, which the plan warns of.",
+		Attributes: map[string]schema.Attribute{
+			"state": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(defaultHAState),
+				Validators: []validator.String{stringvalidator.OneOf("started", "stopped", "ignored")},
+				Description: "The state the HA manager keeps the VM in: `started`, `stopped` (each must agree with `started`), " +
+					"or `ignored` (HA leaves the VM alone, as if it were not a resource). Default `started`."},
+			"max_restart": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(defaultHACount),
+				Validators:  []validator.Int64{int64validator.AtLeast(0)},
+				Description: "How often the HA manager restarts the VM on its node after a failed start. Default 1."},
+			"max_relocate": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(defaultHACount),
+				Validators:  []validator.Int64{int64validator.AtLeast(0)},
+				Description: "How often the HA manager moves the VM to another node after failed starts. Default 1."},
+			"comment": schema.StringAttribute{Optional: true, Validators: []validator.String{stringvalidator.LengthBetween(1, 4096)},
+				Description: "Comment of the HA resource."},
+			"placement_rules": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),
+				Description: "Keep PVE 9 HA rules that make the HA manager honour the VM's hard placement rules when it recovers or " +
+					"moves the VM: a `resource-affinity` rule (negative for a required `vm_anti_affinity`, positive for a required " +
+					"`vm_affinity`, both with `topology_key = \"node\"`) over the group's HA-managed VMs once it has two, and a strict " +
+					"`node-affinity` rule listing the nodes the VM's node-level rules (`node_selector`, required `node_affinity`, " +
+					"untolerated `NoSchedule`/`NoExecute` taints, the node regex annotation) and its required terms with another " +
+					"topology key (the VM stays in its domain) allow, and the node it runs on (placement is sticky: a changed " +
+					"`node_selector` does not make the HA manager move it), none when every node does; a VM with a required `vm_affinity` over " +
+					"nodes shares that rule with its group, on the nodes all its members allow (PVE allows a positive group in one " +
+					"node rule only). Rule ids start with `qemuscheduler-`; " +
+					"other rules are read, never changed. A rule Proxmox VE would refuse is a plan error; on PVE 8 (no HA rules) a " +
+					"warning. `false` writes no rule for this VM, and turning it off takes the VM out of the rules it was in (a peer " +
+					"that keeps its rules puts it back into their group's rule). Default `true`."},
+			"rules": schema.ListAttribute{Computed: true, ElementType: types.StringType,
+				Description: "The ids of the HA rules this provider keeps that hold the VM, sorted. A rule deleted or changed outside " +
+					"Terraform shows as a change here, and the next apply restores it. An update that changes only what the rules do not read " +
+					"(the description, the memory, a tag no group selects by) plans them as the state has them."},
+		},
+	}
+}
+
+// HAManaged tells whether PVE's HA manager acts on the VM: a resource not ignored.
+func HAManaged(h *HAModel) bool { return h != nil && h.State.ValueString() != "ignored" }
+
+// ValidateHA checks that started and ha.state ask for the same: the HA manager would undo
+// the other.
+func ValidateHA(started types.Bool, h *HAModel, diags *diag.Diagnostics) {
+	if h == nil || h.State.IsUnknown() || started.IsUnknown() {
+		return
+	}
+	state := kit.CmpOr(h.State.ValueString(), defaultHAState)
+	run := started.IsNull() || started.ValueBool() // started defaults to true
+	if state == "ignored" || (state == "started") == run {
+		return
+	}
+	want := map[bool]string{true: "started", false: "stopped"}
+	diags.AddAttributeError(path.Root("ha").AtName("state"), "started and ha.state disagree",
+		fmt.Sprintf("started = %t but ha.state = %q: the HA manager keeps the VM %s whatever Terraform does. "+
+			"Set ha.state = %q, or started = %t.", run, state, state, want[run], !run))
+}
+
+// Settings is the block as PVE's resource options.
+func (h *HAModel) Settings() proxmox.HASettings {
+	return proxmox.HASettings{State: h.State.ValueString(), MaxRestart: int(h.MaxRestart.ValueInt64()),
+		MaxRelocate: int(h.MaxRelocate.ValueInt64()), Comment: h.Comment.ValueString()}
+}
+
+// HAFromSettings is the block for PVE's resource s (nil: none); an empty comment is null
+// unless prior, the block known before, has one set.
+func HAFromSettings(s *proxmox.HASettings, prior *HAModel) *HAModel {
+	if s == nil {
+		return nil
+	}
+	h := &HAModel{State: types.StringValue(s.State), MaxRestart: types.Int64Value(int64(s.MaxRestart)),
+		MaxRelocate: types.Int64Value(int64(s.MaxRelocate)), Comment: types.StringValue(s.Comment),
+		PlacementRules: types.BoolValue(true), Rules: types.ListValueMust(types.StringType, nil)}
+	if s.Comment == "" && (prior == nil || prior.Comment.IsNull()) {
+		h.Comment = types.StringNull()
+	}
+	if prior != nil && !prior.PlacementRules.IsNull() && !prior.PlacementRules.IsUnknown() {
+		h.PlacementRules = prior.PlacementRules
+	}
+	if prior != nil && !prior.Rules.IsNull() && !prior.Rules.IsUnknown() {
+		h.Rules = prior.Rules
+	}
+	return h
+}
+
+// readHA refreshes m.HA from PVE: when managed, or with all (an import) whatever it is. A
+// VM without the block costs no request.
+func (r *Resource) readHA(ctx context.Context, m *Model, all bool, diags *diag.Diagnostics) {
+	if m.HA == nil && !all {
+		return
+	}
+	vmid := int(m.VMID.ValueInt64())
+	s, err := r.Data.Client.HAResource(ctx, vmid)
+	if err != nil {
+		diags.AddError(fmt.Sprintf("Cannot read the HA resource of VM %d", vmid), err.Error())
+		return
+	}
+	m.HA = HAFromSettings(s, m.HA)
+	r.readHARules(ctx, m, diags)
+}
+
+// addHA registers a new VM as an HA resource, waiting until the HA manager knows it.
+func (r *Resource) addHA(ctx context.Context, m *Model, vmid int) error {
+	if m.HA == nil {
+		return nil
+	}
+	return r.Data.Client.AddHAResource(ctx, vmid, m.HA.Settings())
+}
+
+// haBefore, before anything else in an update, ends HA management that the plan ends, so
+// that the migration and power changes that follow are the VM's own.
+func (r *Resource) haBefore(ctx context.Context, plan, state *Model, vmid int) error {
+	switch {
+	case state.HA != nil && plan.HA == nil:
+		if err := r.syncHARules(ctx, nil, vmid, haRulesLeave, haPolicy{}, time.Time{}); err != nil {
+			return err
+		}
+		return r.Data.Client.RemoveHAResource(ctx, vmid)
+	case HAManaged(state.HA) && plan.HA != nil && !HAManaged(plan.HA):
+		return r.Data.Client.UpdateHAResource(ctx, vmid, plan.HA.Settings())
+	}
+	return nil
+}
+
+// haAfter, once the VM is configured, registers it or brings its resource to the plan.
+func (r *Resource) haAfter(ctx context.Context, plan, state *Model, vmid int) error {
+	switch {
+	case plan.HA == nil:
+		return nil
+	case state.HA == nil:
+		return r.addHA(ctx, plan, vmid)
+	case plan.HA.Settings() != state.HA.Settings():
+		return r.Data.Client.UpdateHAResource(ctx, vmid, plan.HA.Settings())
+	}
+	return nil
+}
+
+// migrate moves the VM to target: through the HA manager while it manages the VM (before and
+// after this update), as PVE requires, else directly.
+func (r *Resource) migrate(ctx context.Context, plan, state *Model, vm *proxmox.VM, target string) error {
+	if HAManaged(state.HA) && HAManaged(plan.HA) {
+		return r.Data.Client.MigrateHA(ctx, vm.VMID, target)
+	}
+	return r.Data.Client.MigrateVM(ctx, vm.Node, vm.VMID, target, vm.Status == "running")
+}
+
+// setPower starts or shuts down the VM. For an HA-managed VM PVE only hands the request to
+// the HA manager, so the guest is polled until it is in the wanted state, on whichever node:
+// the HA manager may have moved it (the request then followed it there).
+func (r *Resource) setPower(ctx context.Context, ha *HAModel, node string, vmid int, run bool) error {
+	c := r.Data.Client
+	var err error
+	if run {
+		err = c.StartVM(ctx, node, vmid)
+	} else {
+		err = c.ShutdownVM(ctx, node, vmid, time.Minute)
+	}
+	if err != nil || !HAManaged(ha) {
+		return err
+	}
+	return c.WaitGuest(ctx, vmid, "", map[bool]string{true: "running", false: "stopped"}[run])
+}
+
+// While the HA manager manages a VM whose node is pinned, the state keeps the pin as the
+// VM's node: the HA manager moving it (a failover) is no drift, and only a changed pin
+// migrates it, through the HA manager. The pin is kept in the resource's private state, as
+// Read cannot see the configuration; it lives as long as HA manages the VM.
+const HAPinKey = "ha_pin"
+
+// HAPin is the pin recorded for an HA-managed VM; "" for none.
+func HAPin(ctx context.Context, priv kit.PrivateState, diags *diag.Diagnostics) string {
+	raw, d := priv.GetKey(ctx, HAPinKey)
+	diags.Append(d...)
+	var pin string
+	if len(raw) > 0 && json.Unmarshal(raw, &pin) != nil {
+		return ""
+	}
+	return pin
+}
+
+// setPin records node as the pin and keeps it as m's node; "" forgets any pin.
+func setPin(ctx context.Context, m *Model, node string, priv kit.PrivateState, diags *diag.Diagnostics) {
+	if node == "" {
+		diags.Append(priv.SetKey(ctx, HAPinKey, nil)...)
+		return
+	}
+	raw, err := json.Marshal(node)
+	if err != nil {
+		diags.AddError("Cannot record the pinned node", err.Error())
+		return
+	}
+	diags.Append(priv.SetKey(ctx, HAPinKey, raw)...)
+	m.Node = types.StringValue(node)
+}
+
+// RecordPin, after a create or update that reached its end (ok), records the configured node
+// of an HA-managed VM, or forgets the pin of one that is not pinned or not HA-managed. A
+// failed apply keeps the pin it had: the failure must not turn a failover into drift.
+func RecordPin(ctx context.Context, m *Model, config tfsdk.Config, ok bool, priv kit.PrivateState, diags *diag.Diagnostics) {
+	if !ok {
+		KeepPin(ctx, m, priv, diags)
+		return
+	}
+	var node types.String
+	diags.Append(config.GetAttribute(ctx, path.Root("node"), &node)...)
+	if !kit.Known(node) || !HAManaged(m.HA) {
+		setPin(ctx, m, "", priv, diags)
+		return
+	}
+	setPin(ctx, m, node.ValueString(), priv, diags)
+}
+
+// ImportPin pins an imported HA-managed VM to the node its import ID names (node/VMID): the
+// configuration's node, which the HA manager may have moved it away from.
+func ImportPin(ctx context.Context, m *Model, node string, priv kit.PrivateState, diags *diag.Diagnostics) {
+	if node != "" && HAManaged(m.HA) {
+		setPin(ctx, m, node, priv, diags)
+	}
+}
+
+// KeepPin, on a refresh, keeps the recorded pin as the node of a VM that the HA manager
+// manages and has moved; a VM that HA no longer manages forgets its pin.
+func KeepPin(ctx context.Context, m *Model, priv kit.PrivateState, diags *diag.Diagnostics) {
+	pin := HAPin(ctx, priv, diags)
+	switch {
+	case pin == "":
+	case !HAManaged(m.HA):
+		setPin(ctx, m, "", priv, diags)
+	case m.Node.ValueString() != pin:
+		tflog.Info(ctx, "the HA manager runs the VM away from its pinned node; not drift", map[string]any{"vmid": m.VMID.ValueInt64(), "node": m.Node.ValueString(), "pin": pin})
+		m.Node = types.StringValue(pin)
+	}
+}
+
+// LeaveHAFrom is where a VM runs whose HA management the plan ends away from the node the
+// plan keeps, "" otherwise: the apply then migrates it to that node, which the plan warns of.
+func LeaveHAFrom(snap scheduler.Snapshot, plan, state *Model, diags *diag.Diagnostics) string {
+	if !HAManaged(state.HA) || HAManaged(plan.HA) || !kit.Known(plan.Node) {
+		return ""
+	}
+	vmid, pin := int(state.VMID.ValueInt64()), plan.Node.ValueString()
+	at, err := proxmox.LocateIn(snap, vmid)
+	if err != nil || at == pin {
+		return ""
+	}
+	diags.AddAttributeWarning(path.Root("node"), "VM "+strconv.Itoa(vmid)+" goes back to its node "+pin,
+		fmt.Sprintf("VM %d runs on %s, where the HA manager moved it. Without HA management it belongs on its node %s, "+
+			"so this apply migrates it there. To keep it on %s, set node = %q.", vmid, at, pin, at, at))
+	return at
+}
+
+// PinKept tells an update that leaves the pin of a VM the HA manager manages alone: where the
+// HA manager runs it is then not the update's business.
+func PinKept(plan, state *Model) bool {
+	return HAManaged(state.HA) && HAManaged(plan.HA) && plan.Node.Equal(state.Node)
+}
+
+// unpinPlan plans the node of a VM whose pin the configuration drops unknown: the state's
+// node is the pin, and the VM may run elsewhere.
+func unpinPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if HAPin(ctx, req.Private, &resp.Diagnostics) == "" {
+		return
+	}
+	var node types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("node"), &node)...)
+	if node.IsNull() {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("node"), types.StringUnknown())...)
+	}
+}
