@@ -30,13 +30,13 @@ type dataRead struct {
 // and none takes another's VMID or capacity. A later read sees the earlier ones' picks.
 // Names that already exist are kept where they are (sticky) and pick nothing.
 func (c *Set) Read(ctx context.Context, snap scheduler.Snapshot, profile *scheduler.Profile, reqs []scheduler.Request) (scheduler.Decision, error) {
-	r := &dataRead{reqs: reqs, profile: profile, arrived: time.Now()}
+	r := &dataRead{reqs: reqs, profile: profile, arrived: c.Clock.Now()}
 	c.mu.Lock()
 	c.reads = append(c.reads, r)
 	c.mu.Unlock()
 	select {
 	case <-ctx.Done():
-	case <-time.After(BurstWindow):
+	case <-c.Clock.After(BurstWindow):
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

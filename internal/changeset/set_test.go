@@ -110,31 +110,41 @@ func TestChangeSetGrowthWaitsForTheVMsRead(t *testing.T) {
 	}
 	p := registryProfile(t)
 	grown := scheduler.Request{Cores: 2, Sockets: 1, MemoryMiB: 30720}
+	clk := newManualClock()
 	c := New(nil, nil)
+	c.Clock = clk
 	c.QuietFor = 20 * time.Millisecond
 	for i := 0; i < 3; i++ {
 		c.Reading(100 + i) // the refresh of each, before its plan
 	}
 	first := make(chan string, 1)
+	done := make(chan struct{}, 3)
 	go func() {
 		s, err := c.Grow(context.Background(), snap, 100, SizeOf(grown))
 		if err != nil {
 			t.Error(err)
 		}
 		first <- strings.Join(p.CheckNode(s, grown, "n1", 100), "; ")
+		done <- struct{}{}
 	}()
-	time.Sleep(10 * c.QuietFor) // the late plans of the others, as a loaded machine spaces them
-	var wg sync.WaitGroup
+	// The late plans of the others, as a loaded machine spaces them: ten quiet waits later.
+	for i := 0; i < 10; i++ {
+		if d := clk.nextWait(t); d != c.QuietFor {
+			t.Fatalf("w0 waits %v for the VMs read, want QuietFor", d)
+		}
+		clk.advance(c.QuietFor)
+	}
+	clk.nextWait(t)
 	for _, vmid := range []int{101, 102} {
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
 			if _, err := c.Grow(context.Background(), snap, vmid, SizeOf(grown)); err != nil {
 				t.Error(err)
 			}
+			done <- struct{}{}
 		}()
+		clk.nextWait(t)
 	}
-	wg.Wait()
+	clk.run(t, 5*time.Millisecond, done, 3)
 	if got, want := <-first, "MemoryOvercommit: (61440+30720)/65536 MiB = 1.4063 > 1"; got != want {
 		t.Errorf("the first VM planned checked %q, want the node's figure after the plan %q", got, want)
 	}
@@ -255,8 +265,10 @@ func TestChangeSetApplyWithoutThePlanSaysSo(t *testing.T) {
 func TestChangeSetRefusalCountsTheWholeSet(t *testing.T) {
 	snap := scheduler.Snapshot{Nodes: []scheduler.Node{{Name: "n1", Online: true, MaxCPU: 16, MaxMem: 8 << 30,
 		Storages: []scheduler.Storage{{Name: "local-lvm", Content: []string{"images"}, Active: true, Total: 100 << 30}}}}}
+	clk := newManualClock()
 	c := New(nil, nil)
-	// Plans spaced 200 ms apart, more than quietFor: a refusal that waited quietFor alone
+	c.Clock = clk
+	// Plans spaced 200 ms apart, more than QuietFor: a refusal that waited QuietFor alone
 	// would count fewer VMs. The refused wait (5 x 190 ms, under firstBurstMax) leaves a
 	// loaded machine 750 ms of stall between two plans.
 	c.QuietFor = 190 * time.Millisecond
@@ -269,13 +281,15 @@ func TestChangeSetRefusalCountsTheWholeSet(t *testing.T) {
 		}
 	}
 	errs := make([]error, 3)
-	var wg sync.WaitGroup
+	done := make(chan struct{}, 3)
 	for i, n := range []string{"c", "d", "e"} {
-		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = c.Plan(context.Background(), snap, vm(n)) }()
-		time.Sleep(200 * time.Millisecond) // the next plan, as a loaded machine spaces them
+		if i > 0 {
+			clk.advance(200 * time.Millisecond) // the next plan, as a loaded machine spaces them
+		}
+		go func() { errs[i] = c.Plan(context.Background(), snap, vm(n)); done <- struct{}{} }()
+		clk.nextWait(t)
 	}
-	wg.Wait()
+	clk.run(t, 10*time.Millisecond, done, 3)
 	for i, err := range errs {
 		if err == nil || !strings.Contains(err.Error(), "only 2 of the plan's 5 new VMs can be placed together") {
 			t.Errorf("refusal %d: %v, want it to count the plan's 5 new VMs", i, err)
