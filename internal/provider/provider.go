@@ -1,5 +1,3 @@
-// Package provider implements the qemuscheduler Terraform provider: its configuration, the
-// qemuscheduler_placement data source and the qemuscheduler_vm resource.
 package provider
 
 import (
