@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/config"
 	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
+
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/scheduling"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/vmresource"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )

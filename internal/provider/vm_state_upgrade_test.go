@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/vmresource"
 )
 
