@@ -18,7 +18,7 @@ import (
 // first and a provider cannot tell that plan from any other. planned is the new VM whose plan
 // this is ("" for a data source): when the plan's set fails on another of its VMs, the
 // diagnostic, which Terraform shows on planned's resource, says why it names that one. hint
-// ends a refusal (changeSet.hint).
+// ends a refusal (changeset.Set.Hint).
 func AddPlanError(diags *diag.Diagnostics, err error, planned, hint string) {
 	var ue *scheduler.UnschedulableError
 	var ie *scheduler.InputError

@@ -26,7 +26,7 @@ import (
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 )
 
-// AgentModel is embedded in vmModel.
+// AgentModel is embedded in Model.
 type AgentModel struct {
 	AgentTimeout  types.String `tfsdk:"agent_timeout"`
 	IPv4Addresses types.Map    `tfsdk:"ipv4_addresses"`

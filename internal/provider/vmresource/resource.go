@@ -120,7 +120,7 @@ func (r *Resource) ModifyPlan(ctx context.Context, req resource.ModifyPlanReques
 		return
 	}
 	if !req.State.Raw.IsNull() {
-		// Refreshed just before: the plans of growth that wait for it (changeSet.reading) go on.
+		// Refreshed just before: the plans of growth that wait for it (changeset.Set.Reading) go on.
 		var vmid types.Int64
 		resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("vmid"), &vmid)...)
 		defer r.Data.Changes.Planning(int(vmid.ValueInt64()))

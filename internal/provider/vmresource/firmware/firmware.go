@@ -44,7 +44,7 @@ type startupModel struct {
 	Down  types.Int64 `tfsdk:"down"`
 }
 
-// FirmwareModel is embedded in vmModel.
+// FirmwareModel is embedded in vmresource.Model.
 type FirmwareModel struct {
 	BIOS         types.String  `tfsdk:"bios"`
 	EFIDisk      *EFIDiskModel `tfsdk:"efi_disk"`
