@@ -35,7 +35,7 @@ func haBlockOf(state string, restart, relocate int64, comment types.String) *vmr
 // sameHA compares two blocks attribute by attribute (a list is not comparable with ==).
 func sameHA(a, b *vmresource.HAModel) bool {
 	return a.State.Equal(b.State) && a.MaxRestart.Equal(b.MaxRestart) && a.MaxRelocate.Equal(b.MaxRelocate) &&
-		a.Comment.Equal(b.Comment) && a.PlacementRules.Equal(b.PlacementRules) && a.Rules.Equal(b.Rules)
+		a.Comment.Equal(b.Comment) && a.AutoRebalance.Equal(b.AutoRebalance) && a.PlacementRules.Equal(b.PlacementRules) && a.Rules.Equal(b.Rules)
 }
 
 // The block to PVE's options and back.
@@ -54,20 +54,20 @@ func TestHAMapping(t *testing.T) {
 			if got := tt.block.Settings(); got != tt.pve {
 				t.Errorf("settings = %+v, want %+v", got, tt.pve)
 			}
-			back := vmresource.HAFromSettings(&tt.pve, tt.block)
+			back := vmresource.HAFromSettings(&tt.pve, tt.block, false)
 			if !sameHA(back, tt.block) {
 				t.Errorf("read back %+v, want %+v", back, tt.block)
 			}
-			if imported := vmresource.HAFromSettings(&tt.pve, nil); !sameHA(imported, tt.block) {
+			if imported := vmresource.HAFromSettings(&tt.pve, nil, false); !sameHA(imported, tt.block) {
 				t.Errorf("imported %+v, want %+v", imported, tt.block)
 			}
 		})
 	}
-	if vmresource.HAFromSettings(nil, haBlockOf("started", 1, 1, types.StringNull())) != nil {
+	if vmresource.HAFromSettings(nil, haBlockOf("started", 1, 1, types.StringNull()), true) != nil {
 		t.Error("a VM that is no HA resource (any more) must read back without the block")
 	}
 	// A comment removed outside Terraform reads back as "", which plans setting it again.
-	if h := vmresource.HAFromSettings(&proxmox.HASettings{State: "started"}, haBlockOf("started", 1, 1, types.StringValue("web"))); !h.Comment.Equal(types.StringValue("")) {
+	if h := vmresource.HAFromSettings(&proxmox.HASettings{State: "started"}, haBlockOf("started", 1, 1, types.StringValue("web")), false); !h.Comment.Equal(types.StringValue("")) {
 		t.Errorf("comment removed outside: %v", h.Comment)
 	}
 	for _, c := range []struct {

@@ -59,6 +59,9 @@ type Client struct {
 	optionsMu   sync.Mutex
 	optionsRead bool
 	bounds      *nextIDBounds
+
+	releaseMu sync.Mutex
+	release   *Release // read once (Release)
 }
 
 var tokenPattern = regexp.MustCompile(`^([^@!\s]+@[^@!\s]+![^=\s]+)=(\S+)$`)

@@ -14,9 +14,38 @@ type HASettings struct {
 	State                   string // started, stopped or ignored
 	MaxRestart, MaxRelocate int
 	Comment                 string
+	// AutoRebalance is PVE 9.2's auto-rebalance flag: whether the HA manager's automatic
+	// rebalancing may migrate the VM. As resources.cfg has it: FlagUnset is PVE's default (on)
+	// from 9.2, and no flag at all before, where a write leaves it out.
+	AutoRebalance Flag
 	// NoFailback is read only: PVE 9's failback flag (on by default) is off, and the HA
 	// manager leaves the service on a lower priority node of its node-affinity rule.
 	NoFailback bool
+}
+
+// Flag is a boolean option that may be unset: left to PVE's default, or absent.
+type Flag int8
+
+const (
+	FlagUnset Flag = iota
+	FlagOn
+	FlagOff
+)
+
+// FlagOf is b as a set flag.
+func FlagOf(b bool) Flag {
+	if b {
+		return FlagOn
+	}
+	return FlagOff
+}
+
+// flagFrom reads a boolean option PVE may list as 0/1 or as the config file's text; nil is unset.
+func flagFrom(n *flexInt) Flag {
+	if n == nil {
+		return FlagUnset
+	}
+	return FlagOf(*n != 0)
 }
 
 func haSID(vmid int) string { return "vm:" + strconv.Itoa(vmid) }
@@ -40,6 +69,7 @@ func (c *Client) HAResources(ctx context.Context) (map[int]HASettings, error) {
 		MaxRelocate *int     `json:"max_relocate"`
 		Comment     string   `json:"comment"`
 		Failback    *flexInt `json:"failback"` // a number, or a string from the config file
+		Rebalance   *flexInt `json:"auto-rebalance"`
 	}
 	if err := c.get(ctx, "read the HA resources", "/cluster/ha/resources", map[string]string{"type": "vm"}, &rows); err != nil {
 		return nil, err
@@ -50,7 +80,8 @@ func (c *Client) HAResources(ctx context.Context) (map[int]HASettings, error) {
 		if err != nil {
 			continue
 		}
-		s := HASettings{State: r.State, MaxRestart: 1, MaxRelocate: 1, Comment: r.Comment, NoFailback: r.Failback != nil && *r.Failback == 0}
+		s := HASettings{State: r.State, MaxRestart: 1, MaxRelocate: 1, Comment: r.Comment, AutoRebalance: flagFrom(r.Rebalance),
+			NoFailback: r.Failback != nil && *r.Failback == 0}
 		switch s.State {
 		case "", "enabled":
 			s.State = "started"
@@ -79,8 +110,19 @@ func HAFailbackOff(res map[int]HASettings) map[int]bool {
 	return out
 }
 
-func (s HASettings) body() map[string]any {
+// haBody is s as a create or update sends it. The auto-rebalance flag, set, goes to PVE 9.2 or
+// later only: earlier releases refuse a property they do not know.
+func (c *Client) haBody(ctx context.Context, s HASettings) (map[string]any, error) {
 	body := map[string]any{"state": s.State}
+	if s.AutoRebalance != FlagUnset {
+		release, err := c.Release(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if release.HasAutoRebalance() {
+			body["auto-rebalance"] = map[Flag]int{FlagOn: 1, FlagOff: 0}[s.AutoRebalance]
+		}
+	}
 	if s.MaxRestart >= 0 {
 		body["max_restart"] = s.MaxRestart
 	}
@@ -90,13 +132,16 @@ func (s HASettings) body() map[string]any {
 	if s.Comment != "" {
 		body["comment"] = s.Comment
 	}
-	return body
+	return body, nil
 }
 
 // AddHAResource registers the VM as an HA resource and waits until the HA manager has picked
 // it up: until then PVE drops a migrate request for it.
 func (c *Client) AddHAResource(ctx context.Context, vmid int, s HASettings) error {
-	body := s.body()
+	body, err := c.haBody(ctx, s)
+	if err != nil {
+		return err
+	}
 	body["sid"] = haSID(vmid)
 	op := fmt.Sprintf("register VM %d as an HA resource", vmid)
 	if err := c.write(ctx, op, http.MethodPost, "/cluster/ha/resources", body, nil); err != nil {
@@ -107,7 +152,10 @@ func (c *Client) AddHAResource(ctx context.Context, vmid int, s HASettings) erro
 
 // UpdateHAResource changes the VM's HA resource; a comment set to "" is deleted.
 func (c *Client) UpdateHAResource(ctx context.Context, vmid int, s HASettings) error {
-	body := s.body()
+	body, err := c.haBody(ctx, s)
+	if err != nil {
+		return err
+	}
 	if s.Comment == "" {
 		body["delete"] = "comment"
 	}

@@ -25,7 +25,7 @@ type haResource struct {
 	typ  string // vm or ct
 	vmid int
 	// opts are the keys resources.cfg holds: state, max_restart, max_relocate, comment,
-	// failback, group.
+	// failback, auto-rebalance, group.
 	opts map[string]string
 	// pickedUp: the CRM knows the service (status/current shows its crm_state).
 	pickedUp bool
@@ -91,20 +91,27 @@ func (s *Server) haResourceOf(vmid int) *haResource {
 
 // haResourceProps are the writable resource options.
 var haResourceProps = map[string]prop{
-	"comment": strProp().maxLen(4096), "failback": boolProp(), "group": checkedProp(checkConfigID),
+	"auto-rebalance": boolProp(), "comment": strProp().maxLen(4096), "failback": boolProp(), "group": checkedProp(checkConfigID),
 	"max_relocate": intProp().atLeast(0), "max_restart": intProp().atLeast(0),
 	"state": enumProp("started", "stopped", "enabled", "disabled", "ignored"), "type": enumProp("ct", "vm"),
 }
 
+// haPropKnown tells whether the release's schema has resource option k. failback came with
+// PVE 9's HA rules (pve-ha-manager 5.0), auto-rebalance with PVE 9.2 (default on: the
+// automatic rebalancing may migrate the resource); PVE 8 knows neither.
+func (s *Server) haPropKnown(k string) bool {
+	_, known := haResourceProps[k]
+	return known && (s.haRules != nil || k != "failback" && k != "auto-rebalance")
+}
+
 // checkHAParams validates resource options as the API schema does; false after answering.
-// failback is PVE 9's (pve-ha-manager 5.0, with the HA rules): PVE 8 does not know it.
 func (s *Server) checkHAParams(w http.ResponseWriter, p map[string]string, extra ...string) bool {
 	problems := map[string]string{}
 	for k := range p {
-		prop, known := haResourceProps[k]
+		prop := haResourceProps[k]
 		switch {
 		case contains(extra, k):
-		case !known || (k == "failback" && s.haRules == nil):
+		case !s.haPropKnown(k):
 			problems[k] = "property is not defined in schema and the schema does not allow additional properties"
 		default:
 			if msg := checkTyped(p, k, prop); msg != "" {
@@ -173,7 +180,7 @@ func (s *Server) sortedHAResources() []*haResource {
 func (s *Server) haRow(r *haResource, digest string) map[string]any {
 	row := map[string]any{"sid": r.sid, "type": r.typ, "digest": digest}
 	for k, v := range r.opts {
-		if k == "max_restart" || k == "max_relocate" || k == "failback" {
+		if k == "max_restart" || k == "max_relocate" || k == "failback" || k == "auto-rebalance" {
 			row[k] = atoi(v)
 		} else {
 			row[k] = v
@@ -310,7 +317,7 @@ func (s *Server) handleHAResourceUpdate(w http.ResponseWriter, r *http.Request) 
 	}
 	s.newRequest(res)
 	for _, k := range splitList(p["delete"]) {
-		if _, known := haResourceProps[k]; !known || k == "type" {
+		if !s.haPropKnown(k) || k == "type" {
 			paramError(w, "delete", fmt.Sprintf("invalid option '%s'", k))
 			return
 		}
@@ -534,7 +541,7 @@ func (s *Server) handleHAStatus(w http.ResponseWriter, _ *http.Request) {
 		if crm := s.crmState(res); crm != "" {
 			row["crm_state"] = crm
 		}
-		for _, k := range []string{"max_restart", "max_relocate", "failback"} {
+		for _, k := range []string{"max_restart", "max_relocate", "failback", "auto-rebalance"} {
 			if v, set := res.opts[k]; set {
 				row[k] = atoi(v)
 			}

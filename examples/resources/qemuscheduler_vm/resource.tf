@@ -129,7 +129,8 @@ resource "qemuscheduler_vm" "db" {
     max_restart     = 3
     max_relocate    = 2
     comment         = "primary database"
-    placement_rules = true # the default: PVE 9 HA rules keep its hard placement rules through failover
+    auto_rebalance  = false # PVE 9.2: the HA manager's automatic rebalancing leaves the database where it runs
+    placement_rules = true  # the default: PVE 9 HA rules keep its hard placement rules through failover
   }
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
@@ -37,6 +38,7 @@ type HAModel struct {
 	MaxRestart     types.Int64  `tfsdk:"max_restart"`
 	MaxRelocate    types.Int64  `tfsdk:"max_relocate"`
 	Comment        types.String `tfsdk:"comment"`
+	AutoRebalance  types.Bool   `tfsdk:"auto_rebalance"`
 	PlacementRules types.Bool   `tfsdk:"placement_rules"`
 	Rules          types.List   `tfsdk:"rules"`
 }
@@ -67,6 +69,17 @@ func haBlock() schema.Block {
 				Description: "How often the HA manager moves the VM to another node after failed starts. Default 1."},
 			"comment": schema.StringAttribute{Optional: true, Validators: []validator.String{stringvalidator.LengthBetween(1, 4096)},
 				Description: "Comment of the HA resource."},
+			// Optional and computed, without a default: PVE's default (on) is the HA resource's own,
+			// an admin may turn it off in PVE, and releases before 9.2 have no flag at all. A schema
+			// default would undo the admin's choice at every apply and claim a flag older PVE lacks;
+			// unset, the provider leaves the flag to PVE and shows what PVE has.
+			"auto_rebalance": schema.BoolAttribute{Optional: true, Computed: true, PlanModifiers: []planmodifier.Bool{keptEvenNull{}},
+				Description: "Whether the HA manager's automatic rebalancing (the datacenter's CRS option `ha-auto-rebalance`, " +
+					"PVE 9.2) may migrate the VM: the HA resource's `auto-rebalance` flag. `false` keeps the VM out of the " +
+					"rebalancing's migrations; recovery, maintenance, HA rules and manual migrations still move it. Unset, the " +
+					"provider leaves the flag as PVE has it (PVE's default is `true`) and shows it here; removing it from the " +
+					"configuration leaves PVE's value as it is. PVE before 9.2 has no such flag: the provider leaves it out, " +
+					"and the plan warns when it is set."},
 			"placement_rules": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),
 				Description: "Keep PVE 9 HA rules that make the HA manager honour the VM's hard placement rules when it recovers or " +
 					"moves the VM: a `resource-affinity` rule (negative for a required `vm_anti_affinity`, positive for a required " +
@@ -108,15 +121,35 @@ func ValidateHA(started types.Bool, h *HAModel, diags *diag.Diagnostics) {
 			"Set ha.state = %q, or started = %t.", run, state, state, want[run], !run))
 }
 
-// Settings is the block as PVE's resource options.
+// Settings is the block as PVE's resource options; an unset (or not yet known) auto_rebalance
+// leaves PVE's flag alone.
 func (h *HAModel) Settings() proxmox.HASettings {
-	return proxmox.HASettings{State: h.State.ValueString(), MaxRestart: int(h.MaxRestart.ValueInt64()),
+	s := proxmox.HASettings{State: h.State.ValueString(), MaxRestart: int(h.MaxRestart.ValueInt64()),
 		MaxRelocate: int(h.MaxRelocate.ValueInt64()), Comment: h.Comment.ValueString()}
+	if !h.AutoRebalance.IsNull() && !h.AutoRebalance.IsUnknown() {
+		s.AutoRebalance = proxmox.FlagOf(h.AutoRebalance.ValueBool())
+	}
+	return s
 }
 
-// HAFromSettings is the block for PVE's resource s (nil: none); an empty comment is null
-// unless prior, the block known before, has one set.
-func HAFromSettings(s *proxmox.HASettings, prior *HAModel) *HAModel {
+// AutoRebalanceOf is ha.auto_rebalance for PVE's flag f, on a release that has the flag
+// (rebalancing: PVE 9.2 or later) or not. Unset is PVE's default, on. Before 9.2 there is no
+// flag to read: the block keeps prior, what the configuration set (and the provider left out),
+// null when nothing was.
+func AutoRebalanceOf(f proxmox.Flag, rebalancing bool, prior types.Bool) types.Bool {
+	switch {
+	case !rebalancing && prior.IsUnknown():
+		return types.BoolNull()
+	case !rebalancing:
+		return prior
+	}
+	return types.BoolValue(f != proxmox.FlagOff)
+}
+
+// HAFromSettings is the block for PVE's resource s (nil: none) on a release with the
+// auto-rebalance flag (rebalancing) or not; an empty comment is null unless prior, the block
+// known before, has one set.
+func HAFromSettings(s *proxmox.HASettings, prior *HAModel, rebalancing bool) *HAModel {
 	if s == nil {
 		return nil
 	}
@@ -126,6 +159,11 @@ func HAFromSettings(s *proxmox.HASettings, prior *HAModel) *HAModel {
 	if s.Comment == "" && (prior == nil || prior.Comment.IsNull()) {
 		h.Comment = types.StringNull()
 	}
+	priorRebalance := types.BoolNull()
+	if prior != nil {
+		priorRebalance = prior.AutoRebalance
+	}
+	h.AutoRebalance = AutoRebalanceOf(s.AutoRebalance, rebalancing, priorRebalance)
 	if prior != nil && !prior.PlacementRules.IsNull() && !prior.PlacementRules.IsUnknown() {
 		h.PlacementRules = prior.PlacementRules
 	}
@@ -147,8 +185,52 @@ func (r *Resource) readHA(ctx context.Context, m *Model, all bool, diags *diag.D
 		diags.AddError(fmt.Sprintf("Cannot read the HA resource of VM %d", vmid), err.Error())
 		return
 	}
-	m.HA = HAFromSettings(s, m.HA)
+	var release proxmox.Release
+	if s != nil {
+		if release, err = r.Data.Client.Release(ctx); err != nil {
+			diags.AddError("Cannot read the Proxmox VE version", err.Error())
+			return
+		}
+	}
+	m.HA = HAFromSettings(s, m.HA, release.HasAutoRebalance())
 	r.readHARules(ctx, m, diags)
+}
+
+// settleAutoRebalance gives an auto_rebalance the plan left unknown (unset in a new block, so
+// the write left the flag out) what PVE has now: its default, on, from PVE 9.2; before, null.
+func (r *Resource) settleAutoRebalance(ctx context.Context, h *HAModel, diags *diag.Diagnostics) {
+	if h == nil || !h.AutoRebalance.IsUnknown() {
+		return
+	}
+	release, err := r.Data.Client.Release(ctx)
+	if err != nil {
+		diags.AddError("Cannot read the Proxmox VE version", err.Error())
+	}
+	h.AutoRebalance = AutoRebalanceOf(proxmox.FlagUnset, err == nil && release.HasAutoRebalance(), h.AutoRebalance)
+}
+
+// warnAutoRebalance warns at plan time of an ha.auto_rebalance that the configuration sets on
+// a release without the flag (before PVE 9.2), which refuses it: the provider leaves it out.
+func (r *Resource) warnAutoRebalance(ctx context.Context, config tfsdk.Config, plan *Model, diags *diag.Diagnostics) {
+	if plan.HA == nil {
+		return
+	}
+	at := path.Root("ha").AtName("auto_rebalance")
+	var set types.Bool
+	if diags.Append(config.GetAttribute(ctx, at, &set)...); set.IsNull() {
+		return
+	}
+	release, err := r.Data.Client.Release(ctx)
+	if err != nil {
+		diags.AddError("Cannot read the Proxmox VE version", err.Error())
+		return
+	}
+	if !release.HasAutoRebalance() {
+		diags.AddAttributeWarning(at, "ha.auto_rebalance needs Proxmox VE 9.2",
+			fmt.Sprintf("The cluster runs Proxmox VE %s, whose HA resources have no auto-rebalance flag (PVE 9.2 added it with the "+
+				"HA manager's automatic rebalancing), so the provider leaves ha.auto_rebalance out and it has no effect. Remove "+
+				"ha.auto_rebalance, or upgrade to PVE 9.2 or later, where the next apply sets it.", release))
+	}
 }
 
 // addHA registers a new VM as an HA resource, waiting until the HA manager knows it.

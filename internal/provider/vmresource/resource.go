@@ -137,6 +137,7 @@ func (r *Resource) ModifyPlan(ctx context.Context, req resource.ModifyPlanReques
 		return
 	}
 	planNoAddresses(ctx, &plan, resp)
+	r.warnAutoRebalance(ctx, req.Config, &plan, &resp.Diagnostics)
 	if plan.Node.IsUnknown() && !plan.ID.IsUnknown() || plan.Name.IsUnknown() {
 		return
 	}
@@ -332,6 +333,7 @@ func (r *Resource) Create(ctx context.Context, req resource.CreateRequest, resp 
 	r.ReadAgent(cleanupCtx, &plan, err == nil, &resp.Diagnostics)
 	RecordPin(ctx, &plan, req.Config, err == nil, resp.Private, &resp.Diagnostics)
 	plan.HA.knownRules()
+	r.settleAutoRebalance(cleanupCtx, plan.HA, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, plan)...)
 }
 
@@ -464,6 +466,7 @@ func (r *Resource) Update(ctx context.Context, req resource.UpdateRequest, resp 
 		}
 	}
 	plan.HA.knownRules()
+	r.settleAutoRebalance(cleanupCtx, plan.HA, &resp.Diagnostics)
 	// A pinned VM keeps its pin as its node, and an unpinned one may be planned with its node
 	// unknown, but the summary says where it runs.
 	moved := kit.Known(plannedNode) && !plan.Node.Equal(plannedNode) || kit.Known(plannedSummary) && !plan.PlacementSummary.Equal(plannedSummary)

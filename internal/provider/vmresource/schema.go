@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
@@ -17,6 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/setplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/kit"
@@ -110,10 +112,11 @@ func (r *Resource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *r
 	kit.MarkWholeNumbers(resp.Schema.Attributes, resp.Schema.Blocks)
 }
 
-// keptEvenNull plans an unset computed attribute of an existing VM as the prior state's value,
-// null included: UseStateForUnknown leaves a null state unknown, which every update would then
-// show, and the apply could not keep. The balloon's null is PVE's default (no key: the device
-// on, at the VM's memory), which 0 (no device) is not.
+// keptEvenNull plans an unset computed attribute of an existing VM (and block) as the prior
+// state's value, null included: UseStateForUnknown leaves a null state unknown, which every
+// update would then show, and the apply could not keep. The balloon's null is PVE's default
+// (no key: the device on, at the VM's memory), which 0 (no device) is not; ha.auto_rebalance's
+// is a release without the flag.
 type keptEvenNull struct{}
 
 func (keptEvenNull) Description(context.Context) string {
@@ -122,10 +125,30 @@ func (keptEvenNull) Description(context.Context) string {
 
 func (m keptEvenNull) MarkdownDescription(ctx context.Context) string { return m.Description(ctx) }
 
-func (keptEvenNull) PlanModifyInt64(_ context.Context, req planmodifier.Int64Request, resp *planmodifier.Int64Response) {
-	if !req.State.Raw.IsNull() && req.PlanValue.IsUnknown() && req.ConfigValue.IsNull() {
+func (keptEvenNull) PlanModifyInt64(ctx context.Context, req planmodifier.Int64Request, resp *planmodifier.Int64Response) {
+	if req.PlanValue.IsUnknown() && req.ConfigValue.IsNull() && priorHolds(ctx, req.State, req.Path) {
 		resp.PlanValue = req.StateValue
 	}
+}
+
+func (keptEvenNull) PlanModifyBool(ctx context.Context, req planmodifier.BoolRequest, resp *planmodifier.BoolResponse) {
+	if req.PlanValue.IsUnknown() && req.ConfigValue.IsNull() && priorHolds(ctx, req.State, req.Path) {
+		resp.PlanValue = req.StateValue
+	}
+}
+
+// priorHolds tells whether the prior state has the object that the attribute at p is in: the
+// VM exists, and so does the block (a block this plan adds has no value to keep).
+func priorHolds(ctx context.Context, state tfsdk.State, p path.Path) bool {
+	if state.Raw.IsNull() {
+		return false
+	}
+	parent := p.ParentPath()
+	if len(parent.Steps()) == 0 {
+		return true
+	}
+	var obj types.Object
+	return !state.GetAttribute(ctx, parent, &obj).HasError() && !obj.IsNull()
 }
 
 // timeoutsBlock is the framework's timeouts block with our defaults in its descriptions.
