@@ -71,7 +71,7 @@ func (s *Server) serviceNodes(sid string) []string {
 		return nil
 	}
 	g := s.guests[res.vmid]
-	if g == nil {
+	if g == nil || s.countsNowhere(res, s.crmState(res)) {
 		return nil
 	}
 	var out []string
@@ -158,6 +158,9 @@ func (s *Server) recoveryNodes(res *haResource) []string {
 			most = max(most, c)
 		}
 		cands = slices.DeleteFunc(cands, func(n string) bool { return together[n] < most })
+	}
+	if order, scored := s.crsOrder(res, cands); scored {
+		return order
 	}
 	// A service being migrated counts on both nodes, as the HA manager's node usage does.
 	load := map[string]int{}
