@@ -30,7 +30,7 @@ type crsNode struct {
 
 // crsVM is a service of service_config with its figures: the node it starts on, its
 // static_service_stats (maxcpu, maxmem in bytes) and dynamic_service_stats (cpu in cores, mem
-// in bytes; none when both are 0).
+// in bytes), set for every guest of a dynamic scenario.
 type crsVM struct {
 	node           string
 	maxcpu, maxmem float64
@@ -48,6 +48,7 @@ type crsScenario struct {
 	nodes []crsNode
 	vms   map[int]crsVM
 	rules []pvesim.HARuleSpec
+	pve8  bool // PVE 8.2 (no HA rules) rather than 9.2
 }
 
 // threeNodes are n1..n3 alike.
@@ -65,7 +66,7 @@ var pve520Threshold = fmt.Sprint(30 / math.Sqrt2)
 func (sc crsScenario) start(t *testing.T) (*pvesim.Server, *api) {
 	t.Helper()
 	c := pvesim.Cluster{HARules: sc.rules, CRS: sc.crs}
-	if c.HARules == nil {
+	if c.HARules == nil && !sc.pve8 {
 		c.HARules = []pvesim.HARuleSpec{}
 	}
 	for _, n := range sc.nodes {
@@ -98,7 +99,7 @@ func (sc crsScenario) start(t *testing.T) (*pvesim.Server, *api) {
 		if !vm.later {
 			a.ok(a.form(http.MethodPost, "/cluster/ha/resources", url.Values{"sid": {sid(g.VMID, vm.ct)}, "state": {cmpOr(vm.state, "started")}}))
 		}
-		if vm.cpu > 0 || vm.mem > 0 {
+		if strings.Contains(sc.crs, "ha=dynamic") {
 			if err := s.SetGuestLoad(g.VMID, vm.cpu, vm.mem/(1<<30)); err != nil {
 				t.Fatal(err)
 			}
@@ -285,6 +286,25 @@ func TestCRSBasicCountsServices(t *testing.T) {
 	settle(s)
 	mustFail(t, s, "node1")
 	wantPlaced(t, s, map[int]string{102: "node2"})
+}
+
+// TestCRSNonHAGuestsCount: from PVE 9.2 (pve-ha-manager 5.1.2) the scheduler counts the
+// running guests that are no HA resources; PVE 8.2 counted the HA services only.
+func TestCRSNonHAGuestsCount(t *testing.T) {
+	for _, tc := range []struct {
+		pve8 bool
+		want string
+	}{{false, "node3"}, {true, "node2"}} {
+		s, _ := crsScenario{crs: "ha=static", pve8: tc.pve8, nodes: threeNodes(32, 64<<30),
+			vms: map[int]crsVM{101: {node: "node1", maxcpu: 2, maxmem: 4 << 30},
+				200: {node: "node2", maxcpu: 16, maxmem: 32 << 30, running: true, later: true}},
+		}.start(t)
+		settle(s)
+		mustFail(t, s, "node1")
+		if g := s.MustGuest(t, 101); g.Node != tc.want {
+			t.Errorf("PVE 8 %v: vm:101 recovered to %s beside the busy non-HA VM 200 on node2, want %s", tc.pve8, g.Node, tc.want)
+		}
+	}
 }
 
 // TestCRSOptions: the crs property is checked as PVE checks datacenter.cfg, per release, and
