@@ -64,7 +64,8 @@ func (s *Server) failback(res *haResource) bool {
 
 // serviceNodes are the nodes a service counts on for the rules: the node it runs on while
 // that node is up (a service in recovery on a failed node counts nowhere), and the target of
-// a migration under way. The caller holds s.mu.
+// a migration under way; a stopped one, or one whose start the CRM has not taken yet, counts
+// nowhere (countsNowhere). The caller holds s.mu.
 func (s *Server) serviceNodes(sid string) []string {
 	res := s.haResources[sid]
 	if res == nil || res.state() == "ignored" {
