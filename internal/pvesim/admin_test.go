@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
 
 // adminCall sends params form-encoded to the admin endpoint (outside /api2/json).
@@ -85,5 +87,60 @@ func TestAdminEndpoint(t *testing.T) {
 	a.header.Set("Authorization", "PVEAPIToken=root@pam!sim=wrong")
 	if r := adminCall(a, http.MethodPost, "/pvesim/nodes/pve2/fail", nil); r.code != http.StatusUnauthorized {
 		t.Errorf("wrong token: %s", r.status)
+	}
+}
+
+// The admin endpoint sets the datacenter's crs, a guest's live load, and runs HA rounds: with
+// the dynamic scheduler and auto-rebalance, a node made busy by its guests' load has its HA
+// services migrated away one at a time, each after the hold duration (two rounds here) and a
+// round for the previous move to be seen done, and the answer names the moves. PVE 8's schema
+// refuses the dynamic scheduler.
+func TestAdminCRS(t *testing.T) {
+	_, a8 := lab(t)
+	if r := adminCall(a8, http.MethodPut, "/pvesim/crs", url.Values{"crs": {"ha=dynamic"}}); r.code != http.StatusBadRequest ||
+		!strings.Contains(string(r.body), "value 'dynamic' does not have a value in the enumeration 'basic, static'") {
+		t.Errorf("PVE 8, crs ha=dynamic: %s %s", r.status, r.body)
+	}
+	s := pvesim.NewTestServer(t, pvesim.LoadTestCluster(t, "../../examples/lab/cluster.yaml"))
+	a := newAPI(t, s)
+	for _, sid := range []string{"vm:100", "vm:101"} {
+		a.ok(a.form(http.MethodPost, "/cluster/ha/resources", url.Values{"sid": {sid}}))
+	}
+	// ci-runner (16 vCPUs) and db-1 (8) busy on pve1.
+	a.ok(adminCall(a, http.MethodPut, "/pvesim/guests/101/load", url.Values{"cpu_cores": {"16"}, "mem_used_gib": {"16"}}))
+	guest := a.ok(adminCall(a, http.MethodPut, "/pvesim/guests/100/load", url.Values{"cpu_cores": {"8"}})).obj()
+	if guest["node"] != "pve1" || guest["cpu_cores"] != 8.0 {
+		t.Errorf("guest load answer: %v", guest)
+	}
+	crs := a.ok(adminCall(a, http.MethodPut, "/pvesim/crs", url.Values{"crs": {"ha=dynamic,ha-auto-rebalance=1,ha-auto-rebalance-hold-duration=2"}})).obj()
+	if crs["scheduler"] != "dynamic" || crs["crs"] != "ha=dynamic,ha-auto-rebalance=1,ha-auto-rebalance-hold-duration=2" || crs["imbalance"].(float64) <= 0.3 {
+		t.Errorf("crs answer: %v, want the dynamic scheduler seeing an imbalance above 30%%", crs)
+	}
+	ran := a.ok(adminCall(a, http.MethodPost, "/pvesim/ha/rounds", url.Values{"rounds": {"5"}})).obj()
+	moves, _ := ran["rebalanced"].([]any)
+	if len(moves) != 2 || !strings.HasPrefix(moves[0].(string), "vm:100 pve1 -> ") || !strings.HasPrefix(moves[1].(string), "vm:101 pve1 -> ") {
+		t.Errorf("5 rounds: %v, want vm:100, then vm:101 migrated off pve1", ran)
+	}
+	if s.MustGuest(t, 100).Node == "pve1" || s.MustGuest(t, 101).Node == "pve1" {
+		t.Errorf("a busy service still on pve1 after %v", moves)
+	}
+	for _, tc := range []struct {
+		path   string
+		params url.Values
+		want   string
+	}{
+		{"/pvesim/crs", url.Values{"crs": {"ha=busy"}}, "value 'busy' does not have a value in the enumeration 'basic, static, dynamic'"},
+		{"/pvesim/crs", url.Values{}, "give crs"},
+		{"/pvesim/ha/rounds", url.Values{"rounds": {"0"}}, "give rounds, the number of HA rounds to run (1-10000)"},
+		{"/pvesim/guests/101/load", url.Values{"cpu_cores": {"17"}}, "cpu_cores 17 is above guest 101's 16 vCPUs"},
+		{"/pvesim/guests/999/load", url.Values{"cpu_cores": {"1"}}, "no guest 999"},
+	} {
+		method := http.MethodPut
+		if strings.HasSuffix(tc.path, "rounds") {
+			method = http.MethodPost
+		}
+		if r := adminCall(a, method, tc.path, tc.params); r.code != http.StatusBadRequest || !strings.Contains(string(r.body), tc.want) {
+			t.Errorf("%s %v: %s %s, want 400 with %q", tc.path, tc.params, r.status, r.body, tc.want)
+		}
 	}
 }

@@ -24,6 +24,10 @@ type Cluster struct {
 	// HARules are PVE 9 HA rules (rules.cfg). Without the key the simulator is PVE 8, which
 	// has no /cluster/ha/rules; an empty list (ha_rules: []) is PVE 9 without rules.
 	HARules []HARuleSpec `yaml:"ha_rules" json:"ha_rules"`
+	// CRS is datacenter.cfg's crs, the HA manager's scheduler, as PVE writes it, e.g.
+	// "ha=static,ha-rebalance-on-start=1". PVE 8.2 has the basic and static schedulers and
+	// ha-rebalance-on-start; PVE 9.2 adds ha=dynamic and ha-auto-rebalance with its options.
+	CRS string `yaml:"crs" json:"crs"`
 	// RemoteFiles are the files the simulated web serves to download-url (the simulator
 	// reaches no real URL).
 	RemoteFiles []RemoteFileSpec `yaml:"remote_files" json:"remote_files"`
@@ -228,7 +232,18 @@ func (c Cluster) validate() error {
 	if id := c.NextID; id != nil && (id.Lower != 0 && id.Lower < 100 || id.Upper != 0 && id.Upper <= id.Lower) {
 		return fmt.Errorf("cluster file: next_id needs 100 <= lower < upper, got lower %d, upper %d", id.Lower, id.Upper)
 	}
+	if _, msg := parseCRS(c.CRS, c.release()); msg != "" {
+		return fmt.Errorf("cluster file: crs %q: %s (PVE %s's datacenter.cfg; %s)", c.CRS, msg, c.release().release, crsHint(c.release()))
+	}
 	return c.validateHARules(nodes, ids)
+}
+
+// crsHint says what the crs property takes on release v.
+func crsHint(v versionInfo) string {
+	if v.major < 9 {
+		return "it takes ha=basic|static and ha-rebalance-on-start; add ha_rules to simulate PVE " + pve9.release + ", which adds ha=dynamic and ha-auto-rebalance"
+	}
+	return "it takes ha=basic|static|dynamic, ha-rebalance-on-start, and ha-auto-rebalance with ha-auto-rebalance-threshold (percent), -hold-duration (rounds), -margin (percent) and -method (bruteforce|topsis)"
 }
 
 // validateConfig checks a VM's config keys and values against qemu-server's schema, as PVE

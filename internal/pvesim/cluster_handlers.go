@@ -150,8 +150,8 @@ type load struct {
 }
 
 // loads returns every node's live figures, in one pass over the guests: the host's own load,
-// plus for each running guest guestCPUShare of its vCPUs and its configured memory. So placing
-// and starting VMs moves later scores. The caller holds s.mu.
+// plus each running guest's (liveUsage). So placing and starting VMs moves later scores. The
+// caller holds s.mu.
 func (s *Server) loads() map[string]load {
 	out := make(map[string]load, len(s.nodes))
 	cpus := make(map[string]int, len(s.nodes))
@@ -164,8 +164,9 @@ func (s *Server) loads() map[string]load {
 		if !known || g.status != "running" {
 			continue
 		}
-		l.cpu += float64(g.vcpus()) * guestCPUShare / float64(cpus[g.node])
-		l.mem += g.memoryBytes()
+		cpu, mem := g.liveUsage()
+		l.cpu += cpu / float64(cpus[g.node])
+		l.mem += mem
 		out[g.node] = l
 	}
 	for _, n := range s.nodes {
@@ -212,7 +213,8 @@ func (s *Server) guestRow(g *guest) resourceRow {
 	}
 	stats := &guestStats{Name: g.name(), MaxCPU: s.maxCPU(g), MaxMem: g.memoryBytes(), MaxDisk: s.diskBytes(g), Template: b2i(g.template())}
 	if g.status == "running" {
-		stats.CPU, stats.Mem, stats.Uptime = guestCPUShare, g.memoryBytes()/2, 3600
+		stats.CPU, stats.Mem = g.reportedUsage(stats.MaxCPU)
+		stats.Uptime = 3600
 	}
 	row.Status, row.guestStats = g.status, stats
 	return row
@@ -392,6 +394,9 @@ func (s *Server) handleOptions(w http.ResponseWriter, _ *http.Request) {
 			nid["upper"] = strconv.Itoa(s.nextID.Upper)
 		}
 		opts["next-id"] = nid
+	}
+	if c := s.crs.config; c != nil {
+		opts["crs"] = c.options()
 	}
 	writeData(w, opts)
 }

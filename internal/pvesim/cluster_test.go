@@ -23,7 +23,7 @@ func TestParseCluster(t *testing.T) {
 		{"yaml", "nodes: [{name: pve1, cpus: 4, memory_gib: 8}]\nguests: [{vmid: 100, node: pve1}]\n", ""},
 		{"json", `{"nodes":[{"name":"pve1","cpus":4,"memory_gib":8}],"next_id":{"lower":500,"upper":600}}`, ""},
 		{"unknown key", "nodes: [{name: pve1, cpus: 4, memory_gib: 8, ram: 3}]\n", "line 1: unknown key ram in a node; the keys are name, cpus, memory_gib, cpu_load, mem_used_gib, offline, hastate, arch, notes"},
-		{"misspelled top-level key", "node: []\n", "unknown key node at the top level; the keys are nodes, storages, guests, pools, next_id, ha_rules, remote_files"},
+		{"misspelled top-level key", "node: []\n", "unknown key node at the top level; the keys are nodes, storages, guests, pools, next_id, ha_rules, crs, remote_files"},
 		{"misspelled guest key", "guests: [{vmid: 100, tag: [a]}]\n", "unknown key tag in a guest; the keys are vmid, node, type, name, status, cores, sockets, memory_mib, template, tags, pool, config"},
 		{"cpu_load above 1", "nodes: [{name: pve1, cpus: 4, memory_gib: 8, cpu_load: 35}]\n", `node "pve1" has cpu_load 35 and mem_used_gib 0; cpu_load is a fraction of its CPUs (0..1)`},
 		{"mem_used_gib above memory", "nodes: [{name: pve1, cpus: 4, memory_gib: 8, mem_used_gib: 9}]\n", "mem_used_gib at most its memory_gib 8"},

@@ -57,6 +57,17 @@
 //     vm_start does (more vCPUs than the node has, a missing cicustom snippet), and the
 //     service is relocated to a node where it has not failed, max_relocate times, then put
 //     into the error state, which only disabling it leaves;
+//   - the HA manager's scheduler (datacenter.cfg crs, the cluster file's crs, SetCRS, shown by
+//     GET /cluster/options): basic counts the HA services on a node; static (PVE 8.2 and 9.2)
+//     scores nodes by the configured CPUs and memory of the services, dynamic (PVE 9.2) by the
+//     nodes' live load and the guests' (SetGuestLoad), both with proxmox-resource-scheduling's
+//     TOPSIS, for recovery, maintenance, failback and ha-rebalance-on-start (a service placed
+//     on the best node before it starts); from PVE 9.2 running non-HA guests count too.
+//     PVE 9.2's ha-auto-rebalance migrates, once the node imbalance (the coefficient of
+//     variation of the node loads over sqrt(n-1)) has exceeded its threshold (percent) for its
+//     hold duration (rounds), the one service or positive-affinity bundle whose move, scored
+//     by bruteforce or TOPSIS, lowers it by the margin (percent), honouring the rules and the
+//     resource's auto-rebalance flag, none while another move runs; RunHARounds runs rounds;
 //   - VM lifecycle as tasks with real UPIDs, run at once or after a set duration: create,
 //     clone (on the source node; full, or linked from base volumes; target node only from
 //     shared storage),

@@ -64,14 +64,15 @@ func (s *Server) failback(res *haResource) bool {
 
 // serviceNodes are the nodes a service counts on for the rules: the node it runs on while
 // that node is up (a service in recovery on a failed node counts nowhere), and the target of
-// a migration under way. The caller holds s.mu.
+// a migration under way; a stopped one, or one whose start the CRM has not taken yet, counts
+// nowhere (countsNowhere). The caller holds s.mu.
 func (s *Server) serviceNodes(sid string) []string {
 	res := s.haResources[sid]
 	if res == nil || res.state() == "ignored" {
 		return nil
 	}
 	g := s.guests[res.vmid]
-	if g == nil {
+	if g == nil || s.countsNowhere(res, s.crmState(res)) {
 		return nil
 	}
 	var out []string
@@ -158,6 +159,9 @@ func (s *Server) recoveryNodes(res *haResource) []string {
 			most = max(most, c)
 		}
 		cands = slices.DeleteFunc(cands, func(n string) bool { return together[n] < most })
+	}
+	if order, scored := s.crsOrder(res, cands); scored {
+		return order
 	}
 	// A service being migrated counts on both nodes, as the HA manager's node usage does.
 	load := map[string]int{}

@@ -559,6 +559,7 @@ func (s *Server) handleHAStatus(w http.ResponseWriter, _ *http.Request) {
 // crmRound is one round of the HA manager: it picks up new resources, and carries out the
 // requests it saw in the previous round. The caller holds s.mu.
 func (s *Server) crmRound() {
+	s.crsRound()
 	for _, res := range s.sortedHAResources() {
 		g := s.guests[res.vmid]
 		switch {
@@ -591,6 +592,7 @@ func (s *Server) crmRound() {
 			continue
 		}
 		if !res.seen {
+			s.rebalanceStart(res)
 			res.seen, res.crmStopped = true, false
 			continue
 		}

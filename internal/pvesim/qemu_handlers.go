@@ -47,7 +47,8 @@ func (s *Server) listRow(g *guest) map[string]any {
 		row["template"] = 1
 	}
 	if g.status == "running" {
-		row["pid"], row["uptime"], row["cpu"], row["mem"] = 10000+g.vmid, 3600, guestCPUShare, g.memoryBytes()/2
+		cpu, mem := g.reportedUsage(s.maxCPU(g))
+		row["pid"], row["uptime"], row["cpu"], row["mem"] = 10000+g.vmid, 3600, cpu, mem
 	}
 	if tags := g.config["tags"]; tags != "" {
 		row["tags"] = tags

@@ -45,6 +45,8 @@ type Server struct {
 	haGroups map[string]*haGroup
 	// haResources are the HA resources by sid (vm:100); see ha_resources.go.
 	haResources map[string]*haResource
+	// crs is datacenter.cfg's crs and the HA manager's scheduler state; see ha_crs.go.
+	crs crsState
 	// agentDelay is how many guest agent calls after a start fail; brokenAgents never answer.
 	agentDelay   int
 	brokenAgents map[int]bool
@@ -112,6 +114,7 @@ func New(c Cluster, opts ...Option) (*Server, error) {
 	for _, f := range c.RemoteFiles {
 		s.remoteFiles[f.URL] = f
 	}
+	s.crs.config, _ = parseCRS(c.CRS, c.release()) // validate checked it
 	for _, o := range opts {
 		o(s)
 	}

@@ -95,6 +95,8 @@ type guest struct {
 	pending map[string]string
 	// agentCalls counts guest agent calls since the last start (see agent.go).
 	agentCalls int
+	// live is its load while it runs, when set (SetGuestLoad); see liveUsage.
+	live *guestLoad
 }
 
 func (g *guest) template() bool { return g.config["template"] == "1" }

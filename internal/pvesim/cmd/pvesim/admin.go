@@ -14,6 +14,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -23,16 +24,75 @@ import (
 const adminUsage = `pvesim [--ca-cert FILE] maintenance NODE on|off   HA maintenance of a node on or off; HA services move away and back
 pvesim [--ca-cert FILE] fail NODE                  the node fails; HA services are recovered elsewhere
 pvesim [--ca-cert FILE] recover NODE               the node is back online
-pvesim [--ca-cert FILE] load NODE [cpu_load=F] [mem_used_gib=F]   the host's own load
+pvesim [--ca-cert FILE] load NODE [cpu_load=F] [mem_used_gib=F]         the host's own load
+pvesim [--ca-cert FILE] load vm:VMID [cpu_cores=F] [mem_used_gib=F]     a running guest's load
+pvesim [--ca-cert FILE] crs ha=static|dynamic[,ha-rebalance-on-start=1][,ha-auto-rebalance=1,...]
+                                                   datacenter.cfg's crs, the HA scheduler (replaced whole)
+pvesim [--ca-cert FILE] rounds N                   run N HA manager rounds; prints the rebalancing migrations
 The simulator is PROXMOX_VE_ENDPOINT with PROXMOX_VE_API_TOKEN (what --env-out writes);
 --ca-cert is the certificate --ca-out wrote.`
 
-// adminCommands maps each subcommand to its method and action path.
-var adminCommands = map[string]struct{ method, action string }{
-	"maintenance": {http.MethodPost, "maintenance"},
-	"fail":        {http.MethodPost, "fail"},
-	"recover":     {http.MethodPost, "recover"},
-	"load":        {http.MethodPut, "load"},
+// adminRequest is an admin action: its method, its path under /pvesim/ and its parameters.
+type adminRequest struct {
+	method, path string
+	params       url.Values
+}
+
+// adminCommands turns each subcommand's arguments (after its name) into its admin request,
+// or the usage mistake.
+var adminCommands = map[string]func(args []string) (adminRequest, error){
+	"maintenance": func(args []string) (adminRequest, error) {
+		if len(args) != 2 || args[1] != "on" && args[1] != "off" {
+			return adminRequest{}, fmt.Errorf("usage: pvesim maintenance NODE on|off")
+		}
+		return nodeAction(http.MethodPost, args[0], "maintenance", url.Values{"enable": {map[string]string{"on": "1", "off": "0"}[args[1]]}}), nil
+	},
+	"fail":    nodeOnly("fail"),
+	"recover": nodeOnly("recover"),
+	"load": func(args []string) (adminRequest, error) {
+		keys, path := []string{"cpu_load", "mem_used_gib"}, "nodes/"+url.PathEscape(args[0])+"/load"
+		if typ, vmid, isGuest := strings.Cut(args[0], ":"); isGuest {
+			if _, err := strconv.Atoi(vmid); err != nil || typ != "vm" && typ != "ct" {
+				return adminRequest{}, fmt.Errorf("load takes a node or a guest as vm:VMID or ct:VMID, not %q", args[0])
+			}
+			keys, path = []string{"cpu_cores", "mem_used_gib"}, "guests/"+vmid+"/load"
+		}
+		params := url.Values{}
+		for _, kv := range args[1:] {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || !slices.Contains(keys, k) {
+				return adminRequest{}, fmt.Errorf("load %s takes %s=F and %s=F, not %q", args[0], keys[0], keys[1], kv)
+			}
+			params.Set(k, v)
+		}
+		return adminRequest{http.MethodPut, path, params}, nil
+	},
+	"crs": func(args []string) (adminRequest, error) {
+		// Several words are one property string: "ha=dynamic ha-auto-rebalance=1" as
+		// "ha=dynamic,ha-auto-rebalance=1".
+		return adminRequest{http.MethodPut, "crs", url.Values{"crs": {strings.Join(args, ",")}}}, nil
+	},
+	"rounds": func(args []string) (adminRequest, error) {
+		if len(args) != 1 {
+			return adminRequest{}, fmt.Errorf("usage: pvesim rounds N")
+		}
+		return adminRequest{http.MethodPost, "ha/rounds", url.Values{"rounds": {args[0]}}}, nil
+	},
+}
+
+// nodeAction is an action on a node.
+func nodeAction(method, node, action string, params url.Values) adminRequest {
+	return adminRequest{method, "nodes/" + url.PathEscape(node) + "/" + action, params}
+}
+
+// nodeOnly is a subcommand that takes a node and nothing else.
+func nodeOnly(action string) func([]string) (adminRequest, error) {
+	return func(args []string) (adminRequest, error) {
+		if len(args) > 1 {
+			return adminRequest{}, fmt.Errorf("%s takes only the node, not %q", action, args[1:])
+		}
+		return nodeAction(http.MethodPost, args[0], action, nil), nil
+	}
 }
 
 // isAdmin tells whether the command line names a subcommand: its first argument that is
@@ -51,8 +111,8 @@ func isAdmin(args []string) bool {
 	return false
 }
 
-// runAdmin runs one subcommand against the simulator the environment names and prints the
-// node's state afterwards.
+// runAdmin runs one subcommand against the simulator the environment names and prints what it
+// did: the node's, the guest's or the scheduler's state afterwards.
 func runAdmin(args []string, stdout io.Writer) error {
 	flags := flag.NewFlagSet("pvesim", flag.ContinueOnError)
 	caCert := flags.String("ca-cert", "", "the simulator's certificate (PEM), as --ca-out wrote it")
@@ -67,29 +127,13 @@ func runAdmin(args []string, stdout io.Writer) error {
 	if len(args) < 2 {
 		return fmt.Errorf("usage:\n%s", adminUsage)
 	}
-	cmd, known := adminCommands[args[0]]
+	command, known := adminCommands[args[0]]
 	if !known {
 		return fmt.Errorf("unknown command %q; usage:\n%s", args[0], adminUsage)
 	}
-	node, params := args[1], url.Values{}
-	switch rest := args[2:]; args[0] {
-	case "maintenance":
-		if len(rest) != 1 || rest[0] != "on" && rest[0] != "off" {
-			return fmt.Errorf("usage: pvesim maintenance NODE on|off")
-		}
-		params.Set("enable", map[string]string{"on": "1", "off": "0"}[rest[0]])
-	case "load":
-		for _, kv := range rest {
-			k, v, ok := strings.Cut(kv, "=")
-			if !ok || k != "cpu_load" && k != "mem_used_gib" {
-				return fmt.Errorf("load takes cpu_load=F and mem_used_gib=F, not %q", kv)
-			}
-			params.Set(k, v)
-		}
-	default:
-		if len(rest) > 0 {
-			return fmt.Errorf("%s takes only the node, not %q", args[0], rest)
-		}
+	action, err := command(args[1:])
+	if err != nil {
+		return err
 	}
 	endpoint, token := os.Getenv("PROXMOX_VE_ENDPOINT"), os.Getenv("PROXMOX_VE_API_TOKEN")
 	if endpoint == "" || token == "" {
@@ -99,8 +143,8 @@ func runAdmin(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	target := strings.TrimSuffix(strings.TrimSuffix(endpoint, "/"), "/api2/json") + "/pvesim/nodes/" + url.PathEscape(node) + "/" + cmd.action
-	req, err := http.NewRequest(cmd.method, target, strings.NewReader(params.Encode()))
+	target := strings.TrimSuffix(strings.TrimSuffix(endpoint, "/"), "/api2/json") + "/pvesim/" + action.path
+	req, err := http.NewRequest(action.method, target, strings.NewReader(action.params.Encode()))
 	if err != nil {
 		return err
 	}
@@ -137,8 +181,46 @@ func runAdmin(args []string, stdout io.Writer) error {
 	default:
 		return fmt.Errorf("%s", res.Status)
 	}
-	fmt.Fprintln(stdout, describeNode(body.Data))
+	fmt.Fprintln(stdout, describe(body.Data))
 	return nil
+}
+
+// describe is one line about what an admin action answered: a node's, a guest's or the
+// scheduler's state.
+func describe(d map[string]any) string {
+	switch {
+	case d["vmid"] != nil:
+		return describeGuest(d)
+	case d["scheduler"] != nil:
+		return describeCRS(d)
+	}
+	return describeNode(d)
+}
+
+// describeGuest is a guest's node, status and live load.
+func describeGuest(d map[string]any) string {
+	mem, _ := d["mem"].(float64)
+	maxmem, _ := d["maxmem"].(float64)
+	return fmt.Sprintf("guest %v on %v, %v: cpu %v of %v cores, memory %.1f/%.1f GiB", d["vmid"], d["node"], d["status"], d["cpu_cores"], d["maxcpu"], mem/(1<<30), maxmem/(1<<30))
+}
+
+// describeCRS is the scheduler's settings and the node imbalance it sees, and for rounds what
+// they did.
+func describeCRS(d map[string]any) string {
+	imb, _ := d["imbalance"].(float64)
+	line := fmt.Sprintf("crs %q: %v scheduler, node imbalance %.0f%%", d["crs"], d["scheduler"], imb*100)
+	if n, ran := d["rounds"]; ran {
+		moves, _ := d["rebalanced"].([]any)
+		parts := []string{}
+		for _, m := range moves {
+			parts = append(parts, fmt.Sprint(m))
+		}
+		line += fmt.Sprintf("; %v HA rounds, rebalanced: %s", n, strings.Join(parts, "; "))
+		if len(parts) == 0 {
+			line += "none"
+		}
+	}
+	return line
 }
 
 // message is the simulator's error text without its own "pvesim: " prefix, which main adds.

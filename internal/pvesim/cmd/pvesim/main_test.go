@@ -138,6 +138,9 @@ func TestSubcommandsActOnTheRunningSimulator(t *testing.T) {
 		{[]string{"load", "pve5", "cpu_load=0.5", "mem_used_gib=16"}, "pve5: online, hastate online, cpu 50%, memory 16.0/64 GiB"},
 		{[]string{"fail", "pve2"}, "pve2: offline, hastate unknown"},
 		{[]string{"recover", "pve2"}, "pve2: online, hastate online"},
+		{[]string{"load", "vm:101", "cpu_cores=4", "mem_used_gib=8"}, "guest 101 on pve1, running: cpu 4 of 16 cores, memory 8.0/16.0 GiB"},
+		{[]string{"crs", "ha=static", "ha-rebalance-on-start=1"}, `crs "ha=static,ha-rebalance-on-start=1": static scheduler, node imbalance `},
+		{[]string{"rounds", "3"}, `crs "ha=static,ha-rebalance-on-start=1": static scheduler, node imbalance 68%; 3 HA rounds, rebalanced: none`},
 	} {
 		var out strings.Builder
 		if err := run(context.Background(), append([]string{"--ca-cert", caFile}, tc.args...), &out); err != nil {
@@ -161,6 +164,11 @@ func TestSubcommandsActOnTheRunningSimulator(t *testing.T) {
 		// The API's per-parameter errors read as pvesh prints them, one "param: message" line each.
 		{[]string{"load", "pve1"}, "Parameter verification failed.\ncpu_load: give cpu_load (0..1) and/or mem_used_gib"},
 		{[]string{"fail"}, "usage"},
+		{[]string{"load", "vm:x"}, "a guest as vm:VMID or ct:VMID"},
+		{[]string{"load", "vm:101", "cpu_load=1"}, "load vm:101 takes cpu_cores=F and mem_used_gib=F"},
+		{[]string{"crs", "ha=fast"}, "crs.ha: value 'fast' does not have a value in the enumeration"},
+		{[]string{"rounds", "many"}, "rounds: give rounds, the number of HA rounds to run"},
+		{[]string{"rounds", "1", "2"}, "usage: pvesim rounds N"},
 	} {
 		err := run(context.Background(), append([]string{"--ca-cert", caFile}, tc.args...), io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.HasPrefix(err.Error(), "pvesim: ") || strings.Contains(err.Error(), "map[") {
