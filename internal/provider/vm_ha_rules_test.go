@@ -63,7 +63,12 @@ func haVM(env *accEnv, name, count, attrs, extra string) string {
 // haWebVMs is count VMs named name of the web group, kept apart on nodes; attrs are more
 // attributes and ha their ha block (HCL).
 func haWebVMs(env *accEnv, name, count, attrs, ha string) string {
-	return env.config(fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
+	return env.config(haWebResource(name, count, attrs, ha))
+}
+
+// haWebResource is haWebVMs' resource alone, for a test that configures the provider otherwise.
+func haWebResource(name, count, attrs, ha string) string {
+	return fmt.Sprintf(`resource "qemuscheduler_vm" "web" {
   count  = %s
   name   = %q
   %s
@@ -77,7 +82,7 @@ func haWebVMs(env *accEnv, name, count, attrs, ha string) string {
     topology_key = "node"
   }
   %s
-}`, count, name, attrs, ha))
+}`, count, name, attrs, ha)
 }
 
 // simRules are the cluster's HA rules.
