@@ -220,8 +220,8 @@ func (l *crsLife) noise(r int) {
 	}
 }
 
-// ruleless is the cluster as the apply left it, the same VMs on the same nodes and
-// HA-managed, without the provider's rules.
+// ruleless is the cluster as the apply left it, the same VMs (livingConfig's sizes) on the
+// same nodes and HA-managed, without the provider's rules.
 func ruleless(t *testing.T, sim *pvesim.Server) *pvesim.Server {
 	c := livingCluster()
 	for _, id := range livingVMIDs {
