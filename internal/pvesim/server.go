@@ -420,7 +420,7 @@ func (discard) WriteHeader(int)             {}
 // objectBody answers 500 as PVE 6 does when a JSON request body is not an object, and
 // otherwise leaves the body readable for the handler.
 func objectBody(w http.ResponseWriter, r *http.Request) bool {
-	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") || !decodesBody(r) {
 		return true
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
