@@ -1,0 +1,300 @@
+package pvesim_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
+)
+
+// haScenario is one of pve-ha-manager's regression scenarios (src/test/test-*), translated:
+// the cluster, the HA configuration and the rounds of commands as that test sets them up, and
+// after each round where each service the CRM knows is and in which state, as its log.expect
+// shows when the next round begins. Services still moving then (fence, migrate, relocate,
+// request_*) are listed as settling: the simulator plays a round at once, PVE over a few
+// seconds, so only where they come to rest compares.
+type haScenario struct {
+	Scenario string `json:"scenario"`
+	Group    string `json:"group"`
+	// Skip says why the scenario does not run: a device only PVE's test harness has, or a
+	// feature pvesim does not have yet.
+	Skip     string                    `json:"skip"`
+	Nodes    []string                  `json:"nodes"`
+	Services map[string]map[string]any `json:"services"`
+	// Rules is rules.cfg; without it and with groups, the cluster is PVE 8.
+	Rules  *[]pvesim.HARuleSpec `json:"rules"`
+	Groups []haScenarioGroup    `json:"groups"`
+	Rounds []haScenarioRound    `json:"rounds"`
+	// The CRS helper's part: datacenter.cfg and the service stats, kept as PVE's test has them.
+	Datacenter    map[string]any `json:"datacenter"`
+	StaticStats   map[string]any `json:"static_stats"`
+	DynamicStats  map[string]any `json:"dynamic_stats"`
+	ManagerStatus map[string]any `json:"manager_status"`
+}
+
+type haScenarioGroup struct {
+	Group      string `json:"group"`
+	Nodes      string `json:"nodes"`
+	Restricted bool   `json:"restricted"`
+	Nofailback bool   `json:"nofailback"`
+}
+
+type haScenarioRound struct {
+	Commands []string                    `json:"commands"`
+	Expect   map[string]pvesim.HAService `json:"expect"`
+	Settling []string                    `json:"settling"`
+}
+
+func TestHAScenarios(t *testing.T) {
+	files, err := filepath.Glob("testdata/ha-scenarios/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenarios under testdata/ha-scenarios: %v", err)
+	}
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".json"), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sc haScenario
+			if err := json.Unmarshal(data, &sc); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if sc.Skip != "" {
+				t.Skip(sc.Skip)
+			}
+			newHAHarness(t, sc).run()
+		})
+	}
+}
+
+// haHarness plays a scenario's hardware and commands on a pvesim Server: node power and
+// network through the failure API, the ha-manager commands through the API as ha-manager
+// sends them, and HA rounds until the services come to rest.
+type haHarness struct {
+	t  *testing.T
+	sc haScenario
+	s  *pvesim.Server
+	// down are the nodes that are off or cut off; fenced those of them whose watchdog
+	// powered them off.
+	down, fenced map[string]bool
+}
+
+func newHAHarness(t *testing.T, sc haScenario) *haHarness {
+	c := pvesim.Cluster{}
+	for _, n := range sc.Nodes {
+		c.Nodes = append(c.Nodes, pvesim.NodeSpec{Name: n, CPUs: 16, MemoryGiB: 64})
+	}
+	// Every service's guest exists from the start, on the node it is configured or added on:
+	// a guest that is no HA resource yet counts for nothing in the HA manager's basic scheduler.
+	guests := map[int]pvesim.GuestSpec{}
+	for sid, cfg := range sc.Services {
+		guests[vmidOf(t, sid)] = guestSpec(t, sid, fmt.Sprint(cfg["node"]), cfg["state"] != "stopped" && cfg["state"] != "disabled")
+	}
+	for _, r := range sc.Rounds {
+		for _, cmd := range r.Commands {
+			if f := strings.Fields(cmd); len(f) >= 4 && f[0] == "service" && f[2] == "add" {
+				guests[vmidOf(t, f[1])] = guestSpec(t, f[1], f[3], len(f) > 5 && f[5] == "1")
+			}
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(guests)) {
+		c.Guests = append(c.Guests, guests[id])
+	}
+	switch {
+	case sc.Rules != nil:
+		c.HARules = *sc.Rules
+	case len(sc.Groups) == 0:
+		c.HARules = []pvesim.HARuleSpec{} // PVE 9 without rules
+	}
+	s, err := pvesim.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &haHarness{t: t, sc: sc, s: s, down: map[string]bool{}, fenced: map[string]bool{}}
+	for _, g := range sc.Groups {
+		p := url.Values{"group": {g.Group}, "nodes": {g.Nodes}}
+		if g.Restricted {
+			p.Set("restricted", "1")
+		}
+		if g.Nofailback {
+			p.Set("nofailback", "1")
+		}
+		h.call(http.MethodPost, "/cluster/ha/groups", p)
+	}
+	for _, sid := range slices.Sorted(maps.Keys(sc.Services)) {
+		p := url.Values{"sid": {sid}}
+		for k, v := range sc.Services[sid] {
+			if k != "node" {
+				p.Set(k, fmt.Sprint(v))
+			}
+		}
+		h.call(http.MethodPost, "/cluster/ha/resources", p)
+	}
+	return h
+}
+
+// vmidOf is the guest id of a service id (vm:101 is 101).
+func vmidOf(t *testing.T, sid string) int {
+	_, id, _ := strings.Cut(sid, ":")
+	vmid, err := strconv.Atoi(id)
+	if err != nil {
+		t.Fatalf("service id %q: %v", sid, err)
+	}
+	return vmid
+}
+
+func guestSpec(t *testing.T, sid, node string, running bool) pvesim.GuestSpec {
+	g := pvesim.GuestSpec{VMID: vmidOf(t, sid), Node: node, Cores: 1, MemoryMiB: 512}
+	if strings.HasPrefix(sid, "ct:") {
+		g.Type = "lxc"
+	}
+	if running {
+		g.Status = "running"
+	}
+	return g
+}
+
+// call sends an API request as ha-manager would, in process, and fails the test on an error.
+func (h *haHarness) call(method, path string, p url.Values) {
+	h.t.Helper()
+	target, body := "/api2/json"+path, ""
+	if method == http.MethodDelete {
+		target += "?" + p.Encode()
+	} else {
+		body = p.Encode()
+	}
+	req := httptest.NewRequest(method, target, strings.NewReader(body))
+	req.Header.Set("Authorization", "PVEAPIToken="+h.s.APIToken())
+	if body != "" {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	w := httptest.NewRecorder()
+	h.s.ServeHTTP(w, req)
+	if w.Code != http.StatusOK {
+		h.t.Fatalf("%s %s %s: %d %s", method, path, body, w.Code, w.Body)
+	}
+}
+
+func (h *haHarness) run() {
+	// The CRM picks the services up in its first round, before any node can fail.
+	h.s.RunHARounds(1)
+	for i, r := range h.sc.Rounds {
+		for _, cmd := range r.Commands {
+			h.command(cmd)
+		}
+		if i == 0 {
+			// Nodes round 1 leaves off never came up: the CRM fences and recovers them.
+			for _, n := range h.sc.Nodes {
+				if !h.down[n] && !slices.Contains(r.Commands, "power "+n+" on") {
+					h.down[n] = true
+					h.fail(n)
+				}
+			}
+		}
+		h.settle()
+		got := h.s.HAServices()
+		for _, sid := range slices.Sorted(maps.Keys(r.Expect)) {
+			want := r.Expect[sid]
+			if want.State == "absent" {
+				want = pvesim.HAService{}
+			}
+			if got[sid] != want {
+				h.t.Errorf("round %d %q: %s is %+v, PVE has %+v", i+1, r.Commands, sid, got[sid], want)
+			}
+		}
+		if h.t.Failed() {
+			return
+		}
+	}
+}
+
+// settle runs HA rounds until nothing changes for a few rounds in a row.
+func (h *haHarness) settle() {
+	const calm, most = 3, 50
+	last, same := h.s.HAServices(), 0
+	for range most {
+		h.s.RunHARounds(1)
+		now := h.s.HAServices()
+		if maps.Equal(now, last) {
+			if same++; same == calm {
+				return
+			}
+		} else {
+			same = 0
+		}
+		last = now
+	}
+	h.t.Fatalf("the HA manager does not settle after %d rounds: %+v", most, last)
+}
+
+// fail plays a node failing: the CRM fences it and recovers its services. A node with HA
+// services has an active LRM, whose watchdog powers the node off once it is cut off: it
+// stays off until powered on, even when its network comes back.
+func (h *haHarness) fail(node string) {
+	for _, svc := range h.s.HAServices() {
+		h.fenced[node] = h.fenced[node] || svc.Node == node
+	}
+	if _, err := h.s.FailNode(node); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// command plays one cmdlist entry.
+func (h *haHarness) command(cmd string) {
+	f := strings.Fields(cmd)
+	bad := func() { h.t.Fatalf("command %q: not understood by the harness", cmd) }
+	if len(f) < 2 {
+		bad()
+	}
+	switch {
+	case f[0] == "delay":
+		// More rounds: settle runs them.
+	case (f[0] == "power" || f[0] == "network") && len(f) == 3:
+		node, on := f[1], f[2] == "on"
+		switch {
+		case on && h.down[node] && (f[0] == "power" || !h.fenced[node]):
+			delete(h.down, node)
+			delete(h.fenced, node)
+			if err := h.s.SetNodeOnline(node, true); err != nil {
+				h.t.Fatal(err)
+			}
+		case !on && !h.down[node]:
+			h.down[node] = true
+			h.fail(node)
+		}
+	case f[0] == "crm" && len(f) == 3 && f[2] == "enable-node-maintenance":
+		// The CRM drops the request for a node that is not online, and pvesim says so.
+		if err := h.s.SetNodeHAState(f[1], "maintenance"); err != nil && !h.down[f[1]] {
+			h.t.Fatal(err)
+		}
+	case f[0] == "crm" && len(f) == 3 && f[2] == "disable-node-maintenance":
+		if err := h.s.SetNodeHAState(f[1], "online"); err != nil {
+			h.t.Fatal(err)
+		}
+	case f[0] == "service" && len(f) == 3 && slices.Contains([]string{"started", "stopped", "disabled", "ignored"}, f[2]):
+		h.call(http.MethodPut, "/cluster/ha/resources/"+f[1], url.Values{"state": {f[2]}})
+	case f[0] == "service" && len(f) == 4 && (f[2] == "migrate" || f[2] == "relocate"):
+		h.call(http.MethodPost, "/cluster/ha/resources/"+f[1]+"/"+f[2], url.Values{"node": {f[3]}})
+	case f[0] == "service" && len(f) >= 4 && f[2] == "add":
+		p := url.Values{"sid": {f[1]}, "state": {"started"}}
+		if len(f) > 4 {
+			p.Set("state", f[4])
+		}
+		h.call(http.MethodPost, "/cluster/ha/resources", p)
+	case f[0] == "service" && len(f) == 3 && f[2] == "delete":
+		h.call(http.MethodDelete, "/cluster/ha/resources/"+f[1], nil)
+	default:
+		bad()
+	}
+}
