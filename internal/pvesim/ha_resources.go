@@ -383,8 +383,17 @@ func (s *Server) handleHAMove(relocate bool) http.HandlerFunc {
 			return
 		}
 		answer := map[string]any{"sid": sid, "requested-node": p["node"]}
-		// PVE 9 names the services in negative affinity on the target; the CRM refuses the move.
-		if blocking := s.negativeBlockers(res, p["node"]); len(blocking) > 0 {
+		// PVE 9 names the services in positive affinity, which move along, and those in negative
+		// affinity on an online target, for which the CRM refuses the move
+		// (get_resource_motion_info).
+		if peers := s.comigrated(res); len(peers) > 0 {
+			answer["comigrated-resources"] = peers
+		}
+		var blocking []string
+		if t := s.node(p["node"]); t != nil && t.reportedHAState() == "online" {
+			blocking = s.motionBlockers(res, t.name)
+		}
+		if len(blocking) > 0 {
 			rows := make([]map[string]any, len(blocking))
 			for i, b := range blocking {
 				rows[i] = map[string]any{"sid": b, "cause": "resource-affinity"}
@@ -405,9 +414,10 @@ func (s *Server) newRequest(res *haResource) {
 }
 
 // queueMove hands the CRM a migrate command, which it drops for a service it has not picked
-// up yet.
+// up yet, and for one in recovery (next_state_recovery ignores it, and the service's next
+// state change clears it).
 func (s *Server) queueMove(res *haResource, node string, relocate bool) {
-	if !res.pickedUp {
+	if !res.pickedUp || res.recovering {
 		return
 	}
 	res.migrateTo, res.relocate, res.seen = node, relocate, false
@@ -552,6 +562,13 @@ func (s *Server) handleHAStatus(w http.ResponseWriter, _ *http.Request) {
 // crmRound is one round of the HA manager: it picks up new resources, and carries out the
 // requests it saw in the previous round. The caller holds s.mu.
 func (s *Server) crmRound() {
+	// The LRMs carry out the moves the CRM orders once its round is over: until then they are
+	// under way, counting on both nodes for the round's later choices. Tasks a test holds stay
+	// held.
+	if !s.holding {
+		s.holding = true
+		defer s.finishHeld()
+	}
 	for _, res := range s.sortedHAResources() {
 		g := s.guests[res.vmid]
 		switch {
@@ -568,6 +585,15 @@ func (s *Server) crmRound() {
 			res.pickedUp, res.seen = true, res.state() == "stopped" && g.status == "running"
 			continue
 		case res.recovering:
+			// Disabled, a service no node can take leaves recovery as stopped
+			// (next_state_recovery).
+			if !s.recover(res) && res.requestState() == "disabled" {
+				res.recovering = false
+			}
+			continue
+		case s.fenced(res):
+			// A service requested (back) on a failed node: the CRM fences and recovers it.
+			res.recovering, res.migrateTo = true, ""
 			s.recover(res)
 			continue
 		}
@@ -579,7 +605,7 @@ func (s *Server) crmRound() {
 		if !pending {
 			res.crmStopped = false
 			if target := s.ruleTarget(res); target != "" {
-				s.haMigrate(res, target, false)
+				s.haMigrate(res, target, res.typ == "ct") // a container is relocated
 			}
 			continue
 		}
@@ -588,11 +614,17 @@ func (s *Server) crmRound() {
 			continue
 		}
 		res.seen = false
-		if target := res.migrateTo; target != "" {
+		if target, relocate := res.migrateTo, res.relocate; target != "" {
 			res.migrateTo = ""
-			// The CRM refuses a move next to a service in negative affinity.
-			if len(s.negativeBlockers(res, target)) == 0 {
-				s.haMigrate(res, target, res.relocate)
+			// The CRM refuses a move next to a service in negative affinity, and moves those in
+			// positive affinity along (queue_resource_motion).
+			if len(s.motionBlockers(res, target)) == 0 {
+				s.haMigrate(res, target, relocate)
+				for _, sid := range s.comigrated(res) {
+					if peer := s.haResources[sid]; peer.migrateTo == "" && s.guests[peer.vmid].node != target {
+						s.haMigrate(peer, target, relocate)
+					}
+				}
 			}
 			continue
 		}

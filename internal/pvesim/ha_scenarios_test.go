@@ -292,9 +292,41 @@ func (h *haHarness) command(cmd string) {
 			p.Set("state", f[4])
 		}
 		h.call(http.MethodPost, "/cluster/ha/resources", p)
+	case f[0] == "service" && len(f) == 4 && f[2] == "stop":
+		// ha-manager crm-command stop: the CRM stops a started service and sets its state
+		// stopped (next_state_started); in any other state the command waits, dropped by the
+		// service's next state change.
+		if h.s.HAServices()[f[1]].State == "started" {
+			h.call(http.MethodPut, "/cluster/ha/resources/"+f[1], url.Values{"state": {"stopped"}})
+		}
 	case f[0] == "service" && len(f) == 3 && f[2] == "delete":
 		h.call(http.MethodDelete, "/cluster/ha/resources/"+f[1], nil)
 	default:
 		bad()
 	}
+}
+
+// A node-affinity rule on one member of a positive group holds for the whole group
+// (create_implicit_positive_resource_affinity_node_affinity_rules): when the one node it
+// allows fails, neither member is recovered elsewhere, and both come back with the node.
+func TestHANodeAffinityOfAPositiveGroup(t *testing.T) {
+	strict := []pvesim.HARuleSpec{
+		{Rule: "on-node3", Type: "node-affinity", Resources: []string{"vm:101"}, Nodes: []string{"node3"}, Strict: true},
+		{Rule: "together", Type: "resource-affinity", Resources: []string{"vm:101", "vm:102"}, Affinity: "positive"},
+	}
+	on := []string{"power node1 on", "power node2 on", "power node3 on"}
+	started := func(node string) pvesim.HAService { return pvesim.HAService{Node: node, State: "started"} }
+	newHAHarness(t, haScenario{
+		Nodes: []string{"node1", "node2", "node3"},
+		Services: map[string]map[string]any{
+			"vm:101": {"node": "node3", "state": "started"}, "vm:102": {"node": "node1", "state": "started"},
+		},
+		Rules: &strict,
+		Rounds: []haScenarioRound{
+			{Commands: on, Expect: map[string]pvesim.HAService{"vm:101": started("node3"), "vm:102": started("node3")}},
+			{Commands: []string{"network node3 off"}, Expect: map[string]pvesim.HAService{
+				"vm:101": {Node: "node3", State: "recovery"}, "vm:102": {Node: "node3", State: "recovery"}}},
+			{Commands: []string{"power node3 on"}, Expect: map[string]pvesim.HAService{"vm:101": started("node3"), "vm:102": started("node3")}},
+		},
+	}).run()
 }

@@ -8,7 +8,6 @@ package pvesim
 
 import (
 	"fmt"
-	"slices"
 )
 
 // policy is the resource's max_restart or max_relocate, 1 unless set (Config.pm
@@ -48,8 +47,9 @@ func (s *Server) startFailed(res *haResource, g *guest) {
 		res.errored = true
 		return
 	}
-	for _, n := range s.recoveryNodes(res) {
-		if !slices.Contains(res.failedNodes, n) && s.haMigrate(res, n, false) {
+	// try-next: the best node left once those it failed on are set aside.
+	for _, n := range s.byScore(s.candidates(res, res.failedNodes)) {
+		if s.haMigrate(res, n, false) {
 			return
 		}
 	}
