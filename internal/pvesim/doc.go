@@ -75,7 +75,9 @@
 //     privilege on an endpoint (Forbid).
 //
 // bpg-endpoints.md and telmate-endpoints.md list what the bpg and Telmate providers call and
-// what the simulator does for each.
+// what the simulator does for each. ha_scenarios.md measures the HA manager against
+// pve-ha-manager's own regression scenarios (testdata/ha-scenarios, TestHAScenarios): per
+// group, how many run and agree, and why the others are left out.
 //
 // What it does not: containers beyond listing, snapshots, backups, firewall, SDN, ACLs, users
 // and tokens beyond the one of each, and any endpoint not routed (those answer 501 with their
