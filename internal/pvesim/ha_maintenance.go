@@ -22,8 +22,10 @@ func (s *Server) maintenanceStep(res *haResource) string {
 	if g == nil || !res.pickedUp || res.recovering || res.state() != "started" || res.migrateTo != "" || g.lock != "" {
 		return ""
 	}
+	// A node in maintenance may be off (shut down under the migrate policy): the CRM still
+	// moves a service requested started away from it (next_state_started).
 	n := s.node(g.node)
-	if n == nil || !n.online {
+	if n == nil || !n.online && n.haState != "maintenance" {
 		return ""
 	}
 	target := ""

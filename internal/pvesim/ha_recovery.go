@@ -383,16 +383,22 @@ func (s *Server) recover(res *haResource) bool {
 
 // fenced tells whether the CRM fences res because its node failed, to recover it: a service it
 // knows on a node that is down, unless it is in recovery already, in the error state
-// (next_state_error) or requested disabled (next_state_stopped leaves it on the node). The
-// caller holds s.mu.
+// (next_state_error), frozen, or requested disabled (next_state_stopped leaves it on the
+// node). The caller holds s.mu.
 func (s *Server) fenced(res *haResource) bool {
 	g := s.guests[res.vmid]
 	if g == nil {
 		return false
 	}
 	n := s.node(g.node)
-	return n != nil && !n.online && res.pickedUp && res.state() != "ignored" && !res.recovering && !res.errored &&
-		res.requestState() != "disabled"
+	switch {
+	case n == nil || n.online || !res.pickedUp || res.state() == "ignored" || res.recovering || res.errored || res.frozen:
+		return false
+	case res.requestState() == "disabled":
+		return false
+	}
+	// A stopped service on a node down in maintenance stays (next_state_stopped).
+	return n.haState != "maintenance" || s.crmState(res) != "stopped"
 }
 
 // FailNode plays the failure of a node and the HA manager's answer: the node goes offline

@@ -49,6 +49,9 @@ type haResource struct {
 	// requested disabled (see ha_start.go).
 	failedNodes []string
 	errored     bool
+	// frozen: its node shut down under the freeze policy; the CRM leaves it there until the
+	// node is up again (Manager.pm's freeze state).
+	frozen bool
 }
 
 // requestState is the state resources.cfg requests as the HA stack reads it
@@ -438,6 +441,8 @@ func (s *Server) verboseState(res *haResource) string {
 		return "clearing error flag"
 	case res.errored:
 		return "error"
+	case res.frozen:
+		return "freeze"
 	case res.recovering:
 		return "recovery"
 	case res.migrateTo != "":
@@ -491,6 +496,8 @@ func (s *Server) crmState(res *haResource) string {
 	switch state := res.state(); {
 	case res.errored:
 		return "error"
+	case res.frozen:
+		return "freeze"
 	case res.recovering:
 		return "recovery"
 	case res.migrateTo != "" && res.relocate:
@@ -569,6 +576,9 @@ func (s *Server) crmRound() {
 		s.holding = true
 		defer s.finishHeld()
 	}
+	for _, n := range s.nodes {
+		s.nodeBack(n)
+	}
 	for _, res := range s.sortedHAResources() {
 		g := s.guests[res.vmid]
 		switch {
@@ -584,6 +594,8 @@ func (s *Server) crmRound() {
 			// Manager.pm adds a service requested stopped as request_stop: the stop is taken.
 			res.pickedUp, res.seen = true, res.state() == "stopped" && g.status == "running"
 			continue
+		case res.frozen:
+			continue
 		case res.recovering:
 			// Disabled, a service no node can take leaves recovery as stopped
 			// (next_state_recovery).
@@ -598,7 +610,7 @@ func (s *Server) crmRound() {
 			continue
 		}
 		node := s.node(g.node)
-		if node == nil || !node.online || g.lock != "" || s.maintenanceStep(res) != "" {
+		if node == nil || g.lock != "" || s.maintenanceStep(res) != "" || !node.online {
 			continue
 		}
 		pending := res.migrateTo != "" || (res.state() == "started") != (g.status == "running")

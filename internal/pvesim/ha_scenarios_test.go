@@ -121,6 +121,12 @@ func newHAHarness(t *testing.T, sc haScenario) *haHarness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ha, _ := sc.Datacenter["ha"].(map[string]any)
+	if policy, _ := ha["shutdown_policy"].(string); policy != "" {
+		if err := s.SetHAShutdownPolicy(policy); err != nil {
+			t.Fatal(err)
+		}
+	}
 	h := &haHarness{t: t, sc: sc, s: s, down: map[string]bool{}, fenced: map[string]bool{}}
 	for _, g := range sc.Groups {
 		p := url.Values{"group": {g.Group}, "nodes": {g.Nodes}}
@@ -273,6 +279,13 @@ func (h *haHarness) command(cmd string) {
 			h.down[node] = true
 			h.fail(node)
 		}
+	case (f[0] == "shutdown" || f[0] == "reboot") && len(f) == 2:
+		if err := h.s.ShutdownNode(f[1], f[0] == "reboot"); err != nil {
+			h.t.Fatal(err)
+		}
+		// A node shutting down is off once its LRM is done (at once but under migrate, where
+		// it waits for its services to leave); powered on, it is up again.
+		h.down[f[1]] = f[0] == "shutdown"
 	case f[0] == "crm" && len(f) == 3 && f[2] == "enable-node-maintenance":
 		// The CRM drops the request for a node that is not online, and pvesim says so.
 		if err := h.s.SetNodeHAState(f[1], "maintenance"); err != nil && !h.down[f[1]] {
@@ -329,4 +342,26 @@ func TestHANodeAffinityOfAPositiveGroup(t *testing.T) {
 			{Commands: []string{"power node3 on"}, Expect: map[string]pvesim.HAService{"vm:101": started("node3"), "vm:102": started("node3")}},
 		},
 	}).run()
+}
+
+// The shutdown API refuses what datacenter.cfg and a node's state do not allow, saying what
+// is allowed.
+func TestHAShutdownRefusals(t *testing.T) {
+	s, err := pvesim.New(pvesim.Cluster{Nodes: []pvesim.NodeSpec{{Name: "node1", CPUs: 4, MemoryGiB: 8}, {Name: "node2", CPUs: 4, MemoryGiB: 8, Offline: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"unknown policy", s.SetHAShutdownPolicy("stay"), `pvesim: shutdown_policy "stay" is not one of conditional, freeze, failover, migrate`},
+		{"offline node", s.ShutdownNode("node2", false), `pvesim: node "node2" is offline already`},
+		{"unknown node", s.ShutdownNode("node9", true), `pvesim: no node "node9"`},
+	} {
+		if c.err == nil || c.err.Error() != c.want {
+			t.Errorf("%s: %v, want %s", c.name, c.err, c.want)
+		}
+	}
 }

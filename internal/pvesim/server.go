@@ -45,6 +45,11 @@ type Server struct {
 	haGroups map[string]*haGroup
 	// haResources are the HA resources by sid (vm:100); see ha_resources.go.
 	haResources map[string]*haResource
+	// haShutdownPolicy is datacenter.cfg's ha shutdown_policy ("": conditional); haShutdown
+	// are the nodes shut down under it, by the mode their LRM left in (freeze, failover,
+	// maintenance), until they are up again (ha_shutdown.go).
+	haShutdownPolicy string
+	haShutdown       map[string]string
 	// agentDelay is how many guest agent calls after a start fail; brokenAgents never answer.
 	agentDelay   int
 	brokenAgents map[int]bool
@@ -106,7 +111,7 @@ func New(c Cluster, opts ...Option) (*Server, error) {
 		counts: map[string]int{}, failed: map[string]int{}, failing: map[string]string{}, tickets: map[string]string{},
 		rng: mrand.New(mrand.NewSource(1)), nextID: c.NextID, pid: 0x1000, haRules: c.HARules,
 		tokenID: "root@pam!sim", tokenSecret: secretUUID(), username: "root@pam", password: randomHex(8),
-		haResources: map[string]*haResource{}, haGroups: map[string]*haGroup{}, agentDelay: 1, brokenAgents: map[int]bool{},
+		haResources: map[string]*haResource{}, haShutdown: map[string]string{}, haGroups: map[string]*haGroup{}, agentDelay: 1, brokenAgents: map[int]bool{},
 		remoteFiles: map[string]RemoteFileSpec{},
 	}
 	for _, f := range c.RemoteFiles {
