@@ -421,7 +421,8 @@ func (s *Server) FailNode(name string) (map[int]string, error) {
 	recovered := map[int]string{}
 	for _, res := range s.sortedHAResources() {
 		g := s.guests[res.vmid]
-		if g == nil || g.node != name || !s.fenced(res) {
+		// Disarmed, the node is not fenced (its watchdog is released): arming recovers them.
+		if g == nil || g.node != name || !s.fenced(res) || s.haDisarm != "" {
 			continue
 		}
 		res.recovering, res.migrateTo = true, ""

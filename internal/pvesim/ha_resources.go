@@ -579,10 +579,15 @@ func (s *Server) crmRound() {
 	for _, n := range s.nodes {
 		s.nodeBack(n)
 	}
+	// Disarming, the round goes on only for the services being recovered or moved.
+	deferred := s.haDisarm != "" && s.disarmRound()
+	if s.haDisarm != "" && !deferred {
+		return
+	}
 	for _, res := range s.sortedHAResources() {
 		g := s.guests[res.vmid]
 		switch {
-		case g == nil || res.state() == "ignored":
+		case g == nil || res.state() == "ignored" || deferred && !res.recovering:
 			continue
 		case res.errored:
 			// next_state_error: only a request to disable it leaves the error state.

@@ -88,6 +88,8 @@ type haHarness struct {
 	// down are the nodes that are off or cut off; fenced those of them whose watchdog
 	// powered them off.
 	down, fenced map[string]bool
+	// disarmed: the HA stack is disarmed (disarm-ha).
+	disarmed bool
 }
 
 func newHAHarness(t *testing.T, sc haScenario) *haHarness {
@@ -287,10 +289,22 @@ func (h *haHarness) command(cmd string) {
 		// it waits for its services to leave); powered on, it is up again.
 		h.down[f[1]] = f[0] == "shutdown"
 	case f[0] == "crm" && len(f) == 3 && f[2] == "enable-node-maintenance":
-		// The CRM drops the request for a node that is not online, and pvesim says so.
-		if err := h.s.SetNodeHAState(f[1], "maintenance"); err != nil && !h.down[f[1]] {
+		// The CRM drops the request for a node that is not online or while disarmed, and
+		// pvesim says so.
+		if err := h.s.SetNodeHAState(f[1], "maintenance"); err != nil && !h.down[f[1]] && !h.disarmed {
 			h.t.Fatal(err)
 		}
+	case f[0] == "crm" && len(f) == 4 && f[2] == "disarm-ha":
+		// The CRM ignores a second disarm, and pvesim says so.
+		if err := h.s.DisarmHA(f[3]); err != nil && !h.disarmed {
+			h.t.Fatal(err)
+		}
+		h.disarmed = true
+	case f[0] == "crm" && len(f) == 3 && f[2] == "arm-ha":
+		if err := h.s.ArmHA(); err != nil && h.disarmed {
+			h.t.Fatal(err)
+		}
+		h.disarmed = false
 	case f[0] == "crm" && len(f) == 3 && f[2] == "disable-node-maintenance":
 		if err := h.s.SetNodeHAState(f[1], "online"); err != nil {
 			h.t.Fatal(err)
@@ -344,9 +358,9 @@ func TestHANodeAffinityOfAPositiveGroup(t *testing.T) {
 	}).run()
 }
 
-// The shutdown API refuses what datacenter.cfg and a node's state do not allow, saying what
-// is allowed.
-func TestHAShutdownRefusals(t *testing.T) {
+// The shutdown and disarm API refuses what datacenter.cfg, a node's state and the HA stack's
+// do not allow, saying why.
+func TestHAShutdownAndDisarmRefusals(t *testing.T) {
 	s, err := pvesim.New(pvesim.Cluster{Nodes: []pvesim.NodeSpec{{Name: "node1", CPUs: 4, MemoryGiB: 8}, {Name: "node2", CPUs: 4, MemoryGiB: 8, Offline: true}}})
 	if err != nil {
 		t.Fatal(err)
@@ -359,7 +373,19 @@ func TestHAShutdownRefusals(t *testing.T) {
 		{"unknown policy", s.SetHAShutdownPolicy("stay"), `pvesim: shutdown_policy "stay" is not one of conditional, freeze, failover, migrate`},
 		{"offline node", s.ShutdownNode("node2", false), `pvesim: node "node2" is offline already`},
 		{"unknown node", s.ShutdownNode("node9", true), `pvesim: no node "node9"`},
+		{"arm when armed", s.ArmHA(), "pvesim: the HA stack is not disarmed, and PVE's CRM ignores the command: arm-ha"},
+		{"unknown disarm mode", s.DisarmHA("stop"), `pvesim: disarm-ha mode "stop" is not freeze or ignore`},
+		{"disarm", s.DisarmHA("ignore"), ""},
+		{"disarm twice", s.DisarmHA("freeze"), "pvesim: the HA stack is disarmed already (ignore), and PVE's CRM ignores the command: disarm-ha freeze"},
+		{"maintenance when disarmed", s.SetNodeHAState("node1", "maintenance"),
+			"pvesim: the HA stack is disarmed, and PVE's CRM ignores the request: enable-node-maintenance node1"},
 	} {
+		if c.want == "" {
+			if c.err != nil {
+				t.Errorf("%s: %v", c.name, c.err)
+			}
+			continue
+		}
 		if c.err == nil || c.err.Error() != c.want {
 			t.Errorf("%s: %v, want %s", c.name, c.err, c.want)
 		}

@@ -50,6 +50,10 @@ type Server struct {
 	// maintenance), until they are up again (ha_shutdown.go).
 	haShutdownPolicy string
 	haShutdown       map[string]string
+	// haDisarm is the disarm-ha mode requested (freeze or ignore, "" when armed); haDisarmed
+	// that the CRM has disarmed (ha_disarm.go).
+	haDisarm   string
+	haDisarmed bool
 	// agentDelay is how many guest agent calls after a start fail; brokenAgents never answer.
 	agentDelay   int
 	brokenAgents map[int]bool
