@@ -10,7 +10,8 @@ import "fmt"
 // DisarmHA plays `ha-manager crm-command disarm-ha <mode>`, mode freeze or ignore. The CRM
 // takes it in its next round once no service is being fenced, recovered or moved: a move only
 // queued is dropped, and with freeze every service is frozen (CRM state freeze, its guest left
-// as it is). Until ArmHA it starts, stops, moves, recovers and fails back nothing, and refuses
+// as it is); with ignore, the CRM shows each service on its node of then, wherever its guest is
+// moved (SetGuestNode). Until ArmHA it starts, stops, moves, recovers and fails back nothing, and refuses
 // node maintenance. A second disarm is ignored by the CRM: an error says so.
 func (s *Server) DisarmHA(mode string) error {
 	if mode != "freeze" && mode != "ignore" {
@@ -26,7 +27,8 @@ func (s *Server) DisarmHA(mode string) error {
 }
 
 // ArmHA plays `ha-manager crm-command arm-ha`: the CRM resumes, unfreezing the services on
-// nodes that are up (started ones run on, the others are stopped). The CRM ignores it when the
+// nodes that are up (started ones run on, the others are stopped), and in ignore mode taking
+// the nodes guests were moved to meanwhile. The CRM ignores it when the
 // stack is not disarmed: an error says so.
 func (s *Server) ArmHA() error {
 	s.mu.Lock()
@@ -36,6 +38,8 @@ func (s *Server) ArmHA() error {
 	}
 	s.haDisarm, s.haDisarmed = "", false
 	for _, res := range s.haResources {
+		// From ignore mode, the CRM takes the node the guest was moved to meanwhile.
+		res.disarmedOn = ""
 		if g := s.guests[res.vmid]; g != nil && res.frozen && s.haShutdown[g.node] == "" {
 			res.frozen = false
 		}
@@ -60,6 +64,9 @@ func (s *Server) disarmRound() (deferred bool) {
 		if res.pickedUp && res.state() != "ignored" {
 			res.migrateTo, res.relocate, res.seen = "", false, false
 			res.frozen = res.frozen || s.haDisarm == "freeze" && !res.errored
+			if s.haDisarm == "ignore" {
+				res.disarmedOn = s.guests[res.vmid].node
+			}
 		}
 	}
 	s.haDisarmed = true

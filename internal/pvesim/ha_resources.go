@@ -49,9 +49,22 @@ type haResource struct {
 	// requested disabled (see ha_start.go).
 	failedNodes []string
 	errored     bool
-	// frozen: its node shut down under the freeze policy; the CRM leaves it there until the
-	// node is up again (Manager.pm's freeze state).
+	// frozen: its node shut down under the freeze policy, or the HA stack was disarmed in
+	// freeze mode; the CRM leaves it there until the node is up again or the stack armed
+	// (Manager.pm's freeze state).
 	frozen bool
+	// disarmedOn is the node the CRM last saw the service on when it disarmed in ignore mode:
+	// until armed, it shows that node, wherever the guest is moved.
+	disarmedOn string
+}
+
+// crmNode is the node the CRM has the service on: its guest's, unless the stack is disarmed
+// in ignore mode. The caller holds s.mu.
+func (s *Server) crmNode(res *haResource) string {
+	if res.disarmedOn != "" {
+		return res.disarmedOn
+	}
+	return s.guests[res.vmid].node
 }
 
 // requestState is the state resources.cfg requests as the HA stack reads it
@@ -473,7 +486,7 @@ func (s *Server) serviceStatus() map[string]any {
 			continue
 		}
 		sum := sha1.Sum([]byte(res.sid + " " + state + " " + g.node + " " + res.migrateTo))
-		entry := map[string]any{"node": g.node, "state": state, "uid": hex.EncodeToString(sum[:8])}
+		entry := map[string]any{"node": s.crmNode(res), "state": state, "uid": hex.EncodeToString(sum[:8])}
 		if res.migrateTo != "" {
 			entry["target"] = res.migrateTo
 		}

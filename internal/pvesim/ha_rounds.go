@@ -28,7 +28,7 @@ func (s *Server) HAServices() map[string]HAService {
 	out := map[string]HAService{}
 	for _, res := range s.sortedHAResources() {
 		if state := s.crmState(res); state != "" {
-			out[res.sid] = HAService{Node: s.guests[res.vmid].node, State: state}
+			out[res.sid] = HAService{Node: s.crmNode(res), State: state}
 		}
 	}
 	return out

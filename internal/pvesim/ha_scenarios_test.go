@@ -326,6 +326,11 @@ func (h *haHarness) command(cmd string) {
 		if h.s.HAServices()[f[1]].State == "started" {
 			h.call(http.MethodPut, "/cluster/ha/resources/"+f[1], url.Values{"state": {"stopped"}})
 		}
+	case f[0] == "service" && len(f) == 4 && f[2] == "manual-migrate":
+		// A migration outside HA (of an ignored service, or while disarmed in ignore mode).
+		if err := h.s.SetGuestNode(vmidOf(h.t, f[1]), f[3]); err != nil {
+			h.t.Fatal(err)
+		}
 	case f[0] == "service" && len(f) == 3 && f[2] == "delete":
 		h.call(http.MethodDelete, "/cluster/ha/resources/"+f[1], nil)
 	default:
