@@ -49,6 +49,10 @@ type haResource struct {
 	// requested disabled (see ha_start.go).
 	failedNodes []string
 	errored     bool
+	// failStarts attempts of each start fail, on failStartsOn only when set (FailHAStarts);
+	// startTries counts the attempts of the start under way.
+	failStarts, startTries int
+	failStartsOn           string
 	// frozen: its node shut down under the freeze policy, or the HA stack was disarmed in
 	// freeze mode; the CRM leaves it there until the node is up again or the stack armed
 	// (Manager.pm's freeze state).

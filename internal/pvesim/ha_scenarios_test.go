@@ -100,8 +100,10 @@ func newHAHarness(t *testing.T, sc haScenario) *haHarness {
 	// Every service's guest exists from the start, on the node it is configured or added on:
 	// a guest that is no HA resource yet counts for nothing in the HA manager's basic scheduler.
 	guests := map[int]pvesim.GuestSpec{}
+	// A fake failing service's guest is stopped, so that the HA stack's first start is played.
 	for sid, cfg := range sc.Services {
-		guests[vmidOf(t, sid)] = guestSpec(t, sid, fmt.Sprint(cfg["node"]), cfg["state"] != "stopped" && cfg["state"] != "disabled")
+		running := cfg["state"] != "stopped" && cfg["state"] != "disabled" && simSID(sid) == sid
+		guests[vmidOf(t, sid)] = guestSpec(t, sid, fmt.Sprint(cfg["node"]), running)
 	}
 	for _, r := range sc.Rounds {
 		for _, cmd := range r.Commands {
@@ -115,7 +117,13 @@ func newHAHarness(t *testing.T, sc haScenario) *haHarness {
 	}
 	switch {
 	case sc.Rules != nil:
-		c.HARules = *sc.Rules
+		for _, r := range *sc.Rules {
+			r.Resources = slices.Clone(r.Resources)
+			for i, sid := range r.Resources {
+				r.Resources[i] = simSID(sid)
+			}
+			c.HARules = append(c.HARules, r)
+		}
 	case len(sc.Groups) == 0:
 		c.HARules = []pvesim.HARuleSpec{} // PVE 9 without rules
 	}
@@ -141,15 +149,43 @@ func newHAHarness(t *testing.T, sc haScenario) *haHarness {
 		h.call(http.MethodPost, "/cluster/ha/groups", p)
 	}
 	for _, sid := range slices.Sorted(maps.Keys(sc.Services)) {
-		p := url.Values{"sid": {sid}}
+		p := url.Values{"sid": {simSID(sid)}}
 		for k, v := range sc.Services[sid] {
 			if k != "node" {
 				p.Set(k, fmt.Sprint(v))
 			}
 		}
 		h.call(http.MethodPost, "/cluster/ha/resources", p)
+		h.fake(sid)
 	}
 	return h
+}
+
+// simSID is the service a scenario's service is played by: one of the harness's fake
+// failing services (fa:<id>) is a VM whose starts fail (fake).
+func simSID(sid string) string {
+	if id, fake := strings.CutPrefix(sid, "fa:"); fake {
+		return "vm:" + id
+	}
+	return sid
+}
+
+// fake gives the VM playing a fake failing service fa:<id> its failing starts
+// (Sim/Resources/VirtFail.pm): the id's second digit is how many attempts of each start fail,
+// its sixth the node they fail on (node<digit>, 0 for any). The translator leaves out the
+// scenarios whose fakes fail migrations or stops.
+func (h *haHarness) fake(sid string) {
+	id, fake := strings.CutPrefix(sid, "fa:")
+	if !fake {
+		return
+	}
+	node := ""
+	if len(id) >= 6 && id[5] != '0' {
+		node = "node" + id[5:6]
+	}
+	if err := h.s.FailHAStarts(vmidOf(h.t, sid), int(id[1]-'0'), node); err != nil {
+		h.t.Fatal(err)
+	}
 }
 
 // vmidOf is the guest id of a service id (vm:101 is 101).
@@ -217,8 +253,8 @@ func (h *haHarness) run() {
 			if want.State == "absent" {
 				want = pvesim.HAService{}
 			}
-			if got[sid] != want {
-				h.t.Errorf("round %d %q: %s is %+v, PVE has %+v", i+1, r.Commands, sid, got[sid], want)
+			if got[simSID(sid)] != want {
+				h.t.Errorf("round %d %q: %s is %+v, PVE has %+v", i+1, r.Commands, sid, got[simSID(sid)], want)
 			}
 		}
 		if h.t.Failed() {
@@ -264,6 +300,9 @@ func (h *haHarness) command(cmd string) {
 	bad := func() { h.t.Fatalf("command %q: not understood by the harness", cmd) }
 	if len(f) < 2 {
 		bad()
+	}
+	if f[0] == "service" {
+		f[1] = simSID(f[1])
 	}
 	switch {
 	case f[0] == "delay":
@@ -363,8 +402,8 @@ func TestHANodeAffinityOfAPositiveGroup(t *testing.T) {
 	}).run()
 }
 
-// The shutdown and disarm API refuses what datacenter.cfg, a node's state and the HA stack's
-// do not allow, saying why.
+// The shutdown, disarm and start-failure API refuses what datacenter.cfg, a node's state and
+// the HA stack's do not allow, saying why.
 func TestHAShutdownAndDisarmRefusals(t *testing.T) {
 	s, err := pvesim.New(pvesim.Cluster{Nodes: []pvesim.NodeSpec{{Name: "node1", CPUs: 4, MemoryGiB: 8}, {Name: "node2", CPUs: 4, MemoryGiB: 8, Offline: true}}})
 	if err != nil {
@@ -384,6 +423,7 @@ func TestHAShutdownAndDisarmRefusals(t *testing.T) {
 		{"disarm twice", s.DisarmHA("freeze"), "pvesim: the HA stack is disarmed already (ignore), and PVE's CRM ignores the command: disarm-ha freeze"},
 		{"maintenance when disarmed", s.SetNodeHAState("node1", "maintenance"),
 			"pvesim: the HA stack is disarmed, and PVE's CRM ignores the request: enable-node-maintenance node1"},
+		{"failing starts of no HA resource", s.FailHAStarts(100, 1, ""), "pvesim: guest 100 is no HA resource"},
 	} {
 		if c.want == "" {
 			if c.err != nil {

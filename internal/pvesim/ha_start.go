@@ -20,19 +20,54 @@ func (r *haResource) policy(key string) int {
 }
 
 // lrmStart starts res's guest on its node as the LRM does: pending changes applied, then
-// vm_start's checks (startProblem). The LRM retries a failed start max_restart times on the
-// same node (LRM.pm handle_service_exitcode); the simulator's starts fail alike every time, so
-// the node then reports the error and the CRM applies its relocation policy (startFailed).
-// It tells whether the guest runs. The caller holds s.mu.
+// vm_start's checks (startProblem), which fail alike every time, and the failures FailHAStarts
+// sets. The LRM retries a failed start max_restart times on the same node (LRM.pm
+// handle_service_exitcode); then the node reports the error and the CRM applies its
+// relocation policy (startFailed). It tells whether the guest runs. The caller holds s.mu.
 func (s *Server) lrmStart(res *haResource, g *guest) bool {
 	g.applyPending()
-	if s.startProblem(g) != "" {
-		s.startFailed(res, g)
-		return false
+	for range 1 + res.policy("max_restart") {
+		if s.startProblem(g) == "" && !res.startFails(g.node) {
+			g.boot()
+			res.failedNodes = nil
+			return true
+		}
 	}
-	g.boot()
-	res.failedNodes = nil
-	return true
+	s.startFailed(res, g)
+	return false
+}
+
+// startFails tells whether a start attempt on node fails by FailHAStarts: the first attempts
+// of each start, on its node when one is set; a start that succeeds, or one on another node,
+// makes the next start fail again.
+func (r *haResource) startFails(node string) bool {
+	if r.failStarts > 0 && (r.failStartsOn == "" || r.failStartsOn == node) {
+		r.startTries++
+		if r.startTries <= r.failStarts {
+			return true
+		}
+	}
+	r.startTries = 0
+	return false
+}
+
+// FailHAStarts makes the HA stack's starts of guest vmid fail: the first attempts of every
+// start, attempts of them (on node only, when not ""), as a service failing on a resource it
+// lacks would; the LRM's retries and the CRM's relocation policy answer as in PVE.
+func (s *Server) FailHAStarts(vmid, attempts int, node string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	res := s.haResourceOf(vmid)
+	switch {
+	case res == nil:
+		return fmt.Errorf("pvesim: guest %d is no HA resource", vmid)
+	case node != "" && s.node(node) == nil:
+		return fmt.Errorf("pvesim: no node %q", node)
+	case attempts < 0:
+		return fmt.Errorf("pvesim: %d start attempts to fail: give 0 or more", attempts)
+	}
+	res.failStarts, res.failStartsOn, res.startTries = attempts, node, 0
+	return nil
 }
 
 // startFailed is the CRM's relocation policy after a failed start (Manager.pm
