@@ -65,8 +65,9 @@
 //     into the error state, which only disabling it leaves; a node's shutdown and reboot
 //     (ShutdownNode) under datacenter.cfg's shutdown_policy (SetHAShutdownPolicy: conditional,
 //     freeze, failover, migrate); disarm-ha in freeze or ignore mode and arm-ha (DisarmHA,
-//     ArmHA; their API endpoints are not routed); starts that fail a set number of attempts
-//     (FailHAStarts); RunHARounds and HAServices drive and read the HA manager from Go;
+//     ArmHA; their API endpoints are not routed); HA starts and migrations that fail a set
+//     number of attempts and stops that fail (SetHAFaults; a failed stop is the error state);
+//     RunHARounds and HAServices drive and read the HA manager from Go;
 //   - VM lifecycle as tasks with real UPIDs, run at once or after a set duration: create,
 //     clone (on the source node; full, or linked from base volumes; target node only from
 //     shared storage),

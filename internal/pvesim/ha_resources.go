@@ -49,10 +49,14 @@ type haResource struct {
 	// requested disabled (see ha_start.go).
 	failedNodes []string
 	errored     bool
-	// failStarts attempts of each start fail, on failStartsOn only when set (FailHAStarts);
-	// startTries counts the attempts of the start under way.
-	failStarts, startTries int
-	failStartsOn           string
+	// faults are the failures SetHAFaults sets; startTries and migrateTries count the attempts
+	// of the start and the migration under way.
+	faults                   HAFaults
+	startTries, migrateTries int
+	// stopFailed: disabled out of the error state a failed stop left it in, the CRM has it
+	// stopped while its LRM keeps failing to stop the guest (next_state_error, and the stopped
+	// state, whose LRM results the CRM does not read).
+	stopFailed bool
 	// frozen: its node shut down under the freeze policy, or the HA stack was disarmed in
 	// freeze mode; the CRM leaves it there until the node is up again or the stack armed
 	// (Manager.pm's freeze state).
@@ -460,6 +464,8 @@ func (s *Server) verboseState(res *haResource) string {
 		return "error"
 	case res.frozen:
 		return "freeze"
+	case res.stopFailed:
+		return res.requestState()
 	case res.recovering:
 		return "recovery"
 	case res.migrateTo != "":
@@ -515,6 +521,8 @@ func (s *Server) crmState(res *haResource) string {
 		return "error"
 	case res.frozen:
 		return "freeze"
+	case res.stopFailed:
+		return "stopped"
 	case res.recovering:
 		return "recovery"
 	case res.migrateTo != "" && res.relocate:
@@ -610,8 +618,14 @@ func (s *Server) crmRound() {
 			// next_state_error: only a request to disable it leaves the error state.
 			if res.opts["state"] == "disabled" {
 				res.errored, res.failedNodes = false, nil
+				res.stopFailed = g.status == "running"
 			}
 			continue
+		case res.stopFailed:
+			if res.state() != "started" {
+				continue
+			}
+			res.stopFailed = false
 		case !res.pickedUp:
 			// Manager.pm adds a service requested stopped as request_stop: the stop is taken.
 			res.pickedUp, res.seen = true, res.state() == "stopped" && g.status == "running"
@@ -662,9 +676,12 @@ func (s *Server) crmRound() {
 			}
 			continue
 		}
-		if res.state() == "started" {
+		switch {
+		case res.state() == "started":
 			s.lrmStart(res, g)
-		} else {
+		case res.faults.Stops:
+			res.errored = true // next_state_request_stop: "service ... stop failed"
+		default:
 			g.status = "stopped"
 		}
 	}
@@ -686,7 +703,7 @@ func (s *Server) haMigrate(res *haResource, target string, relocate bool) bool {
 	// PVEVM's migrate calls migrate_vm with with-local-disks: local disks move along when the
 	// target has their storage, and the migration fails (the service stays) when it has not.
 	moves, msg := s.localDiskMoves(g, t, "")
-	if msg != "" {
+	if msg != "" || res.faults.tries(&res.migrateTries, res.faults.Migrations, g.node) {
 		return false
 	}
 	restart := relocate && g.status == "running"

@@ -162,7 +162,7 @@ func newHAHarness(t *testing.T, sc haScenario) *haHarness {
 }
 
 // simSID is the service a scenario's service is played by: one of the harness's fake
-// failing services (fa:<id>) is a VM whose starts fail (fake).
+// failing services (fa:<id>) is a VM with faults (fake).
 func simSID(sid string) string {
 	if id, fake := strings.CutPrefix(sid, "fa:"); fake {
 		return "vm:" + id
@@ -170,20 +170,27 @@ func simSID(sid string) string {
 	return sid
 }
 
-// fake gives the VM playing a fake failing service fa:<id> its failing starts
-// (Sim/Resources/VirtFail.pm): the id's second digit is how many attempts of each start fail,
-// its sixth the node they fail on (node<digit>, 0 for any). The translator leaves out the
-// scenarios whose fakes fail migrations or stops.
+// fake gives the VM playing a fake failing service fa:<id> its faults
+// (Sim/Resources/VirtFail.pm): the id's digits after the first are how many attempts of each
+// start and of each migration fail, whether stops fail, whether the service exists (the
+// translator leaves out those that do not), and the node the start and migration failures
+// happen on (node<digit>, 0 for any).
 func (h *haHarness) fake(sid string) {
 	id, fake := strings.CutPrefix(sid, "fa:")
 	if !fake {
 		return
 	}
-	node := ""
-	if len(id) >= 6 && id[5] != '0' {
-		node = "node" + id[5:6]
+	digit := func(i int) int {
+		if i < len(id) {
+			return int(id[i] - '0')
+		}
+		return 0
 	}
-	if err := h.s.FailHAStarts(vmidOf(h.t, sid), int(id[1]-'0'), node); err != nil {
+	f := pvesim.HAFaults{Starts: digit(1), Migrations: digit(2), Stops: digit(3) > 0}
+	if n := digit(5); n > 0 {
+		f.Node = fmt.Sprintf("node%d", n)
+	}
+	if err := h.s.SetHAFaults(vmidOf(h.t, sid), f); err != nil {
 		h.t.Fatal(err)
 	}
 }
@@ -423,7 +430,7 @@ func TestHAShutdownAndDisarmRefusals(t *testing.T) {
 		{"disarm twice", s.DisarmHA("freeze"), "pvesim: the HA stack is disarmed already (ignore), and PVE's CRM ignores the command: disarm-ha freeze"},
 		{"maintenance when disarmed", s.SetNodeHAState("node1", "maintenance"),
 			"pvesim: the HA stack is disarmed, and PVE's CRM ignores the request: enable-node-maintenance node1"},
-		{"failing starts of no HA resource", s.FailHAStarts(100, 1, ""), "pvesim: guest 100 is no HA resource"},
+		{"faults of no HA resource", s.SetHAFaults(100, pvesim.HAFaults{Starts: 1}), "pvesim: guest 100 is no HA resource"},
 	} {
 		if c.want == "" {
 			if c.err != nil {

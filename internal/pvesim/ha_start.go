@@ -20,14 +20,14 @@ func (r *haResource) policy(key string) int {
 }
 
 // lrmStart starts res's guest on its node as the LRM does: pending changes applied, then
-// vm_start's checks (startProblem), which fail alike every time, and the failures FailHAStarts
+// vm_start's checks (startProblem), which fail alike every time, and the failures SetHAFaults
 // sets. The LRM retries a failed start max_restart times on the same node (LRM.pm
 // handle_service_exitcode); then the node reports the error and the CRM applies its
 // relocation policy (startFailed). It tells whether the guest runs. The caller holds s.mu.
 func (s *Server) lrmStart(res *haResource, g *guest) bool {
 	g.applyPending()
 	for range 1 + res.policy("max_restart") {
-		if s.startProblem(g) == "" && !res.startFails(g.node) {
+		if s.startProblem(g) == "" && !res.faults.tries(&res.startTries, res.faults.Starts, g.node) {
 			g.boot()
 			res.failedNodes = nil
 			return true
@@ -37,36 +37,44 @@ func (s *Server) lrmStart(res *haResource, g *guest) bool {
 	return false
 }
 
-// startFails tells whether a start attempt on node fails by FailHAStarts: the first attempts
-// of each start, on its node when one is set; a start that succeeds, or one on another node,
-// makes the next start fail again.
-func (r *haResource) startFails(node string) bool {
-	if r.failStarts > 0 && (r.failStartsOn == "" || r.failStartsOn == node) {
-		r.startTries++
-		if r.startTries <= r.failStarts {
+// HAFaults are failures of the HA stack's actions on a guest, as pve-ha-manager's fake failing
+// services (Sim/Resources/VirtFail.pm) play them: the first Starts attempts of every start and
+// the first Migrations attempts of every migration fail (on Node only, when set; an action that
+// succeeds, or one elsewhere, starts the count again), and with Stops every stop fails.
+type HAFaults struct {
+	Starts, Migrations int
+	Stops              bool
+	Node               string
+}
+
+// tries counts an attempt of an action that fails its first limit attempts on node (any node
+// when HAFaults.Node is ""), and tells whether this one fails.
+func (f HAFaults) tries(count *int, limit int, node string) bool {
+	if limit > 0 && (f.Node == "" || f.Node == node) {
+		*count++
+		if *count <= limit {
 			return true
 		}
 	}
-	r.startTries = 0
+	*count = 0
 	return false
 }
 
-// FailHAStarts makes the HA stack's starts of guest vmid fail: the first attempts of every
-// start, attempts of them (on node only, when not ""), as a service failing on a resource it
-// lacks would; the LRM's retries and the CRM's relocation policy answer as in PVE.
-func (s *Server) FailHAStarts(vmid, attempts int, node string) error {
+// SetHAFaults makes the HA stack's starts, migrations or stops of guest vmid fail as f says; the
+// LRM's retries and the CRM's relocation policy and error state answer as in PVE.
+func (s *Server) SetHAFaults(vmid int, f HAFaults) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	res := s.haResourceOf(vmid)
 	switch {
 	case res == nil:
 		return fmt.Errorf("pvesim: guest %d is no HA resource", vmid)
-	case node != "" && s.node(node) == nil:
-		return fmt.Errorf("pvesim: no node %q", node)
-	case attempts < 0:
-		return fmt.Errorf("pvesim: %d start attempts to fail: give 0 or more", attempts)
+	case f.Node != "" && s.node(f.Node) == nil:
+		return fmt.Errorf("pvesim: no node %q", f.Node)
+	case f.Starts < 0 || f.Migrations < 0:
+		return fmt.Errorf("pvesim: %d start and %d migration attempts to fail: give 0 or more", f.Starts, f.Migrations)
 	}
-	res.failStarts, res.failStartsOn, res.startTries = attempts, node, 0
+	res.faults, res.startTries, res.migrateTries = f, 0, 0
 	return nil
 }
 
