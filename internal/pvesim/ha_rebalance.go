@@ -81,8 +81,8 @@ func (s *Server) rebalanceStart(res *haResource) {
 	if !s.crs.config.on("ha-rebalance-on-start") || res.state() != "started" || g.status == "running" || res.migrateTo != "" {
 		return
 	}
-	if nodes := s.recoveryNodes(res); len(nodes) > 0 && nodes[0] != g.node {
-		s.haMigrate(res, nodes[0], false)
+	if nodes := s.recoveryNodes(res); len(nodes) > 0 && nodes[0] != g.node && s.haMigrate(res, nodes[0], false) {
+		res.startBalance = true
 	}
 }
 

@@ -131,25 +131,51 @@ func (s *Server) failback(res *haResource) bool {
 	return res.opts["failback"] != "0"
 }
 
-// serviceNodes are the nodes a service counts on for the rules and the load, as Usage.pm's
-// get_used_service_nodes has them: the node it is on while that node is up, unless the CRM
-// has it stopped or has not taken its start yet (countsNowhere), or it is in recovery from a
-// failed node, and the target of a migration under way. The caller holds s.mu.
+// usedNodes are the nodes the HA manager counts service res on, for the load and the rules, as
+// Usage.pm's get_used_service_nodes has them over the nodes it counts online (online, not in
+// maintenance): none while the CRM has it stopped or has not taken its start yet
+// (request_start); else its node, and the target of a move, where a move placing it before its
+// start (request_start_balance) counts only. A service picked up requested stopped in the
+// previous round still counts: PVE adds it as request_stop and has it stopped one round later,
+// in the round pvesim, a round behind, takes the starts of the services added with it. The
+// caller holds s.mu.
+func (s *Server) usedNodes(res *haResource) (current, target string) {
+	g := s.guests[res.vmid]
+	switch state := s.crmState(res); {
+	case state == "":
+		return "", ""
+	case state == "stopped" && res.pickedIn != s.crmRounds-1:
+		return "", ""
+	case state == "started" && g.status != "running" && !res.seen:
+		return "", "" // request_start
+	}
+	online := func(name string) string {
+		if n := s.node(name); n != nil && n.online && n.haState != "maintenance" {
+			return name
+		}
+		return ""
+	}
+	if !res.startBalance {
+		current = online(g.node)
+	}
+	if res.migrateTo != "" {
+		target = online(res.migrateTo)
+	}
+	return current, target
+}
+
+// serviceNodes are usedNodes as a list, current first. The caller holds s.mu.
 func (s *Server) serviceNodes(sid string) []string {
 	res := s.haResources[sid]
-	if res == nil || res.state() == "ignored" {
-		return nil
-	}
-	g := s.guests[res.vmid]
-	if g == nil || s.countsNowhere(res, s.crmState(res)) {
+	if res == nil {
 		return nil
 	}
 	var out []string
-	if n := s.node(g.node); n != nil && n.online && !res.recovering && s.crmState(res) != "stopped" {
-		out = append(out, g.node)
-	}
-	if res.migrateTo != "" {
-		out = append(out, res.migrateTo)
+	current, target := s.usedNodes(res)
+	for _, n := range []string{current, target} {
+		if n != "" {
+			out = append(out, n)
+		}
 	}
 	return out
 }

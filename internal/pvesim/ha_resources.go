@@ -27,8 +27,10 @@ type haResource struct {
 	// opts are the keys resources.cfg holds: state, max_restart, max_relocate, comment,
 	// failback, auto-rebalance, group.
 	opts map[string]string
-	// pickedUp: the CRM knows the service (status/current shows its crm_state).
+	// pickedUp: the CRM knows the service (status/current shows its crm_state), since its
+	// round pickedIn (see usedNodes).
 	pickedUp bool
+	pickedIn int
 	// seen: the CRM has seen the current request and carries it out next round.
 	seen bool
 	// crmStopped: the CRM had the service stopped when its start was requested; its state
@@ -39,6 +41,9 @@ type haResource struct {
 	// locked "migrate"; relocate stops the VM first.
 	migrateTo string
 	relocate  bool
+	// startBalance: the move places the stopped service on the best node before its start
+	// (ha-rebalance-on-start, Manager.pm request_start_balance).
+	startBalance bool
 	// recovering: its node failed and the CRM has found no node the rules allow yet.
 	recovering bool
 	// maintenanceNode is the node the service was moved off for maintenance, where it returns
@@ -616,8 +621,9 @@ func (s *Server) crmRound() {
 	if s.haDisarm != "" && !deferred {
 		return
 	}
+	s.crmRounds++
 	if s.haDisarm == "" {
-		s.crsRound()
+		s.autoRebalance()
 	}
 	for _, res := range s.sortedHAResources() {
 		g := s.guests[res.vmid]
@@ -638,7 +644,7 @@ func (s *Server) crmRound() {
 			res.stopFailed = false
 		case !res.pickedUp:
 			// Manager.pm adds a service requested stopped as request_stop: the stop is taken.
-			res.pickedUp, res.seen = true, res.state() == "stopped" && g.status == "running"
+			res.pickedUp, res.seen, res.pickedIn = true, res.state() == "stopped" && g.status == "running", s.crmRounds
 			continue
 		case res.frozen:
 			continue
@@ -707,7 +713,7 @@ func (s *Server) crmRound() {
 // storage of a local disk. It tells whether the move started. The caller holds s.mu.
 func (s *Server) haMigrate(res *haResource, target string, relocate bool) bool {
 	g, t := s.guests[res.vmid], s.node(target)
-	res.migrateTo, res.relocate = "", false
+	res.migrateTo, res.relocate, res.startBalance = "", false, false
 	if t == nil || t.reportedHAState() != "online" || t.name == g.node {
 		return false
 	}
@@ -723,7 +729,7 @@ func (s *Server) haMigrate(res *haResource, target string, relocate bool) bool {
 	}
 	res.migrateTo, res.relocate = t.name, relocate
 	s.startMigration(nil, g, t, moves, true, func(ok bool) {
-		res.migrateTo, res.relocate = "", false
+		res.migrateTo, res.relocate, res.startBalance = "", false, false
 		if restart {
 			s.lrmStart(res, g)
 		}

@@ -47,6 +47,8 @@ type Server struct {
 	haResources map[string]*haResource
 	// crs is datacenter.cfg's crs and the HA manager's scheduler state; see ha_crs.go.
 	crs crsState
+	// crmRounds counts the HA manager's rounds.
+	crmRounds int
 	// haShutdownPolicy is datacenter.cfg's ha shutdown_policy ("": conditional); haShutdown
 	// are the nodes shut down under it, by the mode their LRM left in (freeze, failover,
 	// maintenance), until they are up again (ha_shutdown.go).
