@@ -156,17 +156,21 @@ type crsUsage struct {
 	services []crsService
 }
 
-// crsNodes are the nodes the HA manager schedules on (NodeStatus.pm list_online_nodes):
-// online, not in maintenance. The caller holds s.mu.
+// crsNodes are the nodes the HA manager schedules on (NodeStatus.pm list_online_nodes). The
+// caller holds s.mu.
 func (s *Server) crsNodes() []*node {
 	var out []*node
 	for _, n := range s.nodes {
-		if n.online && n.haState != "maintenance" {
+		if n.schedulable() {
 			out = append(out, n)
 		}
 	}
 	return out
 }
+
+// schedulable tells whether the HA manager counts node n online for its usage and its rules:
+// online, not in maintenance.
+func (n *node) schedulable() bool { return n.online && n.haState != "maintenance" }
 
 // crsUsage builds the usage as recompute_online_node_usage does: every service the CRM lists
 // on the nodes get_used_service_nodes names for its state (usedNodes), then, from PVE

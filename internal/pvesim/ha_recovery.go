@@ -150,7 +150,7 @@ func (s *Server) usedNodes(res *haResource) (current, target string) {
 		return "", "" // request_start
 	}
 	online := func(name string) string {
-		if n := s.node(name); n != nil && n.online && n.haState != "maintenance" {
+		if n := s.node(name); n != nil && n.schedulable() {
 			return name
 		}
 		return ""
