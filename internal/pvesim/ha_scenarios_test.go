@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -35,11 +36,23 @@ type haScenario struct {
 	Rules  *[]pvesim.HARuleSpec `json:"rules"`
 	Groups []haScenarioGroup    `json:"groups"`
 	Rounds []haScenarioRound    `json:"rounds"`
-	// The CRS helper's part: datacenter.cfg and the service stats, kept as PVE's test has them.
-	Datacenter    map[string]any `json:"datacenter"`
-	StaticStats   map[string]any `json:"static_stats"`
-	DynamicStats  map[string]any `json:"dynamic_stats"`
-	ManagerStatus map[string]any `json:"manager_status"`
+	// Hardware are the nodes' CPUs and memory in bytes (hardware_status); without, every node
+	// has 16 CPUs and 64 GiB.
+	Hardware   map[string]haScenarioStats `json:"hardware"`
+	Datacenter map[string]any             `json:"datacenter"`
+	// StaticStats are the guests' configured CPUs and memory in bytes, DynamicStats their load
+	// (cpu in cores, mem in bytes); without, a guest has 1 core and 512 MiB.
+	StaticStats   map[string]haScenarioStats `json:"static_stats"`
+	DynamicStats  map[string]haScenarioStats `json:"dynamic_stats"`
+	ManagerStatus map[string]any             `json:"manager_status"`
+}
+
+// haScenarioStats are a node's or a guest's figures as PVE's test harness sets them.
+type haScenarioStats struct {
+	MaxCPU float64 `json:"maxcpu"`
+	MaxMem float64 `json:"maxmem"`
+	CPU    float64 `json:"cpu"`
+	Mem    float64 `json:"mem"`
 }
 
 type haScenarioGroup struct {
@@ -90,27 +103,92 @@ type haHarness struct {
 	down, fenced map[string]bool
 	// disarmed: the HA stack is disarmed (disarm-ha).
 	disarmed bool
+	// resized are the services whose static stats a command changes (set-static-stats).
+	resized map[string]bool
+}
+
+// crsOf is datacenter.cfg's crs as a property string. Without a threshold, automatic
+// rebalancing gets 30 % as pve-ha-manager 5.2.0's scenarios apply it: they were computed with
+// proxmox-resource-scheduling 2.0, whose imbalance is not yet divided by sqrt(n-1), against
+// 0.3; PVE 9.2's is divided and its threshold in percent.
+func crsOf(sc haScenario) string {
+	crs, _ := sc.Datacenter["crs"].(map[string]any)
+	if crs["ha-auto-rebalance"] != nil && crs["ha-auto-rebalance-threshold"] == nil {
+		crs["ha-auto-rebalance-threshold"] = 30 / math.Sqrt(float64(len(sc.Nodes)-1))
+	}
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(crs)) {
+		out = append(out, fmt.Sprintf("%s=%v", k, crs[k]))
+	}
+	return strings.Join(out, ",")
+}
+
+// autoRebalance tells whether the scenario rebalances automatically.
+func (sc haScenario) autoRebalance() bool {
+	crs, _ := sc.Datacenter["crs"].(map[string]any)
+	return crs["ha-auto-rebalance"] != nil
+}
+
+func number(t *testing.T, s string) float64 {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatalf("%q: %v", s, err)
+	}
+	return f
 }
 
 func newHAHarness(t *testing.T, sc haScenario) *haHarness {
-	c := pvesim.Cluster{}
+	c := pvesim.Cluster{CRS: crsOf(sc)}
 	for _, n := range sc.Nodes {
-		c.Nodes = append(c.Nodes, pvesim.NodeSpec{Name: n, CPUs: 16, MemoryGiB: 64})
+		hw := sc.Hardware[n]
+		if hw.MaxCPU == 0 {
+			hw = haScenarioStats{MaxCPU: 16, MaxMem: 64 << 30}
+		}
+		c.Nodes = append(c.Nodes, pvesim.NodeSpec{Name: n, CPUs: int(hw.MaxCPU), MemoryGiB: hw.MaxMem / (1 << 30)})
 	}
 	// Every service's guest exists from the start, on the node it is configured or added on:
 	// a guest that is no HA resource yet counts for nothing in the HA manager's basic scheduler.
 	guests := map[int]pvesim.GuestSpec{}
 	// A fake failing service's guest is stopped, so that the HA stack's first start is played.
+	// Under the static or dynamic scheduler every guest is stopped, as all are in PVE's test
+	// harness until their LRM starts them: the CRM places a service before its start
+	// (ha-rebalance-on-start) and leaves one that runs; a guest not running yet puts no load.
+	crs, _ := sc.Datacenter["crs"].(map[string]any)
 	for sid, cfg := range sc.Services {
-		running := cfg["state"] != "stopped" && cfg["state"] != "disabled" && simSID(sid) == sid
+		running := cfg["state"] != "stopped" && cfg["state"] != "disabled" && simSID(sid) == sid && crs == nil
 		guests[vmidOf(t, sid)] = guestSpec(t, sid, fmt.Sprint(cfg["node"]), running)
 	}
+	stats, resized := map[string]haScenarioStats{}, map[string]bool{}
+	maps.Copy(stats, sc.StaticStats)
 	for _, r := range sc.Rounds {
 		for _, cmd := range r.Commands {
-			if f := strings.Fields(cmd); len(f) >= 4 && f[0] == "service" && f[2] == "add" {
+			f := strings.Fields(cmd)
+			switch {
+			case len(f) >= 4 && f[0] == "service" && f[2] == "add":
 				guests[vmidOf(t, f[1])] = guestSpec(t, f[1], f[3], len(f) > 5 && f[5] == "1")
+			case len(f) == 7 && f[2] == "set-static-stats" && stats[f[1]].MaxCPU == 0:
+				// The figures of a service added with them are its guest's from the start.
+				stats[f[1]] = haScenarioStats{MaxCPU: number(t, f[4]), MaxMem: number(t, f[6]) * (1 << 20)}
+			case len(f) == 7 && f[2] == "set-static-stats":
+				resized[f[1]] = true
 			}
 		}
+	}
+	for sid, st := range stats {
+		g, found := guests[vmidOf(t, sid)]
+		if !found {
+			continue // stats of a service the scenario does not have
+		}
+		g.Cores, g.MemoryMiB = int(st.MaxCPU), int(math.Round(st.MaxMem/(1<<20)))
+		if g.Type == "lxc" && st.MaxCPU != math.Trunc(st.MaxCPU) {
+			// A container's fractional CPUs are its cpulimit.
+			g.Cores, g.Config = 0, map[string]string{"cpulimit": fmt.Sprint(st.MaxCPU)}
+		}
+		if resized[sid] {
+			// Its size changes while it runs: hot-plugged, within 16 cores.
+			g.Cores, g.Config = 16, map[string]string{"hotplug": "network,disk,usb,cpu,memory", "numa": "1", "vcpus": fmt.Sprint(int(st.MaxCPU))}
+		}
+		guests[vmidOf(t, sid)] = g
 	}
 	for _, id := range slices.Sorted(maps.Keys(guests)) {
 		c.Guests = append(c.Guests, guests[id])
@@ -137,7 +215,12 @@ func newHAHarness(t *testing.T, sc haScenario) *haHarness {
 			t.Fatal(err)
 		}
 	}
-	h := &haHarness{t: t, sc: sc, s: s, down: map[string]bool{}, fenced: map[string]bool{}}
+	for sid, st := range sc.DynamicStats {
+		if err := s.SetGuestLoad(vmidOf(t, sid), st.CPU, st.Mem/(1<<30)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := &haHarness{t: t, sc: sc, s: s, down: map[string]bool{}, fenced: map[string]bool{}, resized: resized}
 	for _, g := range sc.Groups {
 		p := url.Values{"group": {g.Group}, "nodes": {g.Nodes}}
 		if g.Restricted {
@@ -253,7 +336,20 @@ func (h *haHarness) run() {
 				}
 			}
 		}
-		h.settle()
+		if h.sc.autoRebalance() {
+			// Rebalancing waits its hold duration: PVE's test harness gives each batch of
+			// commands five rounds (the first takes the pick-up round), the last one more.
+			rounds := 5
+			switch {
+			case i == len(h.sc.Rounds)-1:
+				rounds = 25
+			case i == 0:
+				rounds--
+			}
+			h.s.RunHARounds(rounds)
+		} else {
+			h.settle()
+		}
 		got := h.s.HAServices()
 		for _, sid := range slices.Sorted(maps.Keys(r.Expect)) {
 			want := r.Expect[sid]
@@ -376,6 +472,24 @@ func (h *haHarness) command(cmd string) {
 		// A migration outside HA (of an ignored service, or while disarmed in ignore mode).
 		if err := h.s.SetGuestNode(vmidOf(h.t, f[1]), f[3]); err != nil {
 			h.t.Fatal(err)
+		}
+	case f[0] == "service" && len(f) >= 5 && f[2] == "set-dynamic-stats":
+		// cpu in cores, mem in MiB; a figure not given stays.
+		load := map[string]float64{"cpu": -1, "mem": -1}
+		for i := 3; i+1 < len(f); i += 2 {
+			load[f[i]] = number(h.t, f[i+1])
+		}
+		if load["mem"] >= 0 {
+			load["mem"] /= 1024
+		}
+		if err := h.s.SetGuestLoad(vmidOf(h.t, f[1]), load["cpu"], load["mem"]); err != nil {
+			h.t.Fatal(err)
+		}
+	case f[0] == "service" && len(f) == 7 && f[2] == "set-static-stats":
+		// The VM's vCPUs and memory hot-plugged; a service added with them has them already.
+		if h.resized[f[1]] {
+			g := h.s.MustGuest(h.t, vmidOf(h.t, f[1]))
+			h.call(http.MethodPut, fmt.Sprintf("/nodes/%s/qemu/%d/config", g.Node, g.VMID), url.Values{"vcpus": {fmt.Sprint(int(number(h.t, f[4])))}, "memory": {f[6]}})
 		}
 	case f[0] == "service" && len(f) == 3 && f[2] == "delete":
 		h.call(http.MethodDelete, "/cluster/ha/resources/"+f[1], nil)
