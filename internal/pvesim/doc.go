@@ -69,7 +69,8 @@
 //     number of attempts and stops that fail (SetHAFaults; a failed stop is the error state);
 //     HAServices reads the HA manager from Go;
 //   - the HA manager's scheduler (datacenter.cfg crs, the cluster file's crs, SetCRS, shown by
-//     GET /cluster/options): basic counts the HA services on a node; static (PVE 8.2 and 9.2)
+//     GET /cluster/options), over one get_used_service_nodes (usedNodes) for load and rules:
+//     basic counts the HA services on a node; static (PVE 8.2 and 9.2)
 //     scores nodes by the configured CPUs and memory of the services, dynamic (PVE 9.2) by the
 //     nodes' live load and the guests' (SetGuestLoad), both with proxmox-resource-scheduling's
 //     TOPSIS, for recovery, maintenance, failback and ha-rebalance-on-start (a service placed
