@@ -1,7 +1,10 @@
 package pvesim_test
 
 import (
+	"io"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -51,5 +54,48 @@ func TestJSONBodiesOfWritesWithoutParameters(t *testing.T) {
 	stop(strict)
 	if exit := strict.task(send(strict, `{}`, "application/json")); exit != "OK" {
 		t.Fatalf("PVE 6: start with an object body: %s", exit)
+	}
+}
+
+// proxmox-go, the client of CAPPX's qemu-scheduler, sends every request as application/json,
+// GET and DELETE without a body. pve-http-server decodes a body only for PUT and POST
+// (extract_params), so those are plain requests, and a body it is not told the length of
+// (chunked) is never read for them either; one with a Content-Length is refused before that
+// (TestErrorShapes, "GET with a body").
+func TestGETAndDELETEBodiesAreNoParameters(t *testing.T) {
+	s, a := lab(t)
+	send := func(method, path string, body io.Reader) reply {
+		t.Helper()
+		req, err := http.NewRequest(method, s.URL()+"/api2/json"+path, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json")
+		return a.do(req)
+	}
+	// A reader whose length net/http cannot know goes out chunked, without Content-Length.
+	chunked := func(body string) io.Reader { return io.MultiReader(strings.NewReader(body)) }
+	hasNodeRows := func(r reply) bool {
+		return slices.ContainsFunc(a.ok(r).list(), func(row map[string]any) bool { return row["type"] == "node" })
+	}
+
+	if r := send(http.MethodGet, "/cluster/resources", nil); !hasNodeRows(r) {
+		t.Errorf("GET as proxmox-go sends it: %s %s", r.status, r.body)
+	}
+	if r := send(http.MethodGet, "/cluster/resources", chunked(`{"type":"vm"}`)); !hasNodeRows(r) {
+		t.Errorf("GET with a chunked JSON body: the body's type filter was applied: %s", r.body)
+	}
+	if exit := a.task(send(http.MethodDelete, "/nodes/pve3/qemu/103", nil)); exit != "OK" {
+		t.Errorf("DELETE as proxmox-go sends it: %s", exit)
+	}
+	if _, found := s.Guest(103); found {
+		t.Error("VM 103 is still there after its DELETE")
+	}
+	a.ok(a.form(http.MethodPost, "/cluster/ha/groups", url.Values{"group": {"g1"}, "nodes": {"pve1"}}))
+	// Group deletion takes no parameter: a decoded body would be refused with a 400.
+	a.ok(send(http.MethodDelete, "/cluster/ha/groups/g1", chunked(`{"bogus":1}`)))
+	if r := a.get("/cluster/ha/groups/g1"); r.code != http.StatusInternalServerError {
+		t.Errorf("group g1 after its DELETE: %s", r.status)
 	}
 }

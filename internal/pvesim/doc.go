@@ -40,10 +40,16 @@
 //   - HA: resources (/cluster/ha/resources, removal purges them from the rules) and the HA
 //     manager's rounds; PVE 9 rules (/cluster/ha/rules: list with type and resource filters,
 //     read, create, update with digest and delete, remove) with pve-ha-manager's feasibility
-//     checks and messages; recovery after FailNode on a node the rules allow (strict node
-//     affinity, no negative peer running or migrating there, with positive peers, then the
-//     node with the fewest HA services) or none (the service stays in recovery, retried every
-//     round); a migration next to a negative peer answered with blocking-resources and refused;
+//     checks and messages, applied as its transform leaves them (connected positive rules
+//     merged, negative affinity extended across a positive group, a group's node-affinity
+//     rule holding for every member); recovery after FailNode on a node the rules allow (as
+//     select_service_node: the highest priority class of node affinity, no negative peer there
+//     or migrating there, the node most positive peers are on, then the node with the fewest
+//     HA services, a stopped one counting nowhere) or none (the service stays in recovery,
+//     retried every round; disabled, it leaves recovery as stopped); a service requested back
+//     on a failed node is fenced and recovered; a migrate takes positive peers along
+//     (comigrated-resources), and one next to a negative peer is answered with
+//     blocking-resources and refused;
 //     the HA manager's migrations take local disks along, as PVEVM's migrate passes
 //     with-local-disks; it chooses nodes without looking at storage, so a guest recovered
 //     away from its local disks fails to start there and ends in the error state;
@@ -56,9 +62,15 @@
 //     PVE 9 turns a group into (nofailback is failback off); the HA manager's starts fail as
 //     vm_start does (more vCPUs than the node has, a missing cicustom snippet), and the
 //     service is relocated to a node where it has not failed, max_relocate times, then put
-//     into the error state, which only disabling it leaves;
+//     into the error state, which only disabling it leaves; a node's shutdown and reboot
+//     (ShutdownNode) under datacenter.cfg's shutdown_policy (SetHAShutdownPolicy: conditional,
+//     freeze, failover, migrate); disarm-ha in freeze or ignore mode and arm-ha (DisarmHA,
+//     ArmHA; their API endpoints are not routed); HA starts and migrations that fail a set
+//     number of attempts and stops that fail (SetHAFaults; a failed stop is the error state);
+//     HAServices reads the HA manager from Go;
 //   - the HA manager's scheduler (datacenter.cfg crs, the cluster file's crs, SetCRS, shown by
-//     GET /cluster/options): basic counts the HA services on a node; static (PVE 8.2 and 9.2)
+//     GET /cluster/options), over one get_used_service_nodes (usedNodes) for load and rules:
+//     basic counts the HA services on a node; static (PVE 8.2 and 9.2)
 //     scores nodes by the configured CPUs and memory of the services, dynamic (PVE 9.2) by the
 //     nodes' live load and the guests' (SetGuestLoad), both with proxmox-resource-scheduling's
 //     TOPSIS, for recovery, maintenance, failback and ha-rebalance-on-start (a service placed
@@ -86,7 +98,9 @@
 //     privilege on an endpoint (Forbid).
 //
 // bpg-endpoints.md and telmate-endpoints.md list what the bpg and Telmate providers call and
-// what the simulator does for each.
+// what the simulator does for each. ha_scenarios.md measures the HA manager against
+// pve-ha-manager's own regression scenarios (testdata/ha-scenarios, TestHAScenarios): per
+// group, how many run and agree, and why the others are left out.
 //
 // What it does not: containers beyond listing, snapshots, backups, firewall, SDN, ACLs, users
 // and tokens beyond the one of each, and any endpoint not routed (those answer 501 with their

@@ -215,6 +215,12 @@ func (s *Server) HoldTasks(types ...string) {
 func (s *Server) ReleaseTasks() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.finishHeld()
+}
+
+// finishHeld stops holding and completes the held tasks in the order they started. The caller
+// holds s.mu.
+func (s *Server) finishHeld() {
 	held := s.held
 	s.held, s.holding, s.holdTypes = nil, false, nil
 	for _, finish := range held {

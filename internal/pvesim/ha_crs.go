@@ -57,31 +57,6 @@ func parseCRS(value string, v versionInfo) (crsConfig, string) {
 	return c, msg
 }
 
-// crsRound is the scheduler's part at the start of a CRM round: it notes the services picked
-// up since the previous round, then rebalances (autoRebalance). The caller holds s.mu.
-func (s *Server) crsRound() {
-	known := make(map[string]bool, len(s.haResources))
-	s.crs.fresh = map[string]bool{}
-	for sid, res := range s.haResources {
-		if res.pickedUp {
-			known[sid] = true
-			s.crs.fresh[sid] = !s.crs.known[sid]
-		}
-	}
-	s.crs.known = known
-	s.autoRebalance()
-}
-
-// countsNowhere tells whether the HA manager counts service res, in CRM state state, on no
-// node, for load and affinity (Usage.pm get_used_service_nodes): when it is stopped, or
-// requested started while the CRM has not taken the start yet (request_start). One it picked
-// up stopped in the previous round is still in request_stop, which counts: PVE adds a service
-// and asks its LRM to stop it in one round, pvesim in two. The caller holds s.mu.
-func (s *Server) countsNowhere(res *haResource, state string) bool {
-	g := s.guests[res.vmid]
-	return state == "stopped" && !s.crs.fresh[res.sid] || state == "started" && g.status != "running" && !res.seen
-}
-
 // mode is the scheduler, basic unless set (Manager.pm update_crs_scheduler_mode).
 func (c crsConfig) mode() string { return cmp.Or(c["ha"], "basic") }
 
@@ -123,9 +98,6 @@ type crsState struct {
 	// lastNodes is where each HA service was at the previous round, to see the migrations the
 	// CRM still counts as running (see rebalanceBusy).
 	lastNodes map[string]string
-	// known are the services the CRM had picked up by the previous round; fresh the ones it
-	// picked up in the previous round (see countsNowhere).
-	known, fresh map[string]bool
 	// last is the rebalancing migration of the latest round, if any.
 	last *HARebalance
 }
@@ -184,20 +156,24 @@ type crsUsage struct {
 	services []crsService
 }
 
-// crsNodes are the nodes the HA manager schedules on (NodeStatus.pm list_online_nodes):
-// online, not in maintenance. The caller holds s.mu.
+// crsNodes are the nodes the HA manager schedules on (NodeStatus.pm list_online_nodes). The
+// caller holds s.mu.
 func (s *Server) crsNodes() []*node {
 	var out []*node
 	for _, n := range s.nodes {
-		if n.online && n.haState != "maintenance" {
+		if n.schedulable() {
 			out = append(out, n)
 		}
 	}
 	return out
 }
 
+// schedulable tells whether the HA manager counts node n online for its usage and its rules:
+// online, not in maintenance.
+func (n *node) schedulable() bool { return n.online && n.haState != "maintenance" }
+
 // crsUsage builds the usage as recompute_online_node_usage does: every service the CRM lists
-// on the nodes get_used_service_nodes names for its state (see countsNowhere), then, from PVE
+// on the nodes get_used_service_nodes names for its state (usedNodes), then, from PVE
 // 9.2 (pve-ha-manager 5.1.2), every other running guest on its node. The caller holds s.mu.
 func (s *Server) crsUsage(mode string) *crsUsage {
 	u := &crsUsage{mode: mode}
@@ -231,13 +207,9 @@ func (s *Server) crsUsage(mode string) *crsUsage {
 			continue // PVE 8 counts HA services only; a stopped guest counts nowhere
 		case state == "":
 			svc.sid, svc.current, svc.running = guestSID(g), onlineOr(g.node), true
-		case s.countsNowhere(res, state):
-			continue
 		default:
-			svc.sid, svc.current = res.sid, onlineOr(g.node)
-			if state == "migrate" || state == "relocate" {
-				svc.target = onlineOr(res.migrateTo)
-			}
+			svc.sid = res.sid
+			svc.current, svc.target = s.usedNodes(res)
 			svc.running = state == "started" && g.status == "running" || state != "started" && svc.current != ""
 		}
 		if svc.current == "" {

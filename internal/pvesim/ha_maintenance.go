@@ -19,11 +19,13 @@ import (
 // service is being migrated to, or "". The caller holds s.mu.
 func (s *Server) maintenanceStep(res *haResource) string {
 	g := s.guests[res.vmid]
-	if g == nil || !res.pickedUp || res.recovering || res.state() != "started" || res.migrateTo != "" || g.lock != "" {
+	if g == nil || s.haDisarm != "" || !res.pickedUp || res.recovering || res.state() != "started" || res.migrateTo != "" || g.lock != "" {
 		return ""
 	}
+	// A node in maintenance may be off (shut down under the migrate policy): the CRM still
+	// moves a service requested started away from it (next_state_started).
 	n := s.node(g.node)
-	if n == nil || !n.online {
+	if n == nil || !n.online && n.haState != "maintenance" {
 		return ""
 	}
 	target := ""
@@ -70,6 +72,9 @@ func (s *Server) setNodeHAState(name, state string) (map[int]string, error) {
 	err := s.withNode(name, func(n *node) error {
 		if !contains(haNodeStates, state) {
 			return fmt.Errorf("pvesim: hastate %q is not one of %s", state, strings.Join(haNodeStates, ", "))
+		}
+		if state == "maintenance" && s.haDisarm != "" {
+			return fmt.Errorf("pvesim: the HA stack is disarmed, and PVE's CRM ignores the request: enable-node-maintenance %s", n.name)
 		}
 		if current := n.reportedHAState(); state == "maintenance" && current != "online" && current != "maintenance" {
 			return fmt.Errorf("pvesim: node %s is %s (hastate %s), and PVE's HA manager ignores the request: "+

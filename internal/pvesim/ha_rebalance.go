@@ -9,7 +9,6 @@ package pvesim
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -81,8 +80,8 @@ func (s *Server) rebalanceStart(res *haResource) {
 	if !s.crs.config.on("ha-rebalance-on-start") || res.state() != "started" || g.status == "running" || res.migrateTo != "" {
 		return
 	}
-	if nodes := s.recoveryNodes(res); len(nodes) > 0 && nodes[0] != g.node {
-		s.haMigrate(res, nodes[0], false)
+	if nodes := s.recoveryNodes(res); len(nodes) > 0 && nodes[0] != g.node && s.haMigrate(res, nodes[0], false) {
+		res.startBalance = true
 	}
 }
 
@@ -151,15 +150,10 @@ type rebalanceBundle struct {
 // out while one of its services moves, when its services run on several nodes, and when one of
 // them has the HA resource option auto-rebalance off (pve-docs: such a resource, and the
 // resources in positive affinity with it, take part in no rebalancing migration). Its targets
-// are the highest priority class of the leader's node-affinity rule among the online nodes,
-// without the nodes where a negative peer of one of its services runs or is being migrated to
-// (PVE extends negative affinity over a positive group), nor its own node. The caller holds
-// s.mu.
+// are the leader's highest priority class of online nodes (nodeAffinity) without the nodes of
+// its negative peers (those of the whole group, activeHARules) and its own node. The caller
+// holds s.mu.
 func (s *Server) rebalanceBundles(mode string) []rebalanceBundle {
-	var online []string
-	for _, n := range s.crsNodes() {
-		online = append(online, n.name)
-	}
 	var out []rebalanceBundle
 	done := map[string]bool{}
 next:
@@ -168,7 +162,7 @@ next:
 			continue
 		}
 		members, source := []*haResource{res}, s.guests[res.vmid].node
-		for _, sid := range s.positivePeers(res.sid) {
+		for _, sid := range s.comigrated(res) {
 			peer := s.haResources[sid]
 			switch state := s.crmState(peer); {
 			case state == "migrate" || state == "relocate":
@@ -193,8 +187,9 @@ next:
 			}
 			b.stats = b.stats.plus(s.crsStatsOf(s.guests[m.vmid], mode))
 		}
-		for _, t := range s.affinityClass(leader, online) {
-			if t != source && !slices.ContainsFunc(members, func(m *haResource) bool { return len(s.negativeBlockers(m, t)) > 0 }) {
+		_, preferred := s.nodeAffinity(leader)
+		for _, t := range preferred {
+			if t != source && len(s.negativeBlockers(leader, t)) == 0 {
 				b.targets = append(b.targets, t)
 			}
 		}
@@ -203,55 +198,6 @@ next:
 		}
 	}
 	return out
-}
-
-// positivePeers are the HA services res must run with: its positive resource-affinity rules,
-// merged where they overlap as PVE compiles them, without ignored services. Sorted. The
-// caller holds s.mu.
-func (s *Server) positivePeers(sid string) []string {
-	group := map[string]bool{sid: true}
-	for grown := true; grown; {
-		grown = false
-		for _, r := range s.activeHARules() {
-			if r.Type != "resource-affinity" || r.Affinity != "positive" || !slices.ContainsFunc(r.Resources, func(m string) bool { return group[m] }) {
-				continue
-			}
-			for _, m := range r.Resources {
-				if res := s.haResources[m]; !group[m] && res != nil && res.state() != "ignored" {
-					group[m], grown = true, true
-				}
-			}
-		}
-	}
-	delete(group, sid)
-	return slices.Sorted(maps.Keys(group))
-}
-
-// affinityClass is get_node_affinity's preferred nodes for res among nodes: the highest
-// priority class of its node-affinity rule that has any of them; none of them when the rule
-// is strict and has none; all of them without a rule, or for a non-strict rule none of whose
-// nodes is there. The caller holds s.mu.
-func (s *Server) affinityClass(res *haResource, nodes []string) []string {
-	for _, r := range s.activeHARules() {
-		if r.Type != "node-affinity" || !slices.Contains(r.Resources, res.sid) {
-			continue
-		}
-		best, class := -1, []string{}
-		for _, spec := range r.Nodes {
-			name, prio := nodePriority(spec)
-			switch {
-			case !slices.Contains(nodes, name):
-			case prio > best:
-				best, class = prio, []string{name}
-			case prio == best:
-				class = append(class, name)
-			}
-		}
-		if r.Strict || len(class) > 0 {
-			return class
-		}
-	}
-	return nodes
 }
 
 // truncImbalance truncates an expected imbalance to 15 decimal digits, as the crate's
@@ -307,9 +253,9 @@ func (u *crsUsage) bestMigration(bundles []rebalanceBundle, method string) *HARe
 // positive peers not on target yet (stopped ones too) are moved there, migrated if the leader
 // is a VM, relocated if it is a container. The caller holds s.mu.
 func (s *Server) rebalanceMove(leader *haResource, target string) {
-	for _, sid := range append([]string{leader.sid}, s.positivePeers(leader.sid)...) {
+	for _, sid := range append([]string{leader.sid}, s.comigrated(leader)...) {
 		res := s.haResources[sid]
-		if g := s.guests[res.vmid]; g != nil && s.crmState(res) != "" && g.node != target {
+		if g := s.guests[res.vmid]; g.node != target {
 			s.haMigrate(res, target, leader.typ == "ct")
 		}
 	}

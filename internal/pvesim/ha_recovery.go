@@ -5,6 +5,7 @@ package pvesim
 // a migration that would break a negative resource-affinity rule.
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -13,17 +14,85 @@ import (
 	"strings"
 )
 
-// activeHARules are the rules the HA manager applies: enabled, and not dropped as infeasible;
-// on PVE 8 (no HA rules) the HA groups the resources name (groupRules). The caller holds s.mu.
+// activeHARules are the rules the HA manager applies, as Rules.pm's transform leaves them:
+// enabled and not dropped as infeasible, positive rules that share a resource merged into one
+// group, every member of a positive group kept apart from what any member is kept apart from
+// (create_implicit_negative_resource_affinity_rules), and the node-affinity rule of a member
+// applying to the whole group (create_implicit_positive_resource_affinity_node_affinity_rules).
+// On PVE 8 (no HA rules) they are the HA groups the resources name (groupRules). The caller
+// holds s.mu.
 func (s *Server) activeHARules() []HARuleSpec {
 	if s.haRules == nil {
 		return s.groupRules()
 	}
 	errs := haRuleErrors(s.haRules, len(s.nodes))
-	var out []HARuleSpec
+	var nodeRules, positive, negative []HARuleSpec
 	for _, r := range s.haRules {
-		if !r.Disable && len(errs[r.Rule]) == 0 {
-			out = append(out, r)
+		switch {
+		case r.Disable || len(errs[r.Rule]) > 0:
+		case r.Type == "node-affinity":
+			r.Resources = slices.Clone(r.Resources) // extended below
+			nodeRules = append(nodeRules, r)
+		case r.Affinity == "positive":
+			positive = append(positive, r)
+		default:
+			negative = append(negative, r)
+		}
+	}
+	positive = mergePositive(positive)
+	negative = append(negative, implicitNegatives(positive, negative)...)
+	for _, group := range positive {
+		for i, na := range nodeRules {
+			if len(intersect(group.Resources, na.Resources)) > 0 {
+				nodeRules[i].Resources = uniqueList(append(na.Resources, group.Resources...))
+				break // the feasibility checks leave a group at most one node-affinity rule
+			}
+		}
+	}
+	return slices.Concat(nodeRules, positive, negative)
+}
+
+// mergePositive merges positive rules that share a resource into one rule per group, as
+// merge_connected_positive_resource_affinity_rules does.
+func mergePositive(rules []HARuleSpec) []HARuleSpec {
+	var groups []HARuleSpec
+	for _, r := range rules {
+		merged := HARuleSpec{Rule: r.Rule, Type: r.Type, Affinity: r.Affinity, Resources: slices.Clone(r.Resources)}
+		kept := groups[:0]
+		for _, g := range groups {
+			if len(intersect(g.Resources, merged.Resources)) > 0 {
+				merged.Resources = uniqueList(append(g.Resources, merged.Resources...))
+			} else {
+				kept = append(kept, g)
+			}
+		}
+		groups = append(kept, merged)
+	}
+	return groups
+}
+
+// implicitNegatives are the negative pairs a positive group implies: a member kept apart from
+// a resource makes every member kept apart from it.
+func implicitNegatives(positive, negative []HARuleSpec) []HARuleSpec {
+	var out []HARuleSpec
+	for _, group := range positive {
+		apart := map[string][]string{} // resource -> the members already kept apart from it
+		for _, neg := range negative {
+			for _, member := range intersect(group.Resources, neg.Resources) {
+				for _, other := range neg.Resources {
+					if other != member {
+						apart[other] = append(apart[other], member)
+					}
+				}
+			}
+		}
+		for _, other := range slices.Sorted(maps.Keys(apart)) {
+			for _, member := range group.Resources {
+				if !slices.Contains(apart[other], member) {
+					out = append(out, HARuleSpec{Rule: "_implicit-negative-" + group.Rule, Type: "resource-affinity",
+						Affinity: "negative", Resources: []string{member, other}})
+				}
+			}
 		}
 	}
 	return out
@@ -62,40 +131,65 @@ func (s *Server) failback(res *haResource) bool {
 	return res.opts["failback"] != "0"
 }
 
-// serviceNodes are the nodes a service counts on for the rules: the node it runs on while
-// that node is up (a service in recovery on a failed node counts nowhere), and the target of
-// a migration under way; a stopped one, or one whose start the CRM has not taken yet, counts
-// nowhere (countsNowhere). The caller holds s.mu.
+// usedNodes are the nodes the HA manager counts service res on, for the load and the rules, as
+// Usage.pm's get_used_service_nodes has them over the nodes it counts online (online, not in
+// maintenance): none while the CRM has it stopped or has not taken its start yet
+// (request_start); else its node, and the target of a move, where a move placing it before its
+// start (request_start_balance) counts only. A service picked up requested stopped in the
+// previous round still counts: PVE adds it as request_stop and has it stopped one round later,
+// in the round pvesim, a round behind, takes the starts of the services added with it. The
+// caller holds s.mu.
+func (s *Server) usedNodes(res *haResource) (current, target string) {
+	g := s.guests[res.vmid]
+	switch state := s.crmState(res); {
+	case state == "":
+		return "", ""
+	case state == "stopped" && res.pickedIn != s.crmRounds-1:
+		return "", ""
+	case state == "started" && g.status != "running" && !res.seen:
+		return "", "" // request_start
+	}
+	online := func(name string) string {
+		if n := s.node(name); n != nil && n.schedulable() {
+			return name
+		}
+		return ""
+	}
+	if !res.startBalance {
+		current = online(g.node)
+	}
+	if res.migrateTo != "" {
+		target = online(res.migrateTo)
+	}
+	return current, target
+}
+
+// serviceNodes are usedNodes as a list, current first. The caller holds s.mu.
 func (s *Server) serviceNodes(sid string) []string {
 	res := s.haResources[sid]
-	if res == nil || res.state() == "ignored" {
-		return nil
-	}
-	g := s.guests[res.vmid]
-	if g == nil || s.countsNowhere(res, s.crmState(res)) {
+	if res == nil {
 		return nil
 	}
 	var out []string
-	if n := s.node(g.node); n != nil && n.online && !res.recovering {
-		out = append(out, g.node)
-	}
-	if res.migrateTo != "" {
-		out = append(out, res.migrateTo)
+	current, target := s.usedNodes(res)
+	for _, n := range []string{current, target} {
+		if n != "" {
+			out = append(out, n)
+		}
 	}
 	return out
 }
 
-// negativeBlockers are the services in negative affinity with res that run on, or are being
-// migrated to, node. The caller holds s.mu.
-func (s *Server) negativeBlockers(res *haResource, node string) []string {
+// affinePeers are the services in positive (together) or negative affinity with res under the
+// active rules, sorted. The caller holds s.mu.
+func (s *Server) affinePeers(res *haResource, affinity string) []string {
 	var out []string
 	for _, r := range s.activeHARules() {
-		if r.Type != "resource-affinity" || r.Affinity != "negative" || !slices.Contains(r.Resources, res.sid) {
-			continue
-		}
-		for _, peer := range r.Resources {
-			if peer != res.sid && slices.Contains(s.serviceNodes(peer), node) && !slices.Contains(out, peer) {
-				out = append(out, peer)
+		if r.Type == "resource-affinity" && r.Affinity == affinity && slices.Contains(r.Resources, res.sid) {
+			for _, peer := range r.Resources {
+				if peer != res.sid && !slices.Contains(out, peer) {
+					out = append(out, peer)
+				}
 			}
 		}
 	}
@@ -103,120 +197,194 @@ func (s *Server) negativeBlockers(res *haResource, node string) []string {
 	return out
 }
 
-// recoveryNodes are the nodes the HA manager may recover res on, best first, as
-// select_service_node orders them: online nodes outside maintenance (the HA manager does not
-// look at storage: a guest recovered away from its local disks fails to start there, see
-// startProblem); a strict node-affinity rule keeps only its nodes (a non-strict one prefers its
-// highest priority class of them); nodes where a negative peer runs or is being migrated to
-// are dropped; nodes of positive peers are preferred; then the node running the fewest HA
-// services, in cluster order. None: the service stays in recovery. Maintenance moves choose
-// with it too (maintenanceStep). The caller holds s.mu.
-func (s *Server) recoveryNodes(res *haResource) []string {
-	var cands []string
-	for _, n := range s.nodes {
-		if n.online && n.haState != "maintenance" {
-			cands = append(cands, n.name)
+// negativeBlockers are the services in negative affinity with res that run on, or are being
+// migrated to, node. The caller holds s.mu.
+func (s *Server) negativeBlockers(res *haResource, node string) []string {
+	var out []string
+	for _, peer := range s.affinePeers(res, "negative") {
+		if slices.Contains(s.serviceNodes(peer), node) {
+			out = append(out, peer)
 		}
 	}
-	rules := s.activeHARules()
-	for _, r := range rules {
+	return out
+}
+
+// motionBlockers are the services in negative affinity with res that keep a migrate or relocate
+// command for it to node from being carried out: those the CRM has on node, whatever their
+// state, unless they are being moved elsewhere (Config.pm get_resource_motion_info, which the
+// API answers with, and Manager.pm queue_resource_motion, which refuses the command). A move
+// only queued has no target yet: the guest's migrate lock tells one under way. The caller
+// holds s.mu.
+func (s *Server) motionBlockers(res *haResource, node string) []string {
+	var out []string
+	for _, peer := range s.affinePeers(res, "negative") {
+		other := s.haResources[peer]
+		if other == nil || s.crmState(other) == "" {
+			continue
+		}
+		g := s.guests[other.vmid]
+		if g.node == node && (g.lock != "migrate" || other.migrateTo == node) {
+			out = append(out, peer)
+		}
+	}
+	return out
+}
+
+// comigrated are the services in positive affinity with res that the CRM knows, which a
+// migrate or relocate command for res takes along (get_resource_motion_info). The caller holds
+// s.mu.
+func (s *Server) comigrated(res *haResource) []string {
+	var out []string
+	for _, peer := range s.affinePeers(res, "positive") {
+		if other := s.haResources[peer]; other != nil && s.crmState(other) != "" {
+			out = append(out, peer)
+		}
+	}
+	return out
+}
+
+// nodeAffinity is get_node_affinity: of the nodes the HA manager counts online (online and
+// not in maintenance), those res's node-affinity rule allows (a non-strict rule allows every
+// node, the others at a priority below its own) and those of the highest priority class among
+// them. The caller holds s.mu.
+func (s *Server) nodeAffinity(res *haResource) (allowed, preferred []string) {
+	var online []string
+	for _, n := range s.nodes {
+		if n.reportedHAState() == "online" {
+			online = append(online, n.name)
+		}
+	}
+	for _, r := range s.activeHARules() {
 		if r.Type != "node-affinity" || !slices.Contains(r.Resources, res.sid) {
 			continue
 		}
-		best, allowed := -1, []string{}
+		prio := map[string]int{}
 		for _, spec := range r.Nodes {
-			name, prio := nodePriority(spec)
-			if !slices.Contains(cands, name) {
-				continue
-			}
+			name, p := nodePriority(spec)
+			prio[name] = p
+		}
+		best := -2
+		for _, n := range online {
+			p, listed := prio[n]
 			switch {
-			case prio > best:
-				best, allowed = prio, []string{name}
-			case prio == best:
-				allowed = append(allowed, name)
+			case !listed && r.Strict:
+				continue
+			case !listed:
+				p = -1
+			}
+			allowed = append(allowed, n)
+			switch {
+			case p > best:
+				best, preferred = p, []string{n}
+			case p == best:
+				preferred = append(preferred, n)
 			}
 		}
-		if r.Strict || len(allowed) > 0 {
-			cands = slices.DeleteFunc(cands, func(n string) bool { return !slices.Contains(allowed, n) })
+		return allowed, preferred
+	}
+	return online, online
+}
+
+// together counts, per node, the services in positive affinity with res there (a service being
+// migrated counts only on its target, so that those which already moved do not draw the others
+// back, #6801); apart are the nodes where one in negative affinity is or is going
+// (get_resource_affinity). The caller holds s.mu.
+func (s *Server) together(res *haResource) map[string]int {
+	out := map[string]int{}
+	for _, peer := range s.affinePeers(res, "positive") {
+		if nodes := s.serviceNodes(peer); len(nodes) > 0 {
+			out[nodes[len(nodes)-1]]++
 		}
 	}
-	cands = slices.DeleteFunc(cands, func(n string) bool { return len(s.negativeBlockers(res, n)) > 0 })
-	together := map[string]int{}
-	for _, r := range rules {
-		if r.Type == "resource-affinity" && r.Affinity == "positive" && slices.Contains(r.Resources, res.sid) {
-			for _, peer := range r.Resources {
-				// A peer being migrated counts only on its target, so that services which
-				// already moved do not draw the others back to the source (#6801).
-				if nodes := s.serviceNodes(peer); peer != res.sid && len(nodes) > 0 && slices.Contains(cands, nodes[len(nodes)-1]) {
-					together[nodes[len(nodes)-1]]++
-				}
-			}
+	return out
+}
+
+// candidates are select_service_node's nodes before the scores: the highest priority class of
+// res's node affinity, without the nodes in skip and those of negative peers, narrowed to the
+// node most of its positive peers are on (the first by name among equals). The caller holds
+// s.mu.
+func (s *Server) candidates(res *haResource, skip []string) []string {
+	_, nodes := s.nodeAffinity(res)
+	nodes = slices.DeleteFunc(slices.Clone(nodes), func(n string) bool {
+		return slices.Contains(skip, n) || len(s.negativeBlockers(res, n)) > 0
+	})
+	together, majority := s.together(res), ""
+	for _, n := range slices.Sorted(maps.Keys(together)) {
+		if slices.Contains(nodes, n) && (majority == "" || together[n] > together[majority]) {
+			majority = n
 		}
 	}
-	if len(together) > 0 {
-		most := 0
-		for _, c := range together {
-			most = max(most, c)
-		}
-		cands = slices.DeleteFunc(cands, func(n string) bool { return together[n] < most })
+	if majority != "" {
+		return []string{majority}
 	}
-	if order, scored := s.crsOrder(res, cands); scored {
+	return nodes
+}
+
+// byScore orders nodes as the scheduler scores them for res: with crs ha=static or dynamic
+// by its usage scores (crsOrder), else as the basic scheduler does, by the HA services
+// counted on each (serviceNodes: a service being migrated counts on both nodes, a stopped one
+// nowhere), then by name. The caller holds s.mu.
+func (s *Server) byScore(res *haResource, nodes []string) []string {
+	if order, scored := s.crsOrder(res, nodes); scored {
 		return order
 	}
-	// A service being migrated counts on both nodes, as the HA manager's node usage does.
 	load := map[string]int{}
-	for _, other := range s.haResources {
-		if other != res {
-			for _, n := range s.serviceNodes(other.sid) {
-				load[n]++
-			}
+	for sid := range s.haResources {
+		for _, n := range s.serviceNodes(sid) {
+			load[n]++
 		}
 	}
-	sort.SliceStable(cands, func(i, j int) bool { return load[cands[i]] < load[cands[j]] })
-	return cands
+	out := slices.Clone(nodes)
+	slices.SortFunc(out, func(a, b string) int { return cmp.Or(cmp.Compare(load[a], load[b]), cmp.Compare(a, b)) })
+	return out
+}
+
+// recoveryNodes are the nodes the HA manager may recover res on, best first, as
+// select_service_node with best-score orders them (candidates, then byScore), the node a
+// service left for maintenance first when it is among them. It does not look at storage: a
+// guest recovered away from its local disks fails to start there (startProblem). None: the
+// service stays in recovery. Maintenance moves choose with it too (maintenanceStep). The
+// caller holds s.mu.
+func (s *Server) recoveryNodes(res *haResource) []string {
+	nodes := s.byScore(res, s.candidates(res, nil))
+	if i := slices.Index(nodes, res.maintenanceNode); i > 0 {
+		nodes = slices.Insert(slices.Delete(nodes, i, i+1), 0, res.maintenanceNode)
+	}
+	return nodes
 }
 
 // ruleTarget is where the CRM moves a started service in its round (Manager.pm
-// next_state_started, select_service_node without preference): with failback (on unless
-// set to 0) to the node recovery would pick when its node is not among the allowed nodes of
-// the highest priority class (recoveryNodes), without failback only when its node breaks a
-// rule (ruleAllows); "" to stay. Disks on local storage move along (haMigrate). The caller
-// holds s.mu.
+// next_state_started, select_service_node with no node preference), "" to stay: without
+// failback (on unless set to 0) it stays where its node-affinity rule allows it and its
+// resource affinity does not forbid it; otherwise it stays on a node of its best candidates
+// and goes to the best of them when its node is not one. Disks on local storage move along
+// (haMigrate). The caller holds s.mu.
 func (s *Server) ruleTarget(res *haResource) string {
 	g := s.guests[res.vmid]
 	if res.state() != "started" {
 		return ""
 	}
+	allowed, preferred := s.nodeAffinity(res)
+	if len(preferred) == 0 {
+		return ""
+	}
+	if !s.failback(res) && slices.Contains(allowed, g.node) && s.ruleAllows(res, g.node) {
+		return ""
+	}
 	nodes := s.recoveryNodes(res)
 	switch {
-	case len(nodes) == 0 || slices.Contains(nodes, g.node):
+	case len(nodes) == 0 || nodes[0] == g.node:
 		return ""
-	case !s.failback(res) && s.ruleAllows(res, g.node):
-		return ""
+	case nodes[0] == res.maintenanceNode || !slices.Contains(nodes, g.node):
+		return nodes[0]
 	}
-	return nodes[0]
+	return ""
 }
 
-// ruleAllows tells whether the rules let res run on node at all: a strict node-affinity rule
-// lists it (a non-strict one allows every node), and no negative peer runs there or is being
-// moved there unless a positive peer runs there too (get_node_affinity's allowed nodes,
-// ResourceAffinity.pm is_allowed_on_node). The caller holds s.mu.
+// ruleAllows is ResourceAffinity.pm's is_allowed_on_node: a positive peer is on node, or no
+// negative peer is there or going there. The caller holds s.mu.
 func (s *Server) ruleAllows(res *haResource, node string) bool {
-	together := false
-	for _, r := range s.activeHARules() {
-		if !slices.Contains(r.Resources, res.sid) {
-			continue
-		}
-		switch {
-		case r.Type == "node-affinity" && r.Strict && !slices.ContainsFunc(r.Nodes, func(spec string) bool { n, _ := nodePriority(spec); return n == node }):
-			return false
-		case r.Type == "resource-affinity" && r.Affinity == "positive":
-			for _, peer := range r.Resources {
-				together = together || peer != res.sid && slices.Contains(s.serviceNodes(peer), node)
-			}
-		}
-	}
-	return together || len(s.negativeBlockers(res, node)) == 0
+	return s.together(res)[node] > 0 || len(s.negativeBlockers(res, node)) == 0
 }
 
 // nodePriority splits a node-affinity entry name[:priority] (priority 0 by default).
@@ -243,6 +411,26 @@ func (s *Server) recover(res *haResource) bool {
 	return true
 }
 
+// fenced tells whether the CRM fences res because its node failed, to recover it: a service it
+// knows on a node that is down, unless it is in recovery already, in the error state
+// (next_state_error), frozen, or requested disabled (next_state_stopped leaves it on the
+// node). The caller holds s.mu.
+func (s *Server) fenced(res *haResource) bool {
+	g := s.guests[res.vmid]
+	if g == nil {
+		return false
+	}
+	n := s.node(g.node)
+	switch {
+	case n == nil || n.online || !res.pickedUp || res.state() == "ignored" || res.recovering || res.errored || res.frozen:
+		return false
+	case res.requestState() == "disabled":
+		return false
+	}
+	// A stopped service on a node down in maintenance stays (next_state_stopped).
+	return n.haState != "maintenance" || s.crmState(res) != "stopped"
+}
+
 // FailNode plays the failure of a node and the HA manager's answer: the node goes offline
 // (fenced), and every HA-managed service the CRM knows on it is recovered, in sid order, on
 // the node the HA rules allow (see recoveryNodes). It returns where each recovered guest went;
@@ -263,8 +451,8 @@ func (s *Server) FailNode(name string) (map[int]string, error) {
 	recovered := map[int]string{}
 	for _, res := range s.sortedHAResources() {
 		g := s.guests[res.vmid]
-		// A service in the error state is not fenced nor recovered (next_state_error).
-		if g == nil || g.node != name || !res.pickedUp || res.state() == "ignored" || res.errored {
+		// Disarmed, the node is not fenced (its watchdog is released): arming recovers them.
+		if g == nil || g.node != name || !s.fenced(res) || s.haDisarm != "" {
 			continue
 		}
 		res.recovering, res.migrateTo = true, ""

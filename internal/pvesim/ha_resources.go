@@ -27,8 +27,10 @@ type haResource struct {
 	// opts are the keys resources.cfg holds: state, max_restart, max_relocate, comment,
 	// failback, auto-rebalance, group.
 	opts map[string]string
-	// pickedUp: the CRM knows the service (status/current shows its crm_state).
+	// pickedUp: the CRM knows the service (status/current shows its crm_state), since its
+	// round pickedIn (see usedNodes).
 	pickedUp bool
+	pickedIn int
 	// seen: the CRM has seen the current request and carries it out next round.
 	seen bool
 	// crmStopped: the CRM had the service stopped when its start was requested; its state
@@ -39,6 +41,9 @@ type haResource struct {
 	// locked "migrate"; relocate stops the VM first.
 	migrateTo string
 	relocate  bool
+	// startBalance: the move places the stopped service on the best node before its start
+	// (ha-rebalance-on-start, Manager.pm request_start_balance).
+	startBalance bool
 	// recovering: its node failed and the CRM has found no node the rules allow yet.
 	recovering bool
 	// maintenanceNode is the node the service was moved off for maintenance, where it returns
@@ -49,6 +54,30 @@ type haResource struct {
 	// requested disabled (see ha_start.go).
 	failedNodes []string
 	errored     bool
+	// faults are the failures SetHAFaults sets; startTries and migrateTries count the attempts
+	// of the start and the migration under way.
+	faults                   HAFaults
+	startTries, migrateTries int
+	// stopFailed: disabled out of the error state a failed stop left it in, the CRM has it
+	// stopped while its LRM keeps failing to stop the guest (next_state_error, and the stopped
+	// state, whose LRM results the CRM does not read).
+	stopFailed bool
+	// frozen: its node shut down under the freeze policy, or the HA stack was disarmed in
+	// freeze mode; the CRM leaves it there until the node is up again or the stack armed
+	// (Manager.pm's freeze state).
+	frozen bool
+	// disarmedOn is the node the CRM last saw the service on when it disarmed in ignore mode:
+	// until armed, it shows that node, wherever the guest is moved.
+	disarmedOn string
+}
+
+// crmNode is the node the CRM has the service on: its guest's, unless the stack is disarmed
+// in ignore mode. The caller holds s.mu.
+func (s *Server) crmNode(res *haResource) string {
+	if res.disarmedOn != "" {
+		return res.disarmedOn
+	}
+	return s.guests[res.vmid].node
 }
 
 // requestState is the state resources.cfg requests as the HA stack reads it
@@ -390,8 +419,17 @@ func (s *Server) handleHAMove(relocate bool) http.HandlerFunc {
 			return
 		}
 		answer := map[string]any{"sid": sid, "requested-node": p["node"]}
-		// PVE 9 names the services in negative affinity on the target; the CRM refuses the move.
-		if blocking := s.negativeBlockers(res, p["node"]); len(blocking) > 0 {
+		// PVE 9 names the services in positive affinity, which move along, and those in negative
+		// affinity on an online target, for which the CRM refuses the move
+		// (get_resource_motion_info).
+		if peers := s.comigrated(res); len(peers) > 0 {
+			answer["comigrated-resources"] = peers
+		}
+		var blocking []string
+		if t := s.node(p["node"]); t != nil && t.reportedHAState() == "online" {
+			blocking = s.motionBlockers(res, t.name)
+		}
+		if len(blocking) > 0 {
 			rows := make([]map[string]any, len(blocking))
 			for i, b := range blocking {
 				rows[i] = map[string]any{"sid": b, "cause": "resource-affinity"}
@@ -412,9 +450,10 @@ func (s *Server) newRequest(res *haResource) {
 }
 
 // queueMove hands the CRM a migrate command, which it drops for a service it has not picked
-// up yet.
+// up yet, and for one in recovery (next_state_recovery ignores it, and the service's next
+// state change clears it).
 func (s *Server) queueMove(res *haResource, node string, relocate bool) {
-	if !res.pickedUp {
+	if !res.pickedUp || res.recovering {
 		return
 	}
 	res.migrateTo, res.relocate, res.seen = node, relocate, false
@@ -435,6 +474,10 @@ func (s *Server) verboseState(res *haResource) string {
 		return "clearing error flag"
 	case res.errored:
 		return "error"
+	case res.frozen:
+		return "freeze"
+	case res.stopFailed:
+		return res.requestState()
 	case res.recovering:
 		return "recovery"
 	case res.migrateTo != "":
@@ -465,7 +508,7 @@ func (s *Server) serviceStatus() map[string]any {
 			continue
 		}
 		sum := sha1.Sum([]byte(res.sid + " " + state + " " + g.node + " " + res.migrateTo))
-		entry := map[string]any{"node": g.node, "state": state, "uid": hex.EncodeToString(sum[:8])}
+		entry := map[string]any{"node": s.crmNode(res), "state": state, "uid": hex.EncodeToString(sum[:8])}
 		if res.migrateTo != "" {
 			entry["target"] = res.migrateTo
 		}
@@ -488,6 +531,10 @@ func (s *Server) crmState(res *haResource) string {
 	switch state := res.state(); {
 	case res.errored:
 		return "error"
+	case res.frozen:
+		return "freeze"
+	case res.stopFailed:
+		return "stopped"
 	case res.recovering:
 		return "recovery"
 	case res.migrateTo != "" && res.relocate:
@@ -559,35 +606,70 @@ func (s *Server) handleHAStatus(w http.ResponseWriter, _ *http.Request) {
 // crmRound is one round of the HA manager: it picks up new resources, and carries out the
 // requests it saw in the previous round. The caller holds s.mu.
 func (s *Server) crmRound() {
-	s.crsRound()
+	// The LRMs carry out the moves the CRM orders once its round is over: until then they are
+	// under way, counting on both nodes for the round's later choices. Tasks a test holds stay
+	// held.
+	if !s.holding {
+		s.holding = true
+		defer s.finishHeld()
+	}
+	for _, n := range s.nodes {
+		s.nodeBack(n)
+	}
+	// Disarming, the round goes on only for the services being recovered or moved.
+	deferred := s.haDisarm != "" && s.disarmRound()
+	if s.haDisarm != "" && !deferred {
+		return
+	}
+	s.crmRounds++
+	if s.haDisarm == "" {
+		s.autoRebalance()
+	}
 	for _, res := range s.sortedHAResources() {
 		g := s.guests[res.vmid]
 		switch {
-		case g == nil || res.state() == "ignored":
+		case g == nil || res.state() == "ignored" || deferred && !res.recovering:
 			continue
 		case res.errored:
 			// next_state_error: only a request to disable it leaves the error state.
 			if res.opts["state"] == "disabled" {
 				res.errored, res.failedNodes = false, nil
+				res.stopFailed = g.status == "running"
 			}
 			continue
+		case res.stopFailed:
+			if res.state() != "started" {
+				continue
+			}
+			res.stopFailed = false
 		case !res.pickedUp:
 			// Manager.pm adds a service requested stopped as request_stop: the stop is taken.
-			res.pickedUp, res.seen = true, res.state() == "stopped" && g.status == "running"
+			res.pickedUp, res.seen, res.pickedIn = true, res.state() == "stopped" && g.status == "running", s.crmRounds
+			continue
+		case res.frozen:
 			continue
 		case res.recovering:
+			// Disabled, a service no node can take leaves recovery as stopped
+			// (next_state_recovery).
+			if !s.recover(res) && res.requestState() == "disabled" {
+				res.recovering = false
+			}
+			continue
+		case s.fenced(res):
+			// A service requested (back) on a failed node: the CRM fences and recovers it.
+			res.recovering, res.migrateTo = true, ""
 			s.recover(res)
 			continue
 		}
 		node := s.node(g.node)
-		if node == nil || !node.online || g.lock != "" || s.maintenanceStep(res) != "" {
+		if node == nil || g.lock != "" || s.maintenanceStep(res) != "" || !node.online {
 			continue
 		}
 		pending := res.migrateTo != "" || (res.state() == "started") != (g.status == "running")
 		if !pending {
 			res.crmStopped = false
 			if target := s.ruleTarget(res); target != "" {
-				s.haMigrate(res, target, false)
+				s.haMigrate(res, target, res.typ == "ct") // a container is relocated
 			}
 			continue
 		}
@@ -597,17 +679,26 @@ func (s *Server) crmRound() {
 			continue
 		}
 		res.seen = false
-		if target := res.migrateTo; target != "" {
+		if target, relocate := res.migrateTo, res.relocate; target != "" {
 			res.migrateTo = ""
-			// The CRM refuses a move next to a service in negative affinity.
-			if len(s.negativeBlockers(res, target)) == 0 {
-				s.haMigrate(res, target, res.relocate)
+			// The CRM refuses a move next to a service in negative affinity, and moves those in
+			// positive affinity along (queue_resource_motion).
+			if len(s.motionBlockers(res, target)) == 0 {
+				s.haMigrate(res, target, relocate)
+				for _, sid := range s.comigrated(res) {
+					if peer := s.haResources[sid]; peer.migrateTo == "" && s.guests[peer.vmid].node != target {
+						s.haMigrate(peer, target, relocate)
+					}
+				}
 			}
 			continue
 		}
-		if res.state() == "started" {
+		switch {
+		case res.state() == "started":
 			s.lrmStart(res, g)
-		} else {
+		case res.faults.Stops:
+			res.errored = true // next_state_request_stop: "service ... stop failed"
+		default:
 			g.status = "stopped"
 		}
 	}
@@ -622,14 +713,14 @@ func (s *Server) crmRound() {
 // storage of a local disk. It tells whether the move started. The caller holds s.mu.
 func (s *Server) haMigrate(res *haResource, target string, relocate bool) bool {
 	g, t := s.guests[res.vmid], s.node(target)
-	res.migrateTo, res.relocate = "", false
+	res.migrateTo, res.relocate, res.startBalance = "", false, false
 	if t == nil || t.reportedHAState() != "online" || t.name == g.node {
 		return false
 	}
 	// PVEVM's migrate calls migrate_vm with with-local-disks: local disks move along when the
 	// target has their storage, and the migration fails (the service stays) when it has not.
 	moves, msg := s.localDiskMoves(g, t, "")
-	if msg != "" {
+	if msg != "" || res.faults.tries(&res.migrateTries, res.faults.Migrations, g.node) {
 		return false
 	}
 	restart := relocate && g.status == "running"
@@ -638,7 +729,7 @@ func (s *Server) haMigrate(res *haResource, target string, relocate bool) bool {
 	}
 	res.migrateTo, res.relocate = t.name, relocate
 	s.startMigration(nil, g, t, moves, true, func(ok bool) {
-		res.migrateTo, res.relocate = "", false
+		res.migrateTo, res.relocate, res.startBalance = "", false, false
 		if restart {
 			s.lrmStart(res, g)
 		}

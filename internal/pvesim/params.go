@@ -15,14 +15,17 @@ import (
 // result. On a bad request it answers 400 and returns false.
 func readParams(w http.ResponseWriter, r *http.Request) (map[string]string, bool) {
 	out := map[string]string{}
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "cannot read the request body: "+err.Error())
-		return nil, false
+	var body []byte
+	if decodesBody(r) {
+		var err error
+		if body, err = io.ReadAll(io.LimitReader(r.Body, 1<<20)); err != nil {
+			writeError(w, http.StatusBadRequest, "cannot read the request body: "+err.Error())
+			return nil, false
+		}
 	}
 	isJSON := strings.HasPrefix(r.Header.Get("Content-Type"), "application/json")
-	if isJSON && len(body) == 0 {
-		// pve-http-server runs decode_json on whatever body a JSON request has.
+	if isJSON && decodesBody(r) && len(body) == 0 {
+		// pve-http-server runs decode_json on whatever body a JSON PUT or POST has.
 		writeError(w, http.StatusInternalServerError, `malformed JSON string, neither tag, array, object, number, string or atom, at character offset 0 (before "(end of string)")`)
 		return nil, false
 	}
@@ -61,6 +64,14 @@ func readParams(w http.ResponseWriter, r *http.Request) (map[string]string, bool
 		}
 	}
 	return out, true
+}
+
+// decodesBody tells whether pve-http-server takes parameters from the request's body
+// (extract_params): only a PUT's or a POST's. It never decodes another method's body,
+// whatever its Content-Type: proxmox-go sends GET and DELETE as application/json without a
+// body. A GET or DELETE announcing a length never gets here: ServeHTTP refuses it as PVE does.
+func decodesBody(r *http.Request) bool {
+	return r.Method == http.MethodPut || r.Method == http.MethodPost
 }
 
 // readAllowedParams reads a request's parameters and refuses, as PVE's schema check does,

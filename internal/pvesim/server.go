@@ -47,6 +47,17 @@ type Server struct {
 	haResources map[string]*haResource
 	// crs is datacenter.cfg's crs and the HA manager's scheduler state; see ha_crs.go.
 	crs crsState
+	// crmRounds counts the HA manager's rounds.
+	crmRounds int
+	// haShutdownPolicy is datacenter.cfg's ha shutdown_policy ("": conditional); haShutdown
+	// are the nodes shut down under it, by the mode their LRM left in (freeze, failover,
+	// maintenance), until they are up again (ha_shutdown.go).
+	haShutdownPolicy string
+	haShutdown       map[string]string
+	// haDisarm is the disarm-ha mode requested (freeze or ignore, "" when armed); haDisarmed
+	// that the CRM has disarmed (ha_disarm.go).
+	haDisarm   string
+	haDisarmed bool
 	// agentDelay is how many guest agent calls after a start fail; brokenAgents never answer.
 	agentDelay   int
 	brokenAgents map[int]bool
@@ -108,7 +119,7 @@ func New(c Cluster, opts ...Option) (*Server, error) {
 		counts: map[string]int{}, failed: map[string]int{}, failing: map[string]string{}, tickets: map[string]string{},
 		rng: mrand.New(mrand.NewSource(1)), nextID: c.NextID, pid: 0x1000, haRules: c.HARules,
 		tokenID: "root@pam!sim", tokenSecret: secretUUID(), username: "root@pam", password: randomHex(8),
-		haResources: map[string]*haResource{}, haGroups: map[string]*haGroup{}, agentDelay: 1, brokenAgents: map[int]bool{},
+		haResources: map[string]*haResource{}, haShutdown: map[string]string{}, haGroups: map[string]*haGroup{}, agentDelay: 1, brokenAgents: map[int]bool{},
 		remoteFiles: map[string]RemoteFileSpec{},
 	}
 	for _, f := range c.RemoteFiles {
@@ -423,7 +434,7 @@ func (discard) WriteHeader(int)             {}
 // objectBody answers 500 as PVE 6 does when a JSON request body is not an object, and
 // otherwise leaves the body readable for the handler.
 func objectBody(w http.ResponseWriter, r *http.Request) bool {
-	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") || !decodesBody(r) {
 		return true
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
