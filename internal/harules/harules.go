@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/nodelabels"
@@ -91,7 +90,7 @@ func Want(in Input) []Rule {
 	terms(in.Request.VMAntiAffinity, scheduler.HANegative, "vm_anti_affinity", "apart")
 	terms(in.Request.VMAffinity, scheduler.HAPositive, "vm_affinity", "together")
 	if nodes, policy := nodeRuleNodes(in); len(nodes) < len(in.Snap.Nodes) {
-		rule := Rule{HARule: scheduler.HARule{Name: Prefix + "vm-" + strconv.Itoa(in.VMID), Type: scheduler.HANodeAffinity, Strict: true,
+		rule := Rule{HARule: scheduler.HARule{Name: NodeRuleName(in.VMID), Type: scheduler.HANodeAffinity, Strict: true,
 			VMIDs: []int{in.VMID}, Nodes: nodes, Comment: fmt.Sprintf("qemuscheduler: VM %s (%d) on the nodes its rules allow", in.Name, in.VMID)},
 			Policy: policy}
 		if i := slices.IndexFunc(in.Request.VMAffinity, func(t scheduler.VMGroupTerm) bool {

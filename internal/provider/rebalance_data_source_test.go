@@ -3,10 +3,15 @@ package provider
 import (
 	"context"
 	"fmt"
+	"math"
 	"regexp"
+	"slices"
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
@@ -300,4 +305,106 @@ func TestAccRebalanceHAPeerMoving(t *testing.T) {
 			return nil
 		},
 	)})
+}
+
+// skewConfig is two HA web VMs (100, 101) pinned to nodes, apart on nodes; with spread, they
+// are spread over the zones and the rebalance of the web tier reads after them.
+func skewConfig(env *accEnv, spread bool, nodes ...string) string {
+	attrs := fmt.Sprintf(`vmid = 100 + count.index
+  node = [%q, %q][count.index]`, nodes[0], nodes[1])
+	hcl := ""
+	if spread {
+		attrs += `
+  topology_spread {
+    tags         = ["web"]
+    topology_key = "zone"
+  }`
+		hcl = `
+data "qemuscheduler_rebalance" "r" {
+  tags       = ["web"]
+  depends_on = [qemuscheduler_vm.web]
+}`
+	}
+	return env.providerBlock("  read_node_notes = true") + haWebResource("web-${count.index}", "2", attrs, "ha {}") + hcl
+}
+
+// topClass checks that the highest priority class of the node rule id is exactly nodes.
+func topClass(t *testing.T, sim *pvesim.Server, id string, nodes ...string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		for _, r := range simRules(t, sim) {
+			if r.Name != id {
+				continue
+			}
+			var top []string
+			best := math.MinInt
+			for _, n := range r.Nodes {
+				switch p := r.Priorities[n]; {
+				case p > best:
+					best, top = p, []string{n}
+				case p == best:
+					top = append(top, n)
+				}
+			}
+			if sort.Strings(top); !slices.Equal(top, nodes) {
+				return fmt.Errorf("rule %s prefers %v, want %v: %+v", id, top, nodes, r)
+			}
+			return nil
+		}
+		return fmt.Errorf("no rule %s in %+v", id, simRules(t, sim))
+	}
+}
+
+// The finding of issue 32: a spread over zones left skewed (both VMs in zone a, kept there by
+// their own node rules) is repaired by the rebalance: its own rule does not hold the VM, the
+// move is proposed, and pinning the VM to the move's target rewrites the rule for zone b
+// before the HA manager migrates it, so the HA rounds after leave it there, and the next
+// rebalance proposes nothing.
+func TestAccRebalanceRepairsSkewAcrossZones(t *testing.T) {
+	env, sim := simEnv(t, haRulesCluster())
+	const rule = "qemuscheduler-vm-100"
+	runs := func(vmid int, node string) resource.TestCheckFunc {
+		return func(*terraform.State) error {
+			if g, _ := sim.Guest(vmid); g.Node != node || g.Status != "running" {
+				return fmt.Errorf("VM %d %s on %s, want running on %s", vmid, g.Status, g.Node, node)
+			}
+			return nil
+		}
+	}
+	// ruleBeforeMigrate checks that the last write of the VM's rule precedes its HA migration.
+	ruleBeforeMigrate := func(*terraform.State) error {
+		wrote, migrated := -1, -1
+		for i, r := range sim.RequestLog() {
+			switch {
+			case r.Method == "PUT" && strings.HasSuffix(r.Path, "/cluster/ha/rules/"+rule):
+				wrote = i
+			case r.Method == "POST" && strings.HasSuffix(r.Path, "/cluster/ha/resources/vm:100/migrate"):
+				migrated = i
+			}
+		}
+		if wrote < 0 || migrated < 0 || wrote > migrated {
+			return fmt.Errorf("rule written at request %d, VM migrated at %d: want the rule first", wrote, migrated)
+		}
+		return nil
+	}
+	runSteps(t,
+		resource.TestStep{Config: skewConfig(env, false, "pve1", "pve2")},
+		// The spread comes in: placement is sticky, both stay in zone a, and their node
+		// rules keep them there.
+		resource.TestStep{Config: skewConfig(env, true, "pve1", "pve2"), Check: resource.ComposeAggregateTestCheckFunc(
+			topClass(t, sim, rule, "pve1", "pve2"),
+			resource.TestCheckResourceAttr(rb, "moves.#", "1"),
+			resource.TestCheckResourceAttr(rb, "moves.0.vmid", "100"),
+			resource.TestCheckResourceAttr(rb, "moves.0.from", "pve1"),
+			resource.TestCheckResourceAttr(rb, "moves.0.to", "pve4"),
+		)},
+		resource.TestStep{Config: skewConfig(env, true, "pve4", "pve2"), Check: resource.ComposeAggregateTestCheckFunc(
+			runs(100, "pve4"), topClass(t, sim, rule, "pve3", "pve4"), ruleBeforeMigrate,
+			resource.TestCheckResourceAttr(rb, "moves.#", "0"),
+		)},
+		// HA rounds leave it there (a strict rule for zone a would take it back), and the
+		// plan is empty.
+		resource.TestStep{PreConfig: func() { sim.RunHARounds(5) }, Config: skewConfig(env, true, "pve4", "pve2"),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			Check:            resource.ComposeAggregateTestCheckFunc(runs(100, "pve4"), runs(101, "pve2"), resource.TestCheckResourceAttr(rb, "moves.#", "0"))},
+	)
 }

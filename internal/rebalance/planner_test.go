@@ -379,3 +379,24 @@ func TestHARulesPeerMoving(t *testing.T) {
 		t.Fatalf("vm101 settled on pve1: moves %v, want pve1", got)
 	}
 }
+
+// The guest's own provider node rule does not hold it: the move rewrites it. A user's rule
+// on the guest, or the provider's node rule of another guest, still does.
+func TestOwnHARuleDoesNotHoldItsVM(t *testing.T) {
+	in := input(t, nodes("pve1", "pve2", "pve3"), vm(100, "pve3", 1, 1, "web"))
+	in.Policy.Annotations[scheduler.AnnotationNodeRegex] = "pve[12]"
+	own := scheduler.HARule{Name: "qemuscheduler-vm-100", Type: scheduler.HANodeAffinity, Strict: true, VMIDs: []int{100}, Nodes: []string{"pve3"}}
+	in.Snapshot.HARules = []scheduler.HARule{own}
+	if got := moves(mustPlan(t, in)); !reflect.DeepEqual(got, []string{"vm100:pve3>pve1"}) {
+		t.Fatalf("own node rule: moves %v, want pve1", got)
+	}
+	for _, name := range []string{"stay", "qemuscheduler-vm-101"} {
+		other := own
+		other.Name = name
+		in.Snapshot.HARules = []scheduler.HARule{own, other}
+		plan := mustPlan(t, in)
+		if len(plan.Moves) != 0 || !strings.Contains(plan.Kept[0].Reason, "HA rule "+name+" (node-affinity) allows only pve3") {
+			t.Fatalf("rule %s: plan %+v, want vm 100 kept by it", name, plan)
+		}
+	}
+}

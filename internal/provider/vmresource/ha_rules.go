@@ -16,7 +16,6 @@ import (
 	"reflect"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -213,6 +212,11 @@ func (r *Resource) planHARules(ctx context.Context, resp *resource.ModifyPlanRes
 	vmid, node := int(plan.VMID.ValueInt64()), ""
 	if !creating {
 		node, _ = proxmox.LocateIn(snap, vmid)
+		// A changed pin moves the VM: its apply writes the rules for the target
+		// (haBeforeMove), and PVE's checks below must see those.
+		if kit.Known(plan.Node) && !plan.Node.Equal(state.Node) {
+			node = plan.Node.ValueString()
+		}
 	} else if plan.VMID.IsUnknown() {
 		vmid = 0 // not chosen yet: no guest has it
 	}
@@ -484,9 +488,7 @@ func CheckHAMove(snap scheduler.Snapshot, rules []scheduler.HARule, plan, state 
 		return node, snap.HAMoves[id], err == nil
 	}
 	// The VM's own node rule is rewritten for the target before the move (haBeforeMove).
-	own := harules.Prefix + "vm-" + strconv.Itoa(vmid)
-	others := slices.DeleteFunc(slices.Clone(rules), func(r scheduler.HARule) bool { return r.Name == own })
-	if why := scheduler.HARefusal(&snap, others, vmid, target, where); why != "" {
+	if why := scheduler.HARefusal(&snap, harules.MoveConstraints(vmid, rules), vmid, target, where); why != "" {
 		diags.AddAttributeError(path.Root("node"), "Cannot migrate to "+target,
 			fmt.Sprintf("The HA manager would refuse to move VM %d to %s: %s. Choose another node, or change the rule. %s", vmid, target, why, changeset.DestroyAnyway))
 	}
