@@ -246,6 +246,9 @@ type Lost struct {
 	Rule, Policy string
 	// Value is the key's value on the rule's other nodes, "" when none has it.
 	Value string
+	// VMNode says Node is where the VM runs: written anew, the rule would hold no domain and
+	// list every node, rather than leave Node out.
+	VMNode bool
 }
 
 // LostKeys are the nodes of the VM's current node rule in cur (the provider's node-affinity
@@ -286,7 +289,7 @@ func LostKeys(in Input, cur []scheduler.HARule) []Lost {
 			for _, name := range r.Nodes {
 				if n := online[name]; n != nil {
 					if _, ok := n.Labels[key]; !ok {
-						out = append(out, Lost{Node: name, Key: key, Rule: r.Name, Policy: strings.Join(slices.Compact(keys[key]), ", "), Value: value})
+						out = append(out, Lost{Node: name, Key: key, Rule: r.Name, Policy: strings.Join(slices.Compact(keys[key]), ", "), Value: value, VMNode: name == in.Node})
 					}
 				}
 			}

@@ -349,9 +349,14 @@ func TestLostKeys(t *testing.T) {
 	in := Input{VMID: 103, Node: "pve3", Request: spread, Snap: snap, PolicyNodes: all}
 	got := LostKeys(in, rule("pve3", "pve4"))
 	want := []Lost{{Node: "pve3", Key: "zone", Rule: Prefix + "vm-103", Value: "b",
-		Policy: "topology_spread on tags db with topology_key zone (DoNotSchedule)"}}
+		Policy: "topology_spread on tags db with topology_key zone (DoNotSchedule)", VMNode: true}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("lost %+v, want %+v", got, want)
+	}
+	other := in
+	other.Node = "pve4"
+	if got := LostKeys(other, rule("pve3", "pve4")); len(got) != 1 || got[0].Node != "pve3" || got[0].VMNode {
+		t.Errorf("lost %+v, want pve3, not the VM's node", got)
 	}
 	if got := LostKeys(in, rule("pve3")); len(got) != 1 || got[0].Value != "" {
 		t.Errorf("lost %+v, want pve3 with no value known (no other node in the rule)", got)

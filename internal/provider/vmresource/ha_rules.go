@@ -158,11 +158,15 @@ func lostKeyMessages(lost []harules.Lost, name string, vmid int, np *config.Node
 		if problems := np.NotesProblems(l.Node); len(problems) > 0 {
 			notes = "its Notes: " + strings.Join(problems, "; ")
 		}
+		anew := fmt.Sprintf("would leave %s out, and a failover could not use it", l.Node)
+		if l.VMNode {
+			anew = fmt.Sprintf("would keep the VM in no domain of %s and list every node, and a failover could put it anywhere", l.Key)
+		}
 		out = append(out, fmt.Sprintf("HA rule %s keeps VM %s (%d) in %s (%s) and lists node %s, which has no label %s now (%s). "+
-			"Written anew, the rule would keep the VM in no domain of %s, and a failover could put it anywhere; it is left unchanged. "+
+			"Written anew, the rule %s; it is left unchanged. "+
 			"Give %s its label back: fix its Notes in the PVE UI (Node > Notes), a line such as `%s %s`, or set it in the provider's node block for %s. "+
 			"To take the node out of the domain on purpose, give it another value of %s.",
-			l.Rule, name, vmid, domain, l.Policy, l.Node, l.Key, notes, l.Key, l.Node, nodelabels.NotesLabels, example, l.Node, l.Key))
+			l.Rule, name, vmid, domain, l.Policy, l.Node, l.Key, notes, anew, l.Node, nodelabels.NotesLabels, example, l.Node, l.Key))
 	}
 	return out
 }
