@@ -38,8 +38,9 @@ const nodeBlockDescription = "Labels and taints of one Proxmox VE node (PVE node
 const ReadNodeNotesDescription = "Also read labels and taints from each node's Notes (PVE UI: Node > Notes), lines " +
 	"`qemu-scheduler/labels: zone=a, disk=nvme` and `qemu-scheduler/taints: dedicated=db:NoSchedule, old-hw:PreferNoSchedule` " +
 	"(leading spaces and `- ` allowed). Read once per provider process, one small request per node; needs `Sys.Audit` on `/` " +
-	"(without it: one warning, no Notes labels). A malformed entry is skipped with a warning; an offline node has no Notes " +
-	"labels. Default false."
+	"(without it: one warning, no Notes labels). A malformed entry is skipped with a warning. An offline node's Notes cannot " +
+	"be read: nothing is placed on it, and it keeps its place in the HA rules it is in (a rule is not rewritten because a " +
+	"node is down). Default false."
 
 func ProviderNodeBlock() providerschema.Block {
 	return providerschema.ListNestedBlock{
