@@ -180,23 +180,7 @@ func nodeRuleNodes(in Input) ([]string, string) {
 			at = &in.Snap.Nodes[i]
 		}
 	}
-	keys := map[string][]string{}
-	terms := func(list []scheduler.VMGroupTerm, attr string) {
-		for _, t := range list {
-			if t.Weight == 0 && t.TopologyKey != topologyNode {
-				keys[t.TopologyKey] = append(keys[t.TopologyKey], termPolicy(attr, t.Group(), t.TopologyKey))
-			}
-		}
-	}
-	terms(in.Request.VMAffinity, "vm_affinity")
-	terms(in.Request.VMAntiAffinity, "vm_anti_affinity")
-	for _, c := range in.Request.TopologySpread {
-		if c.WhenUnsatisfiable == "DoNotSchedule" && c.TopologyKey != topologyNode {
-			sel := scheduler.TagSelector{Tags: c.Tags, TagsAnyOf: c.TagsAnyOf, TagsNoneOf: c.TagsNoneOf}
-			keys[c.TopologyKey] = append(keys[c.TopologyKey],
-				fmt.Sprintf("topology_spread on tags %s with topology_key %s (DoNotSchedule)", describe(sel), c.TopologyKey))
-		}
-	}
+	keys := domainKeys(in.Request)
 	for _, key := range slices.Sorted(maps.Keys(keys)) {
 		v, ok := "", false
 		if at != nil {
@@ -227,6 +211,90 @@ func nodeRuleNodes(in Input) ([]string, string) {
 		policy = []string{"its node-level rules"}
 	}
 	return nodes, strings.Join(policy, "; ")
+}
+
+// domainKeys are the topology keys other than node of req's required terms, each with the
+// terms that need it as the configuration writes them: the VM's node rule keeps it in the
+// domain of its node for each.
+func domainKeys(req scheduler.Request) map[string][]string {
+	keys := map[string][]string{}
+	terms := func(list []scheduler.VMGroupTerm, attr string) {
+		for _, t := range list {
+			if t.Weight == 0 && t.TopologyKey != topologyNode {
+				keys[t.TopologyKey] = append(keys[t.TopologyKey], termPolicy(attr, t.Group(), t.TopologyKey))
+			}
+		}
+	}
+	terms(req.VMAffinity, "vm_affinity")
+	terms(req.VMAntiAffinity, "vm_anti_affinity")
+	for _, c := range req.TopologySpread {
+		if c.WhenUnsatisfiable == "DoNotSchedule" && c.TopologyKey != topologyNode {
+			sel := scheduler.TagSelector{Tags: c.Tags, TagsAnyOf: c.TagsAnyOf, TagsNoneOf: c.TagsNoneOf}
+			keys[c.TopologyKey] = append(keys[c.TopologyKey],
+				fmt.Sprintf("topology_spread on tags %s with topology_key %s (DoNotSchedule)", describe(sel), c.TopologyKey))
+		}
+	}
+	return keys
+}
+
+// Lost is a node of a VM's current node rule that no longer has a topology key the rule
+// keeps the VM's domain by.
+type Lost struct {
+	Node, Key string
+	// Rule is the current rule's id; Policy the VM's terms that need the key.
+	Rule, Policy string
+	// Value is the key's value on the rule's other nodes, "" when none has it.
+	Value string
+	// VMNode says Node is where the VM runs: written anew, the rule would hold no domain and
+	// list every node, rather than leave Node out.
+	VMNode bool
+}
+
+// LostKeys are the nodes of the VM's current node rule in cur (the provider's node-affinity
+// rule holding in.VMID) that are online and have no value for a key of its required terms
+// (domainKeys), while the rule is narrower than its node-level rules (in.PolicyNodes): a rule
+// of a domain. Computed anew, such a rule would leave the node out of every domain, or, when
+// it is the VM's node, hold no domain at all and list every node: a Notes typo or a removed
+// label must not widen a rule silently (design-failover §3). An offline node is left out: its
+// Notes cannot be read, so a missing label says nothing about it. A rule as wide as the
+// node-level rules was not made for a domain (the VM runs on a node without the key, which a
+// vm_anti_affinity allows): its nodes lose nothing.
+func LostKeys(in Input, cur []scheduler.HARule) []Lost {
+	keys := domainKeys(in.Request)
+	if len(keys) == 0 {
+		return nil
+	}
+	online := map[string]*scheduler.Node{}
+	for i, n := range in.Snap.Nodes {
+		if n.Online {
+			online[n.Name] = &in.Snap.Nodes[i]
+		}
+	}
+	var out []Lost
+	for _, r := range cur {
+		if r.Type != scheduler.HANodeAffinity || !strings.HasPrefix(r.Name, Prefix) || !slices.Contains(r.VMIDs, in.VMID) ||
+			!slices.ContainsFunc(in.PolicyNodes, func(n string) bool { return !slices.Contains(r.Nodes, n) }) {
+			continue
+		}
+		for _, key := range slices.Sorted(maps.Keys(keys)) {
+			value := ""
+			for _, name := range r.Nodes {
+				if n := online[name]; n != nil {
+					if v, ok := n.Labels[key]; ok {
+						value = v
+					}
+				}
+			}
+			for _, name := range r.Nodes {
+				if n := online[name]; n != nil {
+					if _, ok := n.Labels[key]; !ok {
+						out = append(out, Lost{Node: name, Key: key, Rule: r.Name, Policy: strings.Join(slices.Compact(keys[key]), ", "), Value: value, VMNode: name == in.Node})
+					}
+				}
+			}
+		}
+	}
+	return out
 }
 
 // nodeLevelPolicy names the node-level rules that keep the VM off a node (NodeRuleNodes), as

@@ -334,3 +334,46 @@ func TestGroupTags(t *testing.T) {
 		t.Errorf("no terms: %v", got)
 	}
 }
+
+// A node of the VM's current domain rule that lost the key is reported, whether it is the
+// VM's node (the rule would widen to every node) or another (it would leave the domain); an
+// offline node, a rule as wide as the node-level rules and a VM without a domain term are not.
+func TestLostKeys(t *testing.T) {
+	spread := scheduler.Request{TopologySpread: []scheduler.SpreadConstraint{{TopologyKey: "zone", WhenUnsatisfiable: "DoNotSchedule", MaxSkew: 1, Tags: []string{"db"}}}}
+	all := []string{"pve1", "pve2", "pve3", "pve4"}
+	rule := func(nodes ...string) []scheduler.HARule {
+		return []scheduler.HARule{{Name: Prefix + "vm-103", Type: scheduler.HANodeAffinity, Strict: true, VMIDs: []int{103}, Nodes: nodes}}
+	}
+	snap := cluster()
+	delete(snap.Nodes[2].Labels, "zone") // pve3's Notes line lost its s
+	in := Input{VMID: 103, Node: "pve3", Request: spread, Snap: snap, PolicyNodes: all}
+	got := LostKeys(in, rule("pve3", "pve4"))
+	want := []Lost{{Node: "pve3", Key: "zone", Rule: Prefix + "vm-103", Value: "b",
+		Policy: "topology_spread on tags db with topology_key zone (DoNotSchedule)", VMNode: true}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("lost %+v, want %+v", got, want)
+	}
+	other := in
+	other.Node = "pve4"
+	if got := LostKeys(other, rule("pve3", "pve4")); len(got) != 1 || got[0].Node != "pve3" || got[0].VMNode {
+		t.Errorf("lost %+v, want pve3, not the VM's node", got)
+	}
+	if got := LostKeys(in, rule("pve3")); len(got) != 1 || got[0].Value != "" {
+		t.Errorf("lost %+v, want pve3 with no value known (no other node in the rule)", got)
+	}
+	offline := in
+	offline.Snap = cluster()
+	offline.Snap.Nodes[2].Online, offline.Snap.Nodes[2].Labels = false, nil
+	if got := LostKeys(offline, rule("pve3", "pve4")); got != nil {
+		t.Errorf("lost %+v for an offline node, whose Notes cannot be read", got)
+	}
+	if got := LostKeys(in, rule(all...)); got != nil {
+		t.Errorf("lost %+v for a rule as wide as the node-level rules, made for no domain", got)
+	}
+	if got := LostKeys(Input{VMID: 103, Node: "pve3", Snap: snap, PolicyNodes: all}, rule("pve3", "pve4")); got != nil {
+		t.Errorf("lost %+v for a VM without a domain term", got)
+	}
+	if got := LostKeys(in, []scheduler.HARule{{Name: "user-rule", Type: scheduler.HANodeAffinity, VMIDs: []int{103}, Nodes: []string{"pve3"}}}); got != nil {
+		t.Errorf("lost %+v for a rule the provider does not keep", got)
+	}
+}

@@ -60,6 +60,12 @@ func domainOf(n *scheduler.Node, key string) (string, bool) {
 	return v, ok
 }
 
+// offlineNoKey is the rejection of an offline node without the topology key: its labels from
+// Notes cannot be read while it is offline, so no reason may say it has none.
+func offlineNoKey(plugin string, n *scheduler.Node, key string) *scheduler.Rejection {
+	return &scheduler.Rejection{Reason: fmt.Sprintf("%s: %s is offline, so its label %s is not known", plugin, n.Name, key), Group: "were offline"}
+}
+
 // domainName shows a domain in a reason: the node name for "node", else key=value.
 func domainName(key, domain string) string {
 	if key == TopologyNode {

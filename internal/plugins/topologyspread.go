@@ -172,6 +172,9 @@ func (topologySpreadFilter) Filter(state *scheduler.CycleState, _ *scheduler.Req
 	for _, s := range v.([]spread) {
 		key, tags := s.c.TopologyKey, s.tags
 		d, hasKey := domainOf(n.Node, key)
+		if !hasKey && !n.Node.Online {
+			return offlineNoKey("TopologySpread", n.Node, key)
+		}
 		if !hasKey {
 			// As in kube: a VM on a node outside every domain would escape the count.
 			return &scheduler.Rejection{

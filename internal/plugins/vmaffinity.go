@@ -143,6 +143,9 @@ func (t *requiredTerm) check(n *scheduler.Node) *scheduler.Rejection {
 			Group:  t.group,
 		}
 	}
+	if !hasKey && !n.Online {
+		return offlineNoKey("VMAffinity", n, key)
+	}
 	if !hasKey {
 		return &scheduler.Rejection{
 			Reason: fmt.Sprintf("VMAffinity: %s has no label %s, so it shares no domain with guests tagged %s", n.Name, key, tags),

@@ -271,29 +271,36 @@ func haDB(env *accEnv, attrs string) string {
 }`, attrs)
 }
 
-// A required term over zones keeps the VM in its zone: a strict node rule listing the zone's
-// nodes, which the HA manager's recovery honours; a pin moved to the other zone takes the rule
-// along; import reads the rule back.
-func TestAccVMHARulesZone(t *testing.T) {
-	env, sim := simEnv(t, haRulesCluster())
-	config := func(node string) string {
-		return haDB(env, fmt.Sprintf(`node = %q
+// zoneDB is haDB pinned to node and kept apart from the other db VMs by zone: its node rule
+// lists the nodes of node's zone.
+func zoneDB(env *accEnv, node string) string {
+	return haDB(env, fmt.Sprintf(`node = %q
   tags = ["db"]
   vm_anti_affinity {
     tags         = ["db"]
     topology_key = "zone"
   }`, node))
-	}
-	nodeRule := func(nodes ...string) resource.TestCheckFunc {
-		return func(*terraform.State) error {
-			for _, r := range simRules(t, sim) {
-				if r.Name == "qemuscheduler-vm-150" && r.Strict && slices.Equal(r.Nodes, nodes) && slices.Equal(r.VMIDs, []int{150}) {
-					return nil
-				}
+}
+
+// dbNodeRule checks that VM 150 is in a strict node rule of its own on exactly nodes.
+func dbNodeRule(t *testing.T, sim *pvesim.Server, nodes ...string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		for _, r := range simRules(t, sim) {
+			if r.Name == "qemuscheduler-vm-150" && r.Strict && slices.Equal(r.Nodes, nodes) && slices.Equal(r.VMIDs, []int{150}) {
+				return nil
 			}
-			return fmt.Errorf("no strict node rule for VM 150 on %v: %+v", nodes, simRules(t, sim))
 		}
+		return fmt.Errorf("no strict node rule for VM 150 on %v: %+v", nodes, simRules(t, sim))
 	}
+}
+
+// A required term over zones keeps the VM in its zone: a strict node rule listing the zone's
+// nodes, which the HA manager's recovery honours; a pin moved to the other zone takes the rule
+// along; import reads the rule back.
+func TestAccVMHARulesZone(t *testing.T) {
+	env, sim := simEnv(t, haRulesCluster())
+	config := func(node string) string { return zoneDB(env, node) }
+	nodeRule := func(nodes ...string) resource.TestCheckFunc { return dbNodeRule(t, sim, nodes...) }
 	runs := func(node string) resource.TestCheckFunc {
 		return func(*terraform.State) error {
 			if g, _ := sim.Guest(150); g.Node != node || g.Status != "running" {
@@ -322,6 +329,46 @@ func TestAccVMHARulesZone(t *testing.T) {
 				}
 				return nil
 			}},
+	)
+}
+
+// A typo in the Notes of a node of the VM's zone (qemu-scheduler/label: for labels:) takes
+// its zone label away: a plan error at ha.placement_rules naming the node, the ignored Notes
+// line and the fix, never a rule widened to every node; PVE keeps the rule. Fixed, nothing
+// is left to do.
+func TestAccVMHARulesLostLabelIsAPlanError(t *testing.T) {
+	env, sim := simEnv(t, haRulesCluster())
+	runSteps(t,
+		resource.TestStep{Config: zoneDB(env, "pve1"), Check: dbNodeRule(t, sim, "pve1", "pve2")},
+		resource.TestStep{PreConfig: func() { must(t, sim.SetNodeNotes("pve2", "qemu-scheduler/label: zone=a")) }, Config: zoneDB(env, "pve1"),
+			ExpectError: wrapped(`(?s)A node lost a label the VM's HA rule needs.*with qemuscheduler_vm.db,.*ha \{\}.*` +
+				`HA rule qemuscheduler-vm-150 keeps VM db \(150\) in zone=a \(required vm_anti_affinity on tags db with topology_key zone\) ` +
+				`and lists node pve2, which has no label zone now.*Notes line 1 "qemu-scheduler/label: zone=a": unknown key qemu-scheduler/label.*` +
+				"the rule would leave pve2 out, and a failover could not use it; it is left unchanged.*`qemu-scheduler/labels: zone=a`")},
+		resource.TestStep{PreConfig: func() { must(t, sim.SetNodeNotes("pve2", "qemu-scheduler/labels: zone=a")) }, Config: zoneDB(env, "pve1"),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			Check:            dbNodeRule(t, sim, "pve1", "pve2")},
+	)
+}
+
+// A node that goes offline leaves the VM's rules alone, whether it is the other node of the
+// VM's zone or the VM's own node (its Notes, and so its zone, cannot be read): the plan is
+// empty and no message says it has no label; back online, there is still nothing to do.
+func TestAccVMHARulesOfflineNodeKeepsRules(t *testing.T) {
+	env, sim := simEnv(t, haRulesCluster())
+	log := &warningLog{}
+	empty := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}
+	offline := func(node string, online bool) func() { return func() { must(t, sim.SetNodeOnline(node, online)) } }
+	runLoggingWarnings(t, log,
+		resource.TestStep{Config: zoneDB(env, "pve1"), Check: dbNodeRule(t, sim, "pve1", "pve2")},
+		resource.TestStep{PreConfig: offline("pve2", false), Config: zoneDB(env, "pve1"), ConfigPlanChecks: empty,
+			Check: resource.ComposeTestCheckFunc(dbNodeRule(t, sim, "pve1", "pve2"), log.lacks("has no label"))},
+		resource.TestStep{PreConfig: offline("pve2", true), Config: zoneDB(env, "pve1"), ConfigPlanChecks: empty,
+			Check: dbNodeRule(t, sim, "pve1", "pve2")},
+		resource.TestStep{PreConfig: offline("pve1", false), Config: zoneDB(env, "pve1"), ConfigPlanChecks: empty,
+			Check: resource.ComposeTestCheckFunc(dbNodeRule(t, sim, "pve1", "pve2"), log.lacks("has no label"))},
+		resource.TestStep{PreConfig: offline("pve1", true), Config: zoneDB(env, "pve1"), ConfigPlanChecks: empty,
+			Check: dbNodeRule(t, sim, "pve1", "pve2")},
 	)
 }
 

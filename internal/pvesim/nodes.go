@@ -40,6 +40,19 @@ func (s *Server) SetNodeHAState(name, state string) error {
 	return err
 }
 
+// SetNodeNotes sets a node's Notes as an admin would in the PVE UI (Node > Notes), even while
+// the node is offline: PUT /nodes/{node}/config would answer 595 then.
+func (s *Server) SetNodeNotes(name, notes string) error {
+	return s.withNode(name, func(n *node) error {
+		if d := storedDescription(notes); d != "" {
+			n.config["description"] = d
+		} else {
+			delete(n.config, "description")
+		}
+		return nil
+	})
+}
+
 // withNode runs change on node name under s.mu, or says there is no such node.
 func (s *Server) withNode(name string, change func(*node) error) error {
 	s.mu.Lock()

@@ -3,6 +3,7 @@ package config
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -37,8 +38,9 @@ const nodeBlockDescription = "Labels and taints of one Proxmox VE node (PVE node
 const ReadNodeNotesDescription = "Also read labels and taints from each node's Notes (PVE UI: Node > Notes), lines " +
 	"`qemu-scheduler/labels: zone=a, disk=nvme` and `qemu-scheduler/taints: dedicated=db:NoSchedule, old-hw:PreferNoSchedule` " +
 	"(leading spaces and `- ` allowed). Read once per provider process, one small request per node; needs `Sys.Audit` on `/` " +
-	"(without it: one warning, no Notes labels). A malformed entry is skipped with a warning; an offline node has no Notes " +
-	"labels. Default false."
+	"(without it: one warning, no Notes labels). A malformed entry is skipped with a warning. An offline node's Notes cannot " +
+	"be read: nothing is placed on it, and it keeps its place in the HA rules it is in (a rule is not rewritten because a " +
+	"node is down). Default false."
 
 func ProviderNodeBlock() providerschema.Block {
 	return providerschema.ListNestedBlock{
@@ -128,14 +130,17 @@ type NodePolicy struct {
 	blocks map[string]nodelabels.Set
 	notes  *proxmox.NotesCache // nil when read_node_notes is off
 
-	mu      sync.Mutex
-	parsed  map[string]nodelabels.Set // each node's Notes, parsed once
-	checked bool                      // block names compared with the cluster's nodes
-	pending diag.Diagnostics
+	mu     sync.Mutex
+	parsed map[string]nodelabels.Set // each node's Notes, parsed once
+	// problems are the warnings about each node's Notes lines, for an error a label it lacks
+	// causes (NotesProblems).
+	problems map[string][]string
+	checked  bool // block names compared with the cluster's nodes
+	pending  diag.Diagnostics
 }
 
 func NewNodePolicy(blocks map[string]nodelabels.Set, notes *proxmox.NotesCache) *NodePolicy {
-	return &NodePolicy{blocks: blocks, notes: notes, parsed: map[string]nodelabels.Set{}}
+	return &NodePolicy{blocks: blocks, notes: notes, parsed: map[string]nodelabels.Set{}, problems: map[string][]string{}}
 }
 
 // Apply sets Labels and Taints on every node of snap. A nil policy (no node blocks, no
@@ -162,7 +167,7 @@ func (np *NodePolicy) Apply(ctx context.Context, snap *scheduler.Snapshot) {
 		}
 		for _, name := range read.Fresh {
 			set, warnings := nodelabels.ParseNotes(name, read.Notes[name])
-			np.parsed[name] = set
+			np.parsed[name], np.problems[name] = set, warnings
 			for _, w := range warnings {
 				np.pending.AddWarning("Malformed node Notes entry", w+". Fix the node's Notes in the PVE UI (Node > Notes).")
 			}
@@ -202,6 +207,17 @@ func (np *NodePolicy) warnUnknownBlocks(nodes []string) {
 			fmt.Sprintf("The provider's node block %q names no node of the cluster (nodes: %s); its labels and taints apply to nothing. "+
 				"Fix the name or remove the block.", name, strings.Join(sorted, ", ")))
 	}
+}
+
+// NotesProblems are the warnings about node's Notes lines that were ignored or skipped (a
+// typo of the key, a malformed entry), in the order of its Notes; none for a nil policy.
+func (np *NodePolicy) NotesProblems(node string) []string {
+	if np == nil {
+		return nil
+	}
+	np.mu.Lock()
+	defer np.mu.Unlock()
+	return slices.Clone(np.problems[node])
 }
 
 // warnings returns the queued warnings and forgets them, so each is shown once per process.

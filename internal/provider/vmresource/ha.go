@@ -87,7 +87,9 @@ func haBlock() schema.Block {
 					"`node-affinity` rule listing the nodes the VM's node-level rules (`node_selector`, required `node_affinity`, " +
 					"untolerated `NoSchedule`/`NoExecute` taints, the node regex annotation) and its required terms with another " +
 					"topology key (the VM stays in its domain) allow, and the node it runs on (placement is sticky: a changed " +
-					"`node_selector` does not make the HA manager move it), none when every node does; a VM with a required `vm_affinity` over " +
+					"`node_selector` does not make the HA manager move it), none when every node does; a node of that rule that lost the " +
+					"topology key (a Notes typo, a removed label) is a plan error, never a wider rule, and an offline node keeps " +
+					"its place in it; a VM with a required `vm_affinity` over " +
 					"nodes shares that rule with its group, on the nodes all its members allow (PVE allows a positive group in one " +
 					"node rule only). Rule ids start with `qemuscheduler-`; " +
 					"other rules are read, never changed. A rule Proxmox VE would refuse is a plan error; on PVE 8 (no HA rules) a " +

@@ -27,6 +27,7 @@ import (
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/changeset"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/harules"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/nodelabels"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/config"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/kit"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
@@ -114,20 +115,23 @@ func requiredOver(node bool) func(scheduler.VMGroupTerm) bool {
 	return func(t scheduler.VMGroupTerm) bool { return t.Weight == 0 && (t.TopologyKey == "node") == node }
 }
 
-// wantedRules are the rules the VM vmid (running on node, "" before it exists) must be in.
-func wantedRules(mode haRuleMode, p haPolicy, vmid int, node string, snap scheduler.Snapshot, v config.HAView) []harules.Rule {
+// wantedRules are the rules the VM vmid (running on node, "" before it exists) must be in,
+// and, to keep, the nodes of its current rules that lost a key the rules need (harules.LostKeys):
+// then want must not be written.
+func wantedRules(mode haRuleMode, p haPolicy, vmid int, node string, snap scheduler.Snapshot, v config.HAView) ([]harules.Rule, []harules.Lost) {
 	switch mode {
 	case haRulesKeep:
-		want := harules.Want(harules.Input{VMID: vmid, Name: p.Name, Node: node, Request: p.req, Snap: snap, Managed: v.Managed,
-			PolicyNodes: harules.NodeRuleNodes(p.Profile, snap, p.req)})
-		keepDownNodes(want, v.Rules.Rules, snap)
+		in := harules.Input{VMID: vmid, Name: p.Name, Node: node, Request: p.req, Snap: snap, Managed: v.Managed,
+			PolicyNodes: harules.NodeRuleNodes(p.Profile, snap, p.req)}
+		want := harules.Want(in)
+		want = keepDownNodes(want, v.Rules.Rules, snap, vmid, node)
 		for _, held := range harules.Held(vmid, p.req.Tags, v.Rules.Rules, snap, v.Managed) {
 			if !slices.ContainsFunc(want, func(w harules.Rule) bool { return strings.EqualFold(w.Name, held.Name) }) {
 				want = append(want, held)
 			}
 		}
 		sort.Slice(want, func(i, j int) bool { return want[i].Name < want[j].Name })
-		return want
+		return want, harules.LostKeys(in, v.Rules.Rules)
 	case haRulesOff:
 		var kept []harules.Rule
 		for _, r := range v.Rules.Rules {
@@ -135,35 +139,69 @@ func wantedRules(mode haRuleMode, p haPolicy, vmid int, node string, snap schedu
 				kept = append(kept, harules.Rule{HARule: r})
 			}
 		}
-		return kept
+		return kept, nil
 	}
-	return nil
+	return nil, nil
+}
+
+// lostKeyMessages explain each lost key (wantedRules) of the VM name (vmid), with the node's
+// Notes lines that were ignored or skipped and how to give the node its label back.
+func lostKeyMessages(lost []harules.Lost, name string, vmid int, np *config.NodePolicy) []string {
+	out := make([]string, 0, len(lost))
+	for _, l := range lost {
+		domain, example := "its domain", l.Key+"=<value>"
+		if l.Value != "" {
+			domain, example = l.Key+"="+l.Value, l.Key+"="+l.Value
+		}
+		notes := fmt.Sprintf("no provider node block and no Notes line %s gives it", nodelabels.NotesLabels)
+		if problems := np.NotesProblems(l.Node); len(problems) > 0 {
+			notes = "its Notes: " + strings.Join(problems, "; ")
+		}
+		anew := fmt.Sprintf("would leave %s out, and a failover could not use it", l.Node)
+		if l.VMNode {
+			anew = fmt.Sprintf("would keep the VM in no domain of %s and list every node, and a failover could put it anywhere", l.Key)
+		}
+		out = append(out, fmt.Sprintf("HA rule %s keeps VM %s (%d) in %s (%s) and lists node %s, which has no label %s now (%s). "+
+			"Written anew, the rule %s; it is left unchanged. "+
+			"Give %s its label back: fix its Notes in the PVE UI (Node > Notes), a line such as `%s %s`, or set it in the provider's node block for %s. "+
+			"To take the node out of the domain on purpose, give it another value of %s.",
+			l.Rule, name, vmid, domain, l.Policy, l.Node, l.Key, notes, anew, l.Node, nodelabels.NotesLabels, example, l.Node, l.Key))
+	}
+	return out
 }
 
 // keepDownNodes keeps in a wanted node rule the nodes of its current version that are down:
 // their labels cannot be read (PVE does not answer for an offline node), and a failover must
-// not rewrite the rule without them, nor their return rewrite it again.
-func keepDownNodes(want []harules.Rule, cur []scheduler.HARule, snap scheduler.Snapshot) {
+// not rewrite the rule without them, nor their return rewrite it again. When node, where the
+// VM vmid runs, is down, its domain cannot be read either: the VM's current node rules are
+// kept whole, not widened to every node or dropped.
+func keepDownNodes(want []harules.Rule, cur []scheduler.HARule, snap scheduler.Snapshot, vmid int, node string) []harules.Rule {
 	down := map[string]bool{}
 	for _, n := range snap.Nodes {
 		down[n.Name] = !n.Online
 	}
-	for i, w := range want {
-		if w.Type != scheduler.HANodeAffinity {
+	for _, c := range cur {
+		if c.Type != scheduler.HANodeAffinity {
 			continue
 		}
-		for _, c := range cur {
-			if c.Name != w.Name {
-				continue
-			}
-			for _, n := range c.Nodes {
-				if down[n] && !slices.Contains(w.Nodes, n) {
-					want[i].Nodes = append(want[i].Nodes, n)
-				}
-			}
-			sort.Strings(want[i].Nodes)
+		i := slices.IndexFunc(want, func(w harules.Rule) bool { return w.Name == c.Name })
+		switch {
+		case down[node] && strings.HasPrefix(c.Name, harules.Prefix) && slices.Contains(c.VMIDs, vmid) && i < 0:
+			want = append(want, harules.Rule{HARule: c})
+			continue
+		case i < 0:
+			continue
+		case down[node]:
+			want[i].Nodes = slices.Clone(c.Nodes)
 		}
+		for _, n := range c.Nodes {
+			if down[n] && !slices.Contains(want[i].Nodes, n) {
+				want[i].Nodes = append(want[i].Nodes, n)
+			}
+		}
+		sort.Strings(want[i].Nodes)
 	}
+	return want
 }
 
 func ruleNames(rules []harules.Rule) []string {
@@ -221,7 +259,10 @@ func (r *Resource) planHARules(ctx context.Context, resp *resource.ModifyPlanRes
 		vmid = 0 // not chosen yet: no guest has it
 	}
 	mode := haUpdateMode(plan.HA, state.HA)
-	want := wantedRules(mode, p, vmid, node, snap, view)
+	want, lost := wantedRules(mode, p, vmid, node, snap, view)
+	for _, msg := range lostKeyMessages(lost, p.Name, vmid, r.Data.Nodes) {
+		resp.Diagnostics.AddAttributeError(path.Root("ha").AtName("placement_rules"), "A node lost a label the VM's HA rule needs", msg)
+	}
 	if !view.Rules.Supported {
 		// A required term over nodes wants a rule once its group has two HA members, which the
 		// create of a group's VMs has not yet: its plan warns all the same.
@@ -420,6 +461,7 @@ type haSync struct {
 	view    config.HAView
 	snap    scheduler.Snapshot
 	want    []harules.Rule
+	lost    []harules.Lost
 	changes []harules.Change
 }
 
@@ -439,7 +481,7 @@ func (r *Resource) haChanges(ctx context.Context, mode haRuleMode, p haPolicy, v
 	if node == "" {
 		node, _ = proxmox.LocateIn(s.snap, vmid)
 	}
-	s.want = wantedRules(mode, p, vmid, node, s.snap, s.view)
+	s.want, s.lost = wantedRules(mode, p, vmid, node, s.snap, s.view)
 	s.changes = harules.Changes(vmid, s.want, s.view.Rules.Rules, s.view.Managed)
 	return s, nil
 }
@@ -510,6 +552,9 @@ func (r *Resource) syncHARules(ctx context.Context, m *Model, vmid int, mode haR
 		s, err := r.haChanges(ctx, mode, p, vmid, time.Now(), since)
 		if err != nil || !s.view.Rules.Supported {
 			return err
+		}
+		if lost := lostKeyMessages(s.lost, p.Name, vmid, r.Data.Nodes); len(lost) > 0 {
+			return errors.New(strings.Join(lost, "; "))
 		}
 		if refused := Refusals(s.changes, s.view.Rules.Rules, len(s.snap.Nodes)); len(refused) > 0 && mode == haRulesKeep {
 			return fmt.Errorf("the HA rules of VM %d would be refused by Proxmox VE: %s", vmid, strings.Join(refused, "; "))
