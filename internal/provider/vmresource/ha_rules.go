@@ -164,8 +164,8 @@ func lostKeyMessages(lost []harules.Lost, name string, vmid int, np *config.Node
 		out = append(out, fmt.Sprintf("HA rule %s keeps VM %s (%d) in %s (%s) and lists node %s, which has no label %s now (%s). "+
 			"Written anew, the rule %s; it is left unchanged. "+
 			"Give %s its label back: fix its Notes in the PVE UI (Node > Notes), a line such as `%s %s`, or set it in the provider's node block for %s. "+
-			"To take the node out of the domain on purpose, give it another value of %s.",
-			l.Rule, name, vmid, domain, l.Policy, l.Node, l.Key, notes, anew, l.Node, nodelabels.NotesLabels, example, l.Node, l.Key))
+			"To take the node out of the domain on purpose, give it another value of %s. %s",
+			l.Rule, name, vmid, domain, l.Policy, l.Node, l.Key, notes, anew, l.Node, nodelabels.NotesLabels, example, l.Node, l.Key, changeset.DestroyAnyway))
 	}
 	return out
 }
