@@ -169,7 +169,7 @@ func (p *qemuProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 				return
 			}
 			resp.Diagnostics.AddAttributeError(path.Root(attr), "Unknown provider configuration",
-				"The provider cannot connect before "+attr+" is known. Set it to a value known at plan time, or apply the resource it depends on first (terraform apply -target=...).")
+				"The provider cannot connect before "+attr+" is known. Set it to a value known at plan time, or apply the resource it depends on first ("+changeset.CLI("apply -target=ADDRESS")+").")
 			return
 		}
 	}
