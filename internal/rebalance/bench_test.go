@@ -37,7 +37,7 @@ func BenchmarkPlan(b *testing.B) {
 	in := input(b, ns, guests...)
 	in.Policy.Annotations[scheduler.AnnotationNodeRegex] = "pve([1-9][0-9])"
 	in.MaxMoves, in.MaxMovesPerNode = 50, 10
-	in.LowNodeUtilization = &Utilization{CPUThreshold: 30, MemoryThreshold: 30, CPUTarget: 50, MemoryTarget: 50}
+	in.LowNodeUtilization = &Utilization{CPU: &Band{30, 50}, Memory: &Band{30, 50}}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		plan, err := PlanMoves(in)
