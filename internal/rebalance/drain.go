@@ -6,6 +6,16 @@ import (
 	"strings"
 )
 
+// UnknownNodeError is a DrainNodes name that is no node of the cluster.
+type UnknownNodeError struct {
+	Node  string
+	Nodes []string
+}
+
+func (e *UnknownNodeError) Error() string {
+	return fmt.Sprintf("drain_nodes names %q, which is not a node of the cluster (%s)", e.Node, strings.Join(e.Nodes, ", "))
+}
+
 // drain empties the DrainNodes, in their order, for maintenance: every guest of theirs that
 // may move leaves under its own rules and the caps, to the node its profile ranks best, and no
 // move of any strategy goes onto them. What stays is kept with why.
@@ -18,7 +28,7 @@ func (p *planner) drain() error {
 	}
 	for _, n := range p.in.DrainNodes {
 		if _, ok := online[n]; !ok {
-			return fmt.Errorf("drain_nodes names %q, which is not a node of the cluster (%s)", n, strings.Join(names, ", "))
+			return &UnknownNodeError{Node: n, Nodes: names}
 		}
 		p.draining[n] = true
 	}
@@ -43,13 +53,11 @@ func (p *planner) drain() error {
 				p.keep(g, why+"; "+r)
 				continue
 			}
-			moved, err := p.relocate(g, p.request(g), why, nil, false, "no node takes it")
+			n, err := p.relocate(g, p.request(g), why, nil, false, "no node takes it")
 			if err != nil {
 				return err
 			}
-			if moved {
-				p.drained++
-			}
+			p.drained += n
 		}
 	}
 	return nil

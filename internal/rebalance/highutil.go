@@ -41,13 +41,11 @@ func (p *planner) empty(u HighUtilization) error {
 			if g.Node != src || p.moved[g.VMID] {
 				continue
 			}
-			moved, err := p.relocate(g, p.request(g), why, accept, true, "no node takes it")
+			n, err := p.relocate(g, p.request(g), why, accept, true, "no node takes it")
 			if err != nil {
 				return err
 			}
-			if moved {
-				p.emptied++
-			}
+			p.emptied += n
 		}
 	}
 	return nil

@@ -61,6 +61,9 @@ type Move struct {
 	Name     string
 	From, To string
 	Reason   string
+	// Step orders the moves: every move of a step may run once the earlier steps are done;
+	// the members of a group that moves together share one.
+	Step int
 }
 
 // Kept is a guest that should move but has nowhere to go.
@@ -106,6 +109,8 @@ type planner struct {
 	groupMoves map[string]int
 	// alloc is every node's allocation on the working snapshot, kept up to date by move.
 	alloc map[string]*nodeAlloc
+	// roomTries counts the tries of makeRoom.
+	roomTries int
 	// movable caches candidates.
 	movable []*scheduler.Guest
 	// draining are the DrainNodes.
@@ -242,13 +247,11 @@ func (p *planner) removeViolations() error {
 			continue
 		}
 		// Past a cap the violation is still reported (kept), so that none goes unseen.
-		moved, err := p.relocate(g, req, "policy violation on "+g.Node+": "+strings.Join(reasons, "; "), nil, false, "no node passes")
+		n, err := p.relocate(g, req, "policy violation on "+g.Node+": "+strings.Join(reasons, "; "), nil, false, "no node passes")
 		if err != nil {
 			return err
 		}
-		if moved {
-			p.violations++
-		}
+		p.violations += n
 	}
 	p.reportNotOptedIn()
 	return nil
@@ -281,22 +284,33 @@ func (p *planner) reportNotOptedIn() {
 }
 
 // relocate moves g to the best target (target's accept and pack) for why, unless a cap or the
-// lack of a target keeps it, with why and the cause; noTarget introduces the refusal.
-func (p *planner) relocate(g *scheduler.Guest, req scheduler.Request, why string, accept func(string) string, pack bool, noTarget string) (bool, error) {
+// lack of a target keeps it, with why and the cause; noTarget introduces the refusal. Where g
+// alone has no target, its group moves as one (moveGroup), or another guest makes room
+// (makeRoom). It returns how many guests moved.
+func (p *planner) relocate(g *scheduler.Guest, req scheduler.Request, why string, accept func(string) string, pack bool, noTarget string) (int, error) {
 	if limit := p.capped(g, req); limit != "" {
 		p.keep(g, why+"; "+limit)
-		return false, nil
+		return 0, nil
 	}
 	to, refusal, err := p.target(g, req, accept, pack)
-	if err != nil {
-		return false, err
+	if err != nil || to != "" {
+		if to != "" {
+			p.move(g, req, to, why)
+			return 1, nil
+		}
+		return 0, err
 	}
-	if to == "" {
-		p.keep(g, why+"; "+noTarget+": "+refusal)
-		return false, nil
+	if members := p.group(g); len(members) > 1 {
+		n, r, err := p.moveGroup(g, members, why, accept)
+		if n > 0 || err != nil {
+			return n, err
+		}
+		refusal += "; " + r
+	} else if n, err := p.makeRoom(g, req, why, accept); n > 0 || err != nil {
+		return n, err
 	}
-	p.move(g, req, to, why)
-	return true, nil
+	p.keep(g, why+"; "+noTarget+": "+refusal)
+	return 0, nil
 }
 
 // runningOn lists the movable running guests of a node, largest first, then by VMID.
@@ -369,7 +383,7 @@ func (p *planner) target(g *scheduler.Guest, req scheduler.Request, accept func(
 }
 
 func (p *planner) move(g *scheduler.Guest, req scheduler.Request, to, reason string) {
-	p.plan.Moves = append(p.plan.Moves, Move{VMID: g.VMID, Name: g.Name, From: g.Node, To: to, Reason: reason})
+	p.plan.Moves = append(p.plan.Moves, Move{VMID: g.VMID, Name: g.Name, From: g.Node, To: to, Reason: reason, Step: len(p.plan.Moves) + 1})
 	p.movesBy[g.Node]++
 	for _, key := range budgetGroups(g, req) {
 		p.groupMoves[key]++
