@@ -61,7 +61,9 @@ func (s *Server) listRow(g *guest) map[string]any {
 
 // lookup finds the qemu guest {vmid} on {node}, answering like PVE when it is not there. The
 // caller holds s.mu.
-func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *guest { return s.lookupType(w, r, "qemu") }
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *guest {
+	return s.lookupType(w, r, "qemu")
+}
 
 // lookupContainer is lookup for an lxc container.
 func (s *Server) lookupContainer(w http.ResponseWriter, r *http.Request) *guest {

@@ -11,8 +11,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
-	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -196,7 +196,7 @@ func (d *rebalanceDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 							"are more than this many percentage points apart on a balanced resource; a node more than this above the emptiest gives, " +
 							"a node more than this below the fullest receives. No threshold to compute from the cluster's mean."},
 					"resources": schema.ListAttribute{Optional: true, ElementType: types.StringType,
-						Validators: []validator.List{listvalidator.SizeAtLeast(1), listvalidator.UniqueValues(), listvalidator.ValueStringsAre(stringvalidator.OneOf("cpu", "memory"))},
+						Validators:  []validator.List{listvalidator.SizeAtLeast(1), listvalidator.UniqueValues(), listvalidator.ValueStringsAre(stringvalidator.OneOf("cpu", "memory"))},
 						Description: "With `balanciness`: the resources balanced, `cpu` and/or `memory`. Default both."},
 				},
 			},
