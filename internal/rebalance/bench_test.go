@@ -46,3 +46,36 @@ func BenchmarkPlan(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPlan40x750: the size of ProxLB's real-world scenarios, 40 nodes and 750 running
+// guests, all opted in, of mixed sizes and heaped on the first ten nodes; pve40 is drained and
+// LowNodeUtilization balances memory by balanciness; max_moves 50.
+func BenchmarkPlan40x750(b *testing.B) {
+	var names []string
+	for i := 1; i <= 40; i++ {
+		names = append(names, fmt.Sprintf("pve%d", i))
+	}
+	ns := nodes(names...)
+	for i := range ns {
+		ns[i].MaxCPU, ns[i].MaxMem = 64, 512*gib
+	}
+	var guests []scheduler.Guest
+	for i := 0; i < 750; i++ {
+		node := names[i%40]
+		if i%2 == 0 {
+			node = names[i%10]
+		}
+		guests = append(guests, vm(100+i, node, float64(1+i%4), uint64(2+i%7*2), "web"))
+	}
+	in := input(b, ns, guests...)
+	in.DrainNodes = []string{"pve40"}
+	in.MaxMoves, in.MaxMovesPerNode = 50, 10
+	in.LowNodeUtilization = &Utilization{Memory: &Band{}, Balanciness: 5}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		plan, err := PlanMoves(in)
+		if err != nil || len(plan.Moves) != 50 {
+			b.Fatalf("%d moves, %v", len(plan.Moves), err)
+		}
+	}
+}
