@@ -30,6 +30,16 @@ func rebalanceCluster() pvesim.Cluster {
 	return c
 }
 
+// threeOnPve3 is rebalanceCluster with three guests on pve3: 100 and 101 opted in (tag rebal),
+// 102 not.
+func threeOnPve3(name100, name101, name102 string) pvesim.Cluster {
+	c := rebalanceCluster()
+	c.Guests = []pvesim.GuestSpec{
+		runningGuest(100, "pve3", name100, "rebal"), runningGuest(101, "pve3", name101, "rebal"), runningGuest(102, "pve3", name102),
+	}
+	return c
+}
+
 // runningGuest is a small running VM of the cluster file.
 func runningGuest(vmid int, node, name string, tags ...string) pvesim.GuestSpec {
 	return pvesim.GuestSpec{VMID: vmid, Node: node, Name: name, Status: "running", Cores: 1, MemoryMiB: 512, Tags: tags}
@@ -119,12 +129,7 @@ data "qemuscheduler_rebalance" "r" {
 // A policy violation moves the opted-in guest to a node that passes; a guest an HA rule
 // holds is kept, with the rule named.
 func TestAccRebalancePolicyViolationAndHARules(t *testing.T) {
-	c := rebalanceCluster()
-	c.Guests = []pvesim.GuestSpec{
-		runningGuest(100, "pve3", "free", "rebal"),
-		runningGuest(101, "pve3", "held", "rebal"),
-		runningGuest(102, "pve3", "not-opted-in"),
-	}
+	c := threeOnPve3("free", "held", "not-opted-in")
 	c.HARules = []pvesim.HARuleSpec{{Rule: "stay", Type: "node-affinity", Resources: []string{"vm:101"}, Nodes: []string{"pve3"}, Strict: true}}
 	env, sim := simEnv(t, c)
 	runSteps(t, resource.TestStep{Config: env.config(rebalanceOffPve3), Check: resource.ComposeAggregateTestCheckFunc(
@@ -256,12 +261,7 @@ data "qemuscheduler_rebalance" "r" {
 // onto it; the guest outside the opt-in stays, in kept with why. A name that is no node is an
 // error on drain_nodes.
 func TestAccRebalanceDrainNodes(t *testing.T) {
-	c := rebalanceCluster()
-	c.Guests = []pvesim.GuestSpec{
-		runningGuest(100, "pve3", "web-1", "rebal"),
-		runningGuest(101, "pve3", "web-2", "rebal"),
-		runningGuest(102, "pve3", "pet"),
-	}
+	c := threeOnPve3("web-1", "web-2", "pet")
 	env, _ := simEnv(t, c)
 	drain := func(node string) string {
 		return fmt.Sprintf(`

@@ -11,14 +11,7 @@ import (
 // nodes (their opted-in guests must move) and LowNodeUtilization drains the busiest nodes,
 // max_moves 50.
 func BenchmarkPlan(b *testing.B) {
-	var names []string
-	for i := 1; i <= 64; i++ {
-		names = append(names, fmt.Sprintf("pve%d", i))
-	}
-	ns := nodes(names...)
-	for i := range ns {
-		ns[i].MaxCPU, ns[i].MaxMem = 128, 1024*gib
-	}
+	names, ns := benchNodes(64, 128, 1024)
 	var guests []scheduler.Guest
 	for i := 0; i < 10000; i++ {
 		node := names[i%64]
@@ -51,14 +44,7 @@ func BenchmarkPlan(b *testing.B) {
 // guests, all opted in, of mixed sizes and heaped on the first ten nodes; pve40 is drained and
 // LowNodeUtilization balances memory by balanciness; max_moves 50.
 func BenchmarkPlan40x750(b *testing.B) {
-	var names []string
-	for i := 1; i <= 40; i++ {
-		names = append(names, fmt.Sprintf("pve%d", i))
-	}
-	ns := nodes(names...)
-	for i := range ns {
-		ns[i].MaxCPU, ns[i].MaxMem = 64, 512*gib
-	}
+	names, ns := benchNodes(40, 64, 512)
 	var guests []scheduler.Guest
 	for i := 0; i < 750; i++ {
 		node := names[i%40]
@@ -78,4 +64,17 @@ func BenchmarkPlan40x750(b *testing.B) {
 			b.Fatalf("%d moves, %v", len(plan.Moves), err)
 		}
 	}
+}
+
+// benchNodes are n equal nodes pve1..pveN of cpus CPUs and memGiB GiB, with their names.
+func benchNodes(n, cpus int, memGiB uint64) ([]string, []scheduler.Node) {
+	var names []string
+	for i := 1; i <= n; i++ {
+		names = append(names, fmt.Sprintf("pve%d", i))
+	}
+	ns := nodes(names...)
+	for i := range ns {
+		ns[i].MaxCPU, ns[i].MaxMem = cpus, memGiB*gib
+	}
+	return names, ns
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
 // UnknownNodeError is a DrainNodes name that is no node of the cluster.
@@ -33,32 +35,48 @@ func (p *planner) drain() error {
 		p.draining[n] = true
 	}
 	for _, node := range p.in.DrainNodes {
-		why := "drain_nodes: " + node + " is drained"
-		var guests []int
-		for i, g := range p.snap.Guests {
-			if g.Node == node {
-				guests = append(guests, i)
-			}
+		n, err := p.leave(node, "drain_nodes: "+node+" is drained", nil, false, true)
+		if err != nil {
+			return err
 		}
-		sort.Slice(guests, func(i, j int) bool { return p.snap.Guests[guests[i]].VMID < p.snap.Guests[guests[j]].VMID })
-		for _, i := range guests {
-			g := &p.snap.Guests[i]
-			if p.moved[g.VMID] {
-				continue
-			}
-			if r := p.notMovable(g); !online[node] || r != "" {
-				if !online[node] {
-					r = "the node is offline: its HA guests are the HA manager's to recover"
-				}
-				p.keep(g, why+"; "+r)
-				continue
-			}
-			n, err := p.relocate(g, p.request(g), why, nil, false, "no node takes it")
-			if err != nil {
-				return err
-			}
-			p.drained += n
-		}
+		p.drained += n
 	}
 	return nil
+}
+
+// leave relocates the guests of src that may move, by VMID, for why (relocate's accept and
+// pack); with report, the guests there that may not move are kept with why they stay.
+func (p *planner) leave(src, why string, accept func(string) string, pack, report bool) (int, error) {
+	online := false
+	for _, n := range p.snap.Nodes {
+		online = online || n.Name == src && n.Online
+	}
+	var guests []*scheduler.Guest
+	for i := range p.snap.Guests {
+		if g := &p.snap.Guests[i]; g.Node == src {
+			guests = append(guests, g)
+		}
+	}
+	sort.Slice(guests, func(i, j int) bool { return guests[i].VMID < guests[j].VMID })
+	moved := 0
+	for _, g := range guests {
+		r := p.notMovable(g)
+		if !online {
+			r = "the node is offline: its HA guests are the HA manager's to recover"
+		}
+		switch {
+		case p.moved[g.VMID]:
+		case r != "":
+			if report {
+				p.keep(g, why+"; "+r)
+			}
+		default:
+			n, err := p.relocate(g, p.request(g), why, accept, pack, "no node takes it")
+			if err != nil {
+				return moved, err
+			}
+			moved += n
+		}
+	}
+	return moved, nil
 }
