@@ -88,12 +88,21 @@ func (p *planner) moveGroup(g *scheduler.Guest, members []*scheduler.Guest, why 
 				continue
 			}
 		}
-		step := len(p.plan.Moves) + 1
-		for _, m := range members {
-			p.move(m, p.request(m), c.Node, why+"; with "+group)
-			p.plan.Moves[len(p.plan.Moves)-1].Step = step
+		r, err := p.membersStorage(members, c.Node)
+		if err != nil {
+			return 0, "", err
 		}
-		r, err := p.groupRefusal(members, c.Node)
+		if r != "" {
+			refusals = append(refusals, c.Node+": "+r)
+			continue
+		}
+		for i, m := range members {
+			p.move(m, p.request(m), c.Node, why+"; with "+group)
+			if i > 0 {
+				p.plan.Moves[len(p.plan.Moves)-1].Step = p.plan.Moves[len(p.plan.Moves)-2].Step
+			}
+		}
+		r, err = p.groupRefusal(members, c.Node)
 		if err != nil {
 			return 0, "", err
 		}
@@ -104,6 +113,17 @@ func (p *planner) moveGroup(g *scheduler.Guest, members []*scheduler.Guest, why 
 		refusals = append(refusals, c.Node+": "+r)
 	}
 	return 0, group + " fits no node together: " + strings.Join(refusals, "; "), nil
+}
+
+// membersStorage says why node lacks a storage of a member's disks or the room for one
+// member's, "" when it has them; groupRefusal checks the room for all of them.
+func (p *planner) membersStorage(members []*scheduler.Guest, node string) (string, error) {
+	for _, m := range members {
+		if r, err := p.storageRefusal(m, node); r != "" || err != nil {
+			return fmt.Sprintf("vm %d: %s", m.VMID, r), err
+		}
+	}
+	return "", nil
 }
 
 // groupRefusal checks the members where the group moved: why one of them may not stay on node,
@@ -159,7 +179,7 @@ func (p *planner) makeRoom(g *scheduler.Guest, req scheduler.Request, why string
 	}
 	ranked, err := p.check(g).Rank(req, g.VMID)
 	if err != nil {
-		return 0, nil
+		return 0, nil // target, which ranked first, gave the reason
 	}
 	src := g.Node
 	for _, c := range ranked {

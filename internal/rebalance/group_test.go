@@ -57,6 +57,18 @@ func TestPairLeavesMaintenanceTogether(t *testing.T) {
 	}
 }
 
+// The move after a group's takes the next step.
+func TestStepAfterGroup(t *testing.T) {
+	ns := nodes("pve1", "pve2", "pve3")
+	ns[2].Taints = []scheduler.Taint{{Key: "node.qemu-scheduler/maintenance", Effect: "NoSchedule"}}
+	in := input(t, ns, vm(100, "pve3", 1, 1, "web"), vm(101, "pve3", 1, 1, "web"), vm(102, "pve3", 1, 1, "web"))
+	in.Snapshot.HARules = []scheduler.HARule{{Name: "together", Type: scheduler.HAResourceAffinity, Affinity: scheduler.HAPositive, VMIDs: []int{100, 101}}}
+	in.MaxMovesPerNode = 3
+	if plan := mustPlan(t, in); !reflect.DeepEqual(steps(plan), []int{1, 1, 2}) || plan.Moves[2].VMID != 102 {
+		t.Fatalf("moves %v steps %v, want the pair in step 1, vm102 in step 2", moves(plan), steps(plan))
+	}
+}
+
 // A guest whose only allowed node is full moves there once another guest made room: first
 // the cheapest guest that frees enough leaves, then the guest arrives.
 func TestMakeRoomForPinnedGuest(t *testing.T) {

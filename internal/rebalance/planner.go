@@ -383,7 +383,11 @@ func (p *planner) target(g *scheduler.Guest, req scheduler.Request, accept func(
 }
 
 func (p *planner) move(g *scheduler.Guest, req scheduler.Request, to, reason string) {
-	p.plan.Moves = append(p.plan.Moves, Move{VMID: g.VMID, Name: g.Name, From: g.Node, To: to, Reason: reason, Step: len(p.plan.Moves) + 1})
+	step := 1
+	if n := len(p.plan.Moves); n > 0 {
+		step = p.plan.Moves[n-1].Step + 1
+	}
+	p.plan.Moves = append(p.plan.Moves, Move{VMID: g.VMID, Name: g.Name, From: g.Node, To: to, Reason: reason, Step: step})
 	p.movesBy[g.Node]++
 	for _, key := range budgetGroups(g, req) {
 		p.groupMoves[key]++
