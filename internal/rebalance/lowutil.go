@@ -188,7 +188,11 @@ func (b *balancer) give(src string) ([]Kept, error) {
 		var best *scheduler.Guest
 		var bestReq scheduler.Request
 		bestTo, bestGain, bestCost := "", 0.0, uint64(0)
-		for _, g := range b.runningOn(src) {
+		guests, bound := b.byBound(src)
+		for _, g := range guests {
+			if best != nil && bound[g.VMID] < bestGain {
+				break // no later guest can gain more: spare their ranking and disk reads
+			}
 			req := b.request(g)
 			if limit := b.capped(g, req); limit != "" {
 				refused = append(refused, Kept{VMID: g.VMID, Name: g.Name, Node: g.Node, Reason: limit})
@@ -217,4 +221,30 @@ func (b *balancer) give(src string) ([]Kept, error) {
 		b.move(best, bestReq, bestTo, "LowNodeUtilization: "+why)
 		b.utilization++
 	}
+}
+
+// byBound lists the movable running guests of src by the most each could gain, on the receivers of
+// now with no rule asked, highest first, then by VMID: an upper bound of what its move gains.
+func (b *balancer) byBound(src string) ([]*scheduler.Guest, map[int]float64) {
+	var receivers []string
+	for _, n := range b.snap.Nodes {
+		if n.Online && n.Name != src && !b.draining[n.Name] && b.under(n.Name) == "" {
+			receivers = append(receivers, n.Name)
+		}
+	}
+	var guests []*scheduler.Guest
+	for _, g := range b.candidates() {
+		if g.Node == src && g.Status == "running" && !b.moved[g.VMID] {
+			guests = append(guests, g)
+		}
+	}
+	bound := make(map[int]float64, len(guests))
+	for _, g := range guests {
+		bound[g.VMID] = math.Inf(-1)
+		for _, to := range receivers {
+			bound[g.VMID] = max(bound[g.VMID], b.gain(g, src, to))
+		}
+	}
+	sort.SliceStable(guests, func(i, j int) bool { return bound[guests[i].VMID] > bound[guests[j].VMID] })
+	return guests, bound
 }

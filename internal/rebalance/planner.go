@@ -313,21 +313,6 @@ func (p *planner) relocate(g *scheduler.Guest, req scheduler.Request, why string
 	return 0, nil
 }
 
-// runningOn lists the movable running guests of a node, largest first, then by VMID.
-func (p *planner) runningOn(node string) []*scheduler.Guest {
-	var out []*scheduler.Guest
-	for _, g := range p.candidates() {
-		if g.Node == node && g.Status == "running" && !p.moved[g.VMID] {
-			out = append(out, g)
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i].CPUs+float64(out[i].MaxMem)/(1<<30), out[j].CPUs+float64(out[j].MaxMem)/(1<<30)
-		return a > b
-	})
-	return out
-}
-
 // target ranks the nodes for the guest with its own usage left out and returns the best one
 // that is not its own node nor being drained, passes every hard filter, keeps the HA rules,
 // has its local disks' storages with room for them and passes accept (nil = any); with pack,
@@ -355,12 +340,15 @@ func (p *planner) target(g *scheduler.Guest, req scheduler.Request, accept func(
 			why = append(why, c.Node+": "+r)
 			continue
 		}
-		r, err := p.storageRefusal(g, c.Node)
-		if err != nil {
-			return "", "", err
-		}
-		if r == "" && accept != nil {
+		// accept first: it is arithmetic, the disks may need a request.
+		r := ""
+		if accept != nil {
 			r = accept(c.Node)
+		}
+		if r == "" {
+			if r, err = p.storageRefusal(g, c.Node); err != nil {
+				return "", "", err
+			}
 		}
 		if r != "" {
 			why = append(why, c.Node+": "+r)
