@@ -122,3 +122,23 @@ func TestSwapThroughParking(t *testing.T) {
 		t.Fatalf("max_moves 2: plan %+v, want both kept (the swap takes three moves)", plan)
 	}
 }
+
+// low_node_utilization moves a pair that must stay together as one move when neither may
+// leave alone, measuring the gain of both.
+func TestBalanceMovesAGroup(t *testing.T) {
+	in := input(t, nodes("pve1", "pve2"),
+		vm(100, "pve1", 1, 20, "web"), vm(101, "pve1", 1, 20, "web"), vm(102, "pve1", 1, 40), // memory 80%
+		vm(103, "pve2", 1, 10)) // 10%
+	in.Snapshot.HARules = []scheduler.HARule{{Name: "together", Type: scheduler.HAResourceAffinity, Affinity: scheduler.HAPositive, VMIDs: []int{100, 101}}}
+	in.LowNodeUtilization = &Utilization{Memory: &Band{Threshold: 30, Target: 60}}
+	plan := mustPlan(t, in)
+	if got, want := moves(plan), []string{"vm100:pve1>pve2", "vm101:pve1>pve2"}; !reflect.DeepEqual(got, want) || !reflect.DeepEqual(steps(plan), []int{1, 1}) {
+		t.Fatalf("moves %v steps %v (kept %+v), want %v in one step", got, steps(plan), plan.Kept, want)
+	}
+	if r := plan.Moves[0].Reason; r != "LowNodeUtilization: pve1 is above target (memory 80%); with the group (vm 100, 101)" {
+		t.Fatalf("reason %q", r)
+	}
+	if again := mustPlan(t, applyMoves(in, plan)); len(again.Moves) != 0 {
+		t.Fatalf("after the moves: %v", moves(again))
+	}
+}

@@ -116,20 +116,20 @@ func (b *balancer) describe(x NodeUsage) string {
 	return strings.Join(parts, ", ")
 }
 
-// accept says why moving g from src to node does not narrow the spread enough, "" when it
+// accept says why moving the guests from src to node does not narrow the spread enough, "" when it
 // does: the receiver is under threshold and ends at or under target, or above it yet below
 // the donor as the donor ends (the spread still narrows and the move is never undone by the
 // next plan), and the gap between the two shrinks by at least MinGain.
-func (b *balancer) accept(g *scheduler.Guest, src, node string) string {
+func (b *balancer) accept(src, node string, gs ...*scheduler.Guest) string {
 	if r := b.under(node); r != "" {
 		return r
 	}
-	s, d := b.usageAfter(g, src, node)
+	s, d := b.usageAfter(src, node, gs...)
 	ls, ld := b.level(s), b.level(d)
 	if ld >= ls && (b.u.Balanciness > 0 || b.aboveTarget(d)) {
 		return fmt.Sprintf("would end at %s, not below %s at %s", b.describe(d), src, b.describe(s))
 	}
-	if gain := b.gain(g, src, node); gain < b.in.MinGain {
+	if gain := b.gain(src, node, gs...); gain < b.in.MinGain {
 		return fmt.Sprintf("gain %s points < min_gain %s", pct(gain), pct(b.in.MinGain))
 	}
 	return ""
@@ -144,9 +144,9 @@ func (b *balancer) aboveTarget(x NodeUsage) bool {
 	return false
 }
 
-// gain is how many points the move narrows the gap between its two nodes.
-func (b *balancer) gain(g *scheduler.Guest, src, dst string) float64 {
-	s, d := b.usageAfter(g, src, dst)
+// gain is how many points moving the guests narrows the gap between their two nodes.
+func (b *balancer) gain(src, dst string, gs ...*scheduler.Guest) float64 {
+	s, d := b.usageAfter(src, dst, gs...)
 	return round2(b.level(b.usage(src)) - b.level(b.usage(dst)) - math.Abs(b.level(s)-b.level(d)))
 }
 
@@ -198,7 +198,7 @@ func (b *balancer) give(src string) ([]Kept, error) {
 				refused = append(refused, Kept{VMID: g.VMID, Name: g.Name, Node: g.Node, Reason: limit})
 				continue
 			}
-			to, refusal, err := b.target(g, req, func(to string) string { return b.accept(g, src, to) }, false)
+			to, refusal, err := b.target(g, req, func(to string) string { return b.accept(src, to, g) }, false)
 			if err != nil {
 				return nil, err
 			}
@@ -206,7 +206,7 @@ func (b *balancer) give(src string) ([]Kept, error) {
 				refused = append(refused, Kept{VMID: g.VMID, Name: g.Name, Node: g.Node, Reason: "no node takes it: " + refusal})
 				continue
 			}
-			gain := b.gain(g, src, to)
+			gain := b.gain(src, to, g)
 			cost, err := b.cost(g)
 			if err != nil {
 				return nil, err
@@ -216,7 +216,11 @@ func (b *balancer) give(src string) ([]Kept, error) {
 			}
 		}
 		if best == nil {
-			return refused, nil
+			moved, err := b.giveGroup(src, refused, why)
+			if moved == 0 || err != nil {
+				return refused, err
+			}
+			continue
 		}
 		b.move(best, bestReq, bestTo, "LowNodeUtilization: "+why)
 		b.utilization++
@@ -242,9 +246,36 @@ func (b *balancer) byBound(src string) ([]*scheduler.Guest, map[int]float64) {
 	for _, g := range guests {
 		bound[g.VMID] = math.Inf(-1)
 		for _, to := range receivers {
-			bound[g.VMID] = max(bound[g.VMID], b.gain(g, src, to))
+			bound[g.VMID] = max(bound[g.VMID], b.gain(src, to, g))
 		}
 	}
 	sort.SliceStable(guests, func(i, j int) bool { return bound[guests[i].VMID] > bound[guests[j].VMID] })
 	return guests, bound
+}
+
+// giveGroup moves, when no guest of src can move alone, the first group of the refused guests
+// that must stay together (moveGroup) to a node that accepts all of them as one move; the
+// reason it fails is added to each member's refusal.
+func (b *balancer) giveGroup(src string, refused []Kept, why string) (int, error) {
+	tried := map[int]bool{}
+	for i := range refused {
+		g := &b.snap.Guests[b.byVMID[refused[i].VMID]]
+		if tried[g.VMID] || b.capped(g, b.request(g)) != "" {
+			continue
+		}
+		members := b.group(g)
+		for _, m := range members {
+			tried[m.VMID] = true
+		}
+		if len(members) < 2 {
+			continue
+		}
+		n, r, err := b.moveGroup(g, members, "LowNodeUtilization: "+why, func(to string) string { return b.accept(src, to, members...) })
+		if n > 0 || err != nil {
+			b.utilization += n
+			return n, err
+		}
+		refused[i].Reason += "; " + r
+	}
+	return 0, nil
 }

@@ -495,10 +495,12 @@ func (p *planner) usage() []NodeUsage {
 	return out
 }
 
-// usageAfter is the allocation of the two nodes if the guest moved from src to dst.
-func (p *planner) usageAfter(g *scheduler.Guest, src, dst string) (NodeUsage, NodeUsage) {
+// usageAfter is the allocation of the two nodes if the guests moved from src to dst.
+func (p *planner) usageAfter(src, dst string, gs ...*scheduler.Guest) (NodeUsage, NodeUsage) {
 	s, d := *p.alloc[src], *p.alloc[dst]
-	shift(g, &s, &d)
+	for _, g := range gs {
+		shift(g, &s, &d)
+	}
 	return s.usage(), d.usage()
 }
 
