@@ -169,9 +169,9 @@ func (p *planner) groupMovesOver(m *scheduler.Guest) bool {
 }
 
 // makeRoom moves another guest off a node that refuses g, then g there: the nodes g's ranking
-// finds infeasible in order, their movable guests cheapest first. The other guest goes to the
-// node its own rules rank best; one that already breaks its rules may instead be parked on a
-// node that breaks no other kind of them, and moves on to its own node once g left it. It
+// finds infeasible in order, their movable guests least memory first. The other guest goes to
+// the node its own rules rank best; one that already breaks its rules may instead be parked on
+// a node that breaks no other kind of them, and moves on to its own node once g left it. It
 // returns how many moved, 0 when no such plan exists within the caps and roomTries.
 func (p *planner) makeRoom(g *scheduler.Guest, req scheduler.Request, why string, accept func(string) string) (int, error) {
 	if p.in.MaxMoves-len(p.plan.Moves) < 2 {
@@ -183,6 +183,9 @@ func (p *planner) makeRoom(g *scheduler.Guest, req scheduler.Request, why string
 	}
 	src := g.Node
 	for _, c := range ranked {
+		if p.roomTries >= roomTries {
+			return 0, nil
+		}
 		if c.Feasible || c.Node == src || p.draining[c.Node] || p.haRefusal(g.VMID, c.Node) != "" {
 			continue
 		}
@@ -195,7 +198,7 @@ func (p *planner) makeRoom(g *scheduler.Guest, req scheduler.Request, why string
 			}
 			return ""
 		}
-		for _, h := range p.cheapestOn(c.Node, g) {
+		for _, h := range p.smallestOn(c.Node, g) {
 			if p.roomTries >= roomTries {
 				return 0, nil
 			}
@@ -249,17 +252,16 @@ func (p *planner) tryRoom(g *scheduler.Guest, req scheduler.Request, h *schedule
 	return made, nil
 }
 
-// cheapestOn lists the movable guests on node that g's group does not hold, cheapest first.
-func (p *planner) cheapestOn(node string, g *scheduler.Guest) []*scheduler.Guest {
+// smallestOn lists the movable guests on node but g, least memory first (their disks are read
+// only for the one that moves: a request each), then by VMID.
+func (p *planner) smallestOn(node string, g *scheduler.Guest) []*scheduler.Guest {
 	var out []*scheduler.Guest
-	costs := map[int]uint64{}
 	for _, h := range p.candidates() {
 		if h.Node == node && !p.moved[h.VMID] && h.VMID != g.VMID {
-			costs[h.VMID], _ = p.cost(h) // disks read again, with the error, when h moves
 			out = append(out, h)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return costs[out[i].VMID] < costs[out[j].VMID] })
+	sort.SliceStable(out, func(i, j int) bool { return out[i].MaxMem < out[j].MaxMem })
 	return out
 }
 
