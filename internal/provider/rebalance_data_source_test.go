@@ -45,8 +45,9 @@ func runningGuest(vmid int, node, name string, tags ...string) pvesim.GuestSpec 
 	return pvesim.GuestSpec{VMID: vmid, Node: node, Name: name, Status: "running", Cores: 1, MemoryMiB: 512, Tags: tags}
 }
 
-// An overloaded node gives opted-in guests to underused ones, largest first (a, then b: their
-// sizes differ, as their VMIDs depend on the order Terraform creates them); pinning the VMs to the moves'
+// An overloaded node gives opted-in guests to underused ones, the move that narrows the gap
+// most first (a, then b: their sizes differ, as their VMIDs depend on the order Terraform
+// creates them); pinning the VMs to the moves'
 // targets migrates them, and the same apply reads the data source after the moves (its
 // depends_on on the VMs): it proposes nothing, and the plan after it is empty, outputs too.
 // The busiest guest, opted out, never moves.
