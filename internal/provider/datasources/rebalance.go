@@ -143,7 +143,8 @@ func (d *rebalanceDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 					"`max_moves_per_node` and `max_moves_per_group`, to the node its profile ranks best; no move of any strategy goes onto them. " +
 					"What stays (not opted in, locked, a template, no node takes it, a cap) is in `kept` with why. Runs before the other strategies."},
 			"moves": schema.ListNestedAttribute{Computed: true, Description: "The moves, in the order to run them: applied top to bottom " +
-				"(or step by step) they never break a hard rule nor overfill a node.",
+				"(or step by step) they never break a hard rule nor overfill a node. A guest parked on a third node to make room appears twice, " +
+				"its last move where it ends: key a map by `vmid` with `...` (or take the last `to`).",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"vmid":   schema.Int64Attribute{Computed: true, Description: "The guest's VMID."},
 					"name":   schema.StringAttribute{Computed: true, Description: "The guest's name."},
