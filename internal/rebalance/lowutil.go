@@ -188,7 +188,7 @@ func (b *balancer) give(src string) ([]Kept, error) {
 		var best *scheduler.Guest
 		var bestReq scheduler.Request
 		bestTo, bestGain, bestCost := "", 0.0, uint64(0)
-		guests, bound := b.byBound(src)
+		guests, bound, receivers := b.byBound(src)
 		for _, g := range guests {
 			if best != nil && bound[g.VMID] < bestGain {
 				break // no later guest can gain more: spare their ranking and disk reads
@@ -196,6 +196,10 @@ func (b *balancer) give(src string) ([]Kept, error) {
 			req := b.request(g)
 			if limit := b.capped(g, req); limit != "" {
 				refused = append(refused, Kept{VMID: g.VMID, Name: g.Name, Node: g.Node, Reason: limit})
+				continue
+			}
+			if receivers == 0 {
+				refused = append(refused, Kept{VMID: g.VMID, Name: g.Name, Node: g.Node, Reason: "no node takes it: " + b.noReceiver()})
 				continue
 			}
 			to, refusal, err := b.target(g, req, func(to string) string { return b.accept(src, to, g) }, false)
@@ -227,9 +231,10 @@ func (b *balancer) give(src string) ([]Kept, error) {
 	}
 }
 
-// byBound lists the movable running guests of src by the most each could gain, on the receivers of
-// now with no rule asked, highest first, then by VMID: an upper bound of what its move gains.
-func (b *balancer) byBound(src string) ([]*scheduler.Guest, map[int]float64) {
+// byBound lists the movable running guests of src by the most each could gain on the receivers
+// of now with no rule asked, highest first, then by VMID: an upper bound of what its move
+// gains. It counts the receivers too.
+func (b *balancer) byBound(src string) ([]*scheduler.Guest, map[int]float64, int) {
 	var receivers []string
 	for _, n := range b.snap.Nodes {
 		if n.Online && n.Name != src && !b.draining[n.Name] && b.under(n.Name) == "" {
@@ -250,7 +255,15 @@ func (b *balancer) byBound(src string) ([]*scheduler.Guest, map[int]float64) {
 		}
 	}
 	sort.SliceStable(guests, func(i, j int) bool { return bound[guests[i].VMID] > bound[guests[j].VMID] })
-	return guests, bound
+	return guests, bound, len(receivers)
+}
+
+// noReceiver says why no node receives, without ranking a guest.
+func (b *balancer) noReceiver() string {
+	if b.u.Balanciness > 0 {
+		return fmt.Sprintf("no other node is more than balanciness %s points below the fullest", pct(b.u.Balanciness))
+	}
+	return "no other node is under every threshold"
 }
 
 // giveGroup moves, when no guest of src can move alone, the first group of the refused guests
