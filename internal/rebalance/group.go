@@ -56,12 +56,17 @@ func (p *planner) group(g *scheduler.Guest) []*scheduler.Guest {
 
 // moveGroup moves g's group as one step to the best node, by g's ranking, that takes every
 // member with all of them there: each member's hard filters and HA rules are checked on the
-// state after the group moved, and accept (nil = any) on the node. It returns how many moved, or why no node takes them.
+// state after the group moved, and accept (nil = any) on the node. It returns how many moved,
+// or why no node takes them.
 func (p *planner) moveGroup(g *scheduler.Guest, members []*scheduler.Guest, why string, accept func(string) string) (int, string, error) {
 	names := make([]string, len(members))
 	for i, m := range members {
 		names[i] = strconv.Itoa(m.VMID)
-		if r := p.notMovable(m); r != "" || p.moved[m.VMID] {
+		r := p.notMovable(m)
+		if p.moved[m.VMID] {
+			r = "it moves already in this plan"
+		}
+		if r != "" {
 			return 0, fmt.Sprintf("its group (vm %s) moves as one and vm %d does not move: %s", strings.Join(names, ", "), m.VMID, r), nil
 		}
 	}
@@ -71,6 +76,9 @@ func (p *planner) moveGroup(g *scheduler.Guest, members []*scheduler.Guest, why 
 	}
 	if n := p.movesBy[g.Node] + len(members); n > p.in.MaxMovesPerNode {
 		return 0, fmt.Sprintf("%s needs %d moves off %s, max_moves_per_node is %d", group, len(members), g.Node, p.in.MaxMovesPerNode), nil
+	}
+	if r := p.overBudgetTogether(members); r != "" {
+		return 0, group + " moves as one: " + r, nil
 	}
 	ranked, err := p.check(g).Rank(p.request(g), g.VMID)
 	if err != nil {
@@ -136,9 +144,6 @@ func (p *planner) groupRefusal(members []*scheduler.Guest, node string) (string,
 		if r := p.haRefusal(m.VMID, node); r != "" {
 			return fmt.Sprintf("vm %d: %s", m.VMID, r), nil
 		}
-		if p.groupMovesOver(m) {
-			return fmt.Sprintf("vm %d: max_moves_per_group (%d) exceeded", m.VMID, p.in.MaxMovesPerGroup), nil
-		}
 	}
 	// The disks moved with the members: a storage of node now used beyond its size is full.
 	for _, m := range members {
@@ -155,17 +160,28 @@ func (p *planner) groupRefusal(members []*scheduler.Guest, node string) (string,
 	return "", nil
 }
 
-// groupMovesOver says whether a budget group of m counts more moves than the budget allows.
-func (p *planner) groupMovesOver(m *scheduler.Guest) bool {
+// overBudgetTogether says which budget group of the members would count more moves than
+// max_moves_per_group allows once they all moved, "" when none would.
+func (p *planner) overBudgetTogether(members []*scheduler.Guest) string {
 	if p.in.MaxMovesPerGroup <= 0 {
-		return false
+		return ""
 	}
-	for _, key := range budgetGroups(m, p.request(m)) {
-		if p.groupMoves[key] > p.in.MaxMovesPerGroup {
-			return true
+	count := map[string]int{}
+	var keys []string
+	for _, m := range members {
+		for _, key := range budgetGroups(m, p.request(m)) {
+			if count[key] == 0 {
+				keys = append(keys, key)
+			}
+			count[key]++
 		}
 	}
-	return false
+	for _, key := range keys {
+		if n := p.groupMoves[key] + count[key]; n > p.in.MaxMovesPerGroup {
+			return fmt.Sprintf("max_moves_per_group (%d) for the group tagged %s: the plan would move %d of its members", p.in.MaxMovesPerGroup, key, n)
+		}
+	}
+	return ""
 }
 
 // makeRoom moves another guest off a node that refuses g, then g there: the nodes g's ranking

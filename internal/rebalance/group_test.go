@@ -142,3 +142,23 @@ func TestBalanceMovesAGroup(t *testing.T) {
 		t.Fatalf("after the moves: %v", moves(again))
 	}
 }
+
+// A group moves only within the disruption budget of every spread or anti-affinity group its
+// members are in.
+func TestGroupWithinBudget(t *testing.T) {
+	ns := nodes("pve1", "pve2", "pve3")
+	ns[2].Taints = []scheduler.Taint{{Key: "node.qemu-scheduler/maintenance", Effect: "NoSchedule"}}
+	in := input(t, ns, vm(100, "pve3", 1, 1, "web"), vm(101, "pve3", 1, 1, "web"))
+	in.Snapshot.HARules = []scheduler.HARule{{Name: "together", Type: scheduler.HAResourceAffinity, Affinity: scheduler.HAPositive, VMIDs: []int{100, 101}}}
+	in.Policy.TopologySpread = []scheduler.SpreadConstraint{{Tags: []string{"web"}, TopologyKey: "node", MaxSkew: 5, WhenUnsatisfiable: "DoNotSchedule"}}
+	in.MaxMovesPerGroup = 1
+	plan := mustPlan(t, in)
+	if len(plan.Moves) != 0 || len(plan.Kept) != 2 ||
+		!strings.Contains(plan.Kept[0].Reason, "the group (vm 100, 101) moves as one: max_moves_per_group (1) for the group tagged [web]: the plan would move 2 of its members") {
+		t.Fatalf("plan %+v, want both kept by the budget", plan)
+	}
+	in.MaxMovesPerGroup = 2
+	if got := moves(mustPlan(t, in)); len(got) != 2 {
+		t.Fatalf("budget 2: moves %v, want the pair", got)
+	}
+}
