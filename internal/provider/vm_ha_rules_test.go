@@ -2,8 +2,12 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io/fs"
 	"maps"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -13,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	tfjson "github.com/hashicorp/terraform-json"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -324,7 +329,9 @@ func TestAccVMHARulesZone(t *testing.T) {
 		// Import reads the rules back.
 		resource.TestStep{Config: config("pve3"), ResourceName: "qemuscheduler_vm.db", ImportState: true, ImportStateId: "150",
 			ImportStateCheck: func(states []*terraform.InstanceState) error {
-				if a := states[0].Attributes; a["ha.rules.#"] != "1" || a["ha.rules.0.id"] != "qemuscheduler-vm-150" || a["ha.placement_rules"] != "true" {
+				if a := states[0].Attributes; a["ha.rules.#"] != "1" || a["ha.rules.0.id"] != "qemuscheduler-vm-150" || a["ha.placement_rules"] != "true" ||
+					a["ha.rules.0.type"] != "node-affinity" || a["ha.rules.0.nodes.%"] != "2" || a["ha.rules.0.nodes.pve3"] == "" ||
+					a["ha.rules.0.resources.0"] != "vm:150" {
 					return fmt.Errorf("imported ha: %v", a)
 				}
 				return nil
@@ -805,10 +812,103 @@ func TestAccVMHARulesStickyNodeSelector(t *testing.T) {
 			node = g.Node
 			return nil
 		}},
-		resource.TestStep{Config: config("a"), Check: stays},
+		// The VM's own node rule is decided at plan: the plan shows it as the apply writes it.
+		resource.TestStep{Config: config("a"), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+			plannedDBRule(func() []string { return []string{"pve1", "pve2", node} })}}, Check: stays},
 		resource.TestStep{Config: config("a"), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			Check: stays},
 	)
+}
+
+// plannedDBRule checks that the plan of VM 150 (qemuscheduler_vm.db) has its ha.rules known:
+// its own node rule on exactly nodes(), read when the plan is checked.
+func plannedDBRule(nodes func() []string) plancheck.PlanCheck {
+	return planChangeCheck(func(rc *tfjson.ResourceChange) error {
+		if rc.Address != "qemuscheduler_vm.db" {
+			return nil
+		}
+		if unknown, _ := rc.Change.AfterUnknown.(map[string]any)["ha"].(map[string]any); unknown["rules"] != nil {
+			return fmt.Errorf("ha.rules planned unknown (%v), want known", unknown["rules"])
+		}
+		ha, _ := rc.Change.After.(map[string]any)["ha"].(map[string]any)
+		rules, _ := ha["rules"].([]any)
+		if len(rules) != 1 {
+			return fmt.Errorf("planned ha.rules %v, want one rule", ha["rules"])
+		}
+		rule, _ := rules[0].(map[string]any)
+		planned, _ := rule["nodes"].(map[string]any)
+		if rule["id"] != "qemuscheduler-vm-150" || rule["type"] != "node-affinity" || rule["affinity"] != nil ||
+			!slices.Equal(slices.Sorted(maps.Keys(planned)), nodes()) || fmt.Sprint(rule["resources"]) != "[vm:150]" {
+			return fmt.Errorf("planned ha.rules %v, want the node rule of VM 150 on %v", rules, nodes())
+		}
+		return nil
+	})
+}
+
+// planChangeCheck runs check on each resource change of a plan.
+type planChangeCheck func(*tfjson.ResourceChange) error
+
+func (f planChangeCheck) CheckPlan(_ context.Context, req plancheck.CheckPlanRequest, resp *plancheck.CheckPlanResponse) {
+	for _, rc := range req.Plan.ResourceChanges {
+		if resp.Error = f(rc); resp.Error != nil {
+			return
+		}
+	}
+}
+
+// A state written with ha.rules as ids (schema version 1) is upgraded and refreshed: the
+// rules read in full, and the plan of the unchanged VM is empty.
+func TestAccVMHARulesStateUpgrade(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TF_ACC_TEMP_DIR", dir) // where the steps' state file is, to write it as version 1 did
+	env, _ := simEnv(t, haRulesCluster())
+	config := haDB(env, `node_selector = { zone = "a" }`)
+	runSteps(t,
+		resource.TestStep{Config: config},
+		resource.TestStep{PreConfig: func() { writeRuleIDs(t, dir) }, Config: config,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			Check: resource.ComposeTestCheckFunc(
+				resource.TestCheckResourceAttr("qemuscheduler_vm.db", "ha.rules.#", "1"),
+				resource.TestCheckResourceAttr("qemuscheduler_vm.db", "ha.rules.0.id", "qemuscheduler-vm-150"),
+				resource.TestCheckResourceAttr("qemuscheduler_vm.db", "ha.rules.0.type", "node-affinity"),
+				resource.TestCheckResourceAttr("qemuscheduler_vm.db", "ha.rules.0.nodes.%", "2"),
+				resource.TestCheckResourceAttrSet("qemuscheduler_vm.db", "ha.rules.0.nodes.pve1"),
+				resource.TestCheckResourceAttr("qemuscheduler_vm.db", "ha.rules.0.resources.0", "vm:150"),
+				resource.TestCheckNoResourceAttr("qemuscheduler_vm.db", "ha.rules.0.affinity"))},
+	)
+}
+
+// writeRuleIDs rewrites the state file under dir as schema version 1 wrote it: ha.rules the
+// rules' ids.
+func writeRuleIDs(t *testing.T, dir string) {
+	t.Helper()
+	var file string
+	must(t, filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Name() == "terraform.tfstate" {
+			file = path
+		}
+		return err
+	}))
+	raw, err := os.ReadFile(file)
+	must(t, err)
+	var state map[string]any
+	must(t, json.Unmarshal(raw, &state))
+	resources, _ := state["resources"].([]any)
+	for _, r := range resources {
+		r, _ := r.(map[string]any)
+		for _, inst := range r["instances"].([]any) {
+			inst, _ := inst.(map[string]any)
+			ha, _ := inst["attributes"].(map[string]any)["ha"].(map[string]any)
+			rules, _ := ha["rules"].([]any)
+			for i, rule := range rules {
+				rules[i] = rule.(map[string]any)["id"]
+			}
+			inst["schema_version"] = 1
+		}
+	}
+	raw, err = json.Marshal(state)
+	must(t, err)
+	must(t, os.WriteFile(file, raw, 0o600))
 }
 
 // A group rule that the VMs' placement breaks (two VMs on one node, then one keeps apart from
