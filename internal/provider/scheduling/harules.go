@@ -29,7 +29,7 @@ var HARuleType = types.ObjectType{AttrTypes: map[string]attr.Type{
 }}
 
 var haRuleDescriptions = map[string]string{
-	"id":   "The rule's id in Proxmox VE (Datacenter > HA > Affinity Rules).",
+	"id":   "The rule's id in Proxmox VE (`rule`, as in `/cluster/ha/rules/{rule}`).",
 	"type": "`node-affinity` or `resource-affinity`.",
 	"nodes": "A `node-affinity` rule's nodes and their priorities (PVE's `node:priority`; 0 where none is set): the HA manager " +
 		"prefers the highest class it can use. Null for `resource-affinity`.",
