@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
-	dsschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	rschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
@@ -41,7 +40,7 @@ var haRuleDescriptions = map[string]string{
 
 // HARulesResourceAttribute is a computed list of rules in a resource's schema.
 func HARulesResourceAttribute(description string) rschema.ListNestedAttribute {
-	attrs := haRuleAttributes(
+	attrs := HARuleAttributes(
 		func(d string) rschema.Attribute { return rschema.StringAttribute{Computed: true, Description: d} },
 		func(d string) rschema.Attribute { return rschema.BoolAttribute{Computed: true, Description: d} },
 		func(e attr.Type, d string) rschema.Attribute {
@@ -53,22 +52,9 @@ func HARulesResourceAttribute(description string) rschema.ListNestedAttribute {
 	return rschema.ListNestedAttribute{Computed: true, Description: description, NestedObject: rschema.NestedAttributeObject{Attributes: attrs}}
 }
 
-// HARulesDataSourceAttribute is HARulesResourceAttribute in a data source's schema.
-func HARulesDataSourceAttribute(description string) dsschema.ListNestedAttribute {
-	attrs := haRuleAttributes(
-		func(d string) dsschema.Attribute { return dsschema.StringAttribute{Computed: true, Description: d} },
-		func(d string) dsschema.Attribute { return dsschema.BoolAttribute{Computed: true, Description: d} },
-		func(e attr.Type, d string) dsschema.Attribute {
-			return dsschema.MapAttribute{Computed: true, ElementType: e, Description: d}
-		},
-		func(e attr.Type, d string) dsschema.Attribute {
-			return dsschema.ListAttribute{Computed: true, ElementType: e, Description: d}
-		})
-	return dsschema.ListNestedAttribute{Computed: true, Description: description, NestedObject: dsschema.NestedAttributeObject{Attributes: attrs}}
-}
-
-// haRuleAttributes are HARuleType's attributes in one schema package, built by its constructors.
-func haRuleAttributes[A any](str, boolean func(string) A, mapOf, listOf func(attr.Type, string) A) map[string]A {
+// HARuleAttributes are HARuleType's attributes, with their descriptions, in one schema package
+// (a resource's, a data source's), built by its constructors of computed attributes.
+func HARuleAttributes[A any](str, boolean func(string) A, mapOf, listOf func(attr.Type, string) A) map[string]A {
 	attrs := map[string]A{}
 	for name, t := range HARuleType.AttrTypes {
 		d := haRuleDescriptions[name]
