@@ -127,8 +127,10 @@ output "web" {
 }
 
 output "web_ha_rules" {
-  description = "The PVE HA rules that hold each web server."
-  value       = { for vm in qemuscheduler_vm.web : vm.name => join(", ", vm.ha.rules) }
+  description = "The PVE HA rules that hold each web server: a node rule's nodes, a resource rule's affinity and members."
+  value = { for vm in qemuscheduler_vm.web : vm.name => join("; ", [
+    for r in vm.ha.rules : r.type == "node-affinity" ? "${r.id} on ${join(",", keys(r.nodes))}" : "${r.id} ${r.affinity} ${join(",", r.resources)}"
+  ]) }
 }
 
 output "web_nodes" {

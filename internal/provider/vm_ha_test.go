@@ -29,7 +29,7 @@ import (
 
 func haBlockOf(state string, restart, relocate int64, comment types.String) *vmresource.HAModel {
 	return &vmresource.HAModel{State: types.StringValue(state), MaxRestart: types.Int64Value(restart), MaxRelocate: types.Int64Value(relocate), Comment: comment,
-		PlacementRules: types.BoolValue(true), Rules: types.ListValueMust(types.StringType, nil)}
+		PlacementRules: types.BoolValue(true), Rules: scheduling.HARulesValue(nil)}
 }
 
 // sameHA compares two blocks attribute by attribute (a list is not comparable with ==).
@@ -748,30 +748,35 @@ func TestHAPolicyAfterAnotherError(t *testing.T) {
 	}
 }
 
-// The plan's ha.rules comes from what the framework planned, the state and the last refresh
-// alone, never from the cluster of the moment (TestPlannedRulesHoldWhilePeersWrite): a VM
-// whose change can alter its rules records the ids its apply leaves it in, one that does not
-// change or whose change cannot alter them (TestPlannedRulesOfAnUpdate) keeps the state's
-// unless the refresh found a write due.
+// The plan's ha.rules comes from what the framework planned, the state, the last refresh and
+// what the plan decided from the configuration, the state and the cluster (decidedRules),
+// never from group rules of the moment (TestPlannedRulesHoldWhilePeersWrite): a VM that does
+// not change or whose change cannot alter its rules (TestPlannedRulesOfAnUpdate) keeps the
+// state's unless the refresh found a write due; otherwise the decided rules where known, else
+// unknown.
 func TestPlannedRules(t *testing.T) {
-	held := types.ListValueMust(types.StringType, vmresource.StringValues([]string{apartWeb}))
+	held := apartWebRules()
 	prior := haBlockOf("started", 1, 1, types.StringNull())
 	prior.Rules = held
-	unknown := types.ListUnknown(types.StringType)
+	unknown := types.ListUnknown(scheduling.HARuleType)
+	own := scheduling.HARulesValue([]scheduler.HARule{{Name: "qemuscheduler-vm-100", Type: scheduler.HANodeAffinity, VMIDs: []int{100},
+		Nodes: []string{"pve1", "pve2"}, Priorities: map[string]int{"pve1": 2}}})
 	tests := []struct {
-		name      string
-		planned   types.List
-		due, same bool
-		out       string
+		name          string
+		planned       types.List
+		due, same     bool
+		decided, want types.List
 	}{
-		{"a change of the policy", unknown, false, false, "<unknown>"},
-		{"a change the rules do not read", unknown, false, true, `["` + apartWeb + `"]`},
-		{"no change", held, false, true, `["` + apartWeb + `"]`},
-		{"a rule deleted outside", held, true, true, "<unknown>"},
+		{"a change of a group's policy", unknown, false, false, unknown, unknown},
+		{"a change of the VM's own node rule", unknown, false, false, own, own},
+		{"a change the rules do not read", unknown, false, true, unknown, held},
+		{"no change", held, false, true, own, held},
+		{"a group rule deleted outside", held, true, true, unknown, unknown},
+		{"its own node rule changed outside", held, true, true, own, own},
 	}
 	for _, tt := range tests {
-		if got := vmresource.PlannedRules(tt.planned, prior, tt.due, tt.same).String(); got != tt.out {
-			t.Errorf("%s: %s, want %s", tt.name, got, tt.out)
+		if got := vmresource.PlannedRules(tt.planned, prior, tt.due, tt.same, tt.decided); !got.Equal(tt.want) {
+			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
 		}
 	}
 }

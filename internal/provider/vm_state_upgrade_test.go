@@ -63,9 +63,45 @@ func TestUpgradeStateV0FillsSchedulingDefaults(t *testing.T) {
 	}
 }
 
+// A state of version 0 or 1 holds ha.rules as ids: each becomes a rule of that id with
+// nothing else known, which the refresh after the upgrade reads (TestAccVMHARulesStateUpgrade).
+func TestUpgradeStateRulesFromIDs(t *testing.T) {
+	ctx := context.Background()
+	r := &vmresource.Resource{}
+	var s resource.SchemaResponse
+	r.Schema(ctx, resource.SchemaRequest{}, &s)
+	raw := `{"id":"150","vmid":150,"name":"db","ha":{"state":"started","placement_rules":true,"rules":["qemuscheduler-vm-150"]}}`
+	for version := range int64(2) {
+		resp := upgradeFrom(ctx, r, version, raw)
+		if resp.Diagnostics.HasError() {
+			t.Fatalf("upgrade from %d: %v", version, resp.Diagnostics)
+		}
+		if _, err := resp.DynamicValue.Unmarshal(s.Schema.Type().TerraformType(ctx)); err != nil {
+			t.Fatalf("the state upgraded from %d does not fit the schema: %v", version, err)
+		}
+		var got struct {
+			HA struct {
+				Rules json.RawMessage `json:"rules"`
+			} `json:"ha"`
+		}
+		if err := json.Unmarshal(resp.DynamicValue.JSON, &got); err != nil {
+			t.Fatal(err)
+		}
+		want := `[{"affinity":null,"id":"qemuscheduler-vm-150","nodes":null,"resources":null,"strict":null,"type":null}]`
+		if string(got.HA.Rules) != want {
+			t.Errorf("from %d: ha.rules = %s, want %s", version, got.HA.Rules, want)
+		}
+	}
+}
+
 // upgradeV0 runs the upgrader from schema version 0 on a raw JSON state.
 func upgradeV0(ctx context.Context, r *vmresource.Resource, raw string) resource.UpgradeStateResponse {
+	return upgradeFrom(ctx, r, 0, raw)
+}
+
+// upgradeFrom runs the upgrader from schema version on a raw JSON state.
+func upgradeFrom(ctx context.Context, r *vmresource.Resource, version int64, raw string) resource.UpgradeStateResponse {
 	var resp resource.UpgradeStateResponse
-	r.UpgradeState(ctx)[0].StateUpgrader(ctx, resource.UpgradeStateRequest{RawState: &tfprotov6.RawState{JSON: []byte(raw)}}, &resp)
+	r.UpgradeState(ctx)[version].StateUpgrader(ctx, resource.UpgradeStateRequest{RawState: &tfprotov6.RawState{JSON: []byte(raw)}}, &resp)
 	return resp
 }

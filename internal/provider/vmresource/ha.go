@@ -29,6 +29,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/kit"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/scheduling"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
@@ -95,10 +96,13 @@ func haBlock() schema.Block {
 					"other rules are read, never changed. A rule Proxmox VE would refuse is a plan error; on PVE 8 (no HA rules) a " +
 					"warning. `false` writes no rule for this VM, and turning it off takes the VM out of the rules it was in (a peer " +
 					"that keeps its rules puts it back into their group's rule). Default `true`."},
-			"rules": schema.ListAttribute{Computed: true, ElementType: types.StringType,
-				Description: "The ids of the HA rules this provider keeps that hold the VM, sorted. A rule deleted or changed outside " +
-					"Terraform shows as a change here, and the next apply restores it. An update that changes only what the rules do not read " +
-					"(the description, the memory, a tag no group selects by) plans them as the state has them."},
+			"rules": scheduling.HARulesResourceAttribute("The HA rules this provider keeps that hold the VM, as Proxmox VE has them, " +
+				"sorted by id (the names and shape of bpg's `proxmox_virtual_environment_harule`). A rule deleted or changed outside " +
+				"Terraform shows as a change here, and the next apply restores it. An update that changes only what the rules do not read " +
+				"(the description, the memory, a tag no group selects by) plans them as the state has them; one that changes what they " +
+				"read plans them as the apply will write them where the VM's own settings decide them (its node-level rules, leaving " +
+				"HA), and as known after apply where they depend on where or whether other VMs run (group rules), which VMs of the same " +
+				"apply may change."),
 		},
 	}
 }
@@ -157,7 +161,7 @@ func HAFromSettings(s *proxmox.HASettings, prior *HAModel, rebalancing bool) *HA
 	}
 	h := &HAModel{State: types.StringValue(s.State), MaxRestart: types.Int64Value(int64(s.MaxRestart)),
 		MaxRelocate: types.Int64Value(int64(s.MaxRelocate)), Comment: types.StringValue(s.Comment),
-		PlacementRules: types.BoolValue(true), Rules: types.ListValueMust(types.StringType, nil)}
+		PlacementRules: types.BoolValue(true), Rules: rulesValue(nil)}
 	if s.Comment == "" && (prior == nil || prior.Comment.IsNull()) {
 		h.Comment = types.StringNull()
 	}

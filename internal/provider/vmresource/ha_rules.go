@@ -19,7 +19,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -204,15 +203,6 @@ func keepDownNodes(want []harules.Rule, cur []scheduler.HARule, snap scheduler.S
 	return want
 }
 
-func ruleNames(rules []harules.Rule) []string {
-	names := make([]string, len(rules))
-	for i, r := range rules {
-		names[i] = r.Name
-	}
-	sort.Strings(names)
-	return names
-}
-
 // Refusals are the problems PVE would refuse the written rules for, one message each naming
 // the rule, the VM policy it keeps and the rule it conflicts with.
 func Refusals(changes []harules.Change, cur []scheduler.HARule, nodes int) []string {
@@ -288,27 +278,10 @@ func (r *Resource) planHARules(ctx context.Context, resp *resource.ModifyPlanRes
 	}
 	snap.HAFailbackOff = view.FailbackOff
 	CheckHAMove(snap, view.Rules.Rules, plan, state, vmid, &resp.Diagnostics)
-	planned := PlannedRules(plan.HA.Rules, state.HA, rec.due, r.RulesInputsSame(ctx, plan, state, p.req, rec))
+	same := r.RulesInputsSame(ctx, plan, state, p.req, rec)
+	planned := PlannedRules(plan.HA.Rules, state.HA, rec.due, same, decidedRules(mode, p, want, vmid))
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("ha").AtName("rules"), planned)...)
 	return ruleBreaks(want, snap, vmid, node)
-}
-
-// PlannedRules is the plan's ha.rules, from planned, the framework's (unknown for a VM that
-// changes, else the state's ids): unknown also when the last refresh found a write due. It
-// must not depend on the cluster's rules of the moment: Terraform plans a change again at
-// apply, right before applying it, when peers of the same apply may have written, and a value
-// the first plan had known must come out the same ("Provider produced inconsistent final
-// plan"). A VM whose change can alter its rules (same false, rulesInputsSame) records the ids
-// its apply leaves it in; one whose change cannot, or that does not change, keeps the prior
-// block's (the state's), which its next refresh brings up to date.
-func PlannedRules(planned types.List, prior *HAModel, due, same bool) types.List {
-	switch {
-	case due:
-		return types.ListUnknown(types.StringType)
-	case same && prior != nil && !prior.Rules.IsUnknown() && !prior.Rules.IsNull():
-		return prior.Rules
-	}
-	return planned
 }
 
 // RulesInputsSame tells whether an update leaves alone everything the VM's rules are computed
@@ -542,9 +515,9 @@ func CheckHAMove(snap scheduler.Snapshot, rules []scheduler.HARule, plan, state 
 // group's members registered before this VM), checks what PVE would refuse, and writes; a lost
 // race starts over.
 func (r *Resource) syncHARules(ctx context.Context, m *Model, vmid int, mode haRuleMode, p haPolicy, since time.Time) error {
-	setRules := func(names []string) {
+	setRules := func(rules []harules.Rule) {
 		if m != nil && m.HA != nil {
-			m.HA.Rules = types.ListValueMust(types.StringType, StringValues(names))
+			m.HA.Rules = rulesValue(rules)
 		}
 	}
 	setRules(nil)
@@ -561,21 +534,13 @@ func (r *Resource) syncHARules(ctx context.Context, m *Model, vmid int, mode haR
 		}
 		done, err := r.writeHARules(ctx, s.changes, s.view.Rules.Digest)
 		if err == nil && done {
-			setRules(ruleNames(s.want))
+			setRules(s.want)
 			return nil
 		}
 		if err != nil && (!errors.Is(err, proxmox.ErrHARuleConflict) || attempt == maxHARuleAttempts) {
 			return err
 		}
 	}
-}
-
-func StringValues(names []string) []attr.Value {
-	out := make([]attr.Value, len(names))
-	for i, n := range names {
-		out[i] = types.StringValue(n)
-	}
-	return out
 }
 
 // writeHARules writes changes, the first update with the digest the rules were read with;
@@ -638,32 +603,4 @@ func (r *Resource) haBeforeMove(ctx context.Context, plan, state *Model, vmid in
 	}
 	p.node = plan.Node.ValueString()
 	return r.syncHARules(ctx, nil, vmid, haRulesKeep, p, time.Now())
-}
-
-// knownRules makes ha.rules known for the state after a failed write left it unknown.
-func (h *HAModel) knownRules() {
-	if h != nil && h.Rules.IsUnknown() {
-		h.Rules = types.ListValueMust(types.StringType, nil)
-	}
-}
-
-// readHARules refreshes ha.rules: the enabled rules of this provider that hold the VM.
-func (r *Resource) readHARules(ctx context.Context, m *Model, diags *diag.Diagnostics) {
-	if m.HA == nil {
-		return
-	}
-	view, err := r.Data.HA.Read(ctx, r.Data.Client, time.Now().Add(-r.Data.MaxAge))
-	if err != nil {
-		diags.AddError("Cannot read the HA rules", err.Error())
-		return
-	}
-	vmid := int(m.VMID.ValueInt64())
-	var names []string
-	for _, rule := range view.Rules.Rules {
-		if strings.HasPrefix(rule.Name, harules.Prefix) && !rule.Disabled && slices.Contains(rule.VMIDs, vmid) {
-			names = append(names, rule.Name)
-		}
-	}
-	sort.Strings(names)
-	m.HA.Rules = types.ListValueMust(types.StringType, StringValues(names))
 }

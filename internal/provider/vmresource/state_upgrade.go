@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/defaults"
@@ -18,32 +19,64 @@ import (
 // import plans no change. State written by version 0 kept them null: without an upgrade, the
 // first plan after updating the provider would update every VM for nothing (and show its
 // addresses and ha.rules as known after apply).
-const vmSchemaVersion = 1
+//
+// vmSchemaVersion 2: ha.rules holds the rules (scheduling.HARuleType) where it held their ids.
+// An upgrader cannot read PVE: each id becomes a rule with that id and nothing else known
+// (null), which the refresh that follows the upgrade in every plan reads in full; the rules
+// plan as the state has them (PlannedRules), so an unchanged VM plans no change.
+const vmSchemaVersion = 2
 
 func (r *Resource) UpgradeState(ctx context.Context) map[int64]resource.StateUpgrader {
 	var s resource.SchemaResponse
 	r.Schema(ctx, resource.SchemaRequest{}, &s)
-	return map[int64]resource.StateUpgrader{0: {StateUpgrader: func(ctx context.Context, req resource.UpgradeStateRequest, resp *resource.UpgradeStateResponse) {
-		if req.RawState == nil || req.RawState.JSON == nil {
-			resp.Diagnostics.AddError("Cannot upgrade the state of a qemuscheduler_vm",
-				"The state has no JSON form (written by a provider older than this one's first release); remove it with "+changeset.CLI("state rm")+" and import the VM by its VMID.")
-			return
+	upgrade := func(fill bool) resource.StateUpgrader {
+		return resource.StateUpgrader{StateUpgrader: func(ctx context.Context, req resource.UpgradeStateRequest, resp *resource.UpgradeStateResponse) {
+			state := rawState(req, &resp.Diagnostics)
+			if state == nil {
+				return
+			}
+			if fill {
+				fillDefaults(ctx, state, s.Schema.Attributes, s.Schema.Blocks)
+			}
+			rulesFromIDs(state)
+			out, err := json.Marshal(state)
+			if err != nil {
+				resp.Diagnostics.AddError("Cannot upgrade the state of a qemuscheduler_vm", err.Error())
+				return
+			}
+			resp.DynamicValue = &tfprotov6.DynamicValue{JSON: out}
+		}}
+	}
+	return map[int64]resource.StateUpgrader{0: upgrade(true), 1: upgrade(false)}
+}
+
+// rawState is the JSON object of the state to upgrade; nil after an error in diags.
+func rawState(req resource.UpgradeStateRequest, diags *diag.Diagnostics) map[string]any {
+	if req.RawState == nil || req.RawState.JSON == nil {
+		diags.AddError("Cannot upgrade the state of a qemuscheduler_vm",
+			"The state has no JSON form (written by a provider older than this one's first release); remove it with "+changeset.CLI("state rm")+" and import the VM by its VMID.")
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(req.RawState.JSON))
+	dec.UseNumber() // VMIDs and sizes stay integers
+	var state map[string]any
+	if err := dec.Decode(&state); err != nil {
+		diags.AddError("Cannot upgrade the state of a qemuscheduler_vm", "The state is not a JSON object: "+err.Error())
+		return nil
+	}
+	return state
+}
+
+// rulesFromIDs turns the ids of a version 0 or 1 ha.rules into rules that know their id alone
+// (vmSchemaVersion 2).
+func rulesFromIDs(state map[string]any) {
+	ha, _ := state["ha"].(map[string]any)
+	ids, _ := ha["rules"].([]any)
+	for i, id := range ids {
+		if id, ok := id.(string); ok {
+			ids[i] = map[string]any{"id": id, "type": nil, "nodes": nil, "strict": nil, "affinity": nil, "resources": nil}
 		}
-		dec := json.NewDecoder(bytes.NewReader(req.RawState.JSON))
-		dec.UseNumber() // VMIDs and sizes stay integers
-		var state map[string]any
-		if err := dec.Decode(&state); err != nil {
-			resp.Diagnostics.AddError("Cannot upgrade the state of a qemuscheduler_vm", "The state is not a JSON object: "+err.Error())
-			return
-		}
-		fillDefaults(ctx, state, s.Schema.Attributes, s.Schema.Blocks)
-		out, err := json.Marshal(state)
-		if err != nil {
-			resp.Diagnostics.AddError("Cannot upgrade the state of a qemuscheduler_vm", err.Error())
-			return
-		}
-		resp.DynamicValue = &tfprotov6.DynamicValue{JSON: out}
-	}}}
+	}
 }
 
 // fillDefaults gives every attribute with a schema default that the state holds as null (or
