@@ -28,6 +28,9 @@ type Input struct {
 	Profiles func(name string) (*scheduler.Profile, error)
 	// OptIn are the tags a guest must carry, all of them, to be moved.
 	OptIn []string
+	// Only, when set, also limits the moves to these guests (by VMID): the existing VMs a
+	// placement data source names, which it answers for.
+	Only map[int]bool
 	// RemovePolicyViolations moves guests whose node fails their hard filters.
 	RemovePolicyViolations bool
 	// LowNodeUtilization moves guests from nodes above target to nodes below threshold.
@@ -149,7 +152,7 @@ func (p *planner) candidates() []*scheduler.Guest {
 	var out []*scheduler.Guest
 	for i := range p.snap.Guests {
 		g := &p.snap.Guests[i]
-		if g.Type == scheduler.GuestQEMU && online[g.Node] && !g.Template && g.Lock == "" && hasAll(g.Tags, p.in.OptIn) {
+		if g.Type == scheduler.GuestQEMU && online[g.Node] && !g.Template && g.Lock == "" && hasAll(g.Tags, p.in.OptIn) && (p.in.Only == nil || p.in.Only[g.VMID]) {
 			out = append(out, g)
 		}
 	}

@@ -2,7 +2,6 @@ package datasources
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -19,7 +18,6 @@ import (
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/config"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/kit"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/scheduling"
-	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/rebalance"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
@@ -265,32 +263,8 @@ func (d *rebalanceDataSource) Read(ctx context.Context, req datasource.ReadReque
 		resp.Diagnostics.AddError("Cannot read the Proxmox VE cluster", err.Error())
 		return
 	}
-	switch in.Snapshot.HARules, err = d.data.Client.HARules(ctx); {
-	case errors.Is(err, proxmox.ErrForbidden):
-		resp.Diagnostics.AddWarning("HA rules not read",
-			"The credentials may not read /cluster/ha/rules (PVE needs Sys.Audit on /): the moves do not take HA node-affinity "+
-				"or resource-affinity rules into account. Grant Sys.Audit to make them.")
-	case err != nil:
-		resp.Diagnostics.AddError("Cannot read the HA rules", err.Error())
+	if !readHAState(ctx, d.data, &in.Snapshot, &resp.Diagnostics) {
 		return
-	}
-	// The HA manager refuses a move next to a negative peer it is moving there, and keeps a
-	// positive group where it moves it: with such rules, read its moves (one request).
-	if config.HasResourceAffinity(in.Snapshot.HARules) {
-		if in.Snapshot.HAMoves, err = d.data.Client.HAMoves(ctx); err != nil {
-			resp.Diagnostics.AddError("Cannot read the HA manager status", err.Error())
-			return
-		}
-	}
-	// A VM stays on a lower priority node of its node-affinity rule only with its failback
-	// off: with ranked rules, read the HA resources' flags (one request).
-	if config.HasPriorityClasses(in.Snapshot.HARules) {
-		res, err := d.data.Client.HAResources(ctx)
-		if err != nil {
-			resp.Diagnostics.AddError("Cannot read the HA resources", err.Error())
-			return
-		}
-		in.Snapshot.HAFailbackOff = proxmox.HAFailbackOff(res)
 	}
 	in.DiskStorages = func(g *scheduler.Guest) ([]string, error) { return d.data.Client.DiskStorages(ctx, g.Node, g.VMID) }
 	plan, err := rebalance.PlanMoves(in)
