@@ -296,7 +296,7 @@ func TestAccPlacementStickyFeedsOtherResources(t *testing.T) {
 			resource.TestCheckResourceAttr("terraform_data.vm", "output", "pve2/101"),
 			resource.TestMatchResourceAttr(ds, "summary", regexp.MustCompile(`^web: pve2 \(score`)))},
 		resource.TestStep{PreConfig: createWeb, Config: cfg, Check: resource.ComposeAggregateTestCheckFunc(
-			resource.TestCheckResourceAttr(ds, "summary", "web: existing VM 101 stays on pve2, storage local-lvm"),
+			resource.TestCheckResourceAttr(ds, "summary", "web: existing VM 101 stays on pve2, storage ceph"),
 			resource.TestCheckResourceAttr(ds, "vmid", "101"),
 			resource.TestCheckResourceAttr(ds, "node", "pve2"),
 			resource.TestCheckResourceAttr("terraform_data.vm", "output", "pve2/101"))},

@@ -108,10 +108,10 @@ func answerExisting(checker *scheduler.Checker, snap scheduler.Snapshot, policy 
 		}
 		violations = append(violations, violationOut{Name: types.StringValue(r.Name), Rule: types.StringValue(rule), Why: types.StringValue(why)})
 	}
-	storage := r.PreferStorage
-	if storage == "" {
-		storage = r.Storage // its disks could not be read (its node is offline)
-	}
+	// Its disks are where they are (PreferStorage, read from its config) unless pinned.
+	sr := req
+	sr.Storage, sr.PreferStorage = r.Storage, r.PreferStorage
+	storage := checker.Storage(sr, g.Node, g.VMID)
 	p := scheduler.Placement{Name: r.Name, Node: g.Node, VMID: g.VMID, Storage: storage,
 		Summary: fmt.Sprintf("%s: existing VM %d stays on %s, storage %s", r.Name, g.VMID, g.Node, storage)}
 	if mv, moved := moves[g.VMID]; moved {
