@@ -44,11 +44,14 @@ func TestAccPlacementMovesWhatTheRebalanceMoves(t *testing.T) {
 	for _, tc := range []struct {
 		name, body, budget string
 		moves, violations  string // name>to, sorted; the names in violations
+		summary            string // a line of the placement's summary
 	}{
-		{"anti-affinity, budget 1", apps, "1", "app-1>", "app-3,app-4"},
-		{"anti-affinity, budget 2", apps, "2", "app-1>,app-3>", ""},
-		{"node regex", dbs, "1", "db-1>", ""},
-		{"nothing moves unless asked", apps, "", "", "app-1,app-2,app-3,app-4"},
+		{"anti-affinity, budget 1", apps, "1", "app-1>", "app-3,app-4",
+			"app-3: existing VM 203 stays on pve2, storage local-lvm; it breaks its rules there (violations) and stays: policy violation on pve2: VMAntiAffinity"},
+		{"anti-affinity, budget 2", apps, "2", "app-1>,app-3>", "", "app-2: existing VM 202 stays on pve1, storage local-lvm\n"},
+		{"node regex", dbs, "1", "db-1>", "", "db-1: existing VM 301 moves from pve1 to pve"},
+		{"nothing moves unless asked", apps, "", "", "app-1,app-2,app-3,app-4",
+			`app-1: existing VM 201 stays on pve1, storage local-lvm; it breaks its rules there (violations): move_existing = "violations" moves it`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			move, budget := "", "1"
@@ -96,6 +99,8 @@ data "qemuscheduler_rebalance" "r" {
 					return fmt.Errorf("the placement moves %v, want %s", moved, tc.moves)
 				case strings.Join(broken, ",") != tc.violations:
 					return fmt.Errorf("violations of %v, want %s", broken, tc.violations)
+				case !strings.Contains(p["summary"]+"\n", tc.summary):
+					return fmt.Errorf("summary %q lacks %q", p["summary"], tc.summary)
 				}
 				return nil
 			}})

@@ -56,11 +56,18 @@ func guestRequest(policy scheduler.Request, g *scheduler.Guest) scheduler.Reques
 	return policy
 }
 
+// planned is what the rebalance planner decided for the existing VMs, by VMID: the moves, and
+// why each VM that should move stays.
+type planned struct {
+	moves map[int]rebalance.Move
+	kept  map[int]string
+}
+
 // moveViolations plans the moves of the existing VMs that break their rules with the
 // rebalance data source's planner, defaults and HA view, limited to these VMs, and returns
-// them by VMID with the snapshot as the moves leave it. ok is false after an error.
+// them with the snapshot as the moves leave it. ok is false after an error.
 func (d *placementDataSource) moveViolations(ctx context.Context, snap scheduler.Snapshot, profile *scheduler.Profile, policy scheduler.Request,
-	ex []*scheduler.Guest, perGroup int, diags *diag.Diagnostics) (moves map[int]rebalance.Move, after scheduler.Snapshot, ok bool) {
+	ex []*scheduler.Guest, perGroup int, diags *diag.Diagnostics) (decided planned, after scheduler.Snapshot, ok bool) {
 	only := map[int]bool{}
 	for _, g := range ex {
 		if g != nil {
@@ -71,34 +78,38 @@ func (d *placementDataSource) moveViolations(ctx context.Context, snap scheduler
 		RemovePolicyViolations: true, MaxMoves: defaultMaxMoves, MaxMovesPerNode: defaultMaxMovesPerNode, MaxMovesPerGroup: perGroup, MinGain: defaultMinGain,
 		DiskStorages: func(g *scheduler.Guest) ([]string, error) { return d.data.Client.DiskStorages(ctx, g.Node, g.VMID) }}
 	if !readHAState(ctx, d.data, &in.Snapshot, diags) {
-		return nil, snap, false
+		return planned{}, snap, false
 	}
 	plan, err := rebalance.PlanMoves(in)
 	if err != nil {
 		diags.AddError("Cannot plan the moves of the existing VMs", err.Error())
-		return nil, snap, false
+		return planned{}, snap, false
 	}
 	for _, w := range plan.Warnings {
 		diags.AddWarning("Placement record not fully honoured", w)
 	}
-	moves = map[int]rebalance.Move{}
+	decided = planned{moves: map[int]rebalance.Move{}, kept: map[int]string{}}
 	for _, mv := range plan.Moves {
-		moves[mv.VMID] = mv
+		decided.moves[mv.VMID] = mv
+	}
+	for _, k := range plan.Kept {
+		decided.kept[k.VMID] = k.Reason
 	}
 	// A copy: the snapshot's guests are shared with the provider's cached view.
 	snap.Guests = append([]scheduler.Guest(nil), snap.Guests...)
 	for i := range snap.Guests {
-		if mv, moved := moves[snap.Guests[i].VMID]; moved {
+		if mv, moved := decided.moves[snap.Guests[i].VMID]; moved {
 			snap.Guests[i].Node = mv.To
 		}
 	}
-	return moves, snap, true
+	return decided, snap, true
 }
 
-// answerExisting answers the existing VM g of request r where it runs, or where moves take
-// it, with the rules it breaks there; candidates only when asked (the first name's).
+// answerExisting answers the existing VM g of request r where it runs, or where the planned
+// moves take it (decided is empty when no move was asked), with the rules it breaks there; candidates only
+// when asked (the first name's).
 func answerExisting(checker *scheduler.Checker, snap scheduler.Snapshot, policy scheduler.Request, r scheduler.Request, g *scheduler.Guest,
-	moves map[int]rebalance.Move, withCandidates bool) (scheduler.Placement, []violationOut) {
+	decided planned, withCandidates bool) (scheduler.Placement, []violationOut) {
 	req := guestRequest(policy, g)
 	var violations []violationOut
 	for _, reason := range checker.Check(req, g.Node, g.VMID) {
@@ -114,10 +125,17 @@ func answerExisting(checker *scheduler.Checker, snap scheduler.Snapshot, policy 
 	storage := checker.Storage(sr, g.Node, g.VMID)
 	p := scheduler.Placement{Name: r.Name, Node: g.Node, VMID: g.VMID, Storage: storage,
 		Summary: fmt.Sprintf("%s: existing VM %d stays on %s, storage %s", r.Name, g.VMID, g.Node, storage)}
-	if mv, moved := moves[g.VMID]; moved {
+	mv, moved := decided.moves[g.VMID]
+	switch {
+	case moved:
 		p.Summary = fmt.Sprintf("%s: existing VM %d moves from %s to %s (move_existing = %q): %s", r.Name, g.VMID, mv.From, mv.To, moveViolations, mv.Reason)
-	} else if len(violations) > 0 {
-		p.Summary += fmt.Sprintf("; it breaks %d rule(s) there (violations), which move_existing = %q moves it for", len(violations), moveViolations)
+	case len(violations) == 0:
+	case decided.kept[g.VMID] != "":
+		p.Summary += "; it breaks its rules there (violations) and stays: " + decided.kept[g.VMID]
+	case decided.moves == nil:
+		p.Summary += fmt.Sprintf("; it breaks its rules there (violations): move_existing = %q moves it as qemuscheduler_rebalance would", moveViolations)
+	default:
+		p.Summary += "; it breaks its rules there (violations) since the planned moves"
 	}
 	if withCandidates {
 		p.Candidates = inNodeOrder(snap, checker, req, g.VMID)
@@ -153,10 +171,10 @@ func (d *placementDataSource) decide(ctx context.Context, m *placementModel, sna
 	ex := existingGuests(snap, reqs)
 	policy, _ := m.Request(ctx, diags) // a read only runs on a known config
 	d.data.WithDefaults(m.Profile, &policy)
-	var moves map[int]rebalance.Move
+	var decided planned
 	if m.MoveExisting.ValueString() == moveViolations && anyGuest(ex) {
 		var ok bool
-		if moves, snap, ok = d.moveViolations(ctx, snap, profile, policy, ex, int(int64Or(m.MaxMovesPerGroup, defaultMaxMovesPerGroup)), diags); !ok {
+		if decided, snap, ok = d.moveViolations(ctx, snap, profile, policy, ex, int(int64Or(m.MaxMovesPerGroup, defaultMaxMovesPerGroup)), diags); !ok {
 			return scheduler.Decision{}, nil, nil
 		}
 		ex = existingGuests(snap, reqs) // the same guests, on the nodes the moves take them to
@@ -189,7 +207,7 @@ func (d *placementDataSource) decide(ctx context.Context, m *placementModel, sna
 			out.Placements[i], placed.Placements = placed.Placements[0], placed.Placements[1:]
 			continue
 		}
-		p, v := answerExisting(checker, snap, policy, r, ex[i], moves, i == 0)
+		p, v := answerExisting(checker, snap, policy, r, ex[i], decided, i == 0)
 		out.Placements[i] = p
 		violations = append(violations, v...)
 	}
