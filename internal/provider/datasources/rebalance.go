@@ -108,7 +108,8 @@ func (d *rebalanceDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 			"their placement policies or is overloaded. It decides with the same scheduler, profile and policies the VMs " +
 			"are placed with and moves nothing itself: feed `moves` to `qemuscheduler_vm.node` (a pinned node migrates) " +
 			"or to another provider's `node_name`, and give the data source `depends_on` on those VMs so that the apply that moves them " +
-			"reads it after the moves (else its outputs lag one apply). Let one loop own a VM: do not run PVE's CRS rebalancing or ProxLB on the same guests.",
+			"reads it after the moves (else its outputs lag one apply). Let one loop own a VM: do not run PVE's CRS rebalancing or ProxLB on the same guests. " +
+			"A `qemuscheduler_placement` with `move_existing = \"violations\"` plans with the same planner and answers the same moves for the VMs it names.",
 		Attributes: map[string]schema.Attribute{
 			"tags": schema.ListAttribute{Required: true, ElementType: types.StringType,
 				Validators: []validator.List{listvalidator.SizeAtLeast(1), listvalidator.ValueStringsAre(stringvalidator.RegexMatches(kit.TagFormat,
