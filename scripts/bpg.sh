@@ -15,7 +15,11 @@ if [ ! -x "$cache/terraform-provider-proxmox" ]; then
   fi
   dir=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p' <<<"$json")
   mkdir -p "$cache"
-  (cd "$dir" && go build -ldflags "-X main.version=${version#v}" -o "$cache/terraform-provider-proxmox.tmp" .) >&2
-  mv "$cache/terraform-provider-proxmox.tmp" "$cache/terraform-provider-proxmox"
+  # The two acceptance passes may build it at the same time: each in its own directory, and
+  # the last rename wins with an identical binary.
+  tmp=$(mktemp -d "$cache/build.XXXXXX")
+  (cd "$dir" && go build -ldflags "-X main.version=${version#v}" -o "$tmp/terraform-provider-proxmox" .) >&2
+  mv "$tmp/terraform-provider-proxmox" "$cache/terraform-provider-proxmox"
+  rmdir "$tmp"
 fi
 echo "$cache"

@@ -11,7 +11,7 @@ import (
 // this process has created VMs). Terraform plans each create again at apply, just before it,
 // and a provider cannot tell that plan from terraform plan's: the hint says what holds in
 // each, since at apply the creates of the VMs that still fit go on while this one is refused.
-const PlanStops = "If this is terraform plan, or the plan step of terraform apply, nothing has been created. "
+const PlanStops = "If this is a plan (terraform plan, tofu plan), or the plan step of an apply, nothing has been created. "
 
 // What a refused placement can place fewer of: a qemuscheduler_vm's new VMs, or the names a
 // qemuscheduler_placement data source places.
@@ -33,7 +33,7 @@ const AloneHint = PlanStops + Replanned + " " + DestroyAnyway
 
 // Replanned is the part of a refusal for the apply: Terraform plans each create again just
 // before it, and that plan cannot be told from the first one either.
-const Replanned = "If this is terraform apply of a plan that passed, the cluster changed since that plan: the VMs that still fit are created (they stay in the state), the others are not."
+const Replanned = "If this is the apply of a plan that passed, the cluster changed since that plan: the VMs that still fit are created (they stay in the state), the others are not."
 
 // ApplyHint replaces destroyHint in an apply that has created VMs already: the cluster changed
 // since its plan.
@@ -89,11 +89,17 @@ func (c *Set) Hint(reduce string) string {
 // DestroyAnyway ends every plan-time error that the cluster's state (not the configuration's
 // syntax) causes: terraform destroy plans the configuration first, and a provider cannot tell
 // that plan from any other.
-const DestroyAnyway = "If this is terraform destroy, which plans the configuration first, run " + DestroyRefreshFalse + "."
+const DestroyAnyway = "If this is a destroy (terraform destroy, tofu destroy), which plans the configuration first, run " + DestroyRefreshFalse + "."
 
 // DestroyRefreshFalse is the command that destroys without planning the configuration, the one
-// place that names it: the provider cannot tell whether Terraform or OpenTofu runs it.
+// place that names it, for both CLIs (CLI).
 const DestroyRefreshFalse = "terraform destroy -refresh=false (tofu destroy -refresh=false under OpenTofu)"
+
+// CLI names the command args of both CLIs, as every message that names a command does: the
+// provider cannot tell whether Terraform or OpenTofu runs it.
+func CLI(args string) string {
+	return "terraform " + args + " (tofu " + args + " under OpenTofu)"
+}
 
 // TaintedPredecessor is the VM a new VM with a pinned VMID replaces when Terraform plans it as
 // a plain create: a tainted VM's replacement comes with no prior state or private data, so the

@@ -181,7 +181,7 @@ func TestAccChangeSetTaintedUnpinnedSaysHow(t *testing.T) {
 		Taint:       []string{"qemuscheduler_vm.web"},
 		Config:      config,
 		PlanOnly:    true,
-		ExpectError: wrapped(`VM 100 on pve1 already has this name. If it is this resource's VM, tainted,[\s\S]*terraform untaint the resource, then terraform apply -replace it`),
+		ExpectError: wrapped(`VM 100 on pve1 already has this name. If it is this resource's VM, tainted,[\s\S]*untaint the resource \(terraform untaint ADDRESS \(tofu untaint ADDRESS under OpenTofu\)\), then replace it \(terraform apply -replace=ADDRESS`),
 	})
 }
 

@@ -37,7 +37,7 @@ func TestAccVMOnAnOfflineNodeKeepsItsState(t *testing.T) {
 		resource.TestStep{Config: three, PlanOnly: true},
 		// Its destroy fails before changing anything, and says what to do.
 		resource.TestStep{Config: env.config(vm("b", "pve3")) + "resource \"qemuscheduler_vm\" \"c\" {\n  name = \"c\"\n}\n",
-			ExpectError: wrapped(`(?s)Cannot delete VM 101.*HTTP 595.*nothing was changed. Destroy again once the node is back`)},
+			ExpectError: wrapped(`(?s)Cannot delete VM 101.*HTTP 595.*nothing was changed. Destroy again once the node is back.*terraform state rm \(tofu state rm under OpenTofu\)`)},
 		resource.TestStep{PreConfig: func() { must(t, sim.SetNodeOnline("pve2", true)) }, Config: three, PlanOnly: true},
 	)
 }

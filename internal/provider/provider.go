@@ -53,10 +53,12 @@ type providerModel struct {
 	CACert           types.String                  `tfsdk:"ca_cert"`
 	PluginConfigYAML types.String                  `tfsdk:"plugin_config_yaml"`
 	PluginConfig     *scheduling.PluginConfigModel `tfsdk:"plugin_config"`
-	Profiles         []config.ProfileModel         `tfsdk:"profile"`
-	Nodes            []config.NodeBlockModel       `tfsdk:"node"`
-	ReadNodeNotes    types.Bool                    `tfsdk:"read_node_notes"`
-	HonorProxLBTags  types.Bool                    `tfsdk:"honor_proxlb_tags"`
+	// Profiles and Nodes are lists of config.ProfileModel and config.NodeBlockModel, unknown
+	// where a dynamic block is (decodeBlocks).
+	Profiles        types.List `tfsdk:"profile"`
+	Nodes           types.List `tfsdk:"node"`
+	ReadNodeNotes   types.Bool `tfsdk:"read_node_notes"`
+	HonorProxLBTags types.Bool `tfsdk:"honor_proxlb_tags"`
 }
 
 func (p *qemuProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
@@ -101,11 +103,12 @@ func (p *qemuProvider) ValidateConfig(ctx context.Context, req provider.Validate
 	validateConnection(&resp.Diagnostics, m)
 	_, _, diags := scheduling.SchedulingLayers(ctx, path.Empty(), m.PluginConfigYAML, m.PluginConfig)
 	resp.Diagnostics.Append(diags...)
-	_, diags = config.ProfileLayers(ctx, m.Profiles)
+	b := decodeBlocks(ctx, m, &resp.Diagnostics)
+	_, diags = config.ProfileLayers(ctx, b.profiles)
 	resp.Diagnostics.Append(diags...)
-	_, diags = config.ProfileDefaults(ctx, m.Profiles)
+	_, diags = config.ProfileDefaults(ctx, b.profiles)
 	resp.Diagnostics.Append(diags...)
-	_, diags = config.NodeBlocks(ctx, m.Nodes)
+	_, diags = config.NodeBlocks(ctx, b.nodes)
 	resp.Diagnostics.Append(diags...)
 }
 
@@ -169,7 +172,7 @@ func (p *qemuProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 				return
 			}
 			resp.Diagnostics.AddAttributeError(path.Root(attr), "Unknown provider configuration",
-				"The provider cannot connect before "+attr+" is known. Set it to a value known at plan time, or apply the resource it depends on first (terraform apply -target=...).")
+				"The provider cannot connect before "+attr+" is known. Set it to a value known at plan time, or apply the resource it depends on first ("+changeset.CLI("apply -target=ADDRESS")+").")
 			return
 		}
 	}
@@ -234,11 +237,22 @@ func (p *qemuProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 	}
 	yamlCfg, blockCfg, diags := scheduling.SchedulingLayers(ctx, path.Empty(), m.PluginConfigYAML, m.PluginConfig)
 	resp.Diagnostics.Append(diags...)
-	profiles, diags := config.ProfileLayers(ctx, m.Profiles)
+	b := decodeBlocks(ctx, m, &resp.Diagnostics)
+	if b.unknown != "" {
+		if req.ClientCapabilities.DeferralAllowed {
+			resp.Deferred = &provider.Deferred{Reason: provider.DeferredReasonProviderConfigUnknown}
+			return
+		}
+		resp.Diagnostics.AddAttributeError(path.Root(b.unknown), "Unknown provider configuration",
+			"The provider cannot place VMs before its "+b.unknown+" blocks are known. Generate them from values known at plan time (variables, locals), "+
+				"or apply the resource they depend on first ("+changeset.CLI("apply -target=ADDRESS")+").")
+		return
+	}
+	profiles, diags := config.ProfileLayers(ctx, b.profiles)
 	resp.Diagnostics.Append(diags...)
-	defaults, diags := config.ProfileDefaults(ctx, m.Profiles)
+	defaults, diags := config.ProfileDefaults(ctx, b.profiles)
 	resp.Diagnostics.Append(diags...)
-	blocks, diags := config.NodeBlocks(ctx, m.Nodes)
+	blocks, diags := config.NodeBlocks(ctx, b.nodes)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return

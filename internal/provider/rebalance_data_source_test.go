@@ -30,13 +30,24 @@ func rebalanceCluster() pvesim.Cluster {
 	return c
 }
 
+// threeOnPve3 is rebalanceCluster with three guests on pve3: 100 and 101 opted in (tag rebal),
+// 102 not.
+func threeOnPve3(name100, name101, name102 string) pvesim.Cluster {
+	c := rebalanceCluster()
+	c.Guests = []pvesim.GuestSpec{
+		runningGuest(100, "pve3", name100, "rebal"), runningGuest(101, "pve3", name101, "rebal"), runningGuest(102, "pve3", name102),
+	}
+	return c
+}
+
 // runningGuest is a small running VM of the cluster file.
 func runningGuest(vmid int, node, name string, tags ...string) pvesim.GuestSpec {
 	return pvesim.GuestSpec{VMID: vmid, Node: node, Name: name, Status: "running", Cores: 1, MemoryMiB: 512, Tags: tags}
 }
 
-// An overloaded node gives opted-in guests to underused ones, largest first (a, then b: their
-// sizes differ, as their VMIDs depend on the order Terraform creates them); pinning the VMs to the moves'
+// An overloaded node gives opted-in guests to underused ones, the move that narrows the gap
+// most first (a, then b: their sizes differ, as their VMIDs depend on the order Terraform
+// creates them); pinning the VMs to the moves'
 // targets migrates them, and the same apply reads the data source after the moves (its
 // depends_on on the VMs): it proposes nothing, and the plan after it is empty, outputs too.
 // The busiest guest, opted out, never moves.
@@ -119,12 +130,7 @@ data "qemuscheduler_rebalance" "r" {
 // A policy violation moves the opted-in guest to a node that passes; a guest an HA rule
 // holds is kept, with the rule named.
 func TestAccRebalancePolicyViolationAndHARules(t *testing.T) {
-	c := rebalanceCluster()
-	c.Guests = []pvesim.GuestSpec{
-		runningGuest(100, "pve3", "free", "rebal"),
-		runningGuest(101, "pve3", "held", "rebal"),
-		runningGuest(102, "pve3", "not-opted-in"),
-	}
+	c := threeOnPve3("free", "held", "not-opted-in")
 	c.HARules = []pvesim.HARuleSpec{{Rule: "stay", Type: "node-affinity", Resources: []string{"vm:101"}, Nodes: []string{"pve3"}, Strict: true}}
 	env, sim := simEnv(t, c)
 	runSteps(t, resource.TestStep{Config: env.config(rebalanceOffPve3), Check: resource.ComposeAggregateTestCheckFunc(
@@ -189,7 +195,13 @@ func TestAccRebalanceValidation(t *testing.T) {
 		`tags = ["rebal"]
 		 low_node_utilization {
 		   cpu_threshold = 20
-		 }`: `low_node_utilization needs cpu_target`,
+		 }`: `low_node_utilization has cpu_threshold but not cpu_target: set cpu_target too`,
+		`tags = ["rebal"]
+		 low_node_utilization {
+		   balanciness   = 10
+		   cpu_threshold = 20
+		   cpu_target    = 60
+		 }`: `balanciness replaces cpu_threshold, cpu_target, memory_threshold and memory_target`,
 		`tags = ["rebal"]
 		 high_node_utilization {
 		   cpu_threshold = 20
@@ -240,8 +252,44 @@ data "qemuscheduler_rebalance" "r" {
 		resource.TestCheckResourceAttr(rb, "moves.0.vmid", "100"),
 		resource.TestCheckResourceAttr(rb, "moves.0.from", "pve2"),
 		resource.TestMatchResourceAttr(rb, "moves.0.reason", wrapped(`policy violation on pve2: TaintToleration: .*node.qemu-scheduler/maintenance`)),
-		resource.TestCheckResourceAttr(rb, "kept.#", "0"),
+		resource.TestCheckResourceAttr(rb, "kept.#", "1"),
+		resource.TestCheckResourceAttr(rb, "kept.0.vmid", "101"),
+		resource.TestMatchResourceAttr(rb, "kept.0.reason", regexp.MustCompile(`^policy violation on pve2: TaintToleration: .*; not opted in$`)),
 	)})
+}
+
+// drain_nodes empties a named node of its opted-in guests, one step each, and moves nothing
+// onto it; the guest outside the opt-in stays, in kept with why. A name that is no node is an
+// error on drain_nodes.
+func TestAccRebalanceDrainNodes(t *testing.T) {
+	c := threeOnPve3("web-1", "web-2", "pet")
+	env, _ := simEnv(t, c)
+	drain := func(node string) string {
+		return fmt.Sprintf(`
+data "qemuscheduler_rebalance" "r" {
+  tags        = ["rebal"]
+  drain_nodes = [%q]
+}
+`, node)
+	}
+	notPve3 := regexp.MustCompile(`^pve[12]$`)
+	runSteps(t,
+		resource.TestStep{Config: env.config(drain("pve3")), Check: resource.ComposeAggregateTestCheckFunc(
+			resource.TestCheckResourceAttr(rb, "moves.#", "2"),
+			resource.TestCheckResourceAttr(rb, "moves.0.vmid", "100"),
+			resource.TestMatchResourceAttr(rb, "moves.0.to", notPve3),
+			resource.TestCheckResourceAttr(rb, "moves.0.reason", "drain_nodes: pve3 is drained"),
+			resource.TestCheckResourceAttr(rb, "moves.0.step", "1"),
+			resource.TestCheckResourceAttr(rb, "moves.1.vmid", "101"),
+			resource.TestMatchResourceAttr(rb, "moves.1.to", notPve3),
+			resource.TestCheckResourceAttr(rb, "moves.1.step", "2"),
+			resource.TestCheckResourceAttr(rb, "kept.#", "1"),
+			resource.TestCheckResourceAttr(rb, "kept.0.vmid", "102"),
+			resource.TestCheckResourceAttr(rb, "kept.0.reason", "drain_nodes: pve3 is drained; not opted in"),
+		)},
+		resource.TestStep{Config: env.config(drain("pve9")),
+			ExpectError: wrapped(`drain_nodes names "pve9", which is not a node of the cluster \(pve1, pve2, pve3\): correct the name`)},
+	)
 }
 
 // Two web VMs on one node break required anti-affinity: one of them moves, the other stays.

@@ -112,7 +112,7 @@ func TestModifyPlan(t *testing.T) {
 		{name: "create that fits nowhere fails the plan with the explanation",
 			plan: func() *vmresource.Model { m := newVM(); m.Memory = types.Int64Value(65536); return m }(),
 			wantError: []string{`No placement for "web-1"`, "0/4 nodes are available", "exceeded memory overcommit ratio 1", "were offline",
-				"If this is terraform destroy, which plans the configuration first, run terraform destroy -refresh=false (tofu destroy -refresh=false under OpenTofu)."}},
+				"If this is a destroy (terraform destroy, tofu destroy), which plans the configuration first, run terraform destroy -refresh=false (tofu destroy -refresh=false under OpenTofu)."}},
 		{name: "create pinned to a node the annotations exclude",
 			plan: func() *vmresource.Model {
 				m := withAnnotations(newVM(), map[string]string{"node.qemu-scheduler/regex": "pve[12]"})
@@ -141,7 +141,7 @@ func TestModifyPlan(t *testing.T) {
 			state: existingVM(), plan: func() *vmresource.Model { m := existingVM(); m.Node = types.StringValue("pve3"); return m }()},
 		{name: "shrinking a disk warns at plan (so that destroy is not blocked) and fails the apply",
 			state: existingVM(), plan: func() *vmresource.Model { m := existingVM(); m.Disks[0].Size = types.Int64Value(10); return m }(),
-			wantWarning: []string{"Disks cannot shrink: the apply will fail", "scsi0 is 20 GiB", "cannot shrink disks, so 10 GiB is refused"}},
+			wantWarning: []string{"Disks cannot shrink: the apply will fail", "scsi0 is 20 GiB", "cannot shrink disks, so 10 GiB is refused", "(terraform apply -replace=ADDRESS (tofu apply -replace=ADDRESS under OpenTofu))"}},
 		{name: "growing a disk", state: existingVM(), plan: func() *vmresource.Model { m := existingVM(); m.Disks[0].Size = types.Int64Value(40); return m }()},
 		{name: "destroy", state: existingVM()},
 	}

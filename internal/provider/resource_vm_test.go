@@ -433,7 +433,7 @@ func TestAccVMCloneFromLocalTemplate(t *testing.T) {
 }`, pin))
 	}
 	runSteps(t,
-		resource.TestStep{Config: vm(`node = "pve2"`), PlanOnly: true, ExpectError: wrapped(`(?s)keeps scsi0 on storage "local-lvm", which is local to pve3.*clone from a template on shared storage\.\s+If this is terraform destroy.*terraform destroy -refresh=false`)},
+		resource.TestStep{Config: vm(`node = "pve2"`), PlanOnly: true, ExpectError: wrapped(`(?s)keeps scsi0 on storage "local-lvm", which is local to pve3.*clone from a template on shared storage\.\s+If this is a destroy.*terraform destroy -refresh=false`)},
 		resource.TestStep{Config: vm(""), Check: resource.TestCheckResourceAttr(vmAddr, "node", "pve3")},
 	)
 }

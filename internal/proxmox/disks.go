@@ -2,6 +2,7 @@ package proxmox
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"sort"
@@ -9,31 +10,48 @@ import (
 	"strings"
 )
 
-// diskKey matches the config keys that hold a VM's volumes.
-var diskKey = regexp.MustCompile(`^(scsi|virtio|sata|ide|efidisk|tpmstate)\d+$`)
+// diskKey matches the config keys that hold a VM's volumes; containerDiskKey a container's.
+var (
+	diskKey          = regexp.MustCompile(`^(scsi|virtio|sata|ide|efidisk|tpmstate)\d+$`)
+	containerDiskKey = regexp.MustCompile(`^(rootfs|mp\d+)$`)
+)
 
-// DiskStorages lists, sorted, the storages a VM's volumes are on (CD-ROM drives and empty
-// drives aside): what a live migration with local disks needs on the target node.
-func (c *Client) DiskStorages(ctx context.Context, node string, vmid int) ([]string, error) {
-	vm, err := c.GetVM(ctx, node, vmid)
-	if err != nil {
+// Disk is a guest's configured disk space on one storage.
+type Disk struct {
+	Storage string
+	Bytes   uint64
+}
+
+// GuestDisks lists, by storage name, the storages a guest's volumes are on and their configured
+// size (CD-ROM drives, empty drives and a container's bind mounts aside): what a migration
+// with local disks needs on the target node. One request.
+func (c *Client) GuestDisks(ctx context.Context, node string, vmid int, container bool) ([]Disk, error) {
+	path, key := vmPath(node, vmid), diskKey
+	if container {
+		path, key = fmt.Sprintf("/nodes/%s/lxc/%d", node, vmid), containerDiskKey
+	}
+	var raw map[string]json.RawMessage
+	if err := c.get(ctx, fmt.Sprintf("read the disks of guest %d on %s", vmid, node), path+"/config", nil, &raw); err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{}
-	var out []string
-	for k, v := range vm.Config {
-		if !diskKey.MatchString(k) || strings.Contains(v, "media=cdrom") {
+	bytes := map[string]uint64{}
+	for k, v := range raw {
+		text := stringify(v)
+		if !key.MatchString(k) || strings.Contains(text, "media=cdrom") {
 			continue
 		}
-		volume, _, _ := strings.Cut(v, ",")
+		volume, opts, _ := strings.Cut(text, ",")
 		storage, _, ok := strings.Cut(volume, ":")
-		if !ok || seen[storage] {
+		if !ok || strings.HasPrefix(volume, "/") {
 			continue
 		}
-		seen[storage] = true
-		out = append(out, storage)
+		bytes[storage] += volumeSize(opts)
 	}
-	sort.Strings(out)
+	out := make([]Disk, 0, len(bytes))
+	for s, b := range bytes {
+		out = append(out, Disk{s, b})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Storage < out[j].Storage })
 	return out, nil
 }
 

@@ -62,6 +62,7 @@ func (s *Server) routes() {
 	h("GET /cluster/ha/status/current", s.handleHAStatus)
 	h("GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces", serveFound(s, s.lookup, s.handleAgentInterfaces))
 	h("GET /nodes/{node}/lxc", s.guestList("lxc"))
+	h("GET /nodes/{node}/lxc/{vmid}/config", serveFound(s, s.lookupContainer, s.handleConfigGet))
 	h("GET /nodes/{node}/qemu", s.guestList("qemu"))
 	h("POST /nodes/{node}/qemu", s.handleCreate)
 	h("GET /nodes/{node}/qemu/{vmid}/config", serveFound(s, s.lookup, s.handleConfigGet))

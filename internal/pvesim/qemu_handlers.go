@@ -62,6 +62,15 @@ func (s *Server) listRow(g *guest) map[string]any {
 // lookup finds the qemu guest {vmid} on {node}, answering like PVE when it is not there. The
 // caller holds s.mu.
 func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *guest {
+	return s.lookupType(w, r, "qemu")
+}
+
+// lookupContainer is lookup for an lxc container.
+func (s *Server) lookupContainer(w http.ResponseWriter, r *http.Request) *guest {
+	return s.lookupType(w, r, "lxc")
+}
+
+func (s *Server) lookupType(w http.ResponseWriter, r *http.Request, typ string) *guest {
 	if !s.requireOnline(w, r) {
 		return nil
 	}
@@ -71,8 +80,9 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *guest {
 		return nil
 	}
 	g, found := s.guests[id]
-	if !found || g.node != r.PathValue("node") || g.typ != "qemu" {
-		writeError(w, http.StatusInternalServerError, fmt.Sprintf("Configuration file 'nodes/%s/qemu-server/%d.conf' does not exist", r.PathValue("node"), id))
+	if !found || g.node != r.PathValue("node") || g.typ != typ {
+		dir := map[string]string{"qemu": "qemu-server", "lxc": "lxc"}[typ]
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("Configuration file 'nodes/%s/%s/%d.conf' does not exist", r.PathValue("node"), dir, id))
 		return nil
 	}
 	return g

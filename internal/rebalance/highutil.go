@@ -37,18 +37,11 @@ func (p *planner) empty(u HighUtilization) error {
 	for _, src := range sources {
 		s := p.alloc[src].usage()
 		why := fmt.Sprintf("HighNodeUtilization: %s is under the thresholds (cpu %s%%, memory %s%%) and is emptied", src, pct(s.CPUPercent), pct(s.MemoryPercent))
-		for _, g := range p.candidates() {
-			if g.Node != src || p.moved[g.VMID] {
-				continue
-			}
-			moved, err := p.relocate(g, p.request(g), why, accept, true, "no node takes it")
-			if err != nil {
-				return err
-			}
-			if moved {
-				p.emptied++
-			}
+		n, err := p.leave(src, why, accept, true, false)
+		if err != nil {
+			return err
 		}
+		p.emptied += n
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ package rebalance
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,15 +45,17 @@ type Input struct {
 	MaxMovesPerGroup int
 	// MinGain is the least improvement, in percentage points, a utilization move must bring.
 	MinGain float64
-	// DiskStorages names the storages a guest's disks are on; asked only for running guests
-	// about to move (nil = unknown, every target accepted).
-	DiskStorages func(g *scheduler.Guest) ([]string, error)
+	// Disks lists a guest's disks by storage, asked once per guest the plan would move
+	// (nil = unknown: every target accepted, no disk counted in a move's cost).
+	Disks func(g *scheduler.Guest) ([]Disk, error)
+	// DrainNodes are emptied of every candidate and receive nothing.
+	DrainNodes []string
 }
 
-// Utilization holds the LowNodeUtilization percentages of configured allocation.
-type Utilization struct {
-	CPUThreshold, MemoryThreshold float64
-	CPUTarget, MemoryTarget       float64
+// Disk is a guest's disk space on one storage.
+type Disk struct {
+	Storage string
+	Bytes   uint64
 }
 
 // Move is one planned migration.
@@ -61,6 +64,9 @@ type Move struct {
 	Name     string
 	From, To string
 	Reason   string
+	// Step orders the moves: every move of a step may run once the earlier steps are done;
+	// the members of a group that moves together share one.
+	Step int
 }
 
 // Kept is a guest that should move but has nowhere to go.
@@ -106,22 +112,39 @@ type planner struct {
 	groupMoves map[string]int
 	// alloc is every node's allocation on the working snapshot, kept up to date by move.
 	alloc map[string]*nodeAlloc
-	// violations and utilization count the moves of each strategy for the summary.
-	violations, utilization, emptied int
+	// roomTries counts the tries of makeRoom.
+	roomTries int
+	// movable caches candidates.
+	movable []*scheduler.Guest
+	// draining are the DrainNodes.
+	draining map[string]bool
+	// diskCache holds the guests' disks read so far.
+	diskCache map[int][]Disk
+	// violations, utilization, emptied and drained count the moves of each strategy for the
+	// summary.
+	violations, utilization, emptied, drained int
 }
 
 // PlanMoves plans the moves. The same input always gives the same plan.
 func PlanMoves(in Input) (Plan, error) {
-	p := &planner{in: in, movesBy: map[string]int{}, moved: map[int]bool{}, profiles: map[string]*scheduler.Profile{}, groupMoves: map[string]int{}}
+	p := &planner{in: in, movesBy: map[string]int{}, moved: map[int]bool{}, profiles: map[string]*scheduler.Profile{}, groupMoves: map[string]int{},
+		draining: map[string]bool{}, diskCache: map[int][]Disk{}}
 	p.snap = in.Snapshot
 	p.snap.Guests = append([]scheduler.Guest(nil), in.Snapshot.Guests...)
 	p.snap.Nodes = append([]scheduler.Node(nil), in.Snapshot.Nodes...)
+	for i := range p.snap.Nodes {
+		// The moves debit and credit the storages: the input's stay untouched.
+		p.snap.Nodes[i].Storages = append([]scheduler.Storage(nil), p.snap.Nodes[i].Storages...)
+	}
 	p.byVMID = make(map[int]int, len(p.snap.Guests))
 	for i, g := range p.snap.Guests {
 		p.byVMID[g.VMID] = i
 	}
 	p.alloc = allocations(&p.snap)
 	p.plan.Before = p.usage()
+	if err := p.drain(); err != nil {
+		return Plan{}, err
+	}
 	if in.RemovePolicyViolations {
 		if err := p.removeViolations(); err != nil {
 			return Plan{}, err
@@ -142,22 +165,44 @@ func PlanMoves(in Input) (Plan, error) {
 	return p.plan, nil
 }
 
-// candidates are the opted-in guests that may move, by VMID: QEMU VMs on online nodes (a
-// guest of a dead node is HA's to recover), no templates, no guest locked by a task.
+// candidates are the guests that may move, by VMID: the movable guests (notMovable) of online
+// nodes (a guest of a dead node is HA's to recover). No move changes the list.
 func (p *planner) candidates() []*scheduler.Guest {
+	if p.movable != nil {
+		return p.movable
+	}
 	online := map[string]bool{}
 	for _, n := range p.snap.Nodes {
 		online[n.Name] = n.Online
 	}
-	var out []*scheduler.Guest
+	p.movable = []*scheduler.Guest{}
 	for i := range p.snap.Guests {
 		g := &p.snap.Guests[i]
-		if g.Type == scheduler.GuestQEMU && online[g.Node] && !g.Template && g.Lock == "" && hasAll(g.Tags, p.in.OptIn) && (p.in.Only == nil || p.in.Only[g.VMID]) {
-			out = append(out, g)
+		if online[g.Node] && p.notMovable(g) == "" {
+			p.movable = append(p.movable, g)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].VMID < out[j].VMID })
-	return out
+	sort.Slice(p.movable, func(i, j int) bool { return p.movable[i].VMID < p.movable[j].VMID })
+	return p.movable
+}
+
+// notOptedIn is the reason a guest without every opt-in tag stays.
+const notOptedIn = "not opted in"
+
+// notMovable says why the guest is no candidate, "" when it is: QEMU VMs and containers
+// carrying every opt-in tag move; templates and guests locked by a task do not.
+func (p *planner) notMovable(g *scheduler.Guest) string {
+	switch {
+	case g.Type != scheduler.GuestQEMU && g.Type != scheduler.GuestLXC:
+		return "not a VM or container"
+	case g.Template:
+		return "a template"
+	case g.Lock != "":
+		return "locked (" + g.Lock + ")"
+	case !hasAll(g.Tags, p.in.OptIn), p.in.Only != nil && !p.in.Only[g.VMID]:
+		return notOptedIn
+	}
+	return ""
 }
 
 // request is the policy request for one guest, sized as the guest is configured.
@@ -166,6 +211,11 @@ func (p *planner) request(g *scheduler.Guest) scheduler.Request {
 	if g.Recorded != nil {
 		r = g.Recorded.Policy
 	}
+	return sized(g, r)
+}
+
+// sized is the policy r for the guest, with its name, tags and configured size.
+func sized(g *scheduler.Guest, r scheduler.Request) scheduler.Request {
 	r.Name, r.Tags, r.VMID, r.Node = g.Name, g.Tags, 0, ""
 	r.Cores, r.Sockets = max(1, int(math.Ceil(g.CPUs))), 1
 	r.MemoryMiB = max(1, int(g.MaxMem/scheduler.MiB))
@@ -200,142 +250,89 @@ func (p *planner) removeViolations() error {
 			continue
 		}
 		// Past a cap the violation is still reported (kept), so that none goes unseen.
-		moved, err := p.relocate(g, req, "policy violation on "+g.Node+": "+strings.Join(reasons, "; "), nil, false, "no node passes")
+		n, err := p.relocate(g, req, "policy violation on "+g.Node+": "+strings.Join(reasons, "; "), nil, false, "no node passes")
 		if err != nil {
 			return err
 		}
-		if moved {
-			p.violations++
+		p.violations += n
+	}
+	p.reportNotOptedIn()
+	return nil
+}
+
+// reportNotOptedIn keeps, with the reason "not opted in", the guests outside the opt-in whose
+// node breaks their own rules: their placement record's policy, else the node's rules that
+// bind every guest (a NoSchedule or NoExecute taint, HA maintenance). The data source's policy
+// is the opted-in group's, not theirs; and a guest without a record on a node without such a
+// rule is not checked, which keeps a plan of 10,000 guests linear.
+func (p *planner) reportNotOptedIn() {
+	online, repels := map[string]bool{}, map[string]bool{}
+	for _, n := range p.snap.Nodes {
+		online[n.Name] = n.Online
+		repels[n.Name] = n.HAState == "maintenance" || slices.ContainsFunc(n.Taints, func(t scheduler.Taint) bool { return t.Effect != "PreferNoSchedule" })
+	}
+	for i := range p.snap.Guests {
+		g := &p.snap.Guests[i]
+		if !online[g.Node] || p.notMovable(g) != notOptedIn || g.Recorded == nil && !repels[g.Node] {
+			continue
+		}
+		req := sized(g, scheduler.Request{})
+		if g.Recorded != nil {
+			req = p.request(g)
+		}
+		if reasons := p.check(g).Check(req, g.Node, g.VMID); len(reasons) > 0 {
+			p.keep(g, "policy violation on "+g.Node+": "+strings.Join(reasons, "; ")+"; "+notOptedIn)
 		}
 	}
-	return nil
 }
 
 // relocate moves g to the best target (target's accept and pack) for why, unless a cap or the
-// lack of a target keeps it, with why and the cause; noTarget introduces the refusal.
-func (p *planner) relocate(g *scheduler.Guest, req scheduler.Request, why string, accept func(string) string, pack bool, noTarget string) (bool, error) {
+// lack of a target keeps it, with why and the cause; noTarget introduces the refusal. Where g
+// alone has no target, its group moves as one (moveGroup), or another guest makes room
+// (makeRoom). It returns how many guests moved.
+func (p *planner) relocate(g *scheduler.Guest, req scheduler.Request, why string, accept func(string) string, pack bool, noTarget string) (int, error) {
 	if limit := p.capped(g, req); limit != "" {
 		p.keep(g, why+"; "+limit)
-		return false, nil
+		return 0, nil
 	}
 	to, refusal, err := p.target(g, req, accept, pack)
-	if err != nil {
-		return false, err
-	}
-	if to == "" {
-		p.keep(g, why+"; "+noTarget+": "+refusal)
-		return false, nil
-	}
-	p.move(g, req, to, why)
-	return true, nil
-}
-
-// balance is LowNodeUtilization: nodes above target (any resource) give guests to nodes
-// below threshold (every resource), biggest guests first, while the move gains at least
-// MinGain points of imbalance and leaves the receiver at or under target.
-func (p *planner) balance(u Utilization) error {
-	usage := func(node string) NodeUsage { return p.alloc[node].usage() }
-	var over []string
-	under := map[string]bool{}
-	for _, n := range p.snap.Nodes {
-		x := usage(n.Name)
-		switch {
-		case !n.Online:
-		case x.CPUPercent > u.CPUTarget || x.MemoryPercent > u.MemoryTarget:
-			over = append(over, n.Name)
-		case x.CPUPercent < u.CPUThreshold && x.MemoryPercent < u.MemoryThreshold:
-			under[n.Name] = true
+	if err != nil || to != "" {
+		if to != "" {
+			p.move(g, req, to, why)
+			return 1, nil
 		}
+		return 0, err
 	}
-	if len(over) == 0 || len(under) == 0 {
-		return nil
+	if members := p.group(g); len(members) > 1 {
+		n, r, err := p.moveGroup(g, members, why, accept)
+		if n > 0 || err != nil {
+			return n, err
+		}
+		refusal += "; " + r
+	} else if n, err := p.makeRoom(g, req, why, accept); n > 0 || err != nil {
+		return n, err
 	}
-	sort.Slice(over, func(i, j int) bool {
-		a, b := level(usage(over[i])), level(usage(over[j]))
-		if a != b {
-			return a > b
-		}
-		return over[i] < over[j]
-	})
-	for _, src := range over {
-		var refused []Kept // guests no node takes, reported if src stays above target
-		guests := p.runningOn(src)
-		for _, g := range guests {
-			if s := usage(src); s.CPUPercent <= u.CPUTarget && s.MemoryPercent <= u.MemoryTarget {
-				break
-			}
-			req := p.request(g)
-			// Past a cap the guests of a node left above target are reported (kept).
-			if limit := p.capped(g, req); limit != "" {
-				refused = append(refused, Kept{VMID: g.VMID, Name: g.Name, Node: g.Node, Reason: limit})
-				continue
-			}
-			accept := func(to string) string {
-				if !under[to] {
-					return "not under the utilization threshold"
-				}
-				before := level(usage(src)) - level(usage(to))
-				s, d := p.usageAfter(g, src, to)
-				if d.CPUPercent > u.CPUTarget || d.MemoryPercent > u.MemoryTarget {
-					return fmt.Sprintf("would rise above target (cpu %s%%, memory %s%%)", pct(d.CPUPercent), pct(d.MemoryPercent))
-				}
-				if gain := before - math.Abs(level(s)-level(d)); gain < p.in.MinGain {
-					return fmt.Sprintf("gain %s points < min_gain %s", pct(gain), pct(p.in.MinGain))
-				}
-				return ""
-			}
-			to, refusal, err := p.target(g, req, accept, false)
-			if err != nil {
-				return err
-			}
-			if to == "" {
-				refused = append(refused, Kept{VMID: g.VMID, Name: g.Name, Node: g.Node, Reason: "no node takes it: " + refusal})
-				continue
-			}
-			s := usage(src)
-			p.move(g, req, to, fmt.Sprintf("LowNodeUtilization: %s is above target (cpu %s%%, memory %s%%)", src, pct(s.CPUPercent), pct(s.MemoryPercent)))
-			p.utilization++
-		}
-		if s := usage(src); s.CPUPercent > u.CPUTarget || s.MemoryPercent > u.MemoryTarget {
-			for _, k := range refused {
-				k.Reason = fmt.Sprintf("LowNodeUtilization: %s stays above target (cpu %s%%, memory %s%%); %s", src, pct(s.CPUPercent), pct(s.MemoryPercent), k.Reason)
-				p.addKept(k)
-			}
-		}
-	}
-	return nil
-}
-
-// runningOn lists the movable running guests of a node, largest first, then by VMID.
-func (p *planner) runningOn(node string) []*scheduler.Guest {
-	var out []*scheduler.Guest
-	for _, g := range p.candidates() {
-		if g.Node == node && g.Status == "running" && !p.moved[g.VMID] {
-			out = append(out, g)
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i].CPUs+float64(out[i].MaxMem)/(1<<30), out[j].CPUs+float64(out[j].MaxMem)/(1<<30)
-		return a > b
-	})
-	return out
+	p.keep(g, why+"; "+noTarget+": "+refusal)
+	return 0, nil
 }
 
 // target ranks the nodes for the guest with its own usage left out and returns the best one
-// that is not its own node, passes every hard filter, keeps the HA rules, holds the storages
-// of a running guest's local disks and passes accept (nil = any); with pack, the fullest such
-// node instead (ties by rank). Otherwise it returns why none does.
+// that is not its own node nor being drained, passes every hard filter, keeps the HA rules,
+// has its local disks' storages with room for them and passes accept (nil = any); with pack,
+// the fullest such node instead (ties by rank). Otherwise it returns why none does.
 func (p *planner) target(g *scheduler.Guest, req scheduler.Request, accept func(string) string, pack bool) (string, string, error) {
 	ranked, err := p.check(g).Rank(req, g.VMID)
 	if err != nil {
 		return "", err.Error(), nil
 	}
 	var why []string
-	var disks []string
-	disksRead := false
 	best := ""
 	for _, c := range ranked {
 		if c.Node == g.Node {
+			continue
+		}
+		if p.draining[c.Node] {
+			why = append(why, c.Node+": in drain_nodes")
 			continue
 		}
 		if !c.Feasible {
@@ -346,23 +343,19 @@ func (p *planner) target(g *scheduler.Guest, req scheduler.Request, accept func(
 			why = append(why, c.Node+": "+r)
 			continue
 		}
-		if g.Status == "running" && p.in.DiskStorages != nil {
-			if !disksRead {
-				if disks, err = p.in.DiskStorages(g); err != nil {
-					return "", "", err
-				}
-				disksRead = true
-			}
-			if missing := p.missingStorages(disks, c.Node); len(missing) > 0 {
-				why = append(why, fmt.Sprintf("%s: local disk storage %s not on %s", c.Node, strings.Join(missing, ", "), c.Node))
-				continue
+		// accept first: it is arithmetic, the disks may need a request.
+		r := ""
+		if accept != nil {
+			r = accept(c.Node)
+		}
+		if r == "" {
+			if r, err = p.storageRefusal(g, c.Node); err != nil {
+				return "", "", err
 			}
 		}
-		if accept != nil {
-			if r := accept(c.Node); r != "" {
-				why = append(why, c.Node+": "+r)
-				continue
-			}
+		if r != "" {
+			why = append(why, c.Node+": "+r)
+			continue
 		}
 		if !pack {
 			return c.Node, "", nil
@@ -380,38 +373,19 @@ func (p *planner) target(g *scheduler.Guest, req scheduler.Request, accept func(
 	return "", strings.Join(why, "; "), nil
 }
 
-// missingStorages lists the guest's storages that are local to its node and absent or
-// inactive on the target.
-func (p *planner) missingStorages(storages []string, node string) []string {
-	var target *scheduler.Node
-	for i := range p.snap.Nodes {
-		if p.snap.Nodes[i].Name == node {
-			target = &p.snap.Nodes[i]
-		}
-	}
-	var missing []string
-	for _, name := range storages {
-		ok := false
-		for _, s := range target.Storages {
-			if s.Name == name && s.Active {
-				ok = true
-			}
-		}
-		if !ok {
-			missing = append(missing, name)
-		}
-	}
-	return missing
-}
-
 func (p *planner) move(g *scheduler.Guest, req scheduler.Request, to, reason string) {
-	p.plan.Moves = append(p.plan.Moves, Move{VMID: g.VMID, Name: g.Name, From: g.Node, To: to, Reason: reason})
+	step := 1
+	if n := len(p.plan.Moves); n > 0 {
+		step = p.plan.Moves[n-1].Step + 1
+	}
+	p.plan.Moves = append(p.plan.Moves, Move{VMID: g.VMID, Name: g.Name, From: g.Node, To: to, Reason: reason, Step: step})
 	p.movesBy[g.Node]++
 	for _, key := range budgetGroups(g, req) {
 		p.groupMoves[key]++
 	}
 	p.moved[g.VMID] = true
 	p.shiftLiveMemory(g, g.Node, to)
+	p.shiftDisks(g, g.Node, to)
 	shift(g, p.alloc[g.Node], p.alloc[to])
 	g.Node = to
 	p.checkers = nil
@@ -524,10 +498,12 @@ func (p *planner) usage() []NodeUsage {
 	return out
 }
 
-// usageAfter is the allocation of the two nodes if the guest moved from src to dst.
-func (p *planner) usageAfter(g *scheduler.Guest, src, dst string) (NodeUsage, NodeUsage) {
+// usageAfter is the allocation of the two nodes if the guests moved from src to dst.
+func (p *planner) usageAfter(src, dst string, gs ...*scheduler.Guest) (NodeUsage, NodeUsage) {
 	s, d := *p.alloc[src], *p.alloc[dst]
-	shift(g, &s, &d)
+	for _, g := range gs {
+		shift(g, &s, &d)
+	}
 	return s.usage(), d.usage()
 }
 
@@ -538,6 +514,9 @@ func (p *planner) summary() string {
 		fmt.Fprintf(&b, " (%d policy violation(s), %d utilization", p.violations, p.utilization)
 		if p.emptied > 0 {
 			fmt.Fprintf(&b, ", %d emptying", p.emptied)
+		}
+		if p.drained > 0 {
+			fmt.Fprintf(&b, ", %d draining", p.drained)
 		}
 		b.WriteString(")")
 	}

@@ -152,7 +152,7 @@ func TestKeptWhenNoNodePasses(t *testing.T) {
 func TestKeptOnceWithEveryReason(t *testing.T) {
 	in := input(t, nodes("pve1", "pve2", "pve3"), vm(100, "pve2", 8, 1, "web"), vm(101, "pve1", 40, 1))
 	in.Policy.Annotations[scheduler.AnnotationNodeRegex] = "pve1"
-	in.LowNodeUtilization = &Utilization{CPUThreshold: 30, MemoryThreshold: 30, CPUTarget: 60, MemoryTarget: 60}
+	in.LowNodeUtilization = &Utilization{CPU: &Band{30, 60}, Memory: &Band{30, 60}}
 	plan := mustPlan(t, in)
 	if len(plan.Moves) != 0 || len(plan.Kept) != 1 {
 		t.Fatalf("plan %+v, want vm100 kept once", plan)
@@ -168,12 +168,14 @@ func TestLowNodeUtilization(t *testing.T) {
 		vm(100, "pve1", 4, 10, "web"), vm(101, "pve1", 3, 10, "web"), vm(102, "pve1", 1, 10, "web"), // 80% cpu
 		vm(103, "pve2", 2, 10, "web"), // 20%
 		vm(104, "pve3", 5, 50, "web")) // 50%
-	in.LowNodeUtilization = &Utilization{CPUThreshold: 30, MemoryThreshold: 30, CPUTarget: 60, MemoryTarget: 60}
+	in.LowNodeUtilization = &Utilization{CPU: &Band{30, 60}, Memory: &Band{30, 60}}
 	plan := mustPlan(t, in)
-	if got, want := moves(plan), []string{"vm100:pve1>pve2"}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("moves %v, want %v (largest guest to the underused node, then pve1 is at target)", got, want)
+	// vm101 (3 vCPUs) levels the two nodes at 50%: a gain of 60 points, where the larger vm100
+	// would gain 40.
+	if got, want := moves(plan), []string{"vm101:pve1>pve2"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("moves %v, want %v (the guest that gains most to the underused node, then pve1 is at target)", got, want)
 	}
-	if plan.Before[0].CPUPercent != 80 || plan.After[0].CPUPercent != 40 || plan.After[1].CPUPercent != 60 {
+	if plan.Before[0].CPUPercent != 80 || plan.After[0].CPUPercent != 50 || plan.After[1].CPUPercent != 50 {
 		t.Fatalf("before %+v after %+v", plan.Before, plan.After)
 	}
 	if !strings.Contains(plan.Moves[0].Reason, "LowNodeUtilization: pve1 is above target (cpu 80%") {
@@ -204,7 +206,7 @@ func TestLowNodeUtilizationKeptByCaps(t *testing.T) {
 		guests = append(guests, vm(100+i, "pve1", 3, 1, "web")) // 150% cpu
 	}
 	in := input(t, nodes("pve1", "pve2", "pve3", "pve4"), guests...)
-	in.LowNodeUtilization = &Utilization{CPUThreshold: 30, MemoryThreshold: 30, CPUTarget: 60, MemoryTarget: 60}
+	in.LowNodeUtilization = &Utilization{CPU: &Band{30, 60}, Memory: &Band{30, 60}}
 	plan := mustPlan(t, in)
 	if got := moves(plan); len(got) != 2 {
 		t.Fatalf("moves %v, want two (max_moves_per_node 2)", got)
@@ -231,9 +233,9 @@ func TestLocalDisksNeedTheirStorage(t *testing.T) {
 	in := input(t, ns, vm(100, "pve3", 1, 1, "web"))
 	in.Policy.Annotations[scheduler.AnnotationNodeRegex] = "pve[12]"
 	asked := 0
-	in.DiskStorages = func(g *scheduler.Guest) ([]string, error) {
+	in.Disks = func(g *scheduler.Guest) ([]Disk, error) {
 		asked++
-		return []string{"ceph", "local-pve3"}, nil
+		return []Disk{{"ceph", 10 * gib}, {"local-pve3", 10 * gib}}, nil
 	}
 	plan := mustPlan(t, in)
 	if got := moves(plan); !reflect.DeepEqual(got, []string{"vm100:pve3>pve2"}) || asked != 2 {
@@ -241,7 +243,7 @@ func TestLocalDisksNeedTheirStorage(t *testing.T) {
 	}
 	in.Snapshot.Nodes = nodes("pve1", "pve2", "pve3")
 	plan = mustPlan(t, in)
-	if len(plan.Moves) != 0 || !strings.Contains(plan.Kept[0].Reason, "local disk storage local-pve3 not on pve1") {
+	if len(plan.Moves) != 0 || !strings.Contains(plan.Kept[0].Reason, "disk storage local-pve3 not on pve1") {
 		t.Fatalf("plan %+v, want kept for its local disk", plan)
 	}
 }

@@ -31,6 +31,24 @@ data "qemuscheduler_rebalance" "consolidate" {
   }
 }
 
+# Patching: empty pve4 of the opted-in guests. Groups that must stay together move as one
+# step; apply the moves in order (step by step) and nothing lands on pve4.
+data "qemuscheduler_rebalance" "patch" {
+  tags        = ["rebalance"]
+  drain_nodes = ["pve4"]
+  max_moves   = 20
+}
+
+# ProxLB-style: balance memory alone when the fullest and the emptiest node are more than 15
+# points apart; no thresholds to compute from the cluster's mean.
+data "qemuscheduler_rebalance" "memory" {
+  tags = ["rebalance"]
+  low_node_utilization {
+    balanciness = 15
+    resources   = ["memory"]
+  }
+}
+
 # Act on a move with qemuscheduler_vm: copy the `to` node into the VM's `node` (a pinned node
 # migrates), or with the bpg provider: node_name = <to>, migrate = true. Give the data source
 # `depends_on = [<those VMs>]` so that the apply that moves them reads it after the moves;
@@ -41,6 +59,10 @@ output "moves" {
 
 output "consolidation" {
   value = [for m in data.qemuscheduler_rebalance.consolidate.moves : "${m.name} (${m.vmid}): ${m.from} -> ${m.to}, ${m.reason}"]
+}
+
+output "drain_steps" {
+  value = [for m in data.qemuscheduler_rebalance.patch.moves : "step ${m.step}: ${m.name} ${m.from} -> ${m.to}"]
 }
 
 output "allocation_after" { # per node, once the moves are done

@@ -76,7 +76,7 @@ func (d *placementDataSource) moveViolations(ctx context.Context, snap scheduler
 	}
 	in := rebalance.Input{Snapshot: snap, Profile: profile, Policy: policy, Profiles: d.data.RecordProfiles(), Only: only,
 		RemovePolicyViolations: true, MaxMoves: defaultMaxMoves, MaxMovesPerNode: defaultMaxMovesPerNode, MaxMovesPerGroup: perGroup, MinGain: defaultMinGain,
-		DiskStorages: func(g *scheduler.Guest) ([]string, error) { return d.data.Client.DiskStorages(ctx, g.Node, g.VMID) }}
+		Disks: guestDisks(ctx, d.data)}
 	if !readHAState(ctx, d.data, &in.Snapshot, diags) {
 		return planned{}, snap, false
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/config"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/rebalance"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
@@ -44,4 +45,16 @@ func readHAState(ctx context.Context, data *config.Data, snap *scheduler.Snapsho
 		snap.HAFailbackOff = proxmox.HAFailbackOff(res)
 	}
 	return true
+}
+
+// guestDisks reads a guest's disks for the planner, which asks only for the guests it moves.
+func guestDisks(ctx context.Context, data *config.Data) func(g *scheduler.Guest) ([]rebalance.Disk, error) {
+	return func(g *scheduler.Guest) ([]rebalance.Disk, error) {
+		disks, err := data.Client.GuestDisks(ctx, g.Node, g.VMID, g.Type == scheduler.GuestLXC)
+		out := make([]rebalance.Disk, len(disks))
+		for i, d := range disks {
+			out[i] = rebalance.Disk{Storage: d.Storage, Bytes: d.Bytes}
+		}
+		return out, err
+	}
 }

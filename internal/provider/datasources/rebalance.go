@@ -2,6 +2,7 @@ package datasources
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -44,6 +46,7 @@ type rebalanceModel struct {
 	MaxMovesPerNode        types.Int64               `tfsdk:"max_moves_per_node"`
 	MaxMovesPerGroup       types.Int64               `tfsdk:"max_moves_per_group"`
 	MinGain                types.Float64             `tfsdk:"min_gain"`
+	DrainNodes             types.List                `tfsdk:"drain_nodes"`
 	Moves                  []moveOut                 `tfsdk:"moves"`
 	Kept                   []keptOut                 `tfsdk:"kept"`
 	NodesBefore            []nodeUsageOut            `tfsdk:"nodes_before"`
@@ -57,6 +60,8 @@ type lowNodeUtilizationModel struct {
 	MemoryThreshold types.Float64 `tfsdk:"memory_threshold"`
 	CPUTarget       types.Float64 `tfsdk:"cpu_target"`
 	MemoryTarget    types.Float64 `tfsdk:"memory_target"`
+	Balanciness     types.Float64 `tfsdk:"balanciness"`
+	Resources       types.List    `tfsdk:"resources"`
 }
 
 type highNodeUtilizationModel struct {
@@ -70,6 +75,7 @@ type moveOut struct {
 	From   types.String `tfsdk:"from"`
 	To     types.String `tfsdk:"to"`
 	Reason types.String `tfsdk:"reason"`
+	Step   types.Int64  `tfsdk:"step"`
 }
 
 type keptOut struct {
@@ -93,6 +99,9 @@ func (d *rebalanceDataSource) Metadata(_ context.Context, req datasource.Metadat
 func (d *rebalanceDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
 	percent := func(what string) schema.Float64Attribute {
 		return schema.Float64Attribute{Optional: true, Validators: []validator.Float64{float64validator.Between(0, 100)}, Description: what + " Required in the block."}
+	}
+	pair := func(what, other string) schema.Float64Attribute {
+		return schema.Float64Attribute{Optional: true, Validators: []validator.Float64{float64validator.Between(0, 100)}, Description: what + " Set with `" + other + "`."}
 	}
 	usage := schema.ListNestedAttribute{Computed: true, NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 		"node":           schema.StringAttribute{Computed: true, Description: "Node name."},
@@ -128,15 +137,26 @@ func (d *rebalanceDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 					"reason naming the budget. Default %d.", defaultMaxMovesPerGroup)},
 			"min_gain": schema.Float64Attribute{Optional: true, Validators: []validator.Float64{float64validator.Between(0, 100)},
 				Description: fmt.Sprintf("A utilization move must narrow the gap between its two nodes by at least this many percentage points (no ping-pong). Default %d.", defaultMinGain)},
-			"moves": schema.ListNestedAttribute{Computed: true, Description: "The moves, in the order to run them.",
+			"drain_nodes": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+				Validators: []validator.List{listvalidator.UniqueValues(), listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
+				Description: "Nodes to empty for maintenance: every opted-in guest on them moves off under its own rules, `max_moves`, " +
+					"`max_moves_per_node` and `max_moves_per_group`, to the node its profile ranks best; no move of any strategy goes onto them. " +
+					"What stays (not opted in, locked, a template, no node takes it, a cap) is in `kept` with why. Runs before the other strategies."},
+			"moves": schema.ListNestedAttribute{Computed: true, Description: "The moves, in the order to run them: applied top to bottom " +
+				"(or step by step) they never break a hard rule nor overfill a node. A guest parked on a third node to make room appears twice, " +
+				"its last move where it ends: key a map by `vmid` with `...` (or take the last `to`).",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"vmid":   schema.Int64Attribute{Computed: true, Description: "The guest's VMID."},
 					"name":   schema.StringAttribute{Computed: true, Description: "The guest's name."},
 					"from":   schema.StringAttribute{Computed: true, Description: "The node it is on."},
 					"to":     schema.StringAttribute{Computed: true, Description: "The node it should move to."},
 					"reason": schema.StringAttribute{Computed: true, Description: "Why, with numbers."},
+					"step":   schema.Int64Attribute{Computed: true, Description: "The step the move belongs to, from 1: the moves of one step may run together once every earlier step is done."},
 				}}},
-			"kept": schema.ListNestedAttribute{Computed: true, Description: "Guests that should move but stay: no feasible target, a cap (`max_moves`, `max_moves_per_node`, `max_moves_per_group`) reached, or, for `low_node_utilization`, the guests of a node that stays above target that no node takes; each guest once, with all its reasons joined by `; `.",
+			"kept": schema.ListNestedAttribute{Computed: true, Description: "Guests that should move but stay: no feasible target, a cap (`max_moves`, `max_moves_per_node`, `max_moves_per_group`) reached, " +
+				"or, for `low_node_utilization`, the guests of a node that stays above target that no node takes; the guests of `drain_nodes` that stay; " +
+				"guests outside the opt-in (`tags`) whose node breaks their own placement record or repels every guest (a NoSchedule or NoExecute taint, " +
+				"HA maintenance), with the reason ending in `not opted in`. Each guest once, with all its reasons joined by `; `.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"vmid":   schema.Int64Attribute{Computed: true, Description: "The guest's VMID."},
 					"name":   schema.StringAttribute{Computed: true, Description: "The guest's name."},
@@ -161,13 +181,24 @@ func (d *rebalanceDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 				},
 			},
 			"low_node_utilization": schema.SingleNestedBlock{
-				Description: "Balance by configured allocation, like the kube descheduler's LowNodeUtilization: nodes above a target " +
-					"(either resource) give guests to nodes under both thresholds, largest guests first, until they are at target.",
+				Description: "Balance by configured allocation of running guests, like the kube descheduler's LowNodeUtilization: nodes above " +
+					"a target give guests to nodes under every threshold, one move at a time, the move that narrows the gap between its two " +
+					"nodes most first (on equal gain the one carrying less memory and local disk), until they are at target. A receiver " +
+					"may end above target only below the giving node's level after the move, so that the spread narrows and the next plan " +
+					"never moves the guest back. Only the resources configured count, in the thresholds and in the gain: set the CPU pair, " +
+					"the memory pair or both; or, instead of thresholds, `balanciness`.",
 				Attributes: map[string]schema.Attribute{
-					"cpu_threshold":    percent("A node is underused below this vCPU allocation, in percent of its CPUs."),
-					"memory_threshold": percent("A node is underused below this memory allocation, in percent."),
-					"cpu_target":       percent("A node is overused above this vCPU allocation, in percent; a receiver never goes above it."),
-					"memory_target":    percent("A node is overused above this memory allocation, in percent; a receiver never goes above it."),
+					"cpu_threshold":    pair("A node is underused below this vCPU allocation, in percent of its CPUs.", "cpu_target"),
+					"memory_threshold": pair("A node is underused below this memory allocation, in percent.", "memory_target"),
+					"cpu_target":       pair("A node is overused above this vCPU allocation, in percent.", "cpu_threshold"),
+					"memory_target":    pair("A node is overused above this memory allocation, in percent.", "memory_threshold"),
+					"balanciness": schema.Float64Attribute{Optional: true, Validators: []validator.Float64{float64validator.Between(0, 100)},
+						Description: "ProxLB's balanciness, instead of thresholds and targets: act when the fullest and the emptiest online node " +
+							"are more than this many percentage points apart on a balanced resource; a node more than this above the emptiest gives, " +
+							"a node more than this below the fullest receives. No threshold to compute from the cluster's mean."},
+					"resources": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+						Validators:  []validator.List{listvalidator.SizeAtLeast(1), listvalidator.UniqueValues(), listvalidator.ValueStringsAre(stringvalidator.OneOf("cpu", "memory"))},
+						Description: "With `balanciness`: the resources balanced, `cpu` and/or `memory`. Default both."},
 				},
 			},
 		},
@@ -185,22 +216,7 @@ func (d *rebalanceDataSource) ValidateConfig(ctx context.Context, req datasource
 	}
 	m.Validate(ctx, &resp.Diagnostics)
 	if u := m.LowNodeUtilization; u != nil {
-		for _, pair := range []struct {
-			name              string
-			threshold, target types.Float64
-		}{{"cpu", u.CPUThreshold, u.CPUTarget}, {"memory", u.MemoryThreshold, u.MemoryTarget}} {
-			for attr, v := range map[string]types.Float64{pair.name + "_threshold": pair.threshold, pair.name + "_target": pair.target} {
-				if v.IsNull() {
-					resp.Diagnostics.AddAttributeError(path.Root("low_node_utilization").AtName(attr), "Missing utilization bound",
-						fmt.Sprintf("low_node_utilization needs %s (percent of configured allocation, 0-100)", attr))
-				}
-			}
-			if knownFloat(pair.threshold) && knownFloat(pair.target) && pair.threshold.ValueFloat64() > pair.target.ValueFloat64() {
-				resp.Diagnostics.AddAttributeError(path.Root("low_node_utilization").AtName(pair.name+"_threshold"), "Threshold above target",
-					fmt.Sprintf("%s_threshold (%s) must not exceed %s_target (%s): a node cannot be underused and overused at once",
-						pair.name, scheduler.FormatNumber(pair.threshold.ValueFloat64()), pair.name, scheduler.FormatNumber(pair.target.ValueFloat64())))
-			}
-		}
+		u.validate(&resp.Diagnostics)
 	}
 	if m.LowNodeUtilization != nil && m.HighNodeUtilization != nil {
 		// One plan would move guests onto a node and then empty it: kube's descheduler pairs
@@ -218,6 +234,77 @@ func (d *rebalanceDataSource) ValidateConfig(ctx context.Context, req datasource
 			}
 		}
 	}
+}
+
+// validate checks the block's bounds: each resource's threshold and target together, or
+// balanciness instead of them, and something to balance.
+func (u *lowNodeUtilizationModel) validate(diags *diag.Diagnostics) {
+	block := path.Root("low_node_utilization")
+	pairs := []struct {
+		name              string
+		threshold, target types.Float64
+	}{{"cpu", u.CPUThreshold, u.CPUTarget}, {"memory", u.MemoryThreshold, u.MemoryTarget}}
+	set := 0
+	for _, pair := range pairs {
+		th, tg := pair.name+"_threshold", pair.name+"_target"
+		switch {
+		case pair.threshold.IsNull() && pair.target.IsNull():
+			continue
+		case pair.threshold.IsNull() || pair.target.IsNull():
+			missing, given := th, tg
+			if pair.target.IsNull() {
+				missing, given = tg, th
+			}
+			diags.AddAttributeError(block.AtName(missing), "Missing utilization bound",
+				fmt.Sprintf("low_node_utilization has %s but not %s: set %s too (percent of configured allocation, 0-100), or remove %s to leave %s unbalanced",
+					given, missing, missing, given, pair.name))
+		case knownFloat(pair.threshold) && knownFloat(pair.target) && pair.threshold.ValueFloat64() > pair.target.ValueFloat64():
+			diags.AddAttributeError(block.AtName(th), "Threshold above target",
+				fmt.Sprintf("%s (%s) must not exceed %s (%s): a node cannot be underused and overused at once",
+					th, scheduler.FormatNumber(pair.threshold.ValueFloat64()), tg, scheduler.FormatNumber(pair.target.ValueFloat64())))
+		}
+		set++
+	}
+	switch {
+	case !u.Balanciness.IsNull() && set > 0:
+		diags.AddAttributeError(block.AtName("balanciness"), "Balanciness with thresholds",
+			"balanciness replaces cpu_threshold, cpu_target, memory_threshold and memory_target: remove either balanciness or the thresholds and targets "+
+				"(with balanciness, resources names what is balanced)")
+	case u.Balanciness.IsNull() && set == 0:
+		diags.AddAttributeError(block, "Nothing to balance",
+			"low_node_utilization needs cpu_threshold and cpu_target, memory_threshold and memory_target (percent of configured allocation, 0-100), "+
+				"or balanciness (percentage points between the fullest and the emptiest node)")
+	case u.Balanciness.IsNull() && !u.Resources.IsNull():
+		diags.AddAttributeError(block.AtName("resources"), "Resources without balanciness",
+			"resources goes with balanciness; with thresholds the resources balanced are those whose threshold and target are set: remove resources")
+	}
+}
+
+// utilization is the planner's form of the block.
+func (u *lowNodeUtilizationModel) utilization(ctx context.Context, diags *diag.Diagnostics) *rebalance.Utilization {
+	band := func(threshold, target types.Float64) *rebalance.Band {
+		if threshold.IsNull() {
+			return nil
+		}
+		return &rebalance.Band{Threshold: threshold.ValueFloat64(), Target: target.ValueFloat64()}
+	}
+	out := &rebalance.Utilization{CPU: band(u.CPUThreshold, u.CPUTarget), Memory: band(u.MemoryThreshold, u.MemoryTarget)}
+	if u.Balanciness.IsNull() {
+		return out
+	}
+	out.Balanciness = u.Balanciness.ValueFloat64()
+	resources := []string{"cpu", "memory"}
+	if !u.Resources.IsNull() {
+		diags.Append(u.Resources.ElementsAs(ctx, &resources, false)...)
+	}
+	for _, r := range resources {
+		if r == "cpu" {
+			out.CPU = &rebalance.Band{}
+		} else {
+			out.Memory = &rebalance.Band{}
+		}
+	}
+	return out
 }
 
 func knownFloat(v types.Float64) bool { return !v.IsNull() && !v.IsUnknown() }
@@ -245,8 +332,10 @@ func (d *rebalanceDataSource) Read(ctx context.Context, req datasource.ReadReque
 		in.MinGain = m.MinGain.ValueFloat64()
 	}
 	if u := m.LowNodeUtilization; u != nil {
-		in.LowNodeUtilization = &rebalance.Utilization{CPUThreshold: u.CPUThreshold.ValueFloat64(), MemoryThreshold: u.MemoryThreshold.ValueFloat64(),
-			CPUTarget: u.CPUTarget.ValueFloat64(), MemoryTarget: u.MemoryTarget.ValueFloat64()}
+		in.LowNodeUtilization = u.utilization(ctx, &resp.Diagnostics)
+	}
+	if !m.DrainNodes.IsNull() {
+		resp.Diagnostics.Append(m.DrainNodes.ElementsAs(ctx, &in.DrainNodes, false)...)
 	}
 	if u := m.HighNodeUtilization; u != nil {
 		in.HighNodeUtilization = &rebalance.HighUtilization{CPUThreshold: u.CPUThreshold.ValueFloat64(), MemoryThreshold: u.MemoryThreshold.ValueFloat64()}
@@ -267,9 +356,14 @@ func (d *rebalanceDataSource) Read(ctx context.Context, req datasource.ReadReque
 	if !readHAState(ctx, d.data, &in.Snapshot, &resp.Diagnostics) {
 		return
 	}
-	in.DiskStorages = func(g *scheduler.Guest) ([]string, error) { return d.data.Client.DiskStorages(ctx, g.Node, g.VMID) }
+	in.Disks = guestDisks(ctx, d.data)
 	plan, err := rebalance.PlanMoves(in)
-	if err != nil {
+	var unknown *rebalance.UnknownNodeError
+	switch {
+	case errors.As(err, &unknown):
+		resp.Diagnostics.AddAttributeError(path.Root("drain_nodes"), "Unknown node to drain", err.Error()+": correct the name or remove it from drain_nodes")
+		return
+	case err != nil:
 		resp.Diagnostics.AddError("Cannot plan the moves", err.Error())
 		return
 	}
@@ -292,7 +386,7 @@ func (m *rebalanceModel) fill(plan rebalance.Plan) {
 	ids := make([]string, 0, len(plan.Moves))
 	for _, mv := range plan.Moves {
 		m.Moves = append(m.Moves, moveOut{VMID: types.Int64Value(int64(mv.VMID)), Name: types.StringValue(mv.Name),
-			From: types.StringValue(mv.From), To: types.StringValue(mv.To), Reason: types.StringValue(mv.Reason)})
+			From: types.StringValue(mv.From), To: types.StringValue(mv.To), Reason: types.StringValue(mv.Reason), Step: types.Int64Value(int64(mv.Step))})
 		ids = append(ids, fmt.Sprintf("%d:%s>%s", mv.VMID, mv.From, mv.To))
 	}
 	for _, k := range plan.Kept {

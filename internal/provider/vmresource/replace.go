@@ -58,7 +58,7 @@ func WithNamesake(err error, snap scheduler.Snapshot, r scheduler.Request, repla
 			msg := ue.Message + fmt.Sprintf("\nVM %d on %s already has this name.", g.VMID, g.Node)
 			if r.VMID == 0 {
 				msg += " If it is this resource's VM, tainted, Terraform plans its replacement as a new VM and does not say which VM it replaces, " +
-					"so the old one still counts: terraform untaint the resource, then terraform apply -replace it (a replaced VM frees its room " +
+					"so the old one still counts: untaint the resource (" + changeset.CLI("untaint ADDRESS") + "), then replace it (" + changeset.CLI("apply -replace=ADDRESS") + "; a replaced VM frees its room " +
 					"for its replacement)."
 			}
 			msg += " If it is this resource's VM being replaced with create_before_destroy, it runs until its replacement is created, so it " +

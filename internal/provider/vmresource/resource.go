@@ -331,7 +331,7 @@ func (r *Resource) Create(ctx context.Context, req resource.CreateRequest, resp 
 	plan.PlacementSummary = types.StringValue(config.WithProfile(p.Summary, plan.Profile))
 	if err != nil {
 		resp.Diagnostics.AddError(fmt.Sprintf("VM %d was created on %s but could not be set up", p.VMID, p.Node),
-			err.Error()+"\n\nThe VM is kept in the state as tainted: the next apply replaces it, terraform destroy removes it.")
+			err.Error()+"\n\nThe VM is kept in the state as tainted: the next apply replaces it, "+changeset.CLI("destroy")+" removes it.")
 	}
 	cleanupCtx, cancelCleanup := provision.CleanupContext(ctx)
 	defer cancelCleanup()
@@ -532,7 +532,7 @@ func (r *Resource) Delete(ctx context.Context, req resource.DeleteRequest, resp 
 	if errors.Is(err, proxmox.ErrNodeOffline) {
 		resp.Diagnostics.AddError(fmt.Sprintf("Cannot delete VM %d", vmid),
 			fmt.Sprintf("%v\n\nProxmox VE destroys a VM only on its node, which is out of reach; nothing was changed. Destroy again once the node is back. "+
-				"If the node is gone for good, remove it from the cluster in Proxmox VE (pvecm delnode) and the VM from the state (terraform state rm).", err))
+				"If the node is gone for good, remove it from the cluster in Proxmox VE (pvecm delnode) and the VM from the state ("+changeset.CLI("state rm")+").", err))
 		return
 	}
 	if err != nil && !errors.Is(err, proxmox.ErrNotFound) {

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/defaults"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/changeset"
 )
 
 // vmSchemaVersion 1: the scheduling attributes (profile, annotations, node_selector, and the
@@ -25,7 +26,7 @@ func (r *Resource) UpgradeState(ctx context.Context) map[int64]resource.StateUpg
 	return map[int64]resource.StateUpgrader{0: {StateUpgrader: func(ctx context.Context, req resource.UpgradeStateRequest, resp *resource.UpgradeStateResponse) {
 		if req.RawState == nil || req.RawState.JSON == nil {
 			resp.Diagnostics.AddError("Cannot upgrade the state of a qemuscheduler_vm",
-				"The state has no JSON form (written by a provider older than this one's first release); remove it with terraform state rm and import the VM by its VMID.")
+				"The state has no JSON form (written by a provider older than this one's first release); remove it with "+changeset.CLI("state rm")+" and import the VM by its VMID.")
 			return
 		}
 		dec := json.NewDecoder(bytes.NewReader(req.RawState.JSON))

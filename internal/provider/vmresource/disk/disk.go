@@ -22,6 +22,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/changeset"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/kit"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/vmresource/firmware"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
@@ -191,8 +192,8 @@ func CheckDiskShrink(state, plan []Model, diags *diag.Diagnostics, fatal bool) {
 	for i, d := range plan {
 		if old, ok := sizes[d.Slot.ValueString()]; ok && !d.Size.IsUnknown() && d.Size.ValueInt64() < old {
 			at := path.Root("disk").AtListIndex(i).AtName("size")
-			msg := fmt.Sprintf("%s is %d GiB; Proxmox VE cannot shrink disks, so %d GiB is refused. Keep the size, or replace the VM (terraform apply -replace=...).",
-				d.Slot.ValueString(), old, d.Size.ValueInt64())
+			msg := fmt.Sprintf("%s is %d GiB; Proxmox VE cannot shrink disks, so %d GiB is refused. Keep the size, or replace the VM (%s).",
+				d.Slot.ValueString(), old, d.Size.ValueInt64(), changeset.CLI("apply -replace=ADDRESS"))
 			if fatal {
 				diags.AddAttributeError(at, "Disks cannot shrink", msg)
 			} else {
