@@ -12,12 +12,9 @@ import (
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
 
-// A placement data source with move_existing = "violations" and a rebalance data source over
-// the same VMs and rules never disagree: the VMs the placement answers on another node are
-// exactly the rebalance's moves, to the same nodes, and the VMs listed in violations are those
-// still breaking their rules once the moves are done. Without move_existing nothing moves and
-// every VM that breaks its rules now is listed.
-func TestAccPlacementMovesWhatTheRebalanceMoves(t *testing.T) {
+// existingAppsCluster has four equal nodes, four anti-affine apps two by two on pve1 and pve2,
+// and db-1 off the nodes its rules allow (pve3, pve4).
+func existingAppsCluster() pvesim.Cluster {
 	guest := func(vmid int, node, name, tag string) pvesim.GuestSpec {
 		return pvesim.GuestSpec{VMID: vmid, Node: node, Name: name, Status: "running", Cores: 1, MemoryMiB: 1024, Tags: []string{tag}}
 	}
@@ -25,10 +22,38 @@ func TestAccPlacementMovesWhatTheRebalanceMoves(t *testing.T) {
 	for i := 1; i <= 4; i++ {
 		cluster.Nodes = append(cluster.Nodes, pvesim.NodeSpec{Name: fmt.Sprintf("pve%d", i), CPUs: 16, MemoryGiB: 64})
 	}
-	// Four anti-affine apps two by two on pve1 and pve2; db-1 off its allowed nodes.
 	cluster.Guests = []pvesim.GuestSpec{guest(201, "pve1", "app-1", "app"), guest(202, "pve1", "app-2", "app"),
 		guest(203, "pve2", "app-3", "app"), guest(204, "pve2", "app-4", "app"),
 		guest(301, "pve1", "db-1", "db"), guest(302, "pve3", "db-2", "db")}
+	return cluster
+}
+
+// Pins and budgets that cannot act on an existing VM warn, naming the attribute and the fix:
+// node pins new VMs only, and max_moves_per_group bounds moves that only move_existing makes.
+func TestAccPlacementExistingVMWarnings(t *testing.T) {
+	env, _ := simEnv(t, existingAppsCluster())
+	log := &warningLog{}
+	runLoggingWarnings(t, log, resource.TestStep{
+		Config: env.config(`data "qemuscheduler_placement" "p" {
+  name                = "app-1"
+  node                = "pve3"
+  max_moves_per_group = 2
+}`),
+		Check: resource.ComposeAggregateTestCheckFunc(
+			resource.TestCheckResourceAttr("data.qemuscheduler_placement.p", "node", "pve1"),
+			resource.TestCheckResourceAttr("data.qemuscheduler_placement.p", "vmid", "201"),
+			log.has(`"app-1" exists on pve1: node pins new VMs only`, "set the node of the resource that manages it"),
+			log.has("max_moves_per_group without moves", `set move_existing = "violations"`)),
+	})
+}
+
+// A placement data source with move_existing = "violations" and a rebalance data source over
+// the same VMs and rules never disagree: the VMs the placement answers on another node are
+// exactly the rebalance's moves, to the same nodes, and the VMs listed in violations are those
+// still breaking their rules once the moves are done. Without move_existing nothing moves and
+// every VM that breaks its rules now is listed.
+func TestAccPlacementMovesWhatTheRebalanceMoves(t *testing.T) {
+	cluster := existingAppsCluster()
 	env, _ := simEnv(t, cluster)
 	apps := `names = ["app-1", "app-2", "app-3", "app-4"]
   tags  = ["app"]

@@ -172,6 +172,11 @@ func (d *placementDataSource) Read(ctx context.Context, req datasource.ReadReque
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	if !m.MaxMovesPerGroup.IsNull() && m.MoveExisting.ValueString() != moveViolations {
+		resp.Diagnostics.AddAttributeWarning(path.Root("max_moves_per_group"), "max_moves_per_group without moves",
+			"max_moves_per_group bounds the moves of move_existing = \"violations\", and nothing moves without it: set move_existing = \"violations\" "+
+				"to move the existing VMs that break their rules, or remove max_moves_per_group.")
+	}
 	profile := d.data.Pipeline(ctx, &m.SchedulingModel, &resp.Diagnostics)
 	reqs := m.requests(ctx, &resp.Diagnostics)
 	for i := range reqs {
