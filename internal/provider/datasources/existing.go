@@ -3,7 +3,6 @@ package datasources
 import (
 	"context"
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -45,15 +44,6 @@ func existingGuests(snap scheduler.Snapshot, reqs []scheduler.Request) []*schedu
 		}
 	}
 	return out
-}
-
-// guestRequest is the policy as the rebalance planner checks a guest against it: the guest's
-// own name, tags and configured size, no pins.
-func guestRequest(policy scheduler.Request, g *scheduler.Guest) scheduler.Request {
-	policy.Name, policy.Tags, policy.VMID, policy.Node = g.Name, g.Tags, 0, ""
-	policy.Cores, policy.Sockets = max(1, int(math.Ceil(g.CPUs))), 1
-	policy.MemoryMiB = max(1, int(g.MaxMem/scheduler.MiB))
-	return policy
 }
 
 // planned is what the rebalance planner decided for the existing VMs, by VMID: the moves, and
@@ -110,7 +100,7 @@ func (d *placementDataSource) moveViolations(ctx context.Context, snap scheduler
 // when asked (the first name's).
 func answerExisting(checker *scheduler.Checker, snap scheduler.Snapshot, policy scheduler.Request, r scheduler.Request, g *scheduler.Guest,
 	decided planned, withCandidates bool) (scheduler.Placement, []violationOut) {
-	req := guestRequest(policy, g)
+	req := rebalance.GuestRequest(g, policy)
 	var violations []violationOut
 	for _, reason := range checker.Check(req, g.Node, g.VMID) {
 		rule, why, found := strings.Cut(reason, ": ")
