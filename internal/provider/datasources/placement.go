@@ -108,7 +108,7 @@ func (d *placementDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 				Description: "What happens to the existing VMs this data source names that break their rules where they run (`violations`). " +
 					"`none` (the default): they stay, answered where they run, and the plan lists them. `violations`: they move with the planner, " +
 					"defaults and HA view of `qemuscheduler_rebalance` with `remove_policy_violations` over the same VMs and rules: the fewest " +
-					"moves (the first VM by VMID of two that break an anti-affinity together moves, the other keeps its node), never a VM that keeps its " +
+					"moves (of two VMs that break an anti-affinity together, one moves and the other keeps its node), never a VM that keeps its " +
 					"rules, at most `max_moves_per_group` members of a group, 10 in all and 2 off one node; a VM no node takes, or past a cap, stays. " +
 					"The resource fed the answer must migrate the VM (bpg: `migrate = true`), else it is re-created."},
 			"max_moves_per_group": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1)},
