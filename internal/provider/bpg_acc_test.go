@@ -67,6 +67,11 @@ func bpgLabConfig(env *accEnv, memory int) string {
 	return env.providerBlock(bpgProviderSettings) + bpg + fmt.Sprintf(bpgRecipe, memory)
 }
 
+// bpgMovingConfig is bpgLabConfig with the recipe's commented move_existing line in force.
+func bpgMovingConfig(env *accEnv, memory int) string {
+	return strings.Replace(bpgLabConfig(env, memory), "# move_existing", "move_existing", 1)
+}
+
 // bpgProviderSettings is the qemuscheduler provider block's body of the recipe: the lab keeps
 // its taints in node Notes (pve5 is a GPU node), which only read_node_notes reads. The README
 // shows the block with it (TestReadmeBpgRecipe).
@@ -86,6 +91,7 @@ data "qemuscheduler_placement" "clones" {
   vm_anti_affinity {
     tags = ["bpg-clone"]
   }
+  # move_existing = "violations" # move the clones that break their rules (see violations)
 }
 
 data "qemuscheduler_placement" "scratch" {
@@ -145,8 +151,9 @@ resource "proxmox_virtual_environment_vm" "scratch" {
 
 // The bpg provider (v0.80.0, built from its module) fed by qemuscheduler_placement, against the
 // simulated lab cluster: create, an empty plan, an in-place update, an empty plan, a clone's
-// node in HA maintenance and the clone migrated, an empty plan, destroy leaving nothing, with
-// every request answered (no 501, an endpoint pvesim lacks).
+// node in HA maintenance (the clone stays, its violation listed, the plan empty), the clone
+// migrated once move_existing = "violations" is uncommented, an empty plan, destroy leaving
+// nothing, with every request answered (no 501, an endpoint pvesim lacks).
 func TestAccBpgProviderFedByPlacement(t *testing.T) {
 	c := pvesim.LoadTestCluster(t, "../../examples/lab/cluster.yaml")
 	// The lab cluster's template 9000 on pve1, its ceph storage and the request log.
@@ -168,12 +175,21 @@ func TestAccBpgProviderFedByPlacement(t *testing.T) {
 			{Config: bpgLabConfig(env, 3072), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: updated},
 				Check: resource.ComposeTestCheckFunc(bpgPlaced(sim, 3072), first.record)},
 			{Config: bpgLabConfig(env, 3072), PlanOnly: true},
-			// HA maintenance on the first clone's node: the data source answers another node
-			// and the clone's own VMID, and bpg (migrate = true) migrates it, in place.
+			// HA maintenance on the first clone's node: the clone (no HA resource) stays there,
+			// answered where it runs with the rule it breaks, and bpg plans nothing.
 			{PreConfig: func() { must(t, sim.SetNodeHAState(first.node, "maintenance")) }, Config: bpgLabConfig(env, 3072),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+				Check: resource.ComposeTestCheckFunc(first.stayed(sim),
+					resource.TestCheckResourceAttr("data.qemuscheduler_placement.clones", "violations.#", "1"),
+					resource.TestCheckResourceAttr("data.qemuscheduler_placement.clones", "violations.0.name", "bpg-clone-1"),
+					resource.TestCheckResourceAttr("data.qemuscheduler_placement.clones", "violations.0.rule", "TaintToleration"))},
+			// Asked to move it, the data source answers another node and the clone's own VMID,
+			// and bpg (migrate = true) migrates it, in place.
+			{Config: bpgMovingConfig(env, 3072),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(clones[0], plancheck.ResourceActionUpdate)}},
-				Check:            resource.ComposeTestCheckFunc(bpgPlaced(sim, 3072), first.migrated(sim))},
-			{Config: bpgLabConfig(env, 3072), PlanOnly: true},
+				Check: resource.ComposeTestCheckFunc(bpgPlaced(sim, 3072), first.migrated(sim),
+					resource.TestCheckResourceAttr("data.qemuscheduler_placement.clones", "violations.#", "0"))},
+			{Config: bpgMovingConfig(env, 3072), PlanOnly: true},
 		},
 		CheckDestroy: leftAsFound,
 	})
@@ -221,6 +237,24 @@ func (c *bpgClone) migrated(sim *pvesim.Server) resource.TestCheckFunc {
 			return fmt.Errorf("clone 0 is VM %s now, was %s: re-created instead of migrated", attrs["vm_id"], c.vmid)
 		case !ok || g.Node == c.node:
 			return fmt.Errorf("VM %d (in the cluster: %v) is still on %s, whose HA maintenance should move it", vmid, ok, c.node)
+		}
+		return nil
+	}
+}
+
+// stayed checks that the first clone is still on its node, under its VMID.
+func (c *bpgClone) stayed(sim *pvesim.Server) resource.TestCheckFunc {
+	return func(s *terraform.State) error {
+		attrs := s.RootModule().Resources["proxmox_virtual_environment_vm.clone.0"].Primary.Attributes
+		if attrs["vm_id"] != c.vmid || attrs["node_name"] != c.node {
+			return fmt.Errorf("clone 0 is VM %s on %s, was %s on %s: nothing should have moved it", attrs["vm_id"], attrs["node_name"], c.vmid, c.node)
+		}
+		var vmid int
+		if _, err := fmt.Sscan(c.vmid, &vmid); err != nil {
+			return err
+		}
+		if g, ok := sim.Guest(vmid); !ok || g.Node != c.node {
+			return fmt.Errorf("VM %d (in the cluster: %v) left %s", vmid, ok, c.node)
 		}
 		return nil
 	}

@@ -159,8 +159,9 @@ func TestAccVMNodePolicy(t *testing.T) {
 	})
 }
 
-// Sticky placement re-checks the node policy: an existing VM keeps its node while the node
-// still passes, and is placed anew when it no longer does, keeping its VMID.
+// Sticky placement re-checks the node policy: an existing VM is answered where it runs, and
+// when its node no longer passes it stays there with the violation listed, until
+// move_existing = "violations" moves it, keeping its VMID.
 func TestAccPlacementStickyNodePolicy(t *testing.T) {
 	env, _ := simEnv(t, policyCluster())
 	env.createVM(t, "pve1", 300, map[string]string{"name": "web-x", "memory": "512"})
@@ -170,7 +171,7 @@ func TestAccPlacementStickyNodePolicy(t *testing.T) {
 			Config: env.providerBlock(policyProvider) + placement(`name = "web-x"
 				node_selector = { zone = "z1" }`),
 			Check: resource.ComposeAggregateTestCheckFunc(resource.TestCheckResourceAttr(ds, "node", "pve1"),
-				resource.TestCheckResourceAttr(ds, "placements.0.existing", "true")),
+				resource.TestCheckResourceAttr(ds, "violations.#", "0")),
 		}, {
 			Config: env.providerBlock(policyProvider) + placement(`name = "web-x"
 				node_selector = { zone = "z3" }
@@ -178,8 +179,19 @@ func TestAccPlacementStickyNodePolicy(t *testing.T) {
 				  key      = "gpu"
 				  operator = "Exists"
 				}`),
+			Check: resource.ComposeAggregateTestCheckFunc(resource.TestCheckResourceAttr(ds, "node", "pve1"),
+				resource.TestCheckResourceAttr(ds, "vmid", "300"), resource.TestCheckResourceAttr(ds, "violations.#", "1"),
+				resource.TestCheckResourceAttr(ds, "violations.0.name", "web-x"), resource.TestCheckResourceAttr(ds, "violations.0.rule", "NodeSelector")),
+		}, {
+			Config: env.providerBlock(policyProvider) + placement(`name = "web-x"
+				move_existing = "violations"
+				node_selector = { zone = "z3" }
+				toleration {
+				  key      = "gpu"
+				  operator = "Exists"
+				}`),
 			Check: resource.ComposeAggregateTestCheckFunc(resource.TestCheckResourceAttr(ds, "node", "pve3"),
-				resource.TestCheckResourceAttr(ds, "vmid", "300"), resource.TestCheckResourceAttr(ds, "placements.0.existing", "false")),
+				resource.TestCheckResourceAttr(ds, "vmid", "300"), resource.TestCheckResourceAttr(ds, "violations.#", "0")),
 		}},
 	})
 }

@@ -35,7 +35,7 @@ func TestAccPlacementPlugins(t *testing.T) {
 	}{
 		{"NodeResource picks the freest node", `name = "web"`,
 			map[string]string{"node": "pve2", "vmid": "101", "storage": "ceph", "candidates.1.score": "186.56", "candidates.3.reasons.0": "NodeOnline: node is offline",
-				"summary": "web: pve2 (score 186.56; 3/4 nodes feasible), vmid 101 (next free id), storage ceph", "placements.0.existing": "false"}},
+				"summary": "web: pve2 (score 186.56; 3/4 nodes feasible), vmid 101 (next free id), storage ceph"}},
 		{"node regex matches whole names", `name = "web"
 			annotations = { "node.qemu-scheduler/regex" = "pve[13]" }`, map[string]string{"node": "pve3", "candidates.1.reasons.0": `NodeRegex: "pve2" does not match "pve[13]"`}},
 		{"cpu overcommit exactly at the ratio passes", `name = "web"
@@ -294,9 +294,9 @@ func TestAccPlacementStickyFeedsOtherResources(t *testing.T) {
 	runParallel(t,
 		resource.TestStep{Config: cfg, Check: resource.ComposeAggregateTestCheckFunc(
 			resource.TestCheckResourceAttr("terraform_data.vm", "output", "pve2/101"),
-			resource.TestCheckResourceAttr(ds, "placements.0.existing", "false"))},
+			resource.TestMatchResourceAttr(ds, "summary", regexp.MustCompile(`^web: pve2 \(score`)))},
 		resource.TestStep{PreConfig: createWeb, Config: cfg, Check: resource.ComposeAggregateTestCheckFunc(
-			resource.TestCheckResourceAttr(ds, "placements.0.existing", "true"),
+			resource.TestCheckResourceAttr(ds, "summary", "web: existing VM 101 stays on pve2, storage ceph"),
 			resource.TestCheckResourceAttr(ds, "vmid", "101"),
 			resource.TestCheckResourceAttr(ds, "node", "pve2"),
 			resource.TestCheckResourceAttr("terraform_data.vm", "output", "pve2/101"))},
@@ -481,7 +481,7 @@ data "qemuscheduler_placement" "p" {
   depends_on = [qemuscheduler_vm.web]
 }`),
 		Check: resource.ComposeAggregateTestCheckFunc(
-			resource.TestCheckResourceAttr(ds, "placements.0.existing", "true"),
+			resource.TestMatchResourceAttr(ds, "summary", regexp.MustCompile(`^web-1: existing VM \d+ stays on `)),
 			resource.TestCheckResourceAttrPair(ds, "vmid", vmAddr, "vmid"),
 			resource.TestCheckResourceAttrPair(ds, "node", vmAddr, "node"),
 		),
@@ -526,7 +526,7 @@ func TestAccPlacementReasonNamesPlannedVMs(t *testing.T) {
 }
 
 // Two guests sharing the requested name cannot be told apart, so neither keeps its place: the
-// name is placed as a new VM (existing = false), and the plan says why, naming both guests;
+// name is placed as a new VM, and the plan says why, naming both guests;
 // silently, a bpg VM fed the new node and VMID would be replaced.
 func TestAccPlacementNameSharedByGuests(t *testing.T) {
 	cluster := labCluster()
@@ -537,8 +537,8 @@ func TestAccPlacementNameSharedByGuests(t *testing.T) {
 	env.needsSim(t)
 	log := &warningLog{}
 	runLoggingWarnings(t, log, resource.TestStep{Config: env.config(placement(`name = "web"`)), Check: resource.ComposeAggregateTestCheckFunc(
-		resource.TestCheckResourceAttr(ds, "placements.0.existing", "false"),
-		log.has(`Several guests are named "web"`, "150 (pve2), 151 (pve3)", "existing = false"),
+		resource.TestMatchResourceAttr(ds, "summary", regexp.MustCompile(`^web: pve\d \(score`)),
+		log.has(`Several guests are named "web"`, "150 (pve2), 151 (pve3)", "placed as a new VM"),
 	)})
 }
 

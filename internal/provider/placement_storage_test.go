@@ -14,8 +14,8 @@ import (
 // A kept placement answers the storage the VM's disks are on, not the one a new VM would get:
 // fed to bpg's datastore_id, the other answer moved the disks on the next apply, and back on
 // the one after (each move leaves the other storage with more free space). The guest's
-// config is read once per kept name; a new name costs no read. Moved to another node (its
-// pin changed), the VM keeps its storage there too.
+// config is read once per kept name; a new name costs no read. A node pin does not move it (it
+// pins new VMs only): it is answered where it runs, with its storage.
 func TestAccPlacementExistingVMKeepsItsStorage(t *testing.T) {
 	cluster := pvesim.Cluster{
 		Nodes: []pvesim.NodeSpec{{Name: "pve1", CPUs: 16, MemoryGiB: 64}, {Name: "pve2", CPUs: 16, MemoryGiB: 64}},
@@ -37,11 +37,9 @@ func TestAccPlacementExistingVMKeepsItsStorage(t *testing.T) {
   disk_gib = 32
 }`),
 		Check: resource.ComposeTestCheckFunc(
-			resource.TestCheckResourceAttr("data.qemuscheduler_placement.p", "placements.0.existing", "true"),
 			resource.TestCheckResourceAttr("data.qemuscheduler_placement.p", "placements.0.storage", "tank"),
-			resource.TestCheckResourceAttr("data.qemuscheduler_placement.p", "placements.1.existing", "false"),
 			resource.TestCheckResourceAttr("data.qemuscheduler_placement.p", "placements.1.storage", "local-lvm"),
-			resource.TestMatchResourceAttr("data.qemuscheduler_placement.p", "summary", regexp.MustCompile(`^db-1: existing guest 100 kept on pve1 \(still passes every filter\), storage tank\n`)),
+			resource.TestMatchResourceAttr("data.qemuscheduler_placement.p", "summary", regexp.MustCompile(`^db-1: existing VM 100 stays on pve1, storage tank\n`)),
 			func(*terraform.State) error {
 				// The plan and the apply's refresh read the data source: one config read each.
 				if n := sim.Requests(vmConfigReads) - reads; n < 1 || n > 2 {
@@ -57,8 +55,7 @@ func TestAccPlacementExistingVMKeepsItsStorage(t *testing.T) {
   disk_gib = 32
 }`),
 		Check: resource.ComposeTestCheckFunc(
-			resource.TestCheckResourceAttr("data.qemuscheduler_placement.p", "placements.0.existing", "false"),
-			resource.TestCheckResourceAttr("data.qemuscheduler_placement.p", "placements.0.node", "pve2"),
+			resource.TestCheckResourceAttr("data.qemuscheduler_placement.p", "placements.0.node", "pve1"),
 			resource.TestCheckResourceAttr("data.qemuscheduler_placement.p", "placements.0.vmid", "100"),
 			resource.TestCheckResourceAttr("data.qemuscheduler_placement.p", "placements.0.storage", "tank")),
 	})

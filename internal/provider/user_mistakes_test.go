@@ -119,3 +119,17 @@ func TestAccVMGrowthBeyondTheNodesCPUsFailsThePlan(t *testing.T) {
 		resource.TestStep{Config: vm(8), Check: guestCheck(sim, expectConfig(map[string]string{"cores": "8"}))},
 	)
 }
+
+// Three new VMs of one name fail the plan with one "Duplicate VM name" error, not one per
+// VM after the first: the CLI printed the same error twice for count = 3.
+func TestAccDuplicateNameErrorOnce(t *testing.T) {
+	env, _ := simEnv(t, labCluster())
+	cli := newCLIDirRequiring(t, "", env.config("resource \"qemuscheduler_vm\" \"v\" {\n  count = 3\n  name  = \"v\"\n}\n"))
+	out, err := cli.run("plan", "-input=false")
+	if err == nil {
+		t.Fatalf("the plan of three VMs named v passed:\n%s", out)
+	}
+	if n := strings.Count(out, "Error: Duplicate VM name"); n != 1 {
+		t.Errorf("the plan shows %d Duplicate VM name errors, want 1:\n%s", n, out)
+	}
+}

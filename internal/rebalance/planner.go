@@ -29,6 +29,9 @@ type Input struct {
 	Profiles func(name string) (*scheduler.Profile, error)
 	// OptIn are the tags a guest must carry, all of them, to be moved.
 	OptIn []string
+	// Only, when set, also limits the moves to these guests (by VMID): the existing VMs a
+	// placement data source names, which it answers for.
+	Only map[int]bool
 	// RemovePolicyViolations moves guests whose node fails their hard filters.
 	RemovePolicyViolations bool
 	// LowNodeUtilization moves guests from nodes above target to nodes below threshold.
@@ -196,7 +199,7 @@ func (p *planner) notMovable(g *scheduler.Guest) string {
 		return "a template"
 	case g.Lock != "":
 		return "locked (" + g.Lock + ")"
-	case !hasAll(g.Tags, p.in.OptIn):
+	case !hasAll(g.Tags, p.in.OptIn), p.in.Only != nil && !p.in.Only[g.VMID]:
 		return notOptedIn
 	}
 	return ""

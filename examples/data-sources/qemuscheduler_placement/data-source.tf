@@ -81,14 +81,32 @@ data "qemuscheduler_placement" "api" {
   }
 }
 
-# Feed any Proxmox resource, e.g. the bpg provider's VM:
+# Feed any Proxmox resource, e.g. the bpg provider's VM (with migrate = true, else a move
+# replaces the VM):
 #   node_name = data.qemuscheduler_placement.web.placements[count.index].node
 #   vm_id     = data.qemuscheduler_placement.web.placements[count.index].vmid
+# Once a VM exists it is answered where it runs, even after HA moved it next to an
+# anti-affine peer: the VMs that break their rules are listed in violations, and
+# move_existing = "violations" moves them as qemuscheduler_rebalance would (the fewest moves,
+# at most max_moves_per_group per group).
+data "qemuscheduler_placement" "db" {
+  names               = ["db-1", "db-2", "db-3"]
+  tags                = ["db"]
+  move_existing       = "violations"
+  max_moves_per_group = 1
+  vm_anti_affinity {
+    tags = ["db"]
+  }
+}
+
+output "db_violations" {
+  value = data.qemuscheduler_placement.db.violations # [{ name, rule, why }], empty once every VM keeps its rules
+}
 
 output "why" {
   value = data.qemuscheduler_placement.web.summary
 }
 
 output "ml" {
-  value = data.qemuscheduler_placement.ml.placements[0] # { name, node, vmid, storage, existing }
+  value = data.qemuscheduler_placement.ml.placements[0] # { name, node, vmid, storage }: the same on the plans after the VM exists
 }

@@ -196,19 +196,17 @@ func DataFrom(v any, diags *diag.Diagnostics) *Data {
 // the plan's VMs apart by name, so a name planned twice is two new VMs sharing it.
 type plannedNames struct {
 	mu   sync.Mutex
-	seen map[string]bool
+	seen map[string]int
 }
 
-// Claim records name, false when another new VM of this process has it.
-func (p *plannedNames) Claim(name string) bool {
+// Claim records name and returns how many new VMs of this process have claimed it, this one
+// included: 1 for the first, 2 for the one that reports the clash (once, however many share it).
+func (p *plannedNames) Claim(name string) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.seen[name] {
-		return false
-	}
 	if p.seen == nil {
-		p.seen = map[string]bool{}
+		p.seen = map[string]int{}
 	}
-	p.seen[name] = true
-	return true
+	p.seen[name]++
+	return p.seen[name]
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/datasourcevalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -31,28 +32,32 @@ type placementDataSource struct{ data *config.Data }
 
 type placementModel struct {
 	scheduling.SchedulingModel
-	Name       types.String   `tfsdk:"name"`
-	Names      types.List     `tfsdk:"names"`
-	Cores      types.Int64    `tfsdk:"cores"`
-	Sockets    types.Int64    `tfsdk:"sockets"`
-	Memory     types.Int64    `tfsdk:"memory"`
-	Node       types.String   `tfsdk:"node"`
-	VMID       types.Int64    `tfsdk:"vmid"`
-	Storage    types.String   `tfsdk:"storage"`
-	DiskGiB    types.Int64    `tfsdk:"disk_gib"`
-	Tags       types.List     `tfsdk:"tags"`
-	Placements []placementOut `tfsdk:"placements"`
-	Candidates []candidateOut `tfsdk:"candidates"`
-	Summary    types.String   `tfsdk:"summary"`
-	ID         types.String   `tfsdk:"id"`
+	Name    types.String `tfsdk:"name"`
+	Names   types.List   `tfsdk:"names"`
+	Cores   types.Int64  `tfsdk:"cores"`
+	Sockets types.Int64  `tfsdk:"sockets"`
+	Memory  types.Int64  `tfsdk:"memory"`
+	Node    types.String `tfsdk:"node"`
+	VMID    types.Int64  `tfsdk:"vmid"`
+	Storage types.String `tfsdk:"storage"`
+	DiskGiB types.Int64  `tfsdk:"disk_gib"`
+	Tags    types.List   `tfsdk:"tags"`
+	// MoveExisting and MaxMovesPerGroup say whether and how the existing VMs that break their
+	// rules move (move_existing).
+	MoveExisting     types.String   `tfsdk:"move_existing"`
+	MaxMovesPerGroup types.Int64    `tfsdk:"max_moves_per_group"`
+	Violations       []violationOut `tfsdk:"violations"`
+	Placements       []placementOut `tfsdk:"placements"`
+	Candidates       []candidateOut `tfsdk:"candidates"`
+	Summary          types.String   `tfsdk:"summary"`
+	ID               types.String   `tfsdk:"id"`
 }
 
 type placementOut struct {
-	Name     types.String `tfsdk:"name"`
-	Node     types.String `tfsdk:"node"`
-	VMID     types.Int64  `tfsdk:"vmid"`
-	Storage  types.String `tfsdk:"storage"`
-	Existing types.Bool   `tfsdk:"existing"`
+	Name    types.String `tfsdk:"name"`
+	Node    types.String `tfsdk:"node"`
+	VMID    types.Int64  `tfsdk:"vmid"`
+	Storage types.String `tfsdk:"storage"`
 }
 
 type candidateOut struct {
@@ -71,10 +76,11 @@ func (d *placementDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 	resp.Schema = schema.Schema{
 		Description: "Runs the scheduler at plan time, read-only: which node and VMID a VM (or several) would get, with the " +
 			"full explanation. Feed `node` and `vmid` to any Proxmox resource. A VM that already exists with the requested " +
-			"name keeps its node and VMID (`existing = true`) while it still passes the hard filters, so the answer does " +
-			"not flap after the VM is created; once its node fails them, the VM is placed on another node with its own " +
-			"VMID (`existing = false`), so that the resource it feeds migrates it. A name several guests carry is placed as a new VM, with a " +
-			"warning naming them.",
+			"name is answered where it runs (its node, VMID and the storage of its disks), whatever the cluster did to it: " +
+			"the answer does not change after the VM is created or moved, and a cluster event (HA maintenance, a failover) " +
+			"moves nothing by itself. The existing VMs that break their rules where they run are listed in `violations`; " +
+			"`move_existing = \"violations\"` moves them as `qemuscheduler_rebalance` would. A name several guests carry " +
+			"is placed as a new VM, with a warning naming them.",
 		Attributes: map[string]schema.Attribute{
 			"name": schema.StringAttribute{Optional: true, Validators: []validator.String{kit.DNSNameCheck},
 				Description: "The VM's name, a DNS name as `qemuscheduler_vm` requires: seed of the tie-break and key of the sticky lookup. Exactly one of `name` and `names`."},
@@ -88,25 +94,44 @@ func (d *placementDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 			"memory": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{kit.MemoryMiB{}},
 				Description: "Memory in MiB (16 to 4194304, PVE's 4 TiB; under 64 warns, as a value meant in GiB). Default 512."},
 			"node": schema.StringAttribute{Optional: true, Computed: true,
-				Description: "Input: pin the node (the NodeName filter; the other filters still apply). Output: the chosen node (of the first name)."},
+				Description: "Input: pin the node of a new VM (the NodeName filter; the other filters still apply); an existing VM is answered where it runs. Output: the chosen node (of the first name)."},
 			"vmid": schema.Int64Attribute{Optional: true, Computed: true, Validators: []validator.Int64{int64validator.Between(scheduler.MinVMID, scheduler.MaxVMID)},
-				Description: "Input: pin the VMID; it must be free, and beats both vmid annotations. Output: the chosen VMID (of the first name)."},
+				Description: "Input: pin the VMID of a new VM; it must be free, and beats both vmid annotations (a VM of the name under another VMID is then not this one). Output: the chosen VMID (of the first name)."},
 			"storage": schema.StringAttribute{Optional: true, Computed: true,
-				Description: "Input: pin the disk storage; it must exist on the node, be active and hold `images`. Output: the chosen storage, by default the active images storage with the most free space; for an existing VM of that name, kept in place (`existing`) or moved, the storage that holds most of its disks when the node can use it (read from its config, one request per such VM), so that a resource fed it does not move them."},
+				Description: "Input: pin the disk storage; it must exist on the node, be active and hold `images`. Output: the chosen storage, by default the active images storage with the most free space; for an existing VM of that name, unless pinned, the storage that holds most of its disks (read from its config, one request per such VM), so that a resource fed it does not move them."},
 			"disk_gib": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1)},
 				Description: "Total GiB of the disks each VM puts on the chosen storage: the StorageCapacity filter requires them to fit its free space, and each of `names` debits it (a shared storage once for the cluster). Omitted: not checked."},
 			"tags": schema.ListAttribute{Optional: true, ElementType: types.StringType, Validators: []validator.List{scheduling.GroupTagsValid},
 				Description: "The tags the VMs will carry: their membership in the groups of `vm_affinity`, `vm_anti_affinity` and " +
 					"`topology_spread` (theirs and other VMs'), and the ProxLB tags they honour. Give the VMs the same tags."},
-			"placements": schema.ListNestedAttribute{Computed: true, Description: "One placement per name, in order.",
+			"move_existing": schema.StringAttribute{Optional: true, Validators: []validator.String{stringvalidator.OneOf(moveNone, moveViolations)},
+				Description: "What happens to the existing VMs this data source names that break their rules where they run (`violations`). " +
+					"`none` (the default): they stay, answered where they run, and the plan lists them. `violations`: they move with the planner, " +
+					"defaults and HA view of `qemuscheduler_rebalance` with `remove_policy_violations` over the same VMs and rules: the fewest " +
+					"moves (of two VMs that break an anti-affinity together, one moves and the other keeps its node), never a VM that keeps its " +
+					"rules, at most `max_moves_per_group` members of a group, 10 in all and 2 off one node; a VM no node takes, or past a cap, stays. " +
+					"The resource fed the answer must migrate the VM (bpg: `migrate = true`), else it is re-created."},
+			"max_moves_per_group": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1)},
+				Description: fmt.Sprintf("With `move_existing = \"violations\"`: at most this many members of one group (the VMs carrying the tags of a "+
+					"required `vm_anti_affinity` or a `topology_spread` of the policy that the VM carries itself) move in one plan, as "+
+					"`qemuscheduler_rebalance`'s disruption budget. Default %d.", defaultMaxMovesPerGroup)},
+			"violations": schema.ListNestedAttribute{Computed: true,
+				Description: "The existing VMs named that break their rules where this answer puts them: where they run, or, with " +
+					"`move_existing = \"violations\"`, where the moves leave them. One entry per VM and broken rule, in the order of the names. " +
+					"Empty when every VM keeps its rules.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"name":     schema.StringAttribute{Computed: true, Description: "VM name."},
-					"node":     schema.StringAttribute{Computed: true, Description: "Chosen node."},
-					"vmid":     schema.Int64Attribute{Computed: true, Description: "Chosen VMID."},
-					"storage":  schema.StringAttribute{Computed: true, Description: "Chosen storage for disks; for an existing VM of that name, kept in place or moved, the storage that holds most of its disks when the node can use it."},
-					"existing": schema.BoolAttribute{Computed: true, Description: "True when a VM with this name already existed and kept its place."},
+					"name": schema.StringAttribute{Computed: true, Description: "VM name."},
+					"rule": schema.StringAttribute{Computed: true, Description: "The filter it fails, e.g. `VMAntiAffinity`, `NodeSelector`, `TaintToleration` (HA maintenance is a taint), `NodeOnline`."},
+					"why":  schema.StringAttribute{Computed: true, Description: "Why, with the numbers and the guests involved."},
 				}}},
-			"candidates": schema.ListNestedAttribute{Computed: true, Description: "Every node of the cluster and its verdict for the (first) VM.",
+			"placements": schema.ListNestedAttribute{Computed: true, Description: "One placement per name, in order. Once a VM exists, its placement stays as it is on the next plans (it is answered where it runs).",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"name":    schema.StringAttribute{Computed: true, Description: "VM name."},
+					"node":    schema.StringAttribute{Computed: true, Description: "Chosen node."},
+					"vmid":    schema.Int64Attribute{Computed: true, Description: "Chosen VMID."},
+					"storage": schema.StringAttribute{Computed: true, Description: "Chosen storage for disks; for an existing VM of that name, the storage that holds most of its disks."},
+				}}},
+			"candidates": schema.ListNestedAttribute{Computed: true, Description: "Every node of the cluster and its verdict for the (first) VM, an existing one with its own usage left out: the explanation of this read, whose scores change with the cluster (not an answer to keep in an output).",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"node":     schema.StringAttribute{Computed: true, Description: "Node name."},
 					"feasible": schema.BoolAttribute{Computed: true, Description: "Whether every filter passed."},
@@ -114,7 +139,7 @@ func (d *placementDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 					"score":    schema.Float64Attribute{Computed: true, Description: "Weighted total score (feasible nodes)."},
 					"scores":   schema.MapAttribute{Computed: true, ElementType: types.Float64Type, Description: "Score per score plugin, 0..100."},
 				}}},
-			"summary": schema.StringAttribute{Computed: true, Description: "One human line per placement."},
+			"summary": schema.StringAttribute{Computed: true, Description: "One human line per placement: how this read decided, so it changes once a new VM exists (not an answer to keep in an output)."},
 			"id":      schema.StringAttribute{Computed: true, Description: "Identifies the decision: name=node/vmid per placement."},
 		},
 	}
@@ -147,6 +172,11 @@ func (d *placementDataSource) Read(ctx context.Context, req datasource.ReadReque
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	if !m.MaxMovesPerGroup.IsNull() && m.MoveExisting.ValueString() != moveViolations {
+		resp.Diagnostics.AddAttributeWarning(path.Root("max_moves_per_group"), "max_moves_per_group without moves",
+			"max_moves_per_group bounds the moves of move_existing = \"violations\", and nothing moves without it: set move_existing = \"violations\" "+
+				"to move the existing VMs that break their rules, or remove max_moves_per_group.")
+	}
 	profile := d.data.Pipeline(ctx, &m.SchedulingModel, &resp.Diagnostics)
 	reqs := m.requests(ctx, &resp.Diagnostics)
 	for i := range reqs {
@@ -174,13 +204,15 @@ func (d *placementDataSource) Read(ctx context.Context, req datasource.ReadReque
 		scheduling.WarnIgnoredAnnotations(profile, &reqs[0], &m.SchedulingModel, &resp.Diagnostics)
 	}
 	ctx = tflog.NewSubsystem(ctx, kit.LogSubsystem)
-	// Decided with the plan's other placement data sources: distinct VMIDs and capacity.
-	decision, err := d.data.Changes.Read(ctx, snap, profile, reqs)
+	decision, violations, err := d.decide(ctx, &m, snap, profile, reqs, &resp.Diagnostics)
 	if err != nil {
 		tflog.SubsystemInfo(ctx, kit.LogSubsystem, "no placement", map[string]any{"error": err.Error()})
 		kit.AddPlanError(&resp.Diagnostics, config.UnderProfile(err, m.Profile), "", d.data.Changes.Hint(changeset.ReadReduce(err)))
+	}
+	if resp.Diagnostics.HasError() {
 		return
 	}
+	m.Violations = violations
 	m.fill(ctx, decision, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
@@ -199,7 +231,7 @@ func warnSharedNames(snap scheduler.Snapshot, reqs []scheduler.Request, diags *d
 		if len(guests) > 1 {
 			diags.AddWarning(fmt.Sprintf("Several guests are named %q", r.Name),
 				fmt.Sprintf("Guests %s all carry the name %q, so none of them can be taken for the VM this data source describes: %q is placed "+
-					"as a new VM (existing = false), and a resource fed its node and VMID would move or replace the VM it manages. "+
+					"as a new VM, and a resource fed its node and VMID would move or replace the VM it manages. "+
 					"Rename or remove the others in Proxmox VE so that one guest carries the name.", strings.Join(guests, ", "), r.Name, r.Name))
 		}
 	}
@@ -233,11 +265,11 @@ func (m *placementModel) fill(ctx context.Context, d scheduler.Decision, diags *
 	for _, p := range d.Placements {
 		m.Placements = append(m.Placements, placementOut{
 			Name: types.StringValue(p.Name), Node: types.StringValue(p.Node), VMID: types.Int64Value(int64(p.VMID)),
-			Storage: types.StringValue(p.Storage), Existing: types.BoolValue(p.Existing),
+			Storage: types.StringValue(p.Storage),
 		})
 		ids = append(ids, fmt.Sprintf("%s=%s/%d", p.Name, p.Node, p.VMID))
 		summaries = append(summaries, config.WithProfile(p.Summary, m.Profile))
-		tflog.SubsystemInfo(ctx, kit.LogSubsystem, "placement decided", map[string]any{"name": p.Name, "node": p.Node, "vmid": p.VMID, "storage": p.Storage, "existing": p.Existing})
+		tflog.SubsystemInfo(ctx, kit.LogSubsystem, "placement decided", map[string]any{"name": p.Name, "node": p.Node, "vmid": p.VMID, "storage": p.Storage})
 		tflog.SubsystemDebug(ctx, kit.LogSubsystem, "placement explanation", map[string]any{"name": p.Name, "summary": p.Summary, "candidates": kit.ExplainCandidates(p.Candidates)})
 	}
 	first := d.Placements[0]

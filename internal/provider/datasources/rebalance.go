@@ -20,7 +20,6 @@ import (
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/config"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/kit"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/scheduling"
-	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/rebalance"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
@@ -118,7 +117,8 @@ func (d *rebalanceDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 			"their placement policies or is overloaded. It decides with the same scheduler, profile and policies the VMs " +
 			"are placed with and moves nothing itself: feed `moves` to `qemuscheduler_vm.node` (a pinned node migrates) " +
 			"or to another provider's `node_name`, and give the data source `depends_on` on those VMs so that the apply that moves them " +
-			"reads it after the moves (else its outputs lag one apply). Let one loop own a VM: do not run PVE's CRS rebalancing or ProxLB on the same guests.",
+			"reads it after the moves (else its outputs lag one apply). Let one loop own a VM: do not run PVE's CRS rebalancing or ProxLB on the same guests. " +
+			"A `qemuscheduler_placement` with `move_existing = \"violations\"` plans with the same planner and answers the same moves for the VMs it names.",
 		Attributes: map[string]schema.Attribute{
 			"tags": schema.ListAttribute{Required: true, ElementType: types.StringType,
 				Validators: []validator.List{listvalidator.SizeAtLeast(1), listvalidator.ValueStringsAre(stringvalidator.RegexMatches(kit.TagFormat,
@@ -353,41 +353,10 @@ func (d *rebalanceDataSource) Read(ctx context.Context, req datasource.ReadReque
 		resp.Diagnostics.AddError("Cannot read the Proxmox VE cluster", err.Error())
 		return
 	}
-	switch in.Snapshot.HARules, err = d.data.Client.HARules(ctx); {
-	case errors.Is(err, proxmox.ErrForbidden):
-		resp.Diagnostics.AddWarning("HA rules not read",
-			"The credentials may not read /cluster/ha/rules (PVE needs Sys.Audit on /): the moves do not take HA node-affinity "+
-				"or resource-affinity rules into account. Grant Sys.Audit to make them.")
-	case err != nil:
-		resp.Diagnostics.AddError("Cannot read the HA rules", err.Error())
+	if !readHAState(ctx, d.data, &in.Snapshot, &resp.Diagnostics) {
 		return
 	}
-	// The HA manager refuses a move next to a negative peer it is moving there, and keeps a
-	// positive group where it moves it: with such rules, read its moves (one request).
-	if config.HasResourceAffinity(in.Snapshot.HARules) {
-		if in.Snapshot.HAMoves, err = d.data.Client.HAMoves(ctx); err != nil {
-			resp.Diagnostics.AddError("Cannot read the HA manager status", err.Error())
-			return
-		}
-	}
-	// A VM stays on a lower priority node of its node-affinity rule only with its failback
-	// off: with ranked rules, read the HA resources' flags (one request).
-	if config.HasPriorityClasses(in.Snapshot.HARules) {
-		res, err := d.data.Client.HAResources(ctx)
-		if err != nil {
-			resp.Diagnostics.AddError("Cannot read the HA resources", err.Error())
-			return
-		}
-		in.Snapshot.HAFailbackOff = proxmox.HAFailbackOff(res)
-	}
-	in.Disks = func(g *scheduler.Guest) ([]rebalance.Disk, error) {
-		disks, err := d.data.Client.GuestDisks(ctx, g.Node, g.VMID, g.Type == scheduler.GuestLXC)
-		out := make([]rebalance.Disk, len(disks))
-		for i, d := range disks {
-			out[i] = rebalance.Disk{Storage: d.Storage, Bytes: d.Bytes}
-		}
-		return out, err
-	}
+	in.Disks = guestDisks(ctx, d.data)
 	plan, err := rebalance.PlanMoves(in)
 	var unknown *rebalance.UnknownNodeError
 	switch {

@@ -187,11 +187,17 @@ func (r *Resource) ModifyPlan(ctx context.Context, req resource.ModifyPlanReques
 	if resp.Diagnostics.HasError() {
 		return // a wrong name, not the cluster's capacity: no placement error besides
 	}
-	if creating && !r.Data.NewNames.Claim(schedReq.Name) {
-		resp.Diagnostics.AddAttributeError(path.Root("name"), "Duplicate VM name",
-			fmt.Sprintf("name = %q is the name of another new VM of this plan. The scheduler tells the plan's VMs apart by name, so each needs its own: "+
-				"with count, e.g. name = \"%s-${count.index}\"; with for_each, name = each.key. %s", schedReq.Name, schedReq.Name, changeset.DestroyAnyway))
-		return
+	if creating {
+		switch r.Data.NewNames.Claim(schedReq.Name) {
+		case 1:
+		case 2:
+			resp.Diagnostics.AddAttributeError(path.Root("name"), "Duplicate VM name",
+				fmt.Sprintf("name = %q is the name of another new VM of this plan. The scheduler tells the plan's VMs apart by name, so each needs its own: "+
+					"with count, e.g. name = \"%s-${count.index}\"; with for_each, name = each.key. %s", schedReq.Name, schedReq.Name, changeset.DestroyAnyway))
+			return
+		default:
+			return // the clash is reported once, on the second VM of the name; the plan fails on it
+		}
 	}
 	if creating {
 		// Placed with the plan's other new VMs: all of them fit, or the plan fails.
