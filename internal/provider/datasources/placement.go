@@ -47,10 +47,13 @@ type placementModel struct {
 	MoveExisting     types.String   `tfsdk:"move_existing"`
 	MaxMovesPerGroup types.Int64    `tfsdk:"max_moves_per_group"`
 	Violations       []violationOut `tfsdk:"violations"`
-	Placements       []placementOut `tfsdk:"placements"`
-	Candidates       []candidateOut `tfsdk:"candidates"`
-	Summary          types.String   `tfsdk:"summary"`
-	ID               types.String   `tfsdk:"id"`
+	// HAFailover and HARules: the HA rules the names need (harules.go).
+	HAFailover types.String   `tfsdk:"ha_failover"`
+	HARules    types.List     `tfsdk:"ha_rules"`
+	Placements []placementOut `tfsdk:"placements"`
+	Candidates []candidateOut `tfsdk:"candidates"`
+	Summary    types.String   `tfsdk:"summary"`
+	ID         types.String   `tfsdk:"id"`
 }
 
 type placementOut struct {
@@ -115,6 +118,10 @@ func (d *placementDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 				Description: fmt.Sprintf("With `move_existing = \"violations\"`: at most this many members of one group (the VMs carrying the tags of a "+
 					"required `vm_anti_affinity` or a `topology_spread` of the policy that the VM carries itself) move in one plan, as "+
 					"`qemuscheduler_rebalance`'s disruption budget. Default %d.", defaultMaxMovesPerGroup)},
+			"ha_failover": schema.StringAttribute{Optional: true, Validators: []validator.String{stringvalidator.OneOf(failoverPreferred, failoverStrict)},
+				Description: haFailoverDescription},
+			"ha_rules": schema.ListNestedAttribute{Computed: true, Description: haRulesDescription,
+				NestedObject: schema.NestedAttributeObject{Attributes: haRuleAttributes()}},
 			"violations": schema.ListNestedAttribute{Computed: true,
 				Description: "The existing VMs named that break their rules where this answer puts them: where they run, or, with " +
 					"`move_existing = \"violations\"`, where the moves leave them. One entry per VM and broken rule, in the order of the names. " +
@@ -214,6 +221,9 @@ func (d *placementDataSource) Read(ctx context.Context, req datasource.ReadReque
 	}
 	m.Violations = violations
 	m.fill(ctx, decision, &resp.Diagnostics)
+	if m.HARules = d.haRules(ctx, &m, snap, profile, reqs, decision, &resp.Diagnostics); resp.Diagnostics.HasError() {
+		return
+	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
