@@ -1,0 +1,66 @@
+package datasources
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/plugins"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
+)
+
+// The rules of a placement's names: every name is in its group's rule by the VMID it is
+// answered with, HA-managed or not yet (its HA resource is written with the rules); another
+// guest of the group only when the HA manager acts on it; each name's node rule lists the
+// nodes its node-level rules allow and names it. The group's rule comes once, sorted by id.
+func TestWantHARulesOfTheNames(t *testing.T) {
+	profile, err := plugins.NewProfile(scheduler.PluginConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := func(name, zone string) scheduler.Node {
+		return scheduler.Node{Name: name, Online: true, MaxCPU: 8, MaxMem: 16 << 30, Labels: map[string]string{"zone": zone}}
+	}
+	snap := scheduler.Snapshot{
+		Nodes: []scheduler.Node{node("pve1", "a"), node("pve2", "a"), node("pve3", "a"), node("pve4", "b")},
+		Guests: []scheduler.Guest{
+			// app-1 exists, untagged yet and not HA-managed: the rules take it as answered.
+			{VMID: 100, Name: "app-1", Node: "pve4"},
+			{VMID: 200, Name: "old", Node: "pve3", Tags: []string{"app"}},     // HA-managed: in the group
+			{VMID: 201, Name: "spare", Node: "pve3", Tags: []string{"app"}},   // not HA-managed: out
+			{VMID: 202, Name: "ignored", Node: "pve3", Tags: []string{"app"}}, // ignored by the HA manager: out
+		},
+	}
+	req := scheduler.Request{Tags: []string{"app"}, NodeSelector: map[string]string{"zone": "a"},
+		VMAntiAffinity: []scheduler.VMGroupTerm{{Tags: []string{"app"}, TopologyKey: "node"}}}
+	reqs := []scheduler.Request{req, req, req}
+	for i, n := range []string{"app-1", "app-2", "app-3"} {
+		reqs[i].Name = n
+	}
+	d := scheduler.Decision{Placements: []scheduler.Placement{
+		{Name: "app-1", Node: "pve1", VMID: 100}, {Name: "app-2", Node: "pve2", VMID: 105}, {Name: "app-3", Node: "pve3", VMID: 106}}}
+	managed := map[int]bool{200: true, 202: false}
+	got := wantHARules(profile, snap, reqs, d, managed, failoverStrict)
+	type rule struct {
+		name, typ, affinity string
+		vmids               []int
+		nodes               []string
+	}
+	var short []rule
+	for _, r := range got {
+		short = append(short, rule{r.Name, r.Type, r.Affinity, r.VMIDs, r.Nodes})
+	}
+	zoneA := []string{"pve1", "pve2", "pve3"}
+	want := []rule{
+		{"qemuscheduler-apart-app", scheduler.HAResourceAffinity, scheduler.HANegative, []int{100, 105, 106, 200}, nil},
+		{"qemuscheduler-vm-100", scheduler.HANodeAffinity, "", []int{100}, zoneA},
+		{"qemuscheduler-vm-105", scheduler.HANodeAffinity, "", []int{105}, zoneA},
+		{"qemuscheduler-vm-106", scheduler.HANodeAffinity, "", []int{106}, zoneA},
+	}
+	if !reflect.DeepEqual(short, want) {
+		t.Errorf("rules\n%+v\nwant\n%+v", short, want)
+	}
+	// The provider's cached view is not changed: the names are added to a copy.
+	if len(snap.Guests) != 4 || snap.Guests[0].Node != "pve4" || snap.Guests[0].Tags != nil || len(managed) != 2 {
+		t.Errorf("the input changed: guests %+v, managed %v", snap.Guests, managed)
+	}
+}
