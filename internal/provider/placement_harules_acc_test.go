@@ -70,10 +70,15 @@ output "ha_rules" {
 // and its HA manager honours: three anti-affine names get one negative resource-affinity rule
 // over their VMIDs (known at plan); the VMs and their HA resources are created where the data
 // source answered, the rules written through the API, and HA maintenance of one VM's node
-// moves it to the one node without another app VM, not next to one.
+// moves it to the one node without another app VM, not next to one, where the HA manager's
+// basic scheduler would take it without the rule (that node holds two other HA services).
 func TestAccPlacementHARules(t *testing.T) {
 	c := appCluster()
 	c.HARules = []pvesim.HARuleSpec{} // PVE 9: rules, no HA groups
+	// Two HA-managed guests on pve4, the one node without an app VM: the HA manager's basic
+	// scheduler (fewest HA services) would take the maintained VM next to another app VM
+	// without the rule.
+	c.Guests = append(c.Guests, pvesim.GuestSpec{VMID: 901, Node: "pve4", Name: "anchor-2", Status: "running", Cores: 1, MemoryMiB: 512})
 	env, sim := simEnv(t, c)
 	const ds = "data.qemuscheduler_placement.app"
 	rule := knownvalue.ObjectExact(map[string]knownvalue.Check{
@@ -83,7 +88,7 @@ func TestAccPlacementHARules(t *testing.T) {
 			knownvalue.StringExact("vm:3000"), knownvalue.StringExact("vm:3001"), knownvalue.StringExact("vm:3002")}),
 	})
 	written := func(s *terraform.State) error {
-		ctx, c := context.Background(), simClient(t, sim)
+		ctx, api := context.Background(), simClient(t, sim)
 		attrs := s.RootModule().Resources[ds].Primary.Attributes
 		vmids, nodes := map[string]int{}, map[int]string{}
 		for i := range 3 {
@@ -94,7 +99,7 @@ func TestAccPlacementHARules(t *testing.T) {
 			}
 			vmids[name], nodes[vmid] = vmid, attrs[fmt.Sprintf("placements.%d.node", i)]
 			env.createVM(t, nodes[vmid], vmid, map[string]string{"name": name, "memory": "1024", "tags": "app", "start": "1"})
-			must(t, c.AddHAResource(ctx, vmid, proxmox.HASettings{State: "started", MaxRestart: 1, MaxRelocate: 1}))
+			must(t, api.AddHAResource(ctx, vmid, proxmox.HASettings{State: "started", MaxRestart: 1, MaxRelocate: 1}))
 		}
 		// The rules, attribute by attribute, as bpg's harule sends them.
 		n, _ := strconv.Atoi(attrs["ha_rules.#"])
@@ -126,6 +131,9 @@ func TestAccPlacementHARules(t *testing.T) {
 		}
 		if rows[0]["errors"] != nil || rows[0]["disable"] != nil {
 			return fmt.Errorf("PVE does not keep the rule: %v", rows[0])
+		}
+		for _, vmid := range []int{900, 901} {
+			must(t, api.AddHAResource(ctx, vmid, proxmox.HASettings{State: "started", MaxRestart: 1, MaxRelocate: 1}))
 		}
 		// HA maintenance of app-2's node: the manager moves it to the node without an app VM.
 		maintained := nodes[vmids["app-2"]]
