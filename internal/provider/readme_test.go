@@ -14,6 +14,7 @@ import (
 	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/scheduling"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 )
 
@@ -65,7 +66,8 @@ var claim = regexp.MustCompile(`(?m)^# (data\.qemuscheduler_\w+\.\w+\.[\w.\[\]]+
 // without a provider block gets examples/provider's, a bare plugin_config or profile block goes
 // into the provider block, plugin-config.yaml is the README's YAML, a resource a snippet refers
 // to comes from the earlier snippet that declares it, and the blocks of other providers (bpg's,
-// applied by TestAccBpgProviderFedByPlacement) are left out.
+// applied by TestAccBpgProviderFedByPlacement) are left out. A ```terraform snippet is shown,
+// not run: resources of a bpg newer than the module proxy serves (TestReadmeHARulesRecipe).
 func TestAccReadmeSnippets(t *testing.T) {
 	cluster, err := pvesim.LoadCluster(filepath.Join(examplesDir, "lab", "cluster.yaml"))
 	if err != nil {
@@ -262,4 +264,37 @@ func TestReadmeBpgRecipe(t *testing.T) {
 		return
 	}
 	t.Fatal(`README.md has no hcl snippet with resource "proxmox_virtual_environment_vm" "clone"`)
+}
+
+// The README's HA rules recipe (a ```terraform snippet: bpg v0.99's harule, which the module
+// proxy does not serve, so it is not run) parses and reads only attributes ha_rules has;
+// TestAccPlacementHARules writes those attributes into the simulator as bpg would.
+func TestReadmeHARulesRecipe(t *testing.T) {
+	each := regexp.MustCompile(`each\.value\.(\w+)`)
+	for _, s := range readmeSnippets(t) {
+		if s.lang != "terraform" || !strings.Contains(s.src, `resource "proxmox_virtual_environment_harule"`) {
+			continue
+		}
+		parseHCL(t, "ha rules recipe", []byte(s.src))
+		if !strings.Contains(s.src, ".ha_rules : r.id => r") {
+			t.Errorf("README.md line %d: the recipe's for_each is not over ha_rules by id", s.line)
+		}
+		read := 0
+		for _, block := range parseHCL(t, "ha rules recipe", []byte(s.src)).Body().Blocks() {
+			if !slices.Equal(block.Labels(), []string{"proxmox_virtual_environment_harule", "clones"}) {
+				continue
+			}
+			for _, m := range each.FindAllStringSubmatch(string(block.BuildTokens(nil).Bytes()), -1) {
+				if _, ok := scheduling.HARuleType.AttrTypes[m[1]]; !ok {
+					t.Errorf("README.md line %d reads ha_rules' %q, which it does not have", s.line, m[1])
+				}
+				read++
+			}
+		}
+		if read < 6 {
+			t.Errorf("README.md line %d: the harule reads %d attributes of a rule, want all six", s.line, read)
+		}
+		return
+	}
+	t.Fatal(`README.md has no terraform snippet with resource "proxmox_virtual_environment_harule"`)
 }
