@@ -29,8 +29,8 @@ const (
 	failoverStrict    = "strict"
 )
 
-const haFailoverDescription = "How the HA manager treats the hard rules of these VMs when it recovers or moves them, as " +
-	"`qemuscheduler_vm`'s `ha.failover`: `preferred` (the default) puts availability first: a VM's node rule is non-strict " +
+const haFailoverDescription = "How the HA manager treats the hard rules of these VMs when it recovers or moves them (`ha_rules`): " +
+	"`preferred` (the default) puts availability first: a VM's node rule is non-strict " +
 	"with priority classes, and PVE may run it on any other node, last, when none of its nodes is available. `strict` puts " +
 	"the rules first: the node rule is strict and node-level anti-affinity is a PVE resource-affinity rule, so the HA manager " +
 	"leaves a VM in `recovery` rather than break a hard rule (what a quorum database tier wants)."
