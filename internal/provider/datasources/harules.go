@@ -124,7 +124,30 @@ func (d *placementDataSource) haRules(ctx context.Context, m *placementModel, sn
 		diags.AddError("Cannot read the HA resources", err.Error())
 		return types.ListNull(scheduling.HARuleType)
 	}
-	return scheduling.HARulesValue(wantHARules(profile, snap, reqs, decision, view.Managed, failover))
+	want := wantHARules(profile, snap, reqs, decision, view.Managed, failover)
+	for _, msg := range refusedRules(want, view.Rules.Rules, len(snap.Nodes)) {
+		diags.AddAttributeWarning(path.Root("ha_rules"), "Proxmox VE would refuse an HA rule of ha_rules",
+			msg+". Written as they are, the rule's create fails (PVE checks the rules with the cluster's others). Change or delete the "+
+				"conflicting rule in Proxmox VE (Datacenter > HA > Rules), or change this data source's rules so that they agree.")
+	}
+	return scheduling.HARulesValue(want)
+}
+
+// refusedRules are the problems PVE's feasibility checks find in the rules want once written
+// among the cluster's rules cur (want replacing the rules of the same id), one message per
+// problem of a rule of want.
+func refusedRules(want, cur []scheduler.HARule, nodes int) []string {
+	after := slices.DeleteFunc(slices.Clone(cur), func(c scheduler.HARule) bool {
+		return slices.ContainsFunc(want, func(w scheduler.HARule) bool { return strings.EqualFold(w.Name, c.Name) })
+	})
+	after = append(after, want...)
+	var out []string
+	for _, p := range harules.Check(after, nodes) {
+		if slices.ContainsFunc(want, func(w scheduler.HARule) bool { return strings.EqualFold(w.Name, p.Rule) }) {
+			out = append(out, "HA rule "+p.Rule+": "+p.String())
+		}
+	}
+	return out
 }
 
 // haRuleAttributes are the attributes of one rule of ha_rules.

@@ -2,6 +2,7 @@ package datasources
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/plugins"
@@ -62,5 +63,26 @@ func TestWantHARulesOfTheNames(t *testing.T) {
 	// The provider's cached view is not changed: the names are added to a copy.
 	if len(snap.Guests) != 4 || snap.Guests[0].Node != "pve4" || snap.Guests[0].Tags != nil || len(managed) != 2 {
 		t.Errorf("the input changed: guests %+v, managed %v", snap.Guests, managed)
+	}
+}
+
+// A rule of ha_rules that PVE's checks would refuse beside the cluster's rules is named with
+// the rule it conflicts with: a user's node rule already holding one of the VMs. The cluster's
+// own version of a rule of ha_rules is replaced, not checked against it.
+func TestRefusedRules(t *testing.T) {
+	want := []scheduler.HARule{
+		{Name: "qemuscheduler-apart-app", Type: scheduler.HAResourceAffinity, Affinity: scheduler.HANegative, VMIDs: []int{100, 105}},
+		{Name: "qemuscheduler-vm-105", Type: scheduler.HANodeAffinity, Strict: true, VMIDs: []int{105}, Nodes: []string{"pve1", "pve2"}},
+	}
+	cur := []scheduler.HARule{
+		{Name: "qemuscheduler-vm-105", Type: scheduler.HANodeAffinity, VMIDs: []int{105}, Nodes: []string{"pve1"}},
+	}
+	if got := refusedRules(want, cur, 4); len(got) != 0 {
+		t.Errorf("refusals %q, want none: the cluster's version of a rule is replaced", got)
+	}
+	cur = append(cur, scheduler.HARule{Name: "pin-105", Type: scheduler.HANodeAffinity, VMIDs: []int{105}, Nodes: []string{"pve3"}})
+	got := refusedRules(want, cur, 4)
+	if len(got) == 0 || !strings.Contains(strings.Join(got, "\n"), "qemuscheduler-vm-105") || !strings.Contains(strings.Join(got, "\n"), "pin-105") {
+		t.Errorf("refusals %q, want qemuscheduler-vm-105 refused beside pin-105 (one node rule per resource)", got)
 	}
 }
