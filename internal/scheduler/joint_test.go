@@ -163,3 +163,33 @@ func TestRepairMovesAPlacedVM(t *testing.T) {
 		t.Fatalf("loads %v, want a 5 and a 3 on every node", load)
 	}
 }
+
+// A search that runs out of its budget proves nothing: its error says that it gave up and the
+// set may still fit, never "only N of M".
+func TestScheduleSetGaveUpSaysSo(t *testing.T) {
+	p := cpuFitProfile(t)
+	snap := Snapshot{Nodes: testNodes("n1", "n2")}
+	reqs := cpuRequests(3, 3, 4, 4, 2, 1)
+	run := p.newRun(&snap, reqs, Options{})
+	fresh := []int{0, 1, 2, 3, 4, 5}
+	vmids := map[int]int{}
+	for _, i := range fresh {
+		vmids[i] = 100 + i
+	}
+	s := newSearch(p, run.infos, &snap, reqs, fresh, vmids)
+	s.budget, s.complete = 1, false
+	if s.solve() || s.proven {
+		t.Fatal("a search of one unit of work placed or refused the set")
+	}
+	err := s.failure(run)
+	var se *SetError
+	if !errors.As(err, &se) || !se.GaveUp || se.Maximal || strings.Contains(err.Error(), "only ") ||
+		!strings.Contains(err.Error(), "gave up after its budget") || !strings.Contains(err.Error(), "may still fit") {
+		t.Fatalf("err = %v (%+v), want the search's giving up", err, se)
+	}
+	// The whole search proves it, and says only then how many fit.
+	_, err = p.ScheduleSet(snap, reqs, Options{})
+	if !errors.As(err, &se) || se.GaveUp || !se.Maximal || !strings.Contains(err.Error(), "only 5 of the plan's 6 new VMs") {
+		t.Fatalf("err = %v, want the proven refusal", err)
+	}
+}
