@@ -264,7 +264,7 @@ type search struct {
 	inter [][]bool
 	// complete is true for the sizes the search is complete for: one search, no restart.
 	complete bool
-	// restart counts the search's restarts, which rotate the order of equal nodes.
+	// restart counts the search's restarts, which blur the fits of nodes (order).
 	restart int
 	// caps are the capacity filters every class runs (bounded).
 	caps []CapacityPlugin
@@ -740,7 +740,7 @@ func (s *search) unwind() {
 
 // solve searches for a placement of every class's members: the exact search backtracks
 // from the largest, most constrained class, tightest fit first; beyond the complete sizes it
-// restarts, each time with the nodes tried in another order among equals and a budget that
+// restarts, each time with the fits of nodes blurred its own way and a budget that
 // grows as Luby's sequence (a bad early choice costs one restart, not the whole budget;
 // dead states stay known). Beyond its budget, the repair. On success the stack holds the
 // placement.

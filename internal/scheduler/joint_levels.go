@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 )
@@ -167,8 +168,7 @@ func (s *search) bounded(lv *level) bool {
 // out, the nodes its whole request passes now first (those terms are best met as Schedule
 // would meet them); then the tightest fit first, the node on which the fewest classes with
 // members left still fit once it takes the VM (best fit: a node left with room it cannot
-// use is what strands a later VM); ties by the restart's rotation of the nodes, so that each
-// restart tries another branch first.
+// use is what strands a later VM), blurred by each restart its own way; ties by node.
 func (s *search) order(ci int, lv *level) []int {
 	at := slices.Clone(lv.feasible[ci])
 	c := s.classes[ci]
@@ -186,20 +186,14 @@ func (s *search) order(ci int, lv *level) []int {
 			at = slices.DeleteFunc(at, func(n int) bool { return !first[n] })
 		}
 	}
-	room := make(map[int]int, len(at))
-	for _, n := range at {
-		s.push(ci, n)
-		for cj, other := range s.classes {
-			if other.left > 0 && lv.states[cj] != nil && slices.Contains(lv.feasible[cj], n) {
-				s.work++
-				if s.passes(lv.states[cj], lv.probes[cj], s.infos[n]) {
-					room[n] += other.left
-				}
-			}
+	room := s.leftover(ci, at, lv)
+	if s.restart > 0 {
+		// Each restart blurs the fit a little, its own way, so that it tries other branches
+		// first among near equals; the same restart always blurs alike.
+		for _, n := range at {
+			room[n] += noise(uint64(s.restart), uint64(n), uint64(ci)) * restartBlur
 		}
-		s.pop()
 	}
-	rot := func(n int) int { return (n + s.restart*7) % len(s.infos) }
 	slices.SortStableFunc(at, func(a, b int) int {
 		switch {
 		case first[a] != first[b]:
@@ -208,9 +202,62 @@ func (s *search) order(ci int, lv *level) []int {
 			}
 			return 1
 		case room[a] != room[b]:
-			return room[a] - room[b]
+			return cmp.Compare(room[a], room[b])
 		}
-		return rot(a) - rot(b)
+		return a - b
 	})
 	return at
+}
+
+// leftover is what each node of at keeps once it takes class ci's next VM, the less the
+// better a fit: with capacities, their room left in units of the mean demand of the VMs left
+// to place, summed; without, how many VMs left still fit there.
+func (s *search) leftover(ci int, at []int, lv *level) map[int]float64 {
+	room := make(map[int]float64, len(at))
+	c := s.classes[ci]
+	if len(s.caps) > 0 {
+		for _, cp := range s.caps {
+			need, left := 0.0, 0
+			for _, other := range s.classes {
+				need += float64(other.left) * cp.Demand(other.rep)
+				left += other.left
+			}
+			if need == 0 {
+				continue
+			}
+			unit := need / float64(left)
+			for _, n := range at {
+				s.work++
+				room[n] += (cp.Room(s.infos[n]) - cp.Demand(c.rep)) / unit
+			}
+		}
+		return room
+	}
+	for _, n := range at {
+		s.push(ci, n)
+		for cj, other := range s.classes {
+			if other.left > 0 && lv.states[cj] != nil && slices.Contains(lv.feasible[cj], n) {
+				s.work++
+				if s.passes(lv.states[cj], lv.probes[cj], s.infos[n]) {
+					room[n] += float64(other.left)
+				}
+			}
+		}
+		s.pop()
+	}
+	return room
+}
+
+// restartBlur is how far a restart may move a node's fit, in the units of leftover.
+const restartBlur = 0.5
+
+// noise is a number in [0, 1) fixed by its arguments (splitmix64).
+func noise(a, b, c uint64) float64 {
+	x := a*0x9E3779B97F4A7C15 ^ b*0xBF58476D1CE4E5B9 ^ c*0x94D049BB133111EB
+	x ^= x >> 30
+	x *= 0xBF58476D1CE4E5B9
+	x ^= x >> 27
+	x *= 0x94D049BB133111EB
+	x ^= x >> 31
+	return float64(x>>11) / (1 << 53)
 }
