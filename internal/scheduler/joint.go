@@ -114,6 +114,9 @@ type SetError struct {
 	// cannot be placed: the set may still fit. Maximal says that it proved Placed the most
 	// that fit together (only then does the line say "only Placed of Total").
 	GaveUp, Maximal bool
+	// Cause names a smallest cause of a proven refusal, when the search found one: the VM
+	// and the rule that no other VM of the set changes ("" none).
+	Cause string
 }
 
 func (e *SetError) Unwrap() error { return e.UnschedulableError }
@@ -974,6 +977,12 @@ func (s *search) failure(run *run) error {
 	se := &SetError{UnschedulableError: ue, Placed: len(s.stack), Total: s.total, Unplaced: unplaced, GaveUp: !s.proven,
 		Maximal: s.proven && (len(s.stack) == s.total-1 || !s.growCut)}
 	ue.Message += "\n" + setLine(se, blockedByAntiAffinity(r, ue.Candidates))
+	if s.proven {
+		s.unwind()
+		if se.Cause = s.cause(r); se.Cause != "" {
+			ue.Message += "\n" + se.Cause
+		}
+	}
 	return se
 }
 
