@@ -719,15 +719,13 @@ func (s *search) leaveOut(st step) (restore func()) {
 // additions in the same order as before g came, so the figures are exactly those) and
 // credits g's disks back.
 func (s *search) recount(ni *NodeInfo, g *Guest) {
-	kept := make([]*Guest, 0, len(ni.Guests))
-	fresh := NodeInfo{Node: ni.Node, CPU: ni.Node.CPU, Mem: ni.Node.Mem, storageDebits: ni.storageDebits}
+	fresh := NodeInfo{Node: ni.Node, CPU: ni.Node.CPU, Mem: ni.Node.Mem, storageDebits: ni.storageDebits, Guests: make([]*Guest, 0, len(ni.Guests))}
 	for _, other := range ni.Guests {
 		if other != g {
-			kept = append(kept, other)
+			fresh.list(other)
 			fresh.tally(other)
 		}
 	}
-	fresh.Guests = kept
 	*ni = fresh
 	ni.chargeDisks(g, false)
 }
