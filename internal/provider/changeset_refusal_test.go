@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
@@ -21,7 +22,9 @@ func TestAccChangeSetCount200RefusedOnce(t *testing.T) {
 	env, sim := simEnv(t, sizedCluster(3, 4, 16))
 	t.Parallel()
 	cli := newCLIDir(t, env.providerBlock(cpuRatioOne)+webVMs("web", 200, ""))
+	start := time.Now()
 	out, err := cli.run("plan", "-input=false")
+	t.Logf("the refused plan of count = 200 took %v (benchmarks/changeset.md)", time.Since(start))
 	flat := strings.Join(strings.Fields(out), " ")
 	if err == nil || strings.Count(out, "Error: ") != 1 || !strings.Contains(flat, "only 12 of the plan's 200 new VMs can be placed together") {
 		t.Fatalf("plan of count = 200 with room for 12: error %v, want exactly one error counting the 200; output:\n%s", err, out)
