@@ -78,13 +78,7 @@ func TestScheduleSetSymmetryBoundsTheSearch(t *testing.T) {
 	for i := range snap.Nodes[:5] {
 		snap.Nodes[i].MaxCPU = 7 // five nodes cannot take a 5 and a 3, so only three 3s fit
 	}
-	run := p.newRun(&snap, reqs, Options{})
-	fresh := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}
-	vmids := map[int]int{}
-	for _, i := range fresh {
-		vmids[i] = 100 + i
-	}
-	s := newSearch(p, run.infos, &snap, reqs, fresh, vmids)
+	s, _ := newTestSearch(p, &snap, reqs)
 	if s.solve() {
 		t.Fatal("placed 12 VMs that need 4 nodes of 8 CPUs for the pairs, of 3")
 	}
@@ -140,13 +134,7 @@ func TestRepairMovesAPlacedVM(t *testing.T) {
 	p := cpuFitProfile(t)
 	snap := Snapshot{Nodes: testNodes("n1", "n2", "n3")}
 	reqs := cpuRequests(5, 5, 5, 3, 3, 3)
-	run := p.newRun(&snap, reqs, Options{})
-	fresh := []int{0, 1, 2, 3, 4, 5}
-	vmids := map[int]int{}
-	for _, i := range fresh {
-		vmids[i] = 100 + i
-	}
-	s := newSearch(p, run.infos, &snap, reqs, fresh, vmids)
+	s, _ := newTestSearch(p, &snap, reqs)
 	small := slices.IndexFunc(s.classes, func(c *vmClass) bool { return c.rep.Cores == 3 })
 	s.push(small, 0)
 	s.push(small, 0)
@@ -170,13 +158,7 @@ func TestScheduleSetGaveUpSaysSo(t *testing.T) {
 	p := cpuFitProfile(t)
 	snap := Snapshot{Nodes: testNodes("n1", "n2")}
 	reqs := cpuRequests(3, 3, 4, 4, 2, 1)
-	run := p.newRun(&snap, reqs, Options{})
-	fresh := []int{0, 1, 2, 3, 4, 5}
-	vmids := map[int]int{}
-	for _, i := range fresh {
-		vmids[i] = 100 + i
-	}
-	s := newSearch(p, run.infos, &snap, reqs, fresh, vmids)
+	s, run := newTestSearch(p, &snap, reqs)
 	s.budget, s.complete = 1, false
 	if s.solve() || s.proven {
 		t.Fatal("a search of one unit of work placed or refused the set")
@@ -192,4 +174,16 @@ func TestScheduleSetGaveUpSaysSo(t *testing.T) {
 	if !errors.As(err, &se) || se.GaveUp || !se.Maximal || !strings.Contains(err.Error(), "only 5 of the plan's 6 new VMs") {
 		t.Fatalf("err = %v, want the proven refusal", err)
 	}
+}
+
+// newTestSearch is the joint search of every request of reqs as new VMs, VMIDs from 100 in
+// request order, with its run.
+func newTestSearch(p *Profile, snap *Snapshot, reqs []Request) (*search, *run) {
+	run := p.newRun(snap, reqs, Options{})
+	fresh := make([]int, len(reqs))
+	vmids := map[int]int{}
+	for i := range reqs {
+		fresh[i], vmids[i] = i, 100+i
+	}
+	return newSearch(p, run.infos, snap, reqs, fresh, vmids), run
 }
