@@ -790,9 +790,10 @@ func luby(i int) int {
 	}
 }
 
-// before reports whether the dfs branches on class a rather than b.
+// before reports whether the dfs branches on class a rather than b: the carriers of left-out
+// terms first, except in a narrow restart, whose spreads stay even as they come.
 func (s *search) before(a, b int, feasible [][]int) bool {
-	if ca, cb := s.classes[a].carrier, s.classes[b].carrier; ca != cb {
+	if ca, cb := s.classes[a].carrier, s.classes[b].carrier; ca != cb && !s.narrow {
 		return ca
 	}
 	return len(feasible[a]) < len(feasible[b])
