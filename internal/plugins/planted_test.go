@@ -284,3 +284,23 @@ func TestScheduleSetSpreadVMIsNotRefusedAlone(t *testing.T) {
 		t.Fatalf("err = %v, want huge refused alone", err)
 	}
 }
+
+// A group kept apart by zone with more members than zones is refused as proven, at once,
+// naming the cause, however large the set: never "the search gave up".
+func TestScheduleSetProvesAGroupLargerThanItsDomains(t *testing.T) {
+	var snap scheduler.Snapshot
+	for i := range 16 {
+		n := node(fmt.Sprintf("pve%02d", i+1), 32, 128)
+		n.Labels = map[string]string{"zone": fmt.Sprintf("z%d", i%4)}
+		snap.Nodes = append(snap.Nodes, n)
+	}
+	reqs := replicas(40, 1, 1)
+	for i := range reqs {
+		reqs[i].VMAntiAffinity = antiTerm("zone", 0, "web")
+	}
+	_, err := mustProfile(scheduler.PluginConfig{}).ScheduleSet(snap, reqs, scheduler.Options{})
+	se := setError(t, err)
+	if se.GaveUp || se.Placed != 4 || !strings.Contains(err.Error(), "vm_anti_affinity [web] by zone: 40 members, 4 eligible domains of zone") {
+		t.Fatalf("err = %v (%+v), want the proven refusal with its cause", err, se)
+	}
+}

@@ -739,13 +739,21 @@ func (s *search) unwind() {
 	}
 }
 
-// solve searches for a placement of every class's members: the exact search backtracks
+// solve searches for a placement of every class's members, unless a cause shows at once that
+// none exists: the exact search backtracks
 // from the largest, most constrained class, tightest fit first; beyond the complete sizes it
 // restarts, each time with the fits of nodes blurred its own way and a budget that
 // grows as Luby's sequence (a bad early choice costs one restart, not the whole budget;
 // dead states stay known). Beyond its budget, the repair. On success the stack holds the
 // placement.
 func (s *search) solve() bool {
+	// A group kept apart with more members than domains is a proof no search needs.
+	for _, c := range s.classes {
+		if s.cause(c.rep) != "" {
+			s.proven = true
+			return false
+		}
+	}
 	total := s.budget
 	proof := s.dead
 	for s.restart = 0; ; s.restart++ {
