@@ -45,18 +45,20 @@ func Changes(vmid int, want []Rule, cur []scheduler.HARule, managed map[int]bool
 		}
 		next := w.HARule
 		if w.Type == scheduler.HAResourceAffinity || w.Shared {
-			others := false
 			for _, m := range cur[i].VMIDs {
 				if managed[m] && !slices.Contains(next.VMIDs, m) {
-					next.VMIDs, others = append(next.VMIDs, m), true
+					next.VMIDs = append(next.VMIDs, m)
 					if slices.Contains(cur[i].CTs, m) {
 						next.CTs = append(next.CTs, m)
 					}
 				}
 			}
 			sort.Ints(next.VMIDs)
-			if w.Shared && others {
+			if w.Shared && slices.ContainsFunc(cur[i].VMIDs, func(m int) bool { return m != vmid && managed[m] }) {
+				// Until the others leave: their nodes, and their strictness (one strict member's
+				// rule must not be loosened by a preferred one, nor flip with each apply).
 				next.Nodes = slices.DeleteFunc(slices.Clone(next.Nodes), func(n string) bool { return !slices.Contains(cur[i].Nodes, n) })
+				next.Strict = next.Strict || cur[i].Strict
 			}
 		}
 		if !same(cur[i], next) {

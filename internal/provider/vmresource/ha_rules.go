@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
@@ -81,6 +82,8 @@ type haPolicy struct {
 	Name    string
 	// node is where the VM is about to run, "" for where the cluster view shows it.
 	node string
+	// strict is ha.failover = "strict".
+	strict bool
 }
 
 // haSnapshot is the cluster view a VM's rules are computed from: read after since when the
@@ -121,11 +124,13 @@ func requiredOver(node bool) func(scheduler.VMGroupTerm) bool {
 func wantedRules(mode haRuleMode, p haPolicy, vmid int, node string, snap scheduler.Snapshot, v config.HAView) ([]harules.Rule, []harules.Lost) {
 	switch mode {
 	case haRulesKeep:
+		held := harules.Held(vmid, p.req.Tags, p.strict, v.Rules.Rules, snap, v.Managed)
 		in := harules.Input{VMID: vmid, Name: p.Name, Node: node, Request: p.req, Snap: snap, Managed: v.Managed,
-			PolicyNodes: harules.NodeRuleNodes(p.Profile, snap, p.req)}
+			PolicyNodes: harules.NodeRuleNodes(p.Profile, snap, p.req), Strict: p.strict, Lenient: harules.Lenient(v.Rules.Rules),
+			PairedBy: pairedBy(vmid, held)}
 		want := harules.Want(in)
 		want = keepDownNodes(want, v.Rules.Rules, snap, vmid, node)
-		for _, held := range harules.Held(vmid, p.req.Tags, v.Rules.Rules, snap, v.Managed) {
+		for _, held := range held {
 			if !slices.ContainsFunc(want, func(w harules.Rule) bool { return strings.EqualFold(w.Name, held.Name) }) {
 				want = append(want, held)
 			}
@@ -170,6 +175,17 @@ func lostKeyMessages(lost []harules.Lost, name string, vmid int, np *config.Node
 	return out
 }
 
+// pairedBy are the peers that hold the VM vmid in the positive pairs held.
+func pairedBy(vmid int, held []harules.Rule) []int {
+	var out []int
+	for _, r := range held {
+		if r.Affinity == scheduler.HAPositive {
+			out = append(out, slices.DeleteFunc(slices.Clone(r.VMIDs), func(m int) bool { return m == vmid })...)
+		}
+	}
+	return out
+}
+
 // keepDownNodes keeps in a wanted node rule the nodes of its current version that are down:
 // their labels cannot be read (PVE does not answer for an offline node), and a failover must
 // not rewrite the rule without them, nor their return rewrite it again. When node, where the
@@ -192,11 +208,14 @@ func keepDownNodes(want []harules.Rule, cur []scheduler.HARule, snap scheduler.S
 		case i < 0:
 			continue
 		case down[node]:
-			want[i].Nodes = slices.Clone(c.Nodes)
+			want[i].Nodes, want[i].Priorities = slices.Clone(c.Nodes), maps.Clone(c.Priorities)
 		}
 		for _, n := range c.Nodes {
 			if down[n] && !slices.Contains(want[i].Nodes, n) {
 				want[i].Nodes = append(want[i].Nodes, n)
+				if p := c.Priorities[n]; p != 0 && len(want[i].Priorities) > 0 {
+					want[i].Priorities[n] = p
+				}
 			}
 		}
 		sort.Strings(want[i].Nodes)
@@ -272,6 +291,10 @@ func (r *Resource) planHARules(ctx context.Context, resp *resource.ModifyPlanRes
 		want = nil
 	}
 	changes := harules.Changes(vmid, want, view.Rules.Rules, view.Managed)
+	for _, msg := range harules.NoTarget(vmid, p.Name, want, snap, harules.NodeRuleNodes(p.Profile, snap, p.req)) {
+		resp.Diagnostics.AddAttributeWarning(path.Root("ha").AtName("failover"), "An HA rule leaves the VM no failover target",
+			msg+`. To let the HA manager run it elsewhere when that happens, set ha.failover = "preferred"; or allow the VM more nodes.`)
+	}
 	for _, msg := range Refusals(changes, view.Rules.Rules, len(snap.Nodes)) {
 		resp.Diagnostics.AddAttributeError(path.Root("ha").AtName("placement_rules"), "Proxmox VE would refuse an HA rule for this VM",
 			msg+". Change the VM's placement policy or the conflicting rule, or set ha.placement_rules = false. "+changeset.DestroyAnyway)
@@ -323,7 +346,7 @@ func PlannedRules(planned types.List, prior *HAModel, due, same bool) types.List
 // the same apply do to the group the VM records with its next refresh, as an untouched
 // member does.
 func (r *Resource) RulesInputsSame(ctx context.Context, plan, state *Model, planned scheduler.Request, rec RulesRecord) bool {
-	if state.HA == nil || ruleMode(plan.HA) != ruleMode(state.HA) || plan.Tags.IsUnknown() {
+	if state.HA == nil || ruleMode(plan.HA) != ruleMode(state.HA) || !plan.HA.Failover.Equal(state.HA.Failover) || plan.Tags.IsUnknown() {
 		return false
 	}
 	if !plan.Profile.Equal(state.Profile) || !plan.PluginConfigYAML.Equal(state.PluginConfigYAML) || !reflect.DeepEqual(plan.PluginConfig, state.PluginConfig) {
@@ -622,7 +645,8 @@ func (r *Resource) HAPolicy(ctx context.Context, m *Model, diags *diag.Diagnosti
 	req, _, _ := r.Request(ctx, m, false, &d)
 	profile := r.Data.Pipeline(ctx, &m.SchedulingModel, &d)
 	diags.Append(d...)
-	return haPolicy{Profile: profile, req: req, Name: m.Name.ValueString()}, profile != nil && !d.HasError()
+	return haPolicy{Profile: profile, req: req, Name: m.Name.ValueString(), strict: failoverStrict(m.HA)},
+		profile != nil && !d.HasError()
 }
 
 // haBeforeMove, before an update moves an HA-managed VM to a new pinned node, rewrites its
