@@ -79,6 +79,26 @@ func Changes(vmid int, want []Rule, cur []scheduler.HARule, managed map[int]bool
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Op == Update && out[j].Op != Update })
+	return append(folded(vmid, want, cur), out...)
+}
+
+// folded deletes, first, the own node rules of the other members of a shared node rule in
+// want: PVE refuses a resource in two node rules, so a member's own rule is folded into the
+// group's (which keeps its nodes: Changes) rather than left for its own apply.
+func folded(vmid int, want []Rule, cur []scheduler.HARule) []Change {
+	var out []Change
+	for _, w := range want {
+		if !w.Shared {
+			continue
+		}
+		for _, m := range w.VMIDs {
+			own := NodeRuleName(m)
+			if i := slices.IndexFunc(cur, func(r scheduler.HARule) bool { return strings.EqualFold(r.Name, own) }); m != vmid && i >= 0 &&
+				!strings.EqualFold(own, w.Name) && slices.Equal(cur[i].VMIDs, []int{m}) {
+				out = append(out, Change{Op: Delete, Rule: cur[i]})
+			}
+		}
+	}
 	return out
 }
 

@@ -55,6 +55,12 @@ type Input struct {
 	// PairedBy are the peers whose required vm_affinity over nodes holds the VM in a positive
 	// pair (Held): its node rule is the pair's, of one priority class.
 	PairedBy []int
+	// Placing says Node is where the provider places the VM now (its create, a pinned move):
+	// its new home. Else its home is the one its rule records (Home).
+	Placing bool
+	// Rules are the cluster's rules: where they record the homes of the VM and its peers, and
+	// the positive groups a pair joins.
+	Rules []scheduler.HARule
 }
 
 // Want is the rules the VM must be in, by the design's table (design-failover §2). Under
@@ -111,7 +117,7 @@ func Want(in Input) []Rule {
 			add(rule)
 		}
 	}
-	nodes, priorities, policy := nodeClasses(in)
+	nodes, priorities, policy, placed := nodeClasses(in)
 	// PVE allows a resource in a resource-affinity rule only a node rule of one priority class.
 	pair := slices.Clone(in.PairedBy)
 	if peer != 0 {
@@ -125,20 +131,45 @@ func Want(in Input) []Rule {
 		rule := Rule{HARule: scheduler.HARule{Name: NodeRuleName(in.VMID), Type: scheduler.HANodeAffinity, Strict: in.Strict,
 			VMIDs: []int{in.VMID}, Nodes: nodes, Priorities: priorities,
 			Comment: fmt.Sprintf("qemuscheduler: VM %s (%d) on the nodes its rules allow", in.Name, in.VMID)}, Policy: policy}
+		if placed != "" {
+			rule.Comment += placedOn + placed
+		}
 		if paired {
-			// The pair meets in one node rule, named for its lowest VMID whichever side writes,
-			// on the nodes both allow (Changes keeps the nodes of the other), with the same
-			// comment: else each apply would rewrite the other's.
-			pair = append(pair, in.VMID)
-			slices.Sort(pair)
-			pair = slices.Compact(pair)
-			rule.Name, rule.VMIDs, rule.Shared = Prefix+"vm-"+strconv.Itoa(pair[0]), pair, true
-			rule.Comment = fmt.Sprintf("qemuscheduler: VM %d and the VMs next to it on the nodes all their rules allow", pair[0])
+			// PVE merges the positive rules that share a resource into one group (pairs that
+			// chain, A-B and B-C), and allows a group one node rule: the group meets in one,
+			// named for its lowest VMID whichever member writes, on the nodes all allow
+			// (Changes keeps the nodes of the others and folds their own rules into it), with
+			// the same comment: else each apply would rewrite the others'.
+			group := positiveGroup(append(pair, in.VMID), in.Rules)
+			rule.Name, rule.VMIDs, rule.Shared = NodeRuleName(group[0]), group, true
+			rule.Comment = fmt.Sprintf("qemuscheduler: VM %d and the VMs next to it on the nodes all their rules allow", group[0])
 		}
 		add(rule)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// positiveGroup is members with every VM the enabled positive rules among rules join to them,
+// transitively, sorted: the group PVE makes of overlapping positive rules.
+func positiveGroup(members []int, rules []scheduler.HARule) []int {
+	group := slices.Clone(members)
+	for grown := true; grown; {
+		grown = false
+		for _, r := range rules {
+			if r.Disabled || r.Type != scheduler.HAResourceAffinity || r.Affinity != scheduler.HAPositive ||
+				!slices.ContainsFunc(r.VMIDs, func(m int) bool { return slices.Contains(group, m) }) {
+				continue
+			}
+			for _, m := range r.VMIDs {
+				if !slices.Contains(group, m) {
+					group, grown = append(group, m), true
+				}
+			}
+		}
+	}
+	slices.Sort(group)
+	return slices.Compact(group)
 }
 
 // overNodes matches the required VM group terms over nodes with a group: the terms that make
@@ -161,6 +192,19 @@ func pairName(sel scheduler.TagSelector, a, b int) string {
 // next to it (kube's "next to a pod of the group", not "all pods together").
 func nextTo(in Input, sel scheduler.TagSelector) *scheduler.Guest {
 	var out *scheduler.Guest
+	// The peer of a pair it is in already stays its peer, wherever both run now: another
+	// member the HA manager recovered onto its node must not take its place.
+	for _, r := range in.Rules {
+		if r.Type != scheduler.HAResourceAffinity || r.Affinity != scheduler.HAPositive || len(r.VMIDs) != 2 || !slices.Contains(r.VMIDs, in.VMID) {
+			continue
+		}
+		peer := r.VMIDs[0] + r.VMIDs[1] - in.VMID
+		for i, g := range in.Snap.Guests {
+			if g.VMID == peer && in.Managed[peer] && sel.Selects(g.Tags) && !g.Arriving() && strings.EqualFold(r.Name, pairName(sel, in.VMID, peer)) {
+				return &in.Snap.Guests[i]
+			}
+		}
+	}
 	for i, g := range in.Snap.Guests {
 		if in.Node != "" && g.Node == in.Node && g.VMID != in.VMID && in.Managed[g.VMID] && sel.Selects(g.Tags) && !g.Arriving() &&
 			(out == nil || g.VMID < out.VMID) {
@@ -264,26 +308,43 @@ const (
 // goal, not a pin). The node the VM runs on is always listed and in the highest class: the
 // HA manager must not move it on its own (placement is sticky, and failback would). policy
 // names what ranks or restricts the nodes, as the VM sets it.
-func nodeClasses(in Input) (nodes []string, priorities map[string]int, policy string) {
+func nodeClasses(in Input) (nodes []string, priorities map[string]int, policy, placed string) {
 	rank := map[string]int{}
 	for _, n := range in.PolicyNodes {
 		rank[n] = classHome
 	}
 	policies := nodeLevelPolicy(in)
-	var at *scheduler.Node
 	labels := map[string]map[string]string{}
-	for i, n := range in.Snap.Nodes {
+	for _, n := range in.Snap.Nodes {
 		labels[n.Name] = n.Labels
-		if n.Name == in.Node {
+	}
+	home := in.Node
+	if !in.Placing {
+		home = Home(in.VMID, in.Node, in.Rules)
+	}
+	var at *scheduler.Node
+	for i, n := range in.Snap.Nodes {
+		if n.Name == home || at == nil && n.Name == in.Node {
 			at = &in.Snap.Nodes[i]
 		}
 	}
-	// members counts by node the guests of group sel other than the VM.
+	// members counts by their homes the guests of group sel other than the VM, and the
+	// placements of this process not created yet (the other VMs of a count placed with it):
+	// counted where they run, the classes would change with each recovery and with each
+	// create of the same apply.
 	members := func(sel scheduler.TagSelector) map[string]int {
 		out := map[string]int{}
+		seen := map[int]bool{in.VMID: true}
 		for _, g := range in.Snap.Guests {
-			if g.VMID != in.VMID && !g.Template && !g.Arriving() && sel.Selects(g.Tags) {
-				out[g.Node]++
+			if !seen[g.VMID] && !g.Template && !g.Arriving() && sel.Selects(g.Tags) {
+				out[Home(g.VMID, g.Node, in.Rules)]++
+			}
+			seen[g.VMID] = true
+		}
+		for _, r := range in.Snap.Reservations {
+			if !seen[r.VMID] && r.Node != "" && sel.Selects(r.Tags) {
+				out[r.Node]++
+				seen[r.VMID] = true
 			}
 		}
 		return out
@@ -323,7 +384,7 @@ func nodeClasses(in Input) (nodes []string, priorities map[string]int, policy st
 			if overNodes(t) {
 				count := members(t.Group())
 				term(termPolicy("vm_anti_affinity", t.Group(), topologyNode), "the nodes without another member", false, func(n string) int {
-					if count[n] > 0 && n != in.Node {
+					if count[n] > 0 && (at == nil || n != at.Name) {
 						return classLast
 					}
 					return classHome
@@ -398,6 +459,7 @@ func nodeClasses(in Input) (nodes []string, priorities map[string]int, policy st
 			policies = append(policies, "the node it runs on, "+at.Name+" (placement is sticky)")
 		}
 		rank[at.Name] = classHome
+		placed = at.Name
 	}
 	nodes = slices.Sorted(maps.Keys(rank))
 	for _, n := range nodes {
@@ -414,7 +476,30 @@ func nodeClasses(in Input) (nodes []string, priorities map[string]int, policy st
 	if len(policies) == 0 {
 		policies = []string{"its node-level rules"}
 	}
-	return nodes, priorities, strings.Join(policies, "; ")
+	return nodes, priorities, strings.Join(policies, "; "), placed
+}
+
+// placedOn ends the comment of a VM's own node rule: the node the provider placed it on, its
+// home (Home).
+const placedOn = ", placed on "
+
+// Home is the node the provider placed the VM vmid on, running on node now: as its own node
+// rule's comment records it; for a rule without (written by an older version), node when it
+// is in the rule's highest class, else the first node of that class; without a rule, node. An
+// HA recovery does not change it: the rules computed from it stay as they were, and failback
+// brings the VM home.
+func Home(vmid int, node string, rules []scheduler.HARule) string {
+	i := slices.IndexFunc(rules, func(r scheduler.HARule) bool { return r.Name == NodeRuleName(vmid) && r.Type == scheduler.HANodeAffinity })
+	if i < 0 {
+		return node
+	}
+	if _, h, ok := strings.Cut(rules[i].Comment, placedOn); ok && h != "" {
+		return h
+	}
+	if top := TopClass(rules[i]); len(top) > 0 && !slices.Contains(top, node) {
+		return top[0]
+	}
+	return node
 }
 
 // domainKeys are the topology keys other than node of req's required terms, each with the

@@ -223,8 +223,9 @@ func (r *Resource) readHA(ctx context.Context, m *Model, all bool, diags *diag.D
 			return
 		}
 	}
+	imported := all && (m.HA == nil || m.HA.Failover.IsNull())
 	m.HA = HAFromSettings(s, m.HA, release.HasAutoRebalance())
-	r.readHARules(ctx, m, diags)
+	r.readHARules(ctx, m, diags, imported)
 }
 
 // settleAutoRebalance gives an auto_rebalance the plan left unknown (unset in a new block, so

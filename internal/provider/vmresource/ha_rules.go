@@ -82,6 +82,9 @@ type haPolicy struct {
 	Name    string
 	// node is where the VM is about to run, "" for where the cluster view shows it.
 	node string
+	// placing says the provider places the VM on node (a create, a pinned move): its new
+	// home, which its rules are computed from (harules.Home).
+	placing bool
 	// strict is ha.failover = "strict".
 	strict bool
 }
@@ -127,7 +130,7 @@ func wantedRules(mode haRuleMode, p haPolicy, vmid int, node string, snap schedu
 		held := harules.Held(vmid, p.req.Tags, p.strict, v.Rules.Rules, snap, v.Managed)
 		in := harules.Input{VMID: vmid, Name: p.Name, Node: node, Request: p.req, Snap: snap, Managed: v.Managed,
 			PolicyNodes: harules.NodeRuleNodes(p.Profile, snap, p.req), Strict: p.strict, Lenient: harules.Lenient(v.Rules.Rules),
-			PairedBy: pairedBy(vmid, held)}
+			PairedBy: pairedBy(vmid, held), Placing: p.placing && node != "", Rules: v.Rules.Rules}
 		want := harules.Want(in)
 		want = keepDownNodes(want, v.Rules.Rules, snap, vmid, node)
 		for _, held := range held {
@@ -272,7 +275,7 @@ func (r *Resource) planHARules(ctx context.Context, resp *resource.ModifyPlanRes
 		// A changed pin moves the VM: its apply writes the rules for the target
 		// (haBeforeMove), and PVE's checks below must see those.
 		if kit.Known(plan.Node) && !plan.Node.Equal(state.Node) {
-			node = plan.Node.ValueString()
+			node, p.placing = plan.Node.ValueString(), true
 		}
 	} else if plan.VMID.IsUnknown() {
 		vmid = 0 // not chosen yet: no guest has it
@@ -499,6 +502,9 @@ func (r *Resource) haChanges(ctx context.Context, mode haRuleMode, p haPolicy, v
 		if s.snap, err = r.haSnapshot(ctx, p, since); err != nil {
 			return s, err
 		}
+		// The VMs this process placed and has not created yet count in their groups: else the
+		// first VMs of a count would be written with rules that the next refresh finds changed.
+		r.Data.Ledger.AddTo(&s.snap)
 	}
 	node := p.node
 	if node == "" {
@@ -660,7 +666,7 @@ func (r *Resource) haBeforeMove(ctx context.Context, plan, state *Model, vmid in
 	if !ok {
 		return errors.New("the VM's placement policy cannot be read (see the other errors)")
 	}
-	p.node = plan.Node.ValueString()
+	p.node, p.placing = plan.Node.ValueString(), true
 	return r.syncHARules(ctx, nil, vmid, haRulesKeep, p, time.Now())
 }
 
@@ -672,7 +678,9 @@ func (h *HAModel) knownRules() {
 }
 
 // readHARules refreshes ha.rules: the enabled rules of this provider that hold the VM.
-func (r *Resource) readHARules(ctx context.Context, m *Model, diags *diag.Diagnostics) {
+// An import (imported) also reads failover from them: strict when the provider's rules hold
+// the VM in a strict node rule or a negative rule, which only failover = "strict" writes.
+func (r *Resource) readHARules(ctx context.Context, m *Model, diags *diag.Diagnostics, imported bool) {
 	if m.HA == nil {
 		return
 	}
@@ -686,6 +694,9 @@ func (r *Resource) readHARules(ctx context.Context, m *Model, diags *diag.Diagno
 	for _, rule := range view.Rules.Rules {
 		if strings.HasPrefix(rule.Name, harules.Prefix) && !rule.Disabled && slices.Contains(rule.VMIDs, vmid) {
 			names = append(names, rule.Name)
+			if imported && (rule.Strict || rule.Affinity == scheduler.HANegative) {
+				m.HA.Failover = types.StringValue(FailoverStrict)
+			}
 		}
 	}
 	sort.Strings(names)

@@ -318,7 +318,8 @@ func (r *Resource) Create(ctx context.Context, req resource.CreateRequest, resp 
 	p := res.Placement
 	r.Data.Records.Remember(p.VMID, guest.record)
 	if err == nil && plan.HA != nil {
-		err = r.syncHARules(ctx, &plan, p.VMID, ruleMode(plan.HA), haPolicy{Profile: profile, req: schedReq, Name: plan.Name.ValueString(), strict: failoverStrict(plan.HA)}, time.Now())
+		err = r.syncHARules(ctx, &plan, p.VMID, ruleMode(plan.HA), haPolicy{Profile: profile, req: schedReq, Name: plan.Name.ValueString(),
+			strict: failoverStrict(plan.HA), node: p.Node, placing: true}, time.Now())
 		setRulesDue(ctx, resp.Private, err != nil, &resp.Diagnostics)
 	}
 	plan.Storage = types.StringValue(p.Storage)
