@@ -119,11 +119,14 @@ func Want(in Input) []Rule {
 	}
 	nodes, priorities, policy, placed := nodeClasses(in)
 	// PVE allows a resource in a resource-affinity rule only a node rule of one priority class.
-	pair := slices.Clone(in.PairedBy)
+	pair := append(slices.Clone(in.PairedBy), in.VMID)
 	if peer != 0 {
 		pair = append(pair, peer)
 	}
-	paired := len(pair) > 0
+	// The cluster's positive rules count too: a peer's pair written while this VM's view did
+	// not show the peer yet must not be undone by this VM's own rule.
+	group := positiveGroup(pair, in.Rules)
+	paired := len(group) > 1
 	if paired || len(out) > 0 {
 		priorities = nil
 	}
@@ -140,7 +143,6 @@ func Want(in Input) []Rule {
 			// named for its lowest VMID whichever member writes, on the nodes all allow
 			// (Changes keeps the nodes of the others and folds their own rules into it), with
 			// the same comment: else each apply would rewrite the others'.
-			group := positiveGroup(append(pair, in.VMID), in.Rules)
 			rule.Name, rule.VMIDs, rule.Shared = NodeRuleName(group[0]), group, true
 			rule.Comment = fmt.Sprintf("qemuscheduler: VM %d and the VMs next to it on the nodes all their rules allow", group[0])
 		}
@@ -150,14 +152,15 @@ func Want(in Input) []Rule {
 	return out
 }
 
-// positiveGroup is members with every VM the enabled positive rules among rules join to them,
-// transitively, sorted: the group PVE makes of overlapping positive rules.
+// positiveGroup is members with every VM the enabled positive rules of this provider among
+// rules join to them, transitively, sorted: the group PVE makes of overlapping positive rules.
+// A user's positive rule is the user's to give a node rule.
 func positiveGroup(members []int, rules []scheduler.HARule) []int {
 	group := slices.Clone(members)
 	for grown := true; grown; {
 		grown = false
 		for _, r := range rules {
-			if r.Disabled || r.Type != scheduler.HAResourceAffinity || r.Affinity != scheduler.HAPositive ||
+			if r.Disabled || r.Type != scheduler.HAResourceAffinity || r.Affinity != scheduler.HAPositive || !strings.HasPrefix(r.Name, Prefix) ||
 				!slices.ContainsFunc(r.VMIDs, func(m int) bool { return slices.Contains(group, m) }) {
 				continue
 			}
@@ -334,18 +337,21 @@ func nodeClasses(in Input) (nodes []string, priorities map[string]int, policy, p
 	// create of the same apply.
 	members := func(sel scheduler.TagSelector) map[string]int {
 		out := map[string]int{}
-		seen := map[int]bool{in.VMID: true}
+		// A VM the view shows twice (a guest and its reservation, a reservation from the plan
+		// and from the decision) counts once, by VMID or by name; its reservation first, as
+		// the scheduler does: a guest being created has no tags yet.
+		seen, named := map[int]bool{in.VMID: true}, map[string]bool{in.Name: true}
+		for _, r := range in.Snap.Reservations {
+			if !seen[r.VMID] && !named[r.Name] && r.Node != "" && sel.Selects(r.Tags) {
+				out[r.Node]++
+			}
+			seen[r.VMID], named[r.Name] = true, true
+		}
 		for _, g := range in.Snap.Guests {
 			if !seen[g.VMID] && !g.Template && !g.Arriving() && sel.Selects(g.Tags) {
 				out[Home(g.VMID, g.Node, in.Rules)]++
 			}
 			seen[g.VMID] = true
-		}
-		for _, r := range in.Snap.Reservations {
-			if !seen[r.VMID] && r.Node != "" && sel.Selects(r.Tags) {
-				out[r.Node]++
-				seen[r.VMID] = true
-			}
 		}
 		return out
 	}
@@ -489,7 +495,9 @@ const placedOn = ", placed on "
 // HA recovery does not change it: the rules computed from it stay as they were, and failback
 // brings the VM home.
 func Home(vmid int, node string, rules []scheduler.HARule) string {
-	i := slices.IndexFunc(rules, func(r scheduler.HARule) bool { return r.Name == NodeRuleName(vmid) && r.Type == scheduler.HANodeAffinity })
+	i := slices.IndexFunc(rules, func(r scheduler.HARule) bool {
+		return r.Name == NodeRuleName(vmid) && r.Type == scheduler.HANodeAffinity
+	})
 	if i < 0 {
 		return node
 	}

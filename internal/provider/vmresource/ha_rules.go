@@ -502,8 +502,10 @@ func (r *Resource) haChanges(ctx context.Context, mode haRuleMode, p haPolicy, v
 		if s.snap, err = r.haSnapshot(ctx, p, since); err != nil {
 			return s, err
 		}
-		// The VMs this process placed and has not created yet count in their groups: else the
-		// first VMs of a count would be written with rules that the next refresh finds changed.
+		// The VMs this process placed or will create count in their groups: else the first VMs
+		// of a count would be written with rules that the next refresh finds changed.
+		// The set first: a create decided in between is then in the ledger.
+		s.snap = r.Data.Changes.Pending(s.snap)
 		r.Data.Ledger.AddTo(&s.snap)
 	}
 	node := p.node
