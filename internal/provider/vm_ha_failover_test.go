@@ -89,9 +89,6 @@ func TestAccVMHAFailoverRackSpread(t *testing.T) {
 	runSteps(t,
 		resource.TestStep{Config: config, Check: func(*terraform.State) error {
 			for _, r := range simRules(t, sim) {
-				t.Logf("DEBUG %s %v %v", r.Name, r.Priorities, r.Comment)
-			}
-			for _, r := range simRules(t, sim) {
 				if r.Name == "qemuscheduler-vm-100" && !r.Strict && len(r.Nodes) == 6 && r.Priorities["pve1"] == 2 && r.Priorities["pve2"] == 2 && r.Priorities["pve3"] == 0 {
 					return nil
 				}
@@ -104,7 +101,7 @@ func TestAccVMHAFailoverRackSpread(t *testing.T) {
 			for i := range 6 {
 				runsOn(t, sim, 100+i, "pve3", "pve4", "pve5", "pve6")
 			}
-		}, Config: config, PlanOnly: true},
+		}, Config: config, ConfigPlanChecks: empty},
 		resource.TestStep{PreConfig: func() {
 			must(t, sim.SetNodeOnline("pve1", true))
 			must(t, sim.SetNodeOnline("pve2", true))

@@ -132,7 +132,11 @@ func wantedRules(mode haRuleMode, p haPolicy, vmid int, node string, snap schedu
 			PolicyNodes: harules.NodeRuleNodes(p.Profile, snap, p.req), Strict: p.strict, Lenient: harules.Lenient(v.Rules.Rules),
 			PairedBy: pairedBy(vmid, held), Placing: p.placing && node != "", Rules: v.Rules.Rules}
 		want := harules.Want(in)
-		want = keepDownNodes(want, v.Rules.Rules, snap, vmid, node)
+		home := node
+		if !in.Placing {
+			home = harules.Home(vmid, node, v.Rules.Rules)
+		}
+		want = keepDownNodes(want, v.Rules.Rules, snap, vmid, home)
 		for _, held := range held {
 			if !slices.ContainsFunc(want, func(w harules.Rule) bool { return strings.EqualFold(w.Name, held.Name) }) {
 				want = append(want, held)
@@ -191,10 +195,11 @@ func pairedBy(vmid int, held []harules.Rule) []int {
 
 // keepDownNodes keeps in a wanted node rule the nodes of its current version that are down:
 // their labels cannot be read (PVE does not answer for an offline node), and a failover must
-// not rewrite the rule without them, nor their return rewrite it again. When node, where the
-// VM vmid runs, is down, its domain cannot be read either: the VM's current node rules are
-// kept whole, not widened to every node or dropped.
-func keepDownNodes(want []harules.Rule, cur []scheduler.HARule, snap scheduler.Snapshot, vmid int, node string) []harules.Rule {
+// not rewrite the rule without them, nor their return rewrite it again. When home, the VM
+// vmid's home node (harules.Home), is down, its domain cannot be read either: the VM's current
+// node rules are kept whole, not widened to every node or dropped, whether the VM is down with
+// it or recovered elsewhere.
+func keepDownNodes(want []harules.Rule, cur []scheduler.HARule, snap scheduler.Snapshot, vmid int, home string) []harules.Rule {
 	down := map[string]bool{}
 	for _, n := range snap.Nodes {
 		down[n.Name] = !n.Online
@@ -205,12 +210,12 @@ func keepDownNodes(want []harules.Rule, cur []scheduler.HARule, snap scheduler.S
 		}
 		i := slices.IndexFunc(want, func(w harules.Rule) bool { return w.Name == c.Name })
 		switch {
-		case down[node] && strings.HasPrefix(c.Name, harules.Prefix) && slices.Contains(c.VMIDs, vmid) && i < 0:
+		case down[home] && strings.HasPrefix(c.Name, harules.Prefix) && slices.Contains(c.VMIDs, vmid) && i < 0:
 			want = append(want, harules.Rule{HARule: c})
 			continue
 		case i < 0:
 			continue
-		case down[node]:
+		case down[home]:
 			want[i].Nodes, want[i].Priorities = slices.Clone(c.Nodes), maps.Clone(c.Priorities)
 		}
 		for _, n := range c.Nodes {
