@@ -520,3 +520,100 @@ func TestLostKeys(t *testing.T) {
 		t.Errorf("lost %+v for a rule the provider does not keep", got)
 	}
 }
+
+// D is the VM's home, not where it runs: after an HA recovery (the VM and a peer moved off
+// rack r1) its rule computed anew is the one its home gave, peers count at their homes, and the
+// planned placements of VMs not created yet count as members. A provider move (Placing) makes
+// the node its new home; a rule without a recorded home falls back to its highest class.
+func TestWantFromHome(t *testing.T) {
+	racks := scheduler.Snapshot{}
+	for i, rack := range []string{"r1", "r1", "r2", "r2", "r3", "r3"} {
+		racks.Nodes = append(racks.Nodes, scheduler.Node{Name: "pve" + strconv.Itoa(i+1), Online: true, MaxCPU: 8, MaxMem: 16 << 30,
+			Labels: map[string]string{"rack": rack}})
+	}
+	all := []string{"pve1", "pve2", "pve3", "pve4", "pve5", "pve6"}
+	spread := scheduler.Request{TopologySpread: []scheduler.SpreadConstraint{{Tags: []string{"web"}, TopologyKey: "rack", MaxSkew: 1, WhenUnsatisfiable: "DoNotSchedule"}}}
+	web := func(vmid int, node string) scheduler.Guest {
+		return scheduler.Guest{VMID: vmid, Name: "web" + strconv.Itoa(vmid), Node: node, Tags: []string{"web"}}
+	}
+	// 400 at home on pve1 with 201 (r1), 202 on pve3 (r2); 203 is planned on pve5, not created.
+	snap := racks
+	snap.Guests = []scheduler.Guest{web(400, "pve1"), web(201, "pve2"), web(202, "pve3")}
+	snap.Reservations = []scheduler.Reservation{{VMID: 203, Name: "web203", Node: "pve5", Tags: []string{"web"}}}
+	in := Input{VMID: 400, Name: "web400", Node: "pve1", Snap: snap, PolicyNodes: all, Request: spread, Placing: true}
+	home := Want(in)
+	if len(home) != 1 || !strings.HasSuffix(home[0].Comment, ", placed on pve1") ||
+		!reflect.DeepEqual(home[0].Priorities, map[string]int{"pve1": 2, "pve2": 2, "pve3": 1, "pve4": 1, "pve5": 1, "pve6": 1}) {
+		t.Fatalf("at home: %+v", home)
+	}
+	// Rack r1 fails: 400 recovered onto pve4, 201 onto pve6. 201's rule records its home.
+	rules := []scheduler.HARule{home[0].HARule, {Name: NodeRuleName(201), Type: scheduler.HANodeAffinity, VMIDs: []int{201}, Nodes: all,
+		Priorities: map[string]int{"pve1": 2, "pve2": 2}, Comment: "x" + placedOn + "pve2"}}
+	snap.Guests = []scheduler.Guest{web(400, "pve4"), web(201, "pve6"), web(202, "pve3")}
+	snap.Nodes = slices.Clone(racks.Nodes)
+	after := Want(Input{VMID: 400, Name: "web400", Node: "pve4", Snap: snap, PolicyNodes: all, Request: spread, Rules: rules})
+	if !reflect.DeepEqual(after, home) {
+		t.Errorf("after the recovery:\n got %+v\nwant %+v", after, home)
+	}
+	// A pinned move to pve5 makes rack r3 its home.
+	moved := Want(Input{VMID: 400, Name: "web400", Node: "pve5", Snap: snap, PolicyNodes: all, Request: spread, Rules: rules, Placing: true})
+	if len(moved) != 1 || moved[0].Priorities["pve5"] != 2 || moved[0].Priorities["pve1"] == 2 || !strings.HasSuffix(moved[0].Comment, placedOn+"pve5") {
+		t.Errorf("moved: %+v", moved)
+	}
+	// Without a recorded home: the rule's highest class, where the VM does not run now.
+	old := home[0].HARule
+	old.Comment = "qemuscheduler: VM web400 (400) on the nodes its rules allow"
+	if got := Home(400, "pve4", []scheduler.HARule{old}); got != "pve1" {
+		t.Errorf("home from the classes: %s", got)
+	}
+	if got := Home(400, "pve2", []scheduler.HARule{old}); got != "pve2" {
+		t.Errorf("home in its class: %s", got)
+	}
+	if got := Home(400, "pve4", nil); got != "pve4" {
+		t.Errorf("home without a rule: %s", got)
+	}
+}
+
+// Pairs that chain (501 next to web VM 101, 502 next to side VM 501: A-B and B-C) make one
+// positive group in PVE, which allows it one node rule: every
+// member's node rule is the group's, named for its lowest VMID, and a member's own rule is
+// folded into it. PVE accepts the result, and each member is then in sync.
+func TestWantChainedPairsShareOneNodeRule(t *testing.T) {
+	snap := cluster()
+	snap.Guests = []scheduler.Guest{{VMID: 101, Node: "pve2", Tags: []string{"web"}}, {VMID: 501, Node: "pve2", Tags: []string{"side", "web"}},
+		{VMID: 502, Node: "pve2", Tags: []string{"side"}}}
+	managed := map[int]bool{101: true, 501: true, 502: true}
+	nodes := []string{"pve1", "pve2", "pve3"}
+	next := func(tag string) scheduler.Request {
+		return scheduler.Request{VMAffinity: []scheduler.VMGroupTerm{{Tags: []string{tag}, TopologyKey: "node"}}}
+	}
+	// 502 has a node rule of its own first (its node-level rules).
+	cur := Apply(nil, Changes(502, Want(Input{VMID: 502, Name: "c", Node: "pve2", Snap: snap, Managed: managed, PolicyNodes: nodes}), nil, managed))
+	// 501 next to a web VM: 101. 502 next to a side VM: 501 (A-B, B-C).
+	want501 := Want(Input{VMID: 501, Name: "b", Node: "pve2", Snap: snap, Managed: managed, PolicyNodes: nodes, Request: next("web"), Rules: cur})
+	cur = Apply(cur, Changes(501, want501, cur, managed))
+	want502 := Want(Input{VMID: 502, Name: "c", Node: "pve2", Snap: snap, Managed: managed, PolicyNodes: nodes, Request: next("side"), Rules: cur})
+	cur = Apply(cur, Changes(502, want502, cur, managed))
+	var nodeRules []scheduler.HARule
+	for _, r := range cur {
+		if r.Type == scheduler.HANodeAffinity {
+			nodeRules = append(nodeRules, r)
+		}
+	}
+	if len(nodeRules) != 1 || nodeRules[0].Name != NodeRuleName(101) || !reflect.DeepEqual(nodeRules[0].VMIDs, []int{101, 501, 502}) {
+		t.Fatalf("node rules %+v, want one for the group 101, 501, 502", nodeRules)
+	}
+	if problems := Check(cur, len(snap.Nodes)); len(problems) != 0 {
+		t.Errorf("PVE would refuse %v: %+v", problems, cur)
+	}
+	// 501 is held in 502's pair (502's record has the term), as the provider reads it.
+	snap.Guests[2].Recorded = &scheduler.Recorded{Policy: next("side")}
+	held := Held(501, []string{"side", "web"}, false, cur, snap, managed)
+	want501 = Want(Input{VMID: 501, Name: "b", Node: "pve2", Snap: snap, Managed: managed, PolicyNodes: nodes, Request: next("web"), Rules: cur, PairedBy: []int{502}})
+	if got := Changes(501, append(want501, held...), cur, managed); len(held) != 1 || len(got) != 0 {
+		t.Errorf("501 after: %+v", got)
+	}
+	if got := Changes(502, want502, cur, managed); len(got) != 0 {
+		t.Errorf("502 after: %+v", got)
+	}
+}
