@@ -331,10 +331,11 @@ func TestAccVMHARulesZone(t *testing.T) {
 		// Pinned to a node of the other zone: the node rule follows, before the move.
 		resource.TestStep{PreConfig: func() { must(t, sim.SetNodeOnline("pve1", true)) }, Config: config("pve3"),
 			Check: resource.ComposeTestCheckFunc(runs("pve3"), nodeRule("pve3", "pve4"))},
-		// Import reads the rules back.
+		// Import reads the rules back, and failover from them (a strict node rule).
 		resource.TestStep{Config: config("pve3"), ResourceName: "qemuscheduler_vm.db", ImportState: true, ImportStateId: "150",
 			ImportStateCheck: func(states []*terraform.InstanceState) error {
-				if a := states[0].Attributes; a["ha.rules.#"] != "1" || a["ha.rules.0"] != "qemuscheduler-vm-150" || a["ha.placement_rules"] != "true" {
+				if a := states[0].Attributes; a["ha.rules.#"] != "1" || a["ha.rules.0"] != "qemuscheduler-vm-150" || a["ha.placement_rules"] != "true" ||
+					a["ha.failover"] != "strict" {
 					return fmt.Errorf("imported ha: %v", a)
 				}
 				return nil
