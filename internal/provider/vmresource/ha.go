@@ -119,8 +119,10 @@ func haBlock() schema.Block {
 					"database tier wants. A `topology_spread` is a distribution goal under both: it ranks the nodes and never pins " +
 					"the VM to its domain. A required `vm_affinity` over nodes is, under both, a `positive` rule over the VM and the " +
 					"one VM of the group it was placed next to, which share that VM's node rule in one priority class. The plan warns " +
-					"where a rule leaves the VM no failover target. Changing it rewrites the rules in place, with no change to the " +
-					"VM. Default `preferred`."},
+					"where a rule leaves the VM no failover target. The rules are those of the VM's home, the node the provider " +
+					"placed it on (at its create or a move it made; recorded in its node rule's comment), so an HA recovery " +
+					"changes no rule and no plan. Changing it rewrites the rules in place, with no change to the VM; an import " +
+					"reads it from the rules. Default `preferred`."},
 			"rules": schema.ListAttribute{Computed: true, ElementType: types.StringType,
 				Description: "The ids of the HA rules this provider keeps that hold the VM, sorted. A rule deleted or changed outside " +
 					"Terraform shows as a change here, and the next apply restores it. An update that changes only what the rules do not read " +
