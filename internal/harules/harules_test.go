@@ -178,15 +178,21 @@ func TestWant(t *testing.T) {
 	}
 }
 
-// design-failover §2, term by term, under both values of failover. The cluster: six nodes in
-// three racks (the trial), web VMs 201..206 two a rack, DB VMs 301 on pve1 and 302
-// on pve3; the VM (400) runs on pve1 unless the case says otherwise.
-func TestWantTable(t *testing.T) {
-	racks := scheduler.Snapshot{}
+// rackCluster is the trial: six nodes in three racks, pve1-2 r1, pve3-4 r2, pve5-6 r3.
+func rackCluster() scheduler.Snapshot {
+	var racks scheduler.Snapshot
 	for i, rack := range []string{"r1", "r1", "r2", "r2", "r3", "r3"} {
 		racks.Nodes = append(racks.Nodes, scheduler.Node{Name: "pve" + strconv.Itoa(i+1), Online: true, MaxCPU: 8, MaxMem: 16 << 30,
 			Labels: map[string]string{"rack": rack}})
 	}
+	return racks
+}
+
+// design-failover §2, term by term, under both values of failover. The cluster: six nodes in
+// three racks (the trial), web VMs 201..206 two a rack, DB VMs 301 on pve1 and 302
+// on pve3; the VM (400) runs on pve1 unless the case says otherwise.
+func TestWantTable(t *testing.T) {
+	racks := rackCluster()
 	managed := map[int]bool{}
 	for i, node := range []string{"pve1", "pve2", "pve3", "pve4", "pve5", "pve6"} {
 		if i < 5 { // web tier 2-2-1: rack r3 has one web VM
@@ -526,11 +532,7 @@ func TestLostKeys(t *testing.T) {
 // planned placements of VMs not created yet count as members. A provider move (Placing) makes
 // the node its new home; a rule without a recorded home falls back to its highest class.
 func TestWantFromHome(t *testing.T) {
-	racks := scheduler.Snapshot{}
-	for i, rack := range []string{"r1", "r1", "r2", "r2", "r3", "r3"} {
-		racks.Nodes = append(racks.Nodes, scheduler.Node{Name: "pve" + strconv.Itoa(i+1), Online: true, MaxCPU: 8, MaxMem: 16 << 30,
-			Labels: map[string]string{"rack": rack}})
-	}
+	racks := rackCluster()
 	all := []string{"pve1", "pve2", "pve3", "pve4", "pve5", "pve6"}
 	spread := scheduler.Request{TopologySpread: []scheduler.SpreadConstraint{{Tags: []string{"web"}, TopologyKey: "rack", MaxSkew: 1, WhenUnsatisfiable: "DoNotSchedule"}}}
 	web := func(vmid int, node string) scheduler.Guest {
