@@ -181,8 +181,6 @@ func lostKeyMessages(lost []harules.Lost, name string, vmid int, np *config.Node
 	return out
 }
 
-
-
 func ruleNames(rules []harules.Rule) []string {
 	names := make([]string, len(rules))
 	for i, r := range rules {
