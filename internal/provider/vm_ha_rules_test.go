@@ -352,7 +352,7 @@ func TestAccVMHARulesLostLabelIsAPlanError(t *testing.T) {
 	runSteps(t,
 		resource.TestStep{Config: zoneDB(env, "pve1"), Check: dbNodeRule(t, sim, "pve1", "pve2")},
 		resource.TestStep{PreConfig: func() { must(t, sim.SetNodeNotes("pve2", "qemu-scheduler/label: zone=a")) }, Config: zoneDB(env, "pve1"),
-			ExpectError: wrapped(`(?s)A node lost a label the VM's HA rule needs.*with qemuscheduler_vm.db,.*ha \{\}.*` +
+			ExpectError: wrapped(`(?s)A node lost a label the VM's HA rule needs.*with qemuscheduler_vm.db,.*ha \{.*` +
 				`HA rule qemuscheduler-vm-150 keeps VM db \(150\) in zone=a \(required vm_anti_affinity on tags db with topology_key zone\) ` +
 				`and lists node pve2, which has no label zone now.*Notes line 1 "qemu-scheduler/label: zone=a": unknown key qemu-scheduler/label.*` +
 				"the rule would leave pve2 out, and a failover could not use it; it is left unchanged.*`qemu-scheduler/labels: zone=a`")},
