@@ -37,8 +37,7 @@ type Rule struct {
 type Input struct {
 	VMID int
 	Name string
-	// Node is where the VM runs ("" before it exists): the domain its other-topology terms
-	// keep it in.
+	// Node is where the VM runs ("" before it exists), or is placed (Placing).
 	Node    string
 	Request scheduler.Request
 	Snap    scheduler.Snapshot
@@ -308,9 +307,10 @@ const (
 // for one class), by the design's table: the nodes passing its node-level rules, each in the
 // lowest class a required term ranks it in. Under strict, a required term with another
 // topology key keeps only its domain's nodes; a topology_spread never does (a distribution
-// goal, not a pin). The node the VM runs on is always listed and in the highest class: the
-// HA manager must not move it on its own (placement is sticky, and failback would). policy
-// names what ranks or restricts the nodes, as the VM sets it.
+// goal, not a pin). The domains are those of the VM's home (Home, or in.Node when Placing),
+// placed its node, which is always listed and in the highest class: the HA manager must not
+// move it off on its own (placement is sticky, and failback would), and brings it back there
+// after a recovery. policy names what ranks or restricts the nodes, as the VM sets it.
 func nodeClasses(in Input) (nodes []string, priorities map[string]int, policy, placed string) {
 	rank := map[string]int{}
 	for _, n := range in.PolicyNodes {
