@@ -126,7 +126,9 @@ func Want(in Input) []Rule {
 	// not show the peer yet must not be undone by this VM's own rule.
 	group := positiveGroup(pair, in.Rules)
 	paired := len(group) > 1
-	if paired || len(out) > 0 {
+	// Under strict, a member of a negative group flattens from its first apply on, alone in
+	// the group still: else a peer joining it would write a negative rule PVE refuses.
+	if paired || len(out) > 0 || in.Strict && slices.ContainsFunc(in.Request.VMAntiAffinity, overNodes) {
 		priorities = nil
 	}
 	if paired || len(nodes) < len(in.Snap.Nodes) || len(priorities) > 0 {

@@ -156,6 +156,12 @@ func TestWant(t *testing.T) {
 	if got := Want(Input{VMID: 104, Snap: snap, Managed: map[int]bool{}, PolicyNodes: all, Strict: true, Request: scheduler.Request{VMAntiAffinity: anti}}); len(got) != 0 {
 		t.Errorf("a group of one: %+v", got)
 	}
+	// Alone in its group still, a strict member's spread does not rank its nodes: a peer
+	// joining later puts it in a negative rule, which PVE allows only a single-class node rule.
+	if got := Want(Input{VMID: 104, Node: "pve3", Snap: snap, Managed: map[int]bool{}, PolicyNodes: all, Strict: true, Request: scheduler.Request{
+		VMAntiAffinity: anti, TopologySpread: []scheduler.SpreadConstraint{{Tags: []string{"web"}, TopologyKey: "zone", MaxSkew: 1, WhenUnsatisfiable: "DoNotSchedule"}}}}); len(got) != 0 {
+		t.Errorf("a group of one with a spread: %+v", got)
+	}
 	// Members whose failover is preferred are left out, as they leave the rule (Held).
 	got = Want(Input{VMID: 104, Node: "pve4", Snap: snap, Managed: managed, Lenient: map[int]bool{100: true, 101: true}, PolicyNodes: all, Strict: true,
 		Request: scheduler.Request{VMAntiAffinity: anti}})
