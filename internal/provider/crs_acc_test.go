@@ -275,7 +275,7 @@ func TestAccLivingWithCRS(t *testing.T) {
 				return fmt.Errorf("rules %+v, want one negative rule", rules)
 			}
 			t.Logf("applied: %v", life.nodes())
-			// The control: the same life without the rules breaks both kinds.
+			// The control: the same life without the rules breaks the negative rule.
 			bare := &ruleWatch{sim: ruleless(t, sim)}
 			if err := bare.watch(rules); err != nil {
 				return err
