@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -449,6 +451,29 @@ func TestChangeSetApplyKeepsTheJointDecision(t *testing.T) {
 	}
 	if second.Node != first.Node {
 		t.Errorf("db decided on %s, app on %s: the joint decision was not kept", second.Node, first.Node)
+	}
+}
+
+// Pending gives the VMs of the set not created yet their places, each once: the joint
+// decision's for a member decided with another, else its tentative one, and nothing for a VM
+// the view shows already (a guest, a ledger's reservation).
+func TestChangeSetPending(t *testing.T) {
+	c := New(nil, nil)
+	web := func(name string) scheduler.Request { return scheduler.Request{Name: name, Tags: []string{"web"}} }
+	c.Members["a"] = &Member{Req: web("a"), Tentative: &scheduler.Placement{Name: "a", Node: "n1"}}
+	c.Members["b"] = &Member{Req: web("b"), Tentative: &scheduler.Placement{Name: "b", Node: "n1"}}
+	c.Members["c"] = &Member{Req: web("c"), Tentative: &scheduler.Placement{Name: "c", Node: "n2"}}
+	c.batch["b"] = scheduler.Placement{Name: "b", Node: "n2", VMID: 101}
+	snap := scheduler.Snapshot{Guests: []scheduler.Guest{{VMID: 102, Name: "c", Node: "n2"}}}
+	got := map[string]string{}
+	for _, r := range c.Pending(snap).Reservations {
+		if _, twice := got[r.Name]; twice || !slices.Equal(r.Tags, []string{"web"}) {
+			t.Errorf("reservation %+v: twice, or without the member's tags", r)
+		}
+		got[r.Name] = r.Node
+	}
+	if want := map[string]string{"a": "n1", "b": "n2"}; !maps.Equal(got, want) {
+		t.Errorf("pending %v, want %v", got, want)
 	}
 }
 
