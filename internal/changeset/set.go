@@ -48,6 +48,10 @@ type Set struct {
 	// reported are the set refusals this process has reported in full, by the VM explained
 	// and its explanation (addSetError).
 	reported map[string]bool
+	// reporter is the refused new VM of the plan that waits to report the set's refusal (""
+	// none); setReported is set once one has.
+	reporter    string
+	setReported bool
 	// hints keep the plan's placements for its apply (nil: none); planned is what the first
 	// create's decision found of them, and arrived the members decided since, whose room
 	// the plan no longer needs to hold.
@@ -103,22 +107,43 @@ func New(hints *planhints.Store, ledger *reservations.Ledger) *Set {
 // Plan checks a new VM of the plan together with the other new VMs planned so far. It places
 // the VM beside the others' tentative placements; when it does not fit there, it places the
 // whole set again jointly. An error means the set cannot be placed: it names the VM that
-// does not fit and how many of the set can be placed together.
+// does not fit and how many of the set can be placed together. In a plan, one refused VM
+// reports the set's refusal, once: the others refused while it waits, or after it reported,
+// return nil (the one error fails the whole plan), so that a count = 200 that cannot fit
+// shows one error with one count, and only one joint search runs per wait.
 func (c *Set) Plan(ctx context.Context, snap scheduler.Snapshot, m Member) error {
 	err := c.place(ctx, c.withDecided(ctx, snap), &m)
 	var ue *scheduler.UnschedulableError
 	if !errors.As(err, &ue) {
 		return err
 	}
+	c.mu.Lock()
+	if !c.decided && (c.reporter != "" || c.setReported) {
+		c.mu.Unlock()
+		return nil
+	}
+	reporter := !c.decided
+	if reporter {
+		c.reporter = m.Req.Name
+	}
+	c.mu.Unlock()
 	// Terraform plans the set's VMs within milliseconds of each other, in no fixed order, and a
 	// refusal depends on the set: a VM planned later may be what this one needs (the peer of a
 	// required vm_affinity), and the set's line counts them all. So a refused VM waits until
 	// none has arrived for refusedQuiet times quietFor, and the whole set is placed again.
-	c.quiet(ctx, refusedQuiet*c.QuietFor, func() (time.Time, bool) { return c.lastArrival, false })
+	longest := firstBurstMax
+	if reporter {
+		longest = reporterMax
+	}
+	c.quietAtMost(ctx, refusedQuiet*c.QuietFor, longest, func() (time.Time, bool) { return c.lastArrival, false })
 	snap = c.withDecided(ctx, snap) // with the creates the apply decided while this VM waited
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.placeAgain(ctx, snap, false)
+	err = c.placeAgain(ctx, snap, false)
+	if reporter {
+		c.reporter, c.setReported = "", err != nil
+	}
+	return err
 }
 
 // withDecided returns the current view (snap, when there is none to read) with the creates
@@ -150,6 +175,12 @@ func (c *Set) place(ctx context.Context, snap scheduler.Snapshot, m *Member) err
 		m.Tentative = &d.Placements[0]
 		c.keepHints(ctx, m.Req.Name)
 		return nil
+	}
+	if !c.decided && (c.reporter != "" || c.setReported) {
+		// The set is refused already, or will be placed again whole once the plan's VMs
+		// stop arriving: a joint search per arrival would only repeat it.
+		m.Tentative = nil
+		return &scheduler.UnschedulableError{Request: m.Req.Name}
 	}
 	reqs, profile, view := c.sorted(base, true)
 	d, err := profile.ScheduleSet(view, reqs, scheduler.Options{})

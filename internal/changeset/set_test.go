@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -261,7 +263,8 @@ func TestChangeSetApplyWithoutThePlanSaysSo(t *testing.T) {
 
 // A refused VM's plan fails anyway, so it waits longer for the plan's other new VMs than a VM
 // that fits: its line then counts the whole set, however far apart a loaded machine spaces
-// the plans. Two 4 GiB VMs fill the 8 GiB node; three more arrive 150 ms apart.
+// the plans, and it is the plan's only error. Two 4 GiB VMs fill the 8 GiB node; three more
+// arrive 200 ms apart.
 func TestChangeSetRefusalCountsTheWholeSet(t *testing.T) {
 	snap := scheduler.Snapshot{Nodes: []scheduler.Node{{Name: "n1", Online: true, MaxCPU: 16, MaxMem: 8 << 30,
 		Storages: []scheduler.Storage{{Name: "local-lvm", Content: []string{"images"}, Active: true, Total: 100 << 30}}}}}
@@ -281,19 +284,24 @@ func TestChangeSetRefusalCountsTheWholeSet(t *testing.T) {
 		}
 	}
 	errs := make([]error, 3)
-	done := make(chan struct{}, 3)
-	for i, n := range []string{"c", "d", "e"} {
-		if i > 0 {
-			clk.advance(200 * time.Millisecond) // the next plan, as a loaded machine spaces them
-		}
-		go func() { errs[i] = c.Plan(context.Background(), snap, vm(n)); done <- struct{}{} }()
-		clk.nextWait(t)
+	done := make(chan struct{}, 1)
+	go func() { errs[0] = c.Plan(context.Background(), snap, vm("c")); done <- struct{}{} }()
+	clk.nextWait(t)
+	for i, n := range []string{"d", "e"} {
+		clk.advance(200 * time.Millisecond) // the next plan, as a loaded machine spaces them
+		errs[i+1] = c.Plan(context.Background(), snap, vm(n))
 	}
-	clk.run(t, 10*time.Millisecond, done, 3)
-	for i, err := range errs {
-		if err == nil || !strings.Contains(err.Error(), "only 2 of the plan's 5 new VMs can be placed together") {
-			t.Errorf("refusal %d: %v, want it to count the plan's 5 new VMs", i, err)
-		}
+	clk.run(t, 10*time.Millisecond, done, 1)
+	// One refusal, the first's, reports the set: the others add no error of their own.
+	if errs[0] == nil || !strings.Contains(errs[0].Error(), "only 2 of the plan's 5 new VMs can be placed together") {
+		t.Errorf("refusal: %v, want it to count the plan's 5 new VMs", errs[0])
+	}
+	if errs[1] != nil || errs[2] != nil {
+		t.Errorf("the other refused VMs report %v and %v, want nothing", errs[1], errs[2])
+	}
+	// A VM planned after the refusal adds none either.
+	if err := c.Plan(context.Background(), snap, vm("f")); err != nil {
+		t.Errorf("a VM refused after the set's refusal reports %v, want nothing", err)
 	}
 }
 
@@ -443,6 +451,29 @@ func TestChangeSetApplyKeepsTheJointDecision(t *testing.T) {
 	}
 	if second.Node != first.Node {
 		t.Errorf("db decided on %s, app on %s: the joint decision was not kept", second.Node, first.Node)
+	}
+}
+
+// Pending gives the VMs of the set not created yet their places, each once: the joint
+// decision's for a member decided with another, else its tentative one, and nothing for a VM
+// the view shows already (a guest, a ledger's reservation).
+func TestChangeSetPending(t *testing.T) {
+	c := New(nil, nil)
+	web := func(name string) scheduler.Request { return scheduler.Request{Name: name, Tags: []string{"web"}} }
+	c.Members["a"] = &Member{Req: web("a"), Tentative: &scheduler.Placement{Name: "a", Node: "n1"}}
+	c.Members["b"] = &Member{Req: web("b"), Tentative: &scheduler.Placement{Name: "b", Node: "n1"}}
+	c.Members["c"] = &Member{Req: web("c"), Tentative: &scheduler.Placement{Name: "c", Node: "n2"}}
+	c.batch["b"] = scheduler.Placement{Name: "b", Node: "n2", VMID: 101}
+	snap := scheduler.Snapshot{Guests: []scheduler.Guest{{VMID: 102, Name: "c", Node: "n2"}}}
+	got := map[string]string{}
+	for _, r := range c.Pending(snap).Reservations {
+		if _, twice := got[r.Name]; twice || !slices.Equal(r.Tags, []string{"web"}) {
+			t.Errorf("reservation %+v: twice, or without the member's tags", r)
+		}
+		got[r.Name] = r.Node
+	}
+	if want := map[string]string{"a": "n1", "b": "n2"}; !maps.Equal(got, want) {
+		t.Errorf("pending %v, want %v", got, want)
 	}
 }
 

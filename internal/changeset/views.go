@@ -114,3 +114,40 @@ func without(snap scheduler.Snapshot, vmid int) scheduler.Snapshot {
 	snap.Guests = guests
 	return snap
 }
+
+// Pending adds to snap the placements of this process's creates not created yet that snap
+// lacks (by name): the joint decision's for the members decided with another (batch), their
+// tentative ones, and the plan's for those not decided (withPlanned); the decided ones are the
+// ledger's. A VM's HA rules count its group's members with them, so that the first VMs of a
+// count are not written with rules the next refresh finds changed.
+func (c *Set) Pending(snap scheduler.Snapshot) scheduler.Snapshot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	known := map[string]bool{}
+	for _, g := range snap.Guests {
+		known[g.Name] = true
+	}
+	for _, r := range snap.Reservations {
+		known[r.Name] = true
+	}
+	var more []scheduler.Reservation
+	add := func(r scheduler.Reservation) {
+		if !known[r.Name] {
+			known[r.Name] = true
+			more = append(more, r)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Members)) {
+		m := c.Members[name]
+		if p, ok := c.batch[name]; ok {
+			add(p.Reservation(&m.Req))
+		} else if m.Tentative != nil {
+			add(m.Tentative.Reservation(&m.Req))
+		}
+	}
+	for _, r := range c.withPlanned(scheduler.Snapshot{}).Reservations {
+		add(r)
+	}
+	snap.Reservations = append(slices.Clip(snap.Reservations), more...)
+	return snap
+}

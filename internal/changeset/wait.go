@@ -22,6 +22,11 @@ var PlanQuiet = 50 * time.Millisecond
 // at most firstBurstMax.
 const refusedQuiet = 5
 
+// reporterMax bounds the wait of the plan's refused VM that reports the set's refusal: the
+// others refused return at once, so the plan's VMs keep arriving as fast as Terraform plans
+// them (a count = 200 takes seconds), and the report counts them all once they stop.
+const reporterMax = 30 * time.Second
+
 // firstBurstQuiet and firstBurstMax bound the wait of the apply's first creates: they wait
 // until no create has been planned for firstBurstQuiet, so that a slow walk (a loaded
 // machine) still brings the whole first wave into one decision, and at most firstBurstMax.
@@ -61,6 +66,11 @@ func (c *Set) Settle(ctx context.Context) {
 // quiet waits until last() is quiet long ago (at most firstBurstMax), or until it says to stop
 // waiting; last is called under the lock.
 func (c *Set) quiet(ctx context.Context, quiet time.Duration, last func() (time.Time, bool)) {
+	c.quietAtMost(ctx, quiet, firstBurstMax, last)
+}
+
+// quietAtMost is quiet waiting at most longest.
+func (c *Set) quietAtMost(ctx context.Context, quiet, longest time.Duration, last func() (time.Time, bool)) {
 	start := c.Clock.Now()
 	for {
 		c.mu.Lock()
@@ -68,7 +78,7 @@ func (c *Set) quiet(ctx context.Context, quiet time.Duration, last func() (time.
 		c.mu.Unlock()
 		now := c.Clock.Now()
 		wait := at.Add(quiet).Sub(now)
-		if rest := firstBurstMax - now.Sub(start); wait > rest {
+		if rest := longest - now.Sub(start); wait > rest {
 			wait = rest
 		}
 		if stop || wait <= 0 {

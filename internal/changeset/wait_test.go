@@ -108,9 +108,9 @@ func oneNode() scheduler.Snapshot {
 }
 
 // A refused VM waits refusedQuiet times QuietFor after the plan's last new VM, and each new VM
-// planned meanwhile starts that window again, but the wait ends firstBurstMax after it began
-// however often they come.
-func TestRefusedPlanWaitEndsAtFirstBurstMax(t *testing.T) {
+// planned meanwhile starts that window again: the VM that reports the plan's refusal waits
+// past firstBurstMax while they come (at most reporterMax), so that it counts them all.
+func TestRefusedPlanWaitsForThePlansVMs(t *testing.T) {
 	clk := newManualClock()
 	c := New(nil, nil)
 	c.Clock = clk
@@ -133,18 +133,18 @@ func TestRefusedPlanWaitEndsAtFirstBurstMax(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	clk.advance(50 * time.Millisecond) // 950 ms: the first window ends
-	if d := clk.nextWait(t); d != firstBurstMax-950*time.Millisecond {
-		t.Fatalf("after 950 ms the refused VM waits %v more, want %v (what is left of firstBurstMax)", d, firstBurstMax-950*time.Millisecond)
+	clk.advance(50 * time.Millisecond) // 950 ms: the first window ends, the last VM came at 900
+	if d := clk.nextWait(t); d != refusedQuiet*c.QuietFor-50*time.Millisecond {
+		t.Fatalf("after 950 ms the refused VM waits %v more, want %v (past firstBurstMax)", d, refusedQuiet*c.QuietFor-50*time.Millisecond)
 	}
 	select {
 	case err := <-refused:
-		t.Fatalf("the refused VM's plan returned before firstBurstMax: %v", err)
+		t.Fatalf("the refused VM's plan returned while the plan's VMs came: %v", err)
 	default:
 	}
-	clk.advance(50 * time.Millisecond)
+	clk.advance(refusedQuiet*c.QuietFor - 50*time.Millisecond)
 	if err := <-refused; err == nil || !strings.Contains(err.Error(), "only 8 of the plan's 9 new VMs can be placed together") {
-		t.Errorf("the refusal at firstBurstMax: %v, want it to count the 9 new VMs planned by then", err)
+		t.Errorf("the refusal: %v, want it to count the 9 new VMs", err)
 	}
 }
 

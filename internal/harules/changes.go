@@ -45,18 +45,20 @@ func Changes(vmid int, want []Rule, cur []scheduler.HARule, managed map[int]bool
 		}
 		next := w.HARule
 		if w.Type == scheduler.HAResourceAffinity || w.Shared {
-			others := false
 			for _, m := range cur[i].VMIDs {
 				if managed[m] && !slices.Contains(next.VMIDs, m) {
-					next.VMIDs, others = append(next.VMIDs, m), true
+					next.VMIDs = append(next.VMIDs, m)
 					if slices.Contains(cur[i].CTs, m) {
 						next.CTs = append(next.CTs, m)
 					}
 				}
 			}
 			sort.Ints(next.VMIDs)
-			if w.Shared && others {
+			if w.Shared && slices.ContainsFunc(cur[i].VMIDs, func(m int) bool { return m != vmid && managed[m] }) {
+				// Until the others leave: their nodes, and their strictness (one strict member's
+				// rule must not be loosened by a preferred one, nor flip with each apply).
 				next.Nodes = slices.DeleteFunc(slices.Clone(next.Nodes), func(n string) bool { return !slices.Contains(cur[i].Nodes, n) })
+				next.Strict = next.Strict || cur[i].Strict
 			}
 		}
 		if !same(cur[i], next) {
@@ -77,6 +79,26 @@ func Changes(vmid int, want []Rule, cur []scheduler.HARule, managed map[int]bool
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Op == Update && out[j].Op != Update })
+	return append(folded(vmid, want, cur), out...)
+}
+
+// folded deletes, first, the own node rules of the other members of a shared node rule in
+// want: PVE refuses a resource in two node rules, so a member's own rule is folded into the
+// group's (which keeps its nodes: Changes) rather than left for its own apply.
+func folded(vmid int, want []Rule, cur []scheduler.HARule) []Change {
+	var out []Change
+	for _, w := range want {
+		if !w.Shared {
+			continue
+		}
+		for _, m := range w.VMIDs {
+			own := NodeRuleName(m)
+			if i := slices.IndexFunc(cur, func(r scheduler.HARule) bool { return strings.EqualFold(r.Name, own) }); m != vmid && i >= 0 &&
+				!strings.EqualFold(own, w.Name) && slices.Equal(cur[i].VMIDs, []int{m}) {
+				out = append(out, Change{Op: Delete, Rule: cur[i]})
+			}
+		}
+	}
 	return out
 }
 

@@ -61,6 +61,8 @@ func TestScheduleSetAntiAffinityCountTooLarge(t *testing.T) {
 		"0/3 nodes are available: 3 node(s) already run a guest tagged [web]",
 		"only 3 of the plan's 4 new VMs can be placed together; cannot place: web-3",
 		"topology_spread with max_skew = 1 lets replicas share domains",
+		// The smallest cause: the group alone cannot be kept apart.
+		"cause: web-3 with vm_anti_affinity [web] by node: 4 members, 3 eligible nodes",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%s", want, err)

@@ -28,8 +28,10 @@ type cpuOvercommit struct {
 }
 
 var (
-	_ scheduler.FilterPlugin = cpuOvercommit{}
-	_ scheduler.FilterPlugin = memoryOvercommit{}
+	_ scheduler.FilterPlugin   = cpuOvercommit{}
+	_ scheduler.FilterPlugin   = memoryOvercommit{}
+	_ scheduler.CapacityPlugin = cpuOvercommit{}
+	_ scheduler.CapacityPlugin = memoryOvercommit{}
 )
 
 func newCPUOvercommit(args map[string]string) (scheduler.Plugin, error) {
@@ -90,6 +92,22 @@ func (f memoryOvercommit) Filter(_ *scheduler.CycleState, req *scheduler.Request
 			mibString(n.Node.MaxMem), above(sum/float64(n.Node.MaxMem), f.ratio), scheduler.FormatNumber(f.ratio)),
 		Group: f.group,
 	}
+}
+
+// Room and Demand make both filters capacities for the joint search's bound (the per-VM
+// limit of vCPUs is a verdict of its own, which the bound needs not see).
+func (f cpuOvercommit) Room(n *scheduler.NodeInfo) float64 {
+	return f.ratio*float64(n.Node.MaxCPU) - n.AllocCPU
+}
+
+func (cpuOvercommit) Demand(r *scheduler.Request) float64 { return float64(r.VCPUs()) }
+
+func (f memoryOvercommit) Room(n *scheduler.NodeInfo) float64 {
+	return f.ratio*float64(n.Node.MaxMem) - float64(n.AllocMem)
+}
+
+func (memoryOvercommit) Demand(r *scheduler.Request) float64 {
+	return float64(uint64(r.MemoryMiB) * scheduler.MiB)
 }
 
 func parseRatio(args map[string]string, def float64) (float64, error) {

@@ -3,6 +3,7 @@ package plugins
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
@@ -15,7 +16,10 @@ const StorageCapacityName = "StorageCapacity"
 // debits count on every node). A request of unknown disk size passes.
 type storageCapacity struct{}
 
-var _ scheduler.FilterPlugin = storageCapacity{}
+var (
+	_ scheduler.FilterPlugin   = storageCapacity{}
+	_ scheduler.CapacityPlugin = storageCapacity{}
+)
 
 func newStorageCapacity(map[string]string) (scheduler.Plugin, error) { return storageCapacity{}, nil }
 
@@ -38,3 +42,18 @@ func (storageCapacity) Filter(_ *scheduler.CycleState, r *scheduler.Request, n *
 		Group:  fmt.Sprintf("had too little free storage for %s GiB of disks", scheduler.FormatNumber(math.Ceil(needGiB*100)/100)),
 	}
 }
+
+// Room is the free space of every storage the node can put disks on, for the joint search's
+// bound: a node's VMs may split their disks between its storages, and a shared storage counts
+// on every node (an overcount, which keeps the bound safe).
+func (storageCapacity) Room(n *scheduler.NodeInfo) float64 {
+	var free float64
+	for _, s := range n.Node.Storages {
+		if s.Active && slices.Contains(s.Content, "images") {
+			free += float64(n.StorageFree(s))
+		}
+	}
+	return free
+}
+
+func (storageCapacity) Demand(r *scheduler.Request) float64 { return float64(r.DiskBytes) }

@@ -58,8 +58,8 @@ func recordedScoreTerms(r *scheduler.Request, nodes []*scheduler.NodeInfo) []rec
 func recordedTerms(r *scheduler.Request, nodes []*scheduler.NodeInfo, pick func(*scheduler.Request, func(scheduler.VMGroupTerm, int))) []recordedTerm {
 	var out []recordedTerm
 	for _, ni := range nodes {
-		for _, g := range ni.Guests {
-			if g.Recorded == nil || g.Template {
+		for _, g := range ni.Recorded {
+			if g.Template {
 				continue
 			}
 			pick(&g.Recorded.Policy, func(t scheduler.VMGroupTerm, weight int) {

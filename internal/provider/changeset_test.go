@@ -62,7 +62,7 @@ func TestAccChangeSetAllOrNothing(t *testing.T) {
 			config := env.providerBlock(tc.provider) + tc.hcl
 			runParallel(t, resource.TestStep{
 				Config:      config,
-				ExpectError: regexp.MustCompile(`(?s)No placement for "web-\d".*` + tc.want + `.*terraform\s+apply\s+of\s+a\s+plan\s+that\s+passed.*terraform\s+destroy\s+-refresh=false`),
+				ExpectError: regexp.MustCompile(`(?s)No placement for "web-\d".*` + tc.want + `.*the\s+apply\s+of\s+a\s+plan\s+that\s+passed.*terraform\s+destroy\s+-refresh=false`),
 			}, resource.TestStep{
 				PreConfig:   noGuests(t, sim),
 				Config:      config,

@@ -36,8 +36,9 @@ func livingCluster() pvesim.Cluster {
 var livingVMIDs = []int{100, 101, 102, 103}
 
 // livingConfig is four HA VMs of four vCPUs, apart on nodes and spread over the zones (b
-// holds two): the provider writes one negative rule over them and a strict node rule per VM
-// keeping it in its zone. They are pinned where the scheduler puts them in most runs, so that
+// holds two), with strict failover: the provider writes one negative rule over them, and no
+// node rule (a spread never pins a VM to its zone, and a member of a negative rule gets one
+// class, here every node). They are pinned where the scheduler puts them in most runs, so that
 // the life is the same in each: the spread ties zones a and b, which the parallel creates
 // settle either way.
 func livingConfig(env *accEnv) string {
@@ -47,7 +48,9 @@ func livingConfig(env *accEnv) string {
   topology_spread {
     tags         = ["web"]
     topology_key = "zone"
-  }`, "ha {}")
+  }`, `ha {
+    failover = "strict"
+  }`)
 }
 
 // ruleWatch checks after every HA round that no running VM breaks the hard rules the
@@ -266,18 +269,20 @@ func TestAccLivingWithCRS(t *testing.T) {
 	runSteps(t,
 		resource.TestStep{Config: config, Check: func(*terraform.State) error {
 			rules := simRules(t, sim)
-			if len(rules) != 1+len(livingVMIDs) {
-				return fmt.Errorf("rules %+v, want one negative rule and a node rule per VM", rules)
+			// The negative rule flattens each member's node rule into one class (PVE's check):
+			// over every node, which needs no rule. A spread never pins a VM to its zone.
+			if len(rules) != 1 || rules[0].Affinity != scheduler.HANegative {
+				return fmt.Errorf("rules %+v, want one negative rule", rules)
 			}
 			t.Logf("applied: %v", life.nodes())
-			// The control: the same life without the rules breaks both kinds.
+			// The control: the same life without the rules breaks the negative rule.
 			bare := &ruleWatch{sim: ruleless(t, sim)}
 			if err := bare.watch(rules); err != nil {
 				return err
 			}
 			newCRSLife(t, bare.sim, bare).run(1, 200)
 			breaks := bare.take(true)
-			for _, kind := range []string{"outside node rule", "against negative rule"} {
+			for _, kind := range []string{"against negative rule"} {
 				i := slices.IndexFunc(breaks, func(b string) bool { return strings.Contains(b, kind) })
 				if i < 0 {
 					return fmt.Errorf("without the provider's rules, no round broke one %q: the check could not fail there (breaks %q)", kind, breaks)

@@ -68,8 +68,13 @@ func TestPlanErrorNamesThePlannedVM(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var diags diag.Diagnostics
 			kit.AddPlanError(&diags, tc.err, tc.planned, changeset.DestroyHint(changeset.ReduceNewVMs))
-			if len(diags) != 1 || diags[0].Summary() != `No placement for "w-7"` {
-				t.Fatalf("diagnostics %v, want one error No placement for \"w-7\"", diags)
+			// The header names the VM of the address Terraform shows the error on.
+			header := `No placement for "w-7"`
+			if tc.prefix {
+				header = `No placement for "w-5"`
+			}
+			if len(diags) != 1 || diags[0].Summary() != header {
+				t.Fatalf("diagnostics %v, want one error %s", diags, header)
 			}
 			detail := diags[0].Detail()
 			want := `"w-5" is placed together with the plan's other new VMs, all or nothing, and they do not all fit; below, why "w-7" does not.`

@@ -49,7 +49,9 @@ func TestAccRequestsHARules(t *testing.T) {
     tags         = ["web"]
     topology_key = "node"
   }
-  ha {}
+  ha {
+    failover = "strict"
+  }
 }`, n))
 	var before, after haRuleRequests
 	before.sim, after.sim = sim, sim

@@ -54,10 +54,14 @@ func haRulesCluster() pvesim.Cluster {
 	return c
 }
 
-// haGroup is count VMs of the web group, kept apart on nodes and HA-managed; extra goes into
-// the ha block.
+// strictFailover is the ha block's line that keeps hard rules through failover: the negative
+// resource-affinity rule of a group kept apart on nodes exists only under it.
+const strictFailover = `failover = "strict"`
+
+// haGroup is count VMs of the web group, kept apart on nodes and HA-managed with strict
+// failover; extra goes into the ha block.
 func haGroup(env *accEnv, count int, extra string) string {
-	return haVM(env, "web-${count.index}", strconv.Itoa(count), "", extra)
+	return haVM(env, "web-${count.index}", strconv.Itoa(count), "", strictFailover+"\n    "+extra)
 }
 
 // haVM is count VMs named name of the web group; attrs are more attributes (HCL lines).
@@ -222,7 +226,8 @@ func TestAccVMHARulesLeaveHA(t *testing.T) {
 		return haWebVMs(env, "web-${count.index}", "3", "", fmt.Sprintf(`dynamic "ha" {
     for_each = %s ? [1] : []
     content {
-      state = %s
+      state    = %s
+      failover = "strict"
     }
   }`, has, state))
 	}
@@ -263,7 +268,10 @@ func noRules(t *testing.T, sim *pvesim.Server) resource.TestCheckFunc {
 }
 
 // haDB is the HA VM db (150), cloned, on the cluster's Notes labels; attrs are more attributes.
-func haDB(env *accEnv, attrs string) string {
+func haDB(env *accEnv, attrs string) string { return haDBWith(env, attrs, "") }
+
+// haDBWith is haDB with ha, the lines of its ha block.
+func haDBWith(env *accEnv, attrs, ha string) string {
 	return env.providerBlock("  read_node_notes = true") + fmt.Sprintf(`resource "qemuscheduler_vm" "db" {
   name   = "db"
   vmid   = 150
@@ -272,19 +280,21 @@ func haDB(env *accEnv, attrs string) string {
   clone {
     source_vmid = 9000
   }
-  ha {}
-}`, attrs)
+  ha {
+    %s
+  }
+}`, attrs, ha)
 }
 
-// zoneDB is haDB pinned to node and kept apart from the other db VMs by zone: its node rule
-// lists the nodes of node's zone.
+// zoneDB is haDB pinned to node, kept apart from the other db VMs by zone under strict
+// failover: its node rule lists the nodes of node's zone.
 func zoneDB(env *accEnv, node string) string {
-	return haDB(env, fmt.Sprintf(`node = %q
+	return haDBWith(env, fmt.Sprintf(`node = %q
   tags = ["db"]
   vm_anti_affinity {
     tags         = ["db"]
     topology_key = "zone"
-  }`, node))
+  }`, node), strictFailover)
 }
 
 // dbNodeRule checks that VM 150 is in a strict node rule of its own on exactly nodes.
@@ -299,8 +309,8 @@ func dbNodeRule(t *testing.T, sim *pvesim.Server, nodes ...string) resource.Test
 	}
 }
 
-// A required term over zones keeps the VM in its zone: a strict node rule listing the zone's
-// nodes, which the HA manager's recovery honours; a pin moved to the other zone takes the rule
+// Under strict failover a required term over zones keeps the VM in its zone: a strict node
+// rule listing the zone's nodes, which the HA manager's recovery honours; a pin moved to the other zone takes the rule
 // along; import reads the rule back.
 func TestAccVMHARulesZone(t *testing.T) {
 	env, sim := simEnv(t, haRulesCluster())
@@ -326,12 +336,12 @@ func TestAccVMHARulesZone(t *testing.T) {
 		// Pinned to a node of the other zone: the node rule follows, before the move.
 		resource.TestStep{PreConfig: func() { must(t, sim.SetNodeOnline("pve1", true)) }, Config: config("pve3"),
 			Check: resource.ComposeTestCheckFunc(runs("pve3"), nodeRule("pve3", "pve4"))},
-		// Import reads the rules back.
+		// Import reads the rules back, and failover from them (a strict node rule).
 		resource.TestStep{Config: config("pve3"), ResourceName: "qemuscheduler_vm.db", ImportState: true, ImportStateId: "150",
 			ImportStateCheck: func(states []*terraform.InstanceState) error {
 				if a := states[0].Attributes; a["ha.rules.#"] != "1" || a["ha.rules.0.id"] != "qemuscheduler-vm-150" || a["ha.placement_rules"] != "true" ||
 					a["ha.rules.0.type"] != "node-affinity" || a["ha.rules.0.nodes.%"] != "2" || a["ha.rules.0.nodes.pve3"] == "" ||
-					a["ha.rules.0.resources.0"] != "vm:150" {
+					a["ha.rules.0.resources.0"] != "vm:150" || a["ha.failover"] != "strict" {
 					return fmt.Errorf("imported ha: %v", a)
 				}
 				return nil
@@ -348,7 +358,7 @@ func TestAccVMHARulesLostLabelIsAPlanError(t *testing.T) {
 	runSteps(t,
 		resource.TestStep{Config: zoneDB(env, "pve1"), Check: dbNodeRule(t, sim, "pve1", "pve2")},
 		resource.TestStep{PreConfig: func() { must(t, sim.SetNodeNotes("pve2", "qemu-scheduler/label: zone=a")) }, Config: zoneDB(env, "pve1"),
-			ExpectError: wrapped(`(?s)A node lost a label the VM's HA rule needs.*with qemuscheduler_vm.db,.*ha \{\}.*` +
+			ExpectError: wrapped(`(?s)A node lost a label the VM's HA rule needs.*with qemuscheduler_vm.db,.*ha \{.*` +
 				`HA rule qemuscheduler-vm-150 keeps VM db \(150\) in zone=a \(required vm_anti_affinity on tags db with topology_key zone\) ` +
 				`and lists node pve2, which has no label zone now.*Notes line 1 "qemu-scheduler/label: zone=a": unknown key qemu-scheduler/label.*` +
 				"the rule would leave pve2 out, and a failover could not use it; it is left unchanged.*`qemu-scheduler/labels: zone=a`")},
@@ -411,7 +421,9 @@ func webPair(env *accEnv, attrs string) string {
   clone {
     source_vmid = 9000
   }
-  ha {}
+  ha {
+    failover = "strict"
+  }
 }`, attrs))
 }
 
@@ -442,7 +454,7 @@ func TestAccVMHARulesConflictAtPlan(t *testing.T) {
 // holding all three, whatever the order of their writes (digest, retry on conflict).
 func TestAccVMHARulesThreeProcesses(t *testing.T) {
 	env, sim := simEnv(t, haRulesCluster(), pvesim.WithTaskDuration(100*time.Millisecond))
-	concurrentApplies(t, []string{"a", "b", "c"}, func(run string) string { return haVM(env, "web-"+run, "1", "", "") }, func() error {
+	concurrentApplies(t, []string{"a", "b", "c"}, func(run string) string { return haVM(env, "web-"+run, "1", "", strictFailover) }, func() error {
 		var web []int
 		for _, id := range sim.Guests() {
 			if id != 9000 {
@@ -645,7 +657,7 @@ func TestRefusalsMultiplePriorities(t *testing.T) {
 func TestAccVMHARulesPinNextToMovingPeer(t *testing.T) {
 	env, sim := simEnv(t, haRulesCluster())
 	config := func(a, b string) string {
-		return haVM(env, "web-${count.index}", "2", fmt.Sprintf("node = [%q, %q][count.index]", a, b), "")
+		return haVM(env, "web-${count.index}", "2", fmt.Sprintf("node = [%q, %q][count.index]", a, b), strictFailover)
 	}
 	runSteps(t,
 		resource.TestStep{Config: config("pve1", "pve2"), Check: ruleHolds(t, sim, apartWeb, "negative", 2)},
@@ -663,10 +675,10 @@ func TestAccVMHARulesPinNextToMovingPeer(t *testing.T) {
 	)
 }
 
-// Two HA VMs kept together on a node, each allowed only pve1-pve3: PVE allows a positive group
-// in one node-affinity rule only (and extends it to every member), so one node rule holds the
-// pair: both members share it, so both applies succeed, and a failover moves the
-// pair together onto an allowed node.
+// Two HA VMs kept together on a node, each allowed only pve1-pve3: one positive rule over the
+// pair, whichever has the term, and one node rule for both (PVE allows a positive group in one
+// node-affinity rule only, of one priority class), so both applies succeed, and a failover
+// moves the pair together onto an allowed node.
 func TestAccVMHARulesPositivePairSharesOneNodeRule(t *testing.T) {
 	env, sim := simEnv(t, haRulesCluster())
 	config := env.config(`resource "qemuscheduler_vm" "web" {
@@ -696,7 +708,7 @@ func TestAccVMHARulesPositivePairSharesOneNodeRule(t *testing.T) {
 		return nil
 	}
 	runSteps(t,
-		resource.TestStep{Config: config, Check: resource.ComposeTestCheckFunc(ruleHolds(t, sim, "qemuscheduler-together-web", "positive", 2), nodeRules)},
+		resource.TestStep{Config: config, Check: resource.ComposeTestCheckFunc(ruleHolds(t, sim, "qemuscheduler-together-web-100-101", "positive", 2), nodeRules)},
 		resource.TestStep{Config: config, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}},
 		resource.TestStep{PreConfig: func() {
 			g, _ := sim.Guest(100)
@@ -746,7 +758,9 @@ func TestAccVMHARulesPeerWritesBeforeUpdate(t *testing.T) {
   vm_anti_affinity {
     tags = ["web"]
   }
-  ha {}
+  ha {
+    failover = "strict"
+  }
   %s
 }
 `, name, name, vmid, attrs, tags, extra)
@@ -943,8 +957,8 @@ func TestAccVMHARulesBreakWarns(t *testing.T) {
 	)
 }
 
-// apartWebState is the state of web-0, VM 100 on pve1, HA-managed and kept apart from the web
-// group on nodes, in the group's rule.
+// apartWebState is the state of web-0, VM 100 on pve1, HA-managed with strict failover and
+// kept apart from the web group on nodes, in the group's rule.
 func apartWebState() *vmresource.Model {
 	m := existingVM()
 	m.ID, m.VMID, m.Node, m.Name = types.StringValue("100"), types.Int64Value(100), types.StringValue("pve1"), types.StringValue("web-0")
@@ -953,6 +967,7 @@ func apartWebState() *vmresource.Model {
 	m.VMAntiAffinity = []scheduling.VMGroupTermModel{{GroupSelectorModel: scheduling.GroupSelectorModel{Tags: types.ListValueMust(types.StringType, stringValues([]string{"web"})),
 		TagsAnyOf: types.ListNull(types.StringType), TagsNoneOf: types.ListNull(types.StringType)}, TopologyKey: types.StringValue("node"), Weight: types.Int64Null()}}
 	m.HA = haBlockOf("started", 1, 1, types.StringNull())
+	m.HA.Failover = types.StringValue(vmresource.FailoverStrict)
 	m.HA.Rules = apartWebRules()
 	return m
 }

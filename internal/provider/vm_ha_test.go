@@ -29,7 +29,7 @@ import (
 
 func haBlockOf(state string, restart, relocate int64, comment types.String) *vmresource.HAModel {
 	return &vmresource.HAModel{State: types.StringValue(state), MaxRestart: types.Int64Value(restart), MaxRelocate: types.Int64Value(relocate), Comment: comment,
-		PlacementRules: types.BoolValue(true), Rules: scheduling.HARulesValue(nil)}
+		PlacementRules: types.BoolValue(true), Failover: types.StringValue(vmresource.FailoverPreferred), Rules: scheduling.HARulesValue(nil)}
 }
 
 // sameHA compares two blocks attribute by attribute (a list is not comparable with ==).

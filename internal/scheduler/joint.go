@@ -24,7 +24,9 @@ const (
 // work, not time, so the same inputs always give the same decision.
 const (
 	exactBudget  = 5_000_000
-	searchBudget = 150_000
+	searchBudget = 1_000_000
+	// restartUnit is the budget of the shortest restart beyond the complete sizes.
+	restartUnit  = 40_000
 	repairBudget = 150_000
 	// growBudget bounds the search for the largest subset that fits, which only words
 	// the error.
@@ -60,21 +62,28 @@ func (p *Profile) ScheduleSet(snap Snapshot, reqs []Request, opts Options) (Deci
 // alone turns the SetError err into the request's own refusal when the request it names
 // fits on no node even without the set's other new VMs (a label no node has, a VM larger
 // than any node): the set is not what stops it, and "only N of the set" would send the user
-// looking for room. A request with required VM affinity may need the set's VMs, so its error
-// stays the set's.
+// looking for room. The request is tried alone without the terms the set's VMs may satisfy
+// (a required vm_affinity, a DoNotSchedule spread and its min_domains: probeOf), so a VM
+// those stop keeps the set's error.
 func (p *Profile) alone(snap Snapshot, reqs []Request, opts Options, err error) error {
 	var se *SetError
 	if !errors.As(err, &se) {
 		return err
 	}
 	i := slices.IndexFunc(reqs, func(r Request) bool { return r.Name == se.Request })
-	if i < 0 || slices.ContainsFunc(reqs[i].VMAffinity, func(t VMGroupTerm) bool { return t.Weight == 0 }) {
+	if i < 0 {
 		return err
 	}
-	_, aloneErr := p.Schedule(snap, reqs[i:i+1], opts)
+	probe := probeOf(&reqs[i])
+	_, aloneErr := p.Schedule(snap, []Request{*probe}, opts)
 	var ue *UnschedulableError
 	if !errors.As(aloneErr, &ue) {
 		return err
+	}
+	if probe != &reqs[i] {
+		// The refusal of the whole request, as the user wrote it.
+		_, whole := p.Schedule(snap, reqs[i:i+1], opts)
+		errors.As(whole, &ue)
 	}
 	copied := *ue
 	copied.Message += "\n" + aloneLine
@@ -84,10 +93,11 @@ func (p *Profile) alone(snap Snapshot, reqs []Request, opts Options, err error) 
 // aloneLine is the line an Alone SetError adds.
 const aloneLine = "it fits on no node even without the plan's other new VMs: change its placement attributes (or the nodes), not the size of the set"
 
-// SetError says that a set of new VMs cannot be placed together. The embedded
-// UnschedulableError is the request that does not fit, evaluated beside the largest subset the
-// search placed (Message and Candidates as Schedule gives them); its Message ends with the
-// line on the set, so callers that only know UnschedulableError show it too.
+// SetError says that a set of new VMs cannot be placed together, or that the search gave up
+// before it could place or refuse the whole set (GaveUp). The embedded UnschedulableError is
+// the request that does not fit, evaluated beside the largest subset the search placed
+// (Message and Candidates as Schedule gives them); its Message ends with the line on the
+// set, so callers that only know UnschedulableError show it too.
 type SetError struct {
 	*UnschedulableError
 	// Placed is how many of the set's new VMs the search could place together (the largest
@@ -100,6 +110,13 @@ type SetError struct {
 	// Alone says that the request fits on no node even without the set's other new VMs:
 	// its message is its own refusal, without the line on the set.
 	Alone bool
+	// GaveUp says that the search ran out of its budget without proving that the whole set
+	// cannot be placed: the set may still fit. Maximal says that it proved Placed the most
+	// that fit together (only then does the line say "only Placed of Total").
+	GaveUp, Maximal bool
+	// Cause names a smallest cause of a proven refusal, when the search found one: the VM
+	// and the rule that no other VM of the set changes ("" none).
+	Cause string
 }
 
 func (e *SetError) Unwrap() error { return e.UnschedulableError }
@@ -107,13 +124,22 @@ func (e *SetError) Unwrap() error { return e.UnschedulableError }
 // listedNames bounds the names a SetError's line lists; Unplaced has them all.
 const listedNames = 10
 
-// setLine is the line a SetError adds to the message of the request that does not fit.
-func setLine(placed, total int, unplaced []string, antiAffinity bool) string {
-	names := strings.Join(unplaced[:min(len(unplaced), listedNames)], ", ")
-	if more := len(unplaced) - listedNames; more > 0 {
+// setLine is the line a SetError adds to the message of the request that does not fit: what
+// the search proved, and no more.
+func setLine(e *SetError, antiAffinity bool) string {
+	names := strings.Join(e.Unplaced[:min(len(e.Unplaced), listedNames)], ", ")
+	if more := len(e.Unplaced) - listedNames; more > 0 {
 		names += fmt.Sprintf(" and %d more", more)
 	}
-	line := fmt.Sprintf("only %d of the plan's %d new VMs can be placed together; cannot place: %s", placed, total, names)
+	if e.GaveUp {
+		return fmt.Sprintf("the joint search gave up after its budget, having placed %d of the plan's %d new VMs together (left out: %s); "+
+			"the set may still fit: split the change into two applies (first apply with -target naming the VMs to place first, "+
+			"or with a smaller count, then apply the rest), which places the rest beside the VMs created", e.Placed, e.Total, names)
+	}
+	line := fmt.Sprintf("only %d of the plan's %d new VMs can be placed together; cannot place: %s", e.Placed, e.Total, names)
+	if !e.Maximal {
+		line = fmt.Sprintf("the plan's %d new VMs cannot all be placed together; the most the search placed together is %d (left out: %s)", e.Total, e.Placed, names)
+	}
 	if antiAffinity {
 		line += " (required vm_anti_affinity keeps one VM of a group per domain; topology_spread with max_skew = 1 lets replicas share domains, spread evenly)"
 	}
@@ -230,15 +256,30 @@ type search struct {
 	deepest   []step
 	best      int
 	bestSteps []step
-	// proven is true when the exact search showed that the whole set cannot be placed.
-	proven bool
+	// proven is true when the exact search showed that the whole set cannot be placed;
+	// growCut when the search for the largest subset ran out of its budget.
+	proven, growCut bool
 	// open is the first class that may still be placed: the largest-subset search leaves
 	// the rest of the classes before it out.
 	open int
+	// inter[a][b] says that placing a VM of class b can change class a's verdict beyond the
+	// node it lands on (interactions).
+	inter [][]bool
+	// complete is true for the sizes the search is complete for: one search, no restart.
+	complete bool
+	// restart counts the search's restarts, which blur the fits of nodes (order).
+	restart int
+	// caps are the capacity filters every class runs (bounded).
+	caps []CapacityPlugin
+	// narrow is true while a restart tries only the nodes the whole request passes for the
+	// classes whose probes leave terms out; narrowDead holds the states such restarts found
+	// dead.
+	narrow     bool
+	narrowDead map[string]struct{}
 }
 
 func newSearch(p *Profile, infos []*NodeInfo, snap *Snapshot, reqs []Request, fresh []int, vmids map[int]int) *search {
-	s := &search{p: p, infos: infos, reqs: reqs, vmids: vmids, total: len(fresh), dead: map[string]struct{}{},
+	s := &search{p: p, infos: infos, reqs: reqs, vmids: vmids, total: len(fresh), dead: map[string]struct{}{}, narrowDead: map[string]struct{}{},
 		prefilterCost: 1 + len(infos)/8 + len(snap.Guests)/64}
 	byKey := map[string]*vmClass{}
 	for _, i := range fresh {
@@ -283,9 +324,11 @@ func newSearch(p *Profile, infos []*NodeInfo, snap *Snapshot, reqs []Request, fr
 	}
 	s.budget = searchBudget
 	if len(fresh) <= exactVMs && len(infos) <= exactNodes {
-		s.budget = exactBudget
+		s.budget, s.complete = exactBudget, true
 	}
 	s.nodeGroup = s.symmetry()
+	s.inter = s.interactions()
+	s.caps = s.capacities()
 	return s
 }
 
@@ -557,6 +600,12 @@ func (s *search) feasible(c *vmClass, within []int) ([]int, *CycleState) {
 
 // passes runs the filters on one node until the first rejection, then the storage check.
 func (s *search) passes(state *CycleState, r *Request, ni *NodeInfo) bool {
+	// The capacities first, without the words of a rejection most checks of a tight set end in.
+	for _, cp := range s.caps {
+		if cp.Demand(r) > cp.Room(ni) {
+			return false
+		}
+	}
 	for _, f := range s.p.of(r).filters {
 		if f.Filter(state, r, ni) != nil {
 			return false
@@ -670,15 +719,13 @@ func (s *search) leaveOut(st step) (restore func()) {
 // additions in the same order as before g came, so the figures are exactly those) and
 // credits g's disks back.
 func (s *search) recount(ni *NodeInfo, g *Guest) {
-	kept := make([]*Guest, 0, len(ni.Guests))
-	fresh := NodeInfo{Node: ni.Node, CPU: ni.Node.CPU, Mem: ni.Node.Mem, storageDebits: ni.storageDebits}
+	fresh := NodeInfo{Node: ni.Node, CPU: ni.Node.CPU, Mem: ni.Node.Mem, storageDebits: ni.storageDebits, Guests: make([]*Guest, 0, len(ni.Guests))}
 	for _, other := range ni.Guests {
 		if other != g {
-			kept = append(kept, other)
+			fresh.list(other)
 			fresh.tally(other)
 		}
 	}
-	fresh.Guests = kept
 	*ni = fresh
 	ni.chargeDisks(g, false)
 }
@@ -692,24 +739,69 @@ func (s *search) unwind() {
 	}
 }
 
-// solve searches for a placement of every class's members: the first branch is the largest
-// first pass (every class fits every node at the start, so size decides), then the exact
-// search backtracks; beyond its budget, the repair. On success the stack holds the placement.
+// solve searches for a placement of every class's members, unless a cause shows at once that
+// none exists: the exact search backtracks
+// from the largest, most constrained class, tightest fit first; beyond the complete sizes it
+// restarts, each time with the fits of nodes blurred its own way and a budget that
+// grows as Luby's sequence (a bad early choice costs one restart, not the whole budget;
+// dead states stay known). Beyond its budget, the repair. On success the stack holds the
+// placement.
 func (s *search) solve() bool {
-	switch s.dfs(nil) {
-	case found:
-		return true
-	case deadEnd:
-		s.proven = true
-		return false
+	// A group kept apart with more members than domains is a proof no search needs.
+	for _, c := range s.classes {
+		if s.cause(c.rep) != "" {
+			s.proven = true
+			return false
+		}
 	}
-	s.unwind()
+	total := s.budget
+	proof := s.dead
+	for s.restart = 0; ; s.restart++ {
+		if !s.complete {
+			s.budget = min(total, s.work+luby(s.restart+1)*restartUnit)
+		}
+		// Every other restart places the VMs of DoNotSchedule spreads only where their
+		// whole request passes as they come (as Schedule would), which keeps the spreads
+		// even but may miss a placement: its dead states are its own, and its end proves
+		// nothing.
+		s.narrow = s.loose && s.restart%2 == 1
+		s.dead = proof
+		if s.narrow {
+			s.dead = s.narrowDead
+		}
+		switch s.dfs(nil) {
+		case found:
+			return true
+		case deadEnd:
+			if !s.narrow {
+				s.proven = true
+				return false
+			}
+		}
+		s.unwind()
+		if s.complete || s.work >= total {
+			break
+		}
+	}
 	return s.repair()
 }
 
-// before reports whether the dfs branches on class a rather than b.
+// luby is the i-th term (from 1) of Luby's restart sequence: 1 1 2 1 1 2 4 1 1 2 ...
+func luby(i int) int {
+	for k := 1; ; k++ {
+		if i == 1<<k-1 {
+			return 1 << (k - 1)
+		}
+		if i < 1<<k-1 {
+			return luby(i - (1<<(k-1) - 1))
+		}
+	}
+}
+
+// before reports whether the dfs branches on class a rather than b: the carriers of left-out
+// terms first, except in a narrow restart, whose spreads stay even as they come.
 func (s *search) before(a, b int, feasible [][]int) bool {
-	if ca, cb := s.classes[a].carrier, s.classes[b].carrier; ca != cb {
+	if ca, cb := s.classes[a].carrier, s.classes[b].carrier; ca != cb && !s.narrow {
 		return ca
 	}
 	return len(feasible[a]) < len(feasible[b])
@@ -725,12 +817,11 @@ const (
 
 // dfs extends the branch on one class, the one with the fewest feasible nodes (largest first
 // among equals; the carriers of left-out terms before all, so that those terms settle
-// early), over its nodes best score first. The probes only lose nodes as VMs are
+// early), over its nodes tightest fit first (order). The probes only lose nodes as VMs are
 // placed, so a class without a feasible node ends the branch, the order of classes does not
-// matter, and only the nodes of within (each class's feasible nodes in the parent state; nil:
-// all) need checking again. A full branch must pass the whole check. A state proven dead is
-// remembered under its key.
-func (s *search) dfs(within [][]int) outcome {
+// matter, and each level checks again only what the last placement can change (advance). A
+// full branch must pass the whole check. A state proven dead is remembered under its key.
+func (s *search) dfs(parent *level) outcome {
 	if s.work > s.budget {
 		return exhausted
 	}
@@ -749,30 +840,20 @@ func (s *search) dfs(within [][]int) outcome {
 		s.dead[key] = struct{}{}
 		return deadEnd
 	}
-	feasible := make([][]int, len(s.classes))
+	lv, ok := s.advance(parent)
+	if !ok {
+		s.dead[key] = struct{}{}
+		return deadEnd
+	}
 	branch := -1
-	var state *CycleState
 	for ci, c := range s.classes {
-		if c.left == 0 {
-			continue
-		}
-		var prev []int
-		if within != nil {
-			prev = within[ci]
-		}
-		var st *CycleState
-		feasible[ci], st = s.feasible(c, prev)
-		if len(feasible[ci]) == 0 {
-			s.dead[key] = struct{}{}
-			return deadEnd
-		}
-		if branch < 0 || s.before(ci, branch, feasible) {
-			branch, state = ci, st
+		if c.left > 0 && (branch < 0 || s.before(ci, branch, lv.feasible)) {
+			branch = ci
 		}
 	}
-	for _, n := range s.byScore(s.classes[branch], feasible[branch], state) {
+	for _, n := range s.order(branch, lv) {
 		s.push(branch, n)
-		outcome := s.dfs(feasible)
+		outcome := s.dfs(lv)
 		if outcome != found {
 			s.pop()
 		}
@@ -900,8 +981,16 @@ func (s *search) failure(run *run) error {
 	} else {
 		ue.Message, ue.Candidates = unschedulableMessage(len(run.infos), ev.groups), ev.cands
 	}
-	ue.Message += "\n" + setLine(len(s.stack), s.total, unplaced, blockedByAntiAffinity(r, ue.Candidates))
-	return &SetError{UnschedulableError: ue, Placed: len(s.stack), Total: s.total, Unplaced: unplaced}
+	se := &SetError{UnschedulableError: ue, Placed: len(s.stack), Total: s.total, Unplaced: unplaced, GaveUp: !s.proven,
+		Maximal: s.proven && (len(s.stack) == s.total-1 || !s.growCut)}
+	ue.Message += "\n" + setLine(se, blockedByAntiAffinity(r, ue.Candidates))
+	if s.proven {
+		s.unwind()
+		if se.Cause = s.cause(r); se.Cause != "" {
+			ue.Message += "\n" + se.Cause
+		}
+	}
+	return se
 }
 
 // fill adds every VM that fits, largest class first, each on its best node; where probes
@@ -932,7 +1021,10 @@ func (s *search) grow(ci int, within [][]int, seen map[string]struct{}) {
 	if s.proven {
 		most--
 	}
-	if ci == len(s.classes) || s.best >= most || s.work > s.budget {
+	if s.work > s.budget {
+		s.growCut = true
+	}
+	if ci == len(s.classes) || s.best >= most || s.growCut {
 		return
 	}
 	key := strconv.Itoa(ci) + "#" + s.key()

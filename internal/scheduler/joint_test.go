@@ -78,13 +78,7 @@ func TestScheduleSetSymmetryBoundsTheSearch(t *testing.T) {
 	for i := range snap.Nodes[:5] {
 		snap.Nodes[i].MaxCPU = 7 // five nodes cannot take a 5 and a 3, so only three 3s fit
 	}
-	run := p.newRun(&snap, reqs, Options{})
-	fresh := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}
-	vmids := map[int]int{}
-	for _, i := range fresh {
-		vmids[i] = 100 + i
-	}
-	s := newSearch(p, run.infos, &snap, reqs, fresh, vmids)
+	s, _ := newTestSearch(p, &snap, reqs)
 	if s.solve() {
 		t.Fatal("placed 12 VMs that need 4 nodes of 8 CPUs for the pairs, of 3")
 	}
@@ -140,13 +134,7 @@ func TestRepairMovesAPlacedVM(t *testing.T) {
 	p := cpuFitProfile(t)
 	snap := Snapshot{Nodes: testNodes("n1", "n2", "n3")}
 	reqs := cpuRequests(5, 5, 5, 3, 3, 3)
-	run := p.newRun(&snap, reqs, Options{})
-	fresh := []int{0, 1, 2, 3, 4, 5}
-	vmids := map[int]int{}
-	for _, i := range fresh {
-		vmids[i] = 100 + i
-	}
-	s := newSearch(p, run.infos, &snap, reqs, fresh, vmids)
+	s, _ := newTestSearch(p, &snap, reqs)
 	small := slices.IndexFunc(s.classes, func(c *vmClass) bool { return c.rep.Cores == 3 })
 	s.push(small, 0)
 	s.push(small, 0)
@@ -162,4 +150,40 @@ func TestRepairMovesAPlacedVM(t *testing.T) {
 	if !slices.Equal(load, []int{8, 8, 8}) {
 		t.Fatalf("loads %v, want a 5 and a 3 on every node", load)
 	}
+}
+
+// A search that runs out of its budget proves nothing: its error says that it gave up and the
+// set may still fit, never "only N of M".
+func TestScheduleSetGaveUpSaysSo(t *testing.T) {
+	p := cpuFitProfile(t)
+	snap := Snapshot{Nodes: testNodes("n1", "n2")}
+	reqs := cpuRequests(3, 3, 4, 4, 2, 1)
+	s, run := newTestSearch(p, &snap, reqs)
+	s.budget, s.complete = 1, false
+	if s.solve() || s.proven {
+		t.Fatal("a search of one unit of work placed or refused the set")
+	}
+	err := s.failure(run)
+	var se *SetError
+	if !errors.As(err, &se) || !se.GaveUp || se.Maximal || strings.Contains(err.Error(), "only ") ||
+		!strings.Contains(err.Error(), "gave up after its budget") || !strings.Contains(err.Error(), "may still fit") {
+		t.Fatalf("err = %v (%+v), want the search's giving up", err, se)
+	}
+	// The whole search proves it, and says only then how many fit.
+	_, err = p.ScheduleSet(snap, reqs, Options{})
+	if !errors.As(err, &se) || se.GaveUp || !se.Maximal || !strings.Contains(err.Error(), "only 5 of the plan's 6 new VMs") {
+		t.Fatalf("err = %v, want the proven refusal", err)
+	}
+}
+
+// newTestSearch is the joint search of every request of reqs as new VMs, VMIDs from 100 in
+// request order, with its run.
+func newTestSearch(p *Profile, snap *Snapshot, reqs []Request) (*search, *run) {
+	run := p.newRun(snap, reqs, Options{})
+	fresh := make([]int, len(reqs))
+	vmids := map[int]int{}
+	for i := range reqs {
+		fresh[i], vmids[i] = i, 100+i
+	}
+	return newSearch(p, run.infos, snap, reqs, fresh, vmids), run
 }

@@ -9,6 +9,10 @@ type NodeInfo struct {
 	// (earlier placements of the decision, in-flight reservations) and those migrating to it
 	// (Guest.Arriving). A guest being checked in place is left out.
 	Guests []*Guest
+	// Recorded are the guests of Guests that carry a placement record (Guest.Recorded): the
+	// symmetry of VM (anti-)affinity reads them for every request, so they are listed once per
+	// view, as kube's NodeInfo lists its pods with affinity, not sought among every guest.
+	Recorded []*Guest
 	// AllocCPU is the vCPUs of the guests that count for capacity (CountsForCapacity).
 	AllocCPU float64
 	// AllocMem is the configured memory in bytes of the same set.
@@ -26,9 +30,17 @@ type NodeInfo struct {
 // about to run also raises the live figures, which cannot include it yet; an assumed one
 // takes its disks' space too.
 func (n *NodeInfo) add(g *Guest) {
-	n.Guests = append(n.Guests, g)
+	n.list(g)
 	n.tally(g)
 	n.chargeDisks(g, true)
+}
+
+// list adds a guest to Guests, and to Recorded when it carries a record.
+func (n *NodeInfo) list(g *Guest) {
+	n.Guests = append(n.Guests, g)
+	if g.Recorded != nil {
+		n.Recorded = append(n.Recorded, g)
+	}
 }
 
 // chargeDisks debits (or credits back) an assumed guest's disks to the view's storage.

@@ -21,6 +21,15 @@ type PreFilterPlugin interface {
 	PreFilter(state *CycleState, req *Request, nodes []*NodeInfo) error
 }
 
+// CapacityPlugin is an optional extension of a FilterPlugin whose verdict is a capacity: it
+// passes a node exactly while the request's Demand is at most the node's Room, and every
+// guest placed there takes its demand from the room. The joint search bounds with it: the
+// VMs left to place cannot need more than the room of the nodes they may still use.
+type CapacityPlugin interface {
+	Room(n *NodeInfo) float64
+	Demand(r *Request) float64
+}
+
 // Rejection explains a failed filter: Reason is per node with numbers
 // ("CPUOvercommit: (30+4)/8 = 4.25 > 4"); Group is the phrase used when counting nodes in an
 // unschedulable error ("exceeded cpu overcommit ratio 4").

@@ -52,7 +52,7 @@ func (v *view) without(g *Guest) (restore func()) {
 				credits = append(credits, other)
 				continue
 			}
-			fresh.Guests = append(fresh.Guests, other)
+			fresh.list(other)
 			fresh.tally(other)
 		}
 		*ni = fresh

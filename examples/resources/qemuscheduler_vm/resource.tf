@@ -129,8 +129,34 @@ resource "qemuscheduler_vm" "db" {
     max_restart     = 3
     max_relocate    = 2
     comment         = "primary database"
-    auto_rebalance  = false # PVE 9.2: the HA manager's automatic rebalancing leaves the database where it runs
-    placement_rules = true  # the default: PVE 9 HA rules keep its hard placement rules through failover
+    auto_rebalance  = false    # PVE 9.2: the HA manager's automatic rebalancing leaves the database where it runs
+    placement_rules = true     # the default: PVE 9 HA rules keep its hard placement rules through failover
+    failover        = "strict" # the HA manager leaves it down rather than break a hard placement rule; "preferred" (the default) keeps it running
+  }
+}
+
+# A web tier spread over racks: under the default failover ("preferred") a rack failure moves
+# its VMs into the other racks (each VM's rule ranks its own rack first, then the racks with
+# fewer web VMs, then the rest), and failback brings them home when the rack is back.
+resource "qemuscheduler_vm" "web" {
+  count  = 6
+  name   = "web-${count.index}"
+  memory = 2048
+  tags   = ["web"]
+
+  clone {
+    source_vmid = 9000
+  }
+
+  topology_spread {
+    tags               = ["web"]
+    topology_key       = "rack"
+    max_skew           = 1
+    when_unsatisfiable = "DoNotSchedule"
+  }
+
+  ha {
+    failover = "preferred"
   }
 }
 

@@ -40,11 +40,14 @@ func AddPlanError(diags *diag.Diagnostics, err error, planned, hint string) {
 		hint = changeset.AloneHint
 	}
 	detail := ue.Message + ExplainCandidates(ue.Candidates) + "\n\n" + hint
+	// Terraform shows the error on planned's address: its header names that VM.
+	header := ue.Request
 	if isSet && planned != "" && planned != ue.Request {
+		header = planned
 		detail = fmt.Sprintf("%q is placed together with the plan's other new VMs, all or nothing, and they do not all fit; below, why %q does not.\n\n%s",
 			planned, ue.Request, detail)
 	}
-	diags.AddError("No placement for "+quoteOr(ue.Request, "the VM"), detail)
+	diags.AddError("No placement for "+quoteOr(header, "the VM"), detail)
 }
 
 // AddSchedulerError turns a scheduler error into a diagnostic on the attribute to blame.
@@ -105,7 +108,7 @@ func ExplainCandidates(cands []scheduler.Candidate) string {
 func AddSetError(diags *diag.Diagnostics, c *changeset.Set, err error, planned, reduce string) {
 	var ue *scheduler.UnschedulableError
 	if c.ReportedBefore(err) && errors.As(err, &ue) {
-		diags.AddError("No placement for "+quoteOr(ue.Request, "the VM"),
+		diags.AddError("No placement for "+quoteOr(planned, "the VM"),
 			fmt.Sprintf("%q is placed together with the plan's other new VMs, all or nothing, and they do not all fit: another error of this "+
 				"plan, on another of them, explains why %q does not and what to do.", planned, ue.Request))
 		return

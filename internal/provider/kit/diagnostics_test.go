@@ -13,9 +13,9 @@ import (
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
-// Every new VM a set refuses fails its plan with the set's explanation: the first is reported
-// in full, the others point at it, so a count far past what fits does not repeat 40 lines per
-// VM.
+// Where several new VMs report a set's refusal (at apply, each create refused fails on its
+// own), the first is reported in full, the others point at it, so a count far past what fits
+// does not repeat 40 lines per VM.
 func TestChangeSetRefusalReportedOnce(t *testing.T) {
 	snap := scheduler.Snapshot{Nodes: []scheduler.Node{{Name: "n1", Online: true, MaxCPU: 16, MaxMem: 8 << 30,
 		Storages: []scheduler.Storage{{Name: "local-lvm", Content: []string{"images"}, Active: true, Total: 100 << 30}}}}}
@@ -40,7 +40,8 @@ func TestChangeSetRefusalReportedOnce(t *testing.T) {
 	if len(full) != 1 || !strings.Contains(full[0].Detail(), "Per node:") || !strings.Contains(full[0].Detail(), changeset.DestroyAnyway) {
 		t.Fatalf("the first refusal: %v, want the full explanation", full)
 	}
-	if len(short) != 1 || short[0].Summary() != full[0].Summary() || strings.Contains(short[0].Detail(), "Per node:") ||
+	// Each header names the VM of its own address.
+	if full[0].Summary() != `No placement for "b"` || len(short) != 1 || short[0].Summary() != `No placement for "c"` || strings.Contains(short[0].Detail(), "Per node:") ||
 		!strings.Contains(short[0].Detail(), `"c" is placed together with the plan's other new VMs`) || !strings.Contains(short[0].Detail(), "another error of this plan") {
 		t.Errorf("the same refusal again: %v, want a short error on c pointing at the first", short)
 	}

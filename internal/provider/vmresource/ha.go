@@ -41,8 +41,19 @@ type HAModel struct {
 	Comment        types.String `tfsdk:"comment"`
 	AutoRebalance  types.Bool   `tfsdk:"auto_rebalance"`
 	PlacementRules types.Bool   `tfsdk:"placement_rules"`
+	Failover       types.String `tfsdk:"failover"`
 	Rules          types.List   `tfsdk:"rules"`
 }
+
+// The values of ha.failover: whether a failover may break a hard placement rule to keep the VM
+// running (preferred) or leaves it down rather than do so (strict).
+const (
+	FailoverPreferred = "preferred"
+	FailoverStrict    = "strict"
+)
+
+// failoverStrict tells a block whose rules are kept through failover: ha.failover = "strict".
+func failoverStrict(h *HAModel) bool { return h != nil && h.Failover.ValueString() == FailoverStrict }
 
 // PVE's defaults for a resource's requested state and its restart and relocate counts.
 const (
@@ -83,19 +94,36 @@ func haBlock() schema.Block {
 					"and the plan warns when it is set."},
 			"placement_rules": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),
 				Description: "Keep PVE 9 HA rules that make the HA manager honour the VM's hard placement rules when it recovers or " +
-					"moves the VM: a `resource-affinity` rule (negative for a required `vm_anti_affinity`, positive for a required " +
-					"`vm_affinity`, both with `topology_key = \"node\"`) over the group's HA-managed VMs once it has two, and a strict " +
-					"`node-affinity` rule listing the nodes the VM's node-level rules (`node_selector`, required `node_affinity`, " +
-					"untolerated `NoSchedule`/`NoExecute` taints, the node regex annotation) and its required terms with another " +
-					"topology key (the VM stays in its domain) allow, and the node it runs on (placement is sticky: a changed " +
-					"`node_selector` does not make the HA manager move it), none when every node does; a node of that rule that lost the " +
-					"topology key (a Notes typo, a removed label) is a plan error, never a wider rule, and an offline node keeps " +
-					"its place in it; a VM with a required `vm_affinity` over " +
-					"nodes shares that rule with its group, on the nodes all its members allow (PVE allows a positive group in one " +
-					"node rule only). Rule ids start with `qemuscheduler-`; " +
-					"other rules are read, never changed. A rule Proxmox VE would refuse is a plan error; on PVE 8 (no HA rules) a " +
-					"warning. `false` writes no rule for this VM, and turning it off takes the VM out of the rules it was in (a peer " +
-					"that keeps its rules puts it back into their group's rule). Default `true`."},
+					"moves the VM, as `failover` says: a `node-affinity` rule listing the nodes the VM's node-level rules " +
+					"(`node_selector`, required `node_affinity`, untolerated `NoSchedule`/`NoExecute` taints, the node regex " +
+					"annotation) allow, ranked or restricted by its required terms with another topology key and its " +
+					"`topology_spread`, with the node it runs on first (placement is sticky: a changed `node_selector` does not make " +
+					"the HA manager move it), none when every node is in one class; a node of a domain rule that lost the topology key " +
+					"(a Notes typo, a removed label) is a plan error, never a wider rule, and an offline node keeps its place in it; " +
+					"a negative `resource-affinity` rule for a required " +
+					"`vm_anti_affinity` over nodes under `failover = \"strict\"`; a positive one for a required `vm_affinity` over " +
+					"nodes, with the one VM it was placed next to. Rule ids start with `qemuscheduler-`; other rules are read, never " +
+					"changed. A rule Proxmox VE would refuse is a plan error; on PVE 8 (no HA rules) a warning. `false` writes no " +
+					"rule for this VM, and turning it off takes the VM out of the rules it was in (a peer that keeps its rules puts " +
+					"it back into their group's rule). Default `true`."},
+			"failover": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(FailoverPreferred),
+				Validators: []validator.String{stringvalidator.OneOf(FailoverPreferred, FailoverStrict)},
+				Description: "What the HA manager may do with the VM's hard placement rules when it recovers or moves the VM " +
+					"(with `placement_rules`). `preferred` (availability first): the VM's `node-affinity` rule is non-strict, its nodes " +
+					"in priority classes (PVE's `node:priority`: 2, 1, 0): its own domain first, then the domains that keep its terms " +
+					"(for a `topology_spread`, fewer members than its own; for a `vm_anti_affinity`, no other member), then the other " +
+					"nodes its node-level rules allow; when none of them is up, PVE runs it on any node rather than leave it down, and " +
+					"with failback moves it back once its domain is up. A required `vm_anti_affinity` over nodes only ranks the nodes " +
+					"without another member first. `strict` (the rules first): the `node-affinity` rule is strict, a required term " +
+					"with another topology key keeps the VM in its domain, and a required `vm_anti_affinity` over nodes is a negative " +
+					"`resource-affinity` rule: the HA manager leaves the VM down (recovery) rather than break one, as a quorum " +
+					"database tier wants. A `topology_spread` is a distribution goal under both: it ranks the nodes and never pins " +
+					"the VM to its domain. A required `vm_affinity` over nodes is, under both, a `positive` rule over the VM and the " +
+					"one VM of the group it was placed next to, which share that VM's node rule in one priority class. The plan warns " +
+					"where a rule leaves the VM no failover target. The rules are those of the VM's home, the node the provider " +
+					"placed it on (at its create or a move it made; recorded in its node rule's comment), so an HA recovery " +
+					"changes no rule and no plan. Changing it rewrites the rules in place, with no change to the VM; an import " +
+					"reads it from the rules. Default `preferred`."},
 			"rules": scheduling.HARulesResourceAttribute("The HA rules this provider keeps that hold the VM, as Proxmox VE has them, " +
 				"sorted by id (the names and shape of bpg's `proxmox_virtual_environment_harule`). A rule deleted or changed outside " +
 				"Terraform shows as a change here, and the next apply restores it. An update that changes only what the rules do not read " +
@@ -161,7 +189,7 @@ func HAFromSettings(s *proxmox.HASettings, prior *HAModel, rebalancing bool) *HA
 	}
 	h := &HAModel{State: types.StringValue(s.State), MaxRestart: types.Int64Value(int64(s.MaxRestart)),
 		MaxRelocate: types.Int64Value(int64(s.MaxRelocate)), Comment: types.StringValue(s.Comment),
-		PlacementRules: types.BoolValue(true), Rules: rulesValue(nil)}
+		PlacementRules: types.BoolValue(true), Failover: types.StringValue(FailoverPreferred), Rules: rulesValue(nil)}
 	if s.Comment == "" && (prior == nil || prior.Comment.IsNull()) {
 		h.Comment = types.StringNull()
 	}
@@ -172,6 +200,9 @@ func HAFromSettings(s *proxmox.HASettings, prior *HAModel, rebalancing bool) *HA
 	h.AutoRebalance = AutoRebalanceOf(s.AutoRebalance, rebalancing, priorRebalance)
 	if prior != nil && !prior.PlacementRules.IsNull() && !prior.PlacementRules.IsUnknown() {
 		h.PlacementRules = prior.PlacementRules
+	}
+	if prior != nil && !prior.Failover.IsNull() && !prior.Failover.IsUnknown() {
+		h.Failover = prior.Failover
 	}
 	if prior != nil && !prior.Rules.IsNull() && !prior.Rules.IsUnknown() {
 		h.Rules = prior.Rules
@@ -198,8 +229,9 @@ func (r *Resource) readHA(ctx context.Context, m *Model, all bool, diags *diag.D
 			return
 		}
 	}
+	imported := all && (m.HA == nil || m.HA.Failover.IsNull())
 	m.HA = HAFromSettings(s, m.HA, release.HasAutoRebalance())
-	r.readHARules(ctx, m, diags)
+	r.readHARules(ctx, m, diags, imported)
 }
 
 // settleAutoRebalance gives an auto_rebalance the plan left unknown (unset in a new block, so

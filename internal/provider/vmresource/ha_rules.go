@@ -80,6 +80,11 @@ type haPolicy struct {
 	Name    string
 	// node is where the VM is about to run, "" for where the cluster view shows it.
 	node string
+	// placing says the provider places the VM on node (a create, a pinned move): its new
+	// home, which its rules are computed from (harules.Home).
+	placing bool
+	// strict is ha.failover = "strict".
+	strict bool
 }
 
 // haSnapshot is the cluster view a VM's rules are computed from: read after since when the
@@ -120,11 +125,17 @@ func requiredOver(node bool) func(scheduler.VMGroupTerm) bool {
 func wantedRules(mode haRuleMode, p haPolicy, vmid int, node string, snap scheduler.Snapshot, v config.HAView) ([]harules.Rule, []harules.Lost) {
 	switch mode {
 	case haRulesKeep:
+		held := harules.Held(vmid, p.req.Tags, p.strict, v.Rules.Rules, snap, v.Managed)
 		in := harules.Input{VMID: vmid, Name: p.Name, Node: node, Request: p.req, Snap: snap, Managed: v.Managed,
-			PolicyNodes: harules.NodeRuleNodes(p.Profile, snap, p.req)}
+			PolicyNodes: harules.NodeRuleNodes(p.Profile, snap, p.req), Strict: p.strict, Lenient: harules.Lenient(v.Rules.Rules),
+			PairedBy: pairedBy(vmid, held), Placing: p.placing && node != "", Rules: v.Rules.Rules}
 		want := harules.Want(in)
-		want = keepDownNodes(want, v.Rules.Rules, snap, vmid, node)
-		for _, held := range harules.Held(vmid, p.req.Tags, v.Rules.Rules, snap, v.Managed) {
+		home := node
+		if !in.Placing {
+			home = harules.Home(vmid, node, v.Rules.Rules)
+		}
+		want = keepDownNodes(want, v.Rules.Rules, snap, vmid, home)
+		for _, held := range held {
 			if !slices.ContainsFunc(want, func(w harules.Rule) bool { return strings.EqualFold(w.Name, held.Name) }) {
 				want = append(want, held)
 			}
@@ -169,40 +180,6 @@ func lostKeyMessages(lost []harules.Lost, name string, vmid int, np *config.Node
 	return out
 }
 
-// keepDownNodes keeps in a wanted node rule the nodes of its current version that are down:
-// their labels cannot be read (PVE does not answer for an offline node), and a failover must
-// not rewrite the rule without them, nor their return rewrite it again. When node, where the
-// VM vmid runs, is down, its domain cannot be read either: the VM's current node rules are
-// kept whole, not widened to every node or dropped.
-func keepDownNodes(want []harules.Rule, cur []scheduler.HARule, snap scheduler.Snapshot, vmid int, node string) []harules.Rule {
-	down := map[string]bool{}
-	for _, n := range snap.Nodes {
-		down[n.Name] = !n.Online
-	}
-	for _, c := range cur {
-		if c.Type != scheduler.HANodeAffinity {
-			continue
-		}
-		i := slices.IndexFunc(want, func(w harules.Rule) bool { return w.Name == c.Name })
-		switch {
-		case down[node] && strings.HasPrefix(c.Name, harules.Prefix) && slices.Contains(c.VMIDs, vmid) && i < 0:
-			want = append(want, harules.Rule{HARule: c})
-			continue
-		case i < 0:
-			continue
-		case down[node]:
-			want[i].Nodes = slices.Clone(c.Nodes)
-		}
-		for _, n := range c.Nodes {
-			if down[n] && !slices.Contains(want[i].Nodes, n) {
-				want[i].Nodes = append(want[i].Nodes, n)
-			}
-		}
-		sort.Strings(want[i].Nodes)
-	}
-	return want
-}
-
 // Refusals are the problems PVE would refuse the written rules for, one message each naming
 // the rule, the VM policy it keeps and the rule it conflicts with.
 func Refusals(changes []harules.Change, cur []scheduler.HARule, nodes int) []string {
@@ -243,7 +220,7 @@ func (r *Resource) planHARules(ctx context.Context, resp *resource.ModifyPlanRes
 		// A changed pin moves the VM: its apply writes the rules for the target
 		// (haBeforeMove), and PVE's checks below must see those.
 		if kit.Known(plan.Node) && !plan.Node.Equal(state.Node) {
-			node = plan.Node.ValueString()
+			node, p.placing = plan.Node.ValueString(), true
 		}
 	} else if plan.VMID.IsUnknown() {
 		vmid = 0 // not chosen yet: no guest has it
@@ -262,6 +239,10 @@ func (r *Resource) planHARules(ctx context.Context, resp *resource.ModifyPlanRes
 		want = nil
 	}
 	changes := harules.Changes(vmid, want, view.Rules.Rules, view.Managed)
+	for _, msg := range harules.NoTarget(vmid, p.Name, want, snap, harules.NodeRuleNodes(p.Profile, snap, p.req)) {
+		resp.Diagnostics.AddAttributeWarning(path.Root("ha").AtName("failover"), "An HA rule leaves the VM no failover target",
+			msg+`. To let the HA manager run it elsewhere when that happens, set ha.failover = "preferred"; or allow the VM more nodes.`)
+	}
 	for _, msg := range Refusals(changes, view.Rules.Rules, len(snap.Nodes)) {
 		resp.Diagnostics.AddAttributeError(path.Root("ha").AtName("placement_rules"), "Proxmox VE would refuse an HA rule for this VM",
 			msg+". Change the VM's placement policy or the conflicting rule, or set ha.placement_rules = false. "+changeset.DestroyAnyway)
@@ -296,7 +277,7 @@ func (r *Resource) planHARules(ctx context.Context, resp *resource.ModifyPlanRes
 // the same apply do to the group the VM records with its next refresh, as an untouched
 // member does.
 func (r *Resource) RulesInputsSame(ctx context.Context, plan, state *Model, planned scheduler.Request, rec RulesRecord) bool {
-	if state.HA == nil || ruleMode(plan.HA) != ruleMode(state.HA) || plan.Tags.IsUnknown() {
+	if state.HA == nil || ruleMode(plan.HA) != ruleMode(state.HA) || !plan.HA.Failover.Equal(state.HA.Failover) || plan.Tags.IsUnknown() {
 		return false
 	}
 	if !plan.Profile.Equal(state.Profile) || !plan.PluginConfigYAML.Equal(state.PluginConfigYAML) || !reflect.DeepEqual(plan.PluginConfig, state.PluginConfig) {
@@ -449,6 +430,11 @@ func (r *Resource) haChanges(ctx context.Context, mode haRuleMode, p haPolicy, v
 		if s.snap, err = r.haSnapshot(ctx, p, since); err != nil {
 			return s, err
 		}
+		// The VMs this process placed or will create count in their groups: else the first VMs
+		// of a count would be written with rules that the next refresh finds changed.
+		// The set first: a create decided in between is then in the ledger.
+		s.snap = r.Data.Changes.Pending(s.snap)
+		r.Data.Ledger.AddTo(&s.snap)
 	}
 	node := p.node
 	if node == "" {
@@ -587,7 +573,8 @@ func (r *Resource) HAPolicy(ctx context.Context, m *Model, diags *diag.Diagnosti
 	req, _, _ := r.Request(ctx, m, false, &d)
 	profile := r.Data.Pipeline(ctx, &m.SchedulingModel, &d)
 	diags.Append(d...)
-	return haPolicy{Profile: profile, req: req, Name: m.Name.ValueString()}, profile != nil && !d.HasError()
+	return haPolicy{Profile: profile, req: req, Name: m.Name.ValueString(), strict: failoverStrict(m.HA)},
+		profile != nil && !d.HasError()
 }
 
 // haBeforeMove, before an update moves an HA-managed VM to a new pinned node, rewrites its
@@ -601,6 +588,6 @@ func (r *Resource) haBeforeMove(ctx context.Context, plan, state *Model, vmid in
 	if !ok {
 		return errors.New("the VM's placement policy cannot be read (see the other errors)")
 	}
-	p.node = plan.Node.ValueString()
+	p.node, p.placing = plan.Node.ValueString(), true
 	return r.syncHARules(ctx, nil, vmid, haRulesKeep, p, time.Now())
 }

@@ -36,7 +36,9 @@ func rulesValue(rules []harules.Rule) types.List {
 // plan").
 func decidedRules(mode haRuleMode, p haPolicy, want []harules.Rule, vmid int) types.List {
 	unknown := types.ListUnknown(scheduling.HARuleType)
-	if vmid == 0 || mode == haRulesOff || mode == haRulesKeep && (p.hasGroups() || p.hasDomains()) {
+	// Under either failover a spread ranks the nodes by where its members run, whatever its key.
+	spread := slices.ContainsFunc(p.req.TopologySpread, func(c scheduler.SpreadConstraint) bool { return c.WhenUnsatisfiable == "DoNotSchedule" })
+	if vmid == 0 || mode == haRulesOff || mode == haRulesKeep && (p.hasGroups() || p.hasDomains() || spread) {
 		return unknown
 	}
 	for _, w := range want {
@@ -75,7 +77,9 @@ func (h *HAModel) knownRules() {
 }
 
 // readHARules refreshes ha.rules: the enabled rules of this provider that hold the VM.
-func (r *Resource) readHARules(ctx context.Context, m *Model, diags *diag.Diagnostics) {
+// An import (imported) also reads failover from them: strict when the provider's rules hold
+// the VM in a strict node rule or a negative rule, which only failover = "strict" writes.
+func (r *Resource) readHARules(ctx context.Context, m *Model, diags *diag.Diagnostics, imported bool) {
 	if m.HA == nil {
 		return
 	}
@@ -89,6 +93,9 @@ func (r *Resource) readHARules(ctx context.Context, m *Model, diags *diag.Diagno
 	for _, rule := range view.Rules.Rules {
 		if strings.HasPrefix(rule.Name, harules.Prefix) && !rule.Disabled && slices.Contains(rule.VMIDs, vmid) {
 			held = append(held, rule)
+			if imported && (rule.Strict || rule.Affinity == scheduler.HANegative) {
+				m.HA.Failover = types.StringValue(FailoverStrict)
+			}
 		}
 	}
 	m.HA.Rules = scheduling.HARulesValue(held)

@@ -183,7 +183,7 @@ func (r *Resource) ModifyPlan(ctx context.Context, req resource.ModifyPlanReques
 	if !creating {
 		rec = rulesRecordIn(ctx, req.Private, &resp.Diagnostics)
 	}
-	breaks := r.planHARules(ctx, resp, &plan, &state, creating, rec, snap, haPolicy{Profile: profile, req: schedReq, Name: plan.Name.ValueString()})
+	breaks := r.planHARules(ctx, resp, &plan, &state, creating, rec, snap, haPolicy{Profile: profile, req: schedReq, Name: plan.Name.ValueString(), strict: failoverStrict(plan.HA)})
 	if resp.Diagnostics.HasError() {
 		return // a wrong name, not the cluster's capacity: no placement error besides
 	}
@@ -324,7 +324,8 @@ func (r *Resource) Create(ctx context.Context, req resource.CreateRequest, resp 
 	p := res.Placement
 	r.Data.Records.Remember(p.VMID, guest.record)
 	if err == nil && plan.HA != nil {
-		err = r.syncHARules(ctx, &plan, p.VMID, ruleMode(plan.HA), haPolicy{Profile: profile, req: schedReq, Name: plan.Name.ValueString()}, time.Now())
+		err = r.syncHARules(ctx, &plan, p.VMID, ruleMode(plan.HA), haPolicy{Profile: profile, req: schedReq, Name: plan.Name.ValueString(),
+			strict: failoverStrict(plan.HA), node: p.Node, placing: true}, time.Now())
 		setRulesDue(ctx, resp.Private, err != nil, &resp.Diagnostics)
 	}
 	plan.Storage = types.StringValue(p.Storage)
