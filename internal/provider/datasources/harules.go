@@ -45,13 +45,14 @@ const haRulesDescription = "The PVE 9 HA rules these VMs need for the HA manager
 	"Other guests join a group's rule only when they are HA resources the HA manager acts on now. Empty when no rule is needed."
 
 // haInput is what harules.Want computes the rules of the name r, answered as p, from: snap
-// holds every name where it is answered, and managed every name's VMID. failover is
-// ha_failover, PVE's strict switch of the node rules once harules takes it.
-func haInput(profile *scheduler.Profile, r scheduler.Request, p scheduler.Placement, snap scheduler.Snapshot, managed map[int]bool,
-	failover string) harules.Input {
-	_ = failover // harules.Input.Strict: failover == failoverStrict
+// holds every name where it is answered, managed every name's VMID, lenient the guests whose
+// failover is preferred (the names' own by failover, ha_failover), cur the cluster's rules.
+// placing says p is the VM's new home: a new VM, or an existing one the answer moves.
+func haInput(profile *scheduler.Profile, r scheduler.Request, p scheduler.Placement, snap scheduler.Snapshot, managed, lenient map[int]bool,
+	cur []scheduler.HARule, placing bool, failover string) harules.Input {
 	return harules.Input{VMID: p.VMID, Name: p.Name, Node: p.Node, Request: r, Snap: snap, Managed: managed,
-		PolicyNodes: harules.NodeRuleNodes(profile, snap, r)}
+		PolicyNodes: harules.NodeRuleNodes(profile, snap, r), Strict: failover == failoverStrict, Lenient: lenient,
+		Placing: placing, Rules: cur}
 }
 
 // answered is snap with every name of the decision as a guest where it is answered, carrying
@@ -79,11 +80,24 @@ func answered(snap scheduler.Snapshot, reqs []scheduler.Request, d scheduler.Dec
 // names share, such as their group's resource-affinity rule, once, with the resources of
 // both and, for a shared node rule, the nodes both allow), sorted by id.
 func wantHARules(profile *scheduler.Profile, snap scheduler.Snapshot, reqs []scheduler.Request, d scheduler.Decision, managed map[int]bool,
-	failover string) []scheduler.HARule {
+	cur []scheduler.HARule, failover string) []scheduler.HARule {
+	ran := map[int]string{}
+	for _, g := range snap.Guests {
+		ran[g.VMID] = g.Node
+	}
+	lenient := harules.Lenient(cur)
+	for _, p := range d.Placements {
+		if failover == failoverStrict {
+			delete(lenient, p.VMID)
+		} else {
+			lenient[p.VMID] = true
+		}
+	}
 	snap, managed = answered(snap, reqs, d, managed)
 	var out []scheduler.HARule
 	for i, p := range d.Placements {
-		for _, w := range harules.Want(haInput(profile, reqs[i], p, snap, managed, failover)) {
+		placing := ran[p.VMID] != p.Node // a new VM, or a move: its new home
+		for _, w := range harules.Want(haInput(profile, reqs[i], p, snap, managed, lenient, cur, placing, failover)) {
 			j := slices.IndexFunc(out, func(o scheduler.HARule) bool { return strings.EqualFold(o.Name, w.Name) })
 			if j < 0 {
 				out = append(out, w.HARule)
@@ -124,7 +138,7 @@ func (d *placementDataSource) haRules(ctx context.Context, m *placementModel, sn
 		diags.AddError("Cannot read the HA resources", err.Error())
 		return types.ListNull(scheduling.HARuleType)
 	}
-	want := wantHARules(profile, snap, reqs, decision, view.Managed, failover)
+	want := wantHARules(profile, snap, reqs, decision, view.Managed, view.Rules.Rules, failover)
 	for _, msg := range refusedRules(want, view.Rules.Rules, len(snap.Nodes)) {
 		diags.AddAttributeWarning(path.Root("ha_rules"), "Proxmox VE would refuse an HA rule of ha_rules",
 			msg+". Written as they are, the rule's create fails (PVE checks the rules with the cluster's others). Change or delete the "+

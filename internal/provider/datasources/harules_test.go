@@ -40,7 +40,7 @@ func TestWantHARulesOfTheNames(t *testing.T) {
 	d := scheduler.Decision{Placements: []scheduler.Placement{
 		{Name: "app-1", Node: "pve1", VMID: 100}, {Name: "app-2", Node: "pve2", VMID: 105}, {Name: "app-3", Node: "pve3", VMID: 106}}}
 	managed := map[int]bool{200: true, 202: false}
-	got := wantHARules(profile, snap, reqs, d, managed, failoverStrict)
+	got := wantHARules(profile, snap, reqs, d, managed, nil, failoverStrict)
 	type rule struct {
 		name, typ, affinity string
 		vmids               []int
@@ -59,6 +59,24 @@ func TestWantHARulesOfTheNames(t *testing.T) {
 	}
 	if !reflect.DeepEqual(short, want) {
 		t.Errorf("rules\n%+v\nwant\n%+v", short, want)
+	}
+	// Preferred: no resource rule; each name's node rule is non-strict and ranks the nodes
+	// without another member of the group above those with one.
+	preferred := wantHARules(profile, snap, reqs, d, managed, nil, failoverPreferred)
+	if len(preferred) != 3 {
+		t.Errorf("preferred: rules %+v, want the three node rules", preferred)
+	}
+	for _, r := range preferred {
+		if r.Type != scheduler.HANodeAffinity || r.Strict {
+			t.Errorf("preferred: rule %+v, want non-strict node rules only", r)
+			continue
+		}
+		own := map[string]string{"qemuscheduler-vm-100": "pve1", "qemuscheduler-vm-105": "pve2", "qemuscheduler-vm-106": "pve3"}[r.Name]
+		for _, n := range r.Nodes {
+			if other := n != own; other && r.Priorities[n] >= r.Priorities[own] {
+				t.Errorf("preferred: rule %s ranks %s (another app VM) %d, not below its own node %s %d", r.Name, n, r.Priorities[n], own, r.Priorities[own])
+			}
+		}
 	}
 	// The provider's cached view is not changed: the names are added to a copy.
 	if len(snap.Guests) != 4 || snap.Guests[0].Node != "pve4" || snap.Guests[0].Tags != nil || len(managed) != 2 {
