@@ -730,6 +730,50 @@ func TestAccVMHAMovedDuringUpdate(t *testing.T) {
 	)
 }
 
+// Unpinning is free: a VM pinned where a move put it, with or without ha, plans no change
+// once the configuration drops the pin, and stays where it runs. (An HA VM planned its node
+// unknown: an update that changed nothing, one more apply per rebalance cycle.)
+func TestAccVMUnpinIsFree(t *testing.T) {
+	env, sim := simEnv(t, labCluster())
+	vms := func(node string) string {
+		if node != "" {
+			node = fmt.Sprintf("node = %q", node)
+		}
+		vm := func(name string, vmid int, ha string) string {
+			return fmt.Sprintf(`resource "qemuscheduler_vm" %q {
+  name   = %q
+  vmid   = %d
+  %s
+  memory = 512
+  clone {
+    source_vmid = 9000
+  }
+  %s
+}
+`, name, name, vmid, node, ha)
+		}
+		return env.config(vm("plain", 150, "") + vm("ha", 151, "ha {}"))
+	}
+	on := func(node string) resource.TestCheckFunc {
+		at := func(g pvesim.GuestState) error {
+			if g.Node != node {
+				return fmt.Errorf("VM %d on %s, want %s", g.VMID, g.Node, node)
+			}
+			return nil
+		}
+		return resource.ComposeTestCheckFunc(guestExists(sim, 150, at), guestExists(sim, 151, at),
+			resource.TestCheckResourceAttr("qemuscheduler_vm.plain", "node", node), resource.TestCheckResourceAttr("qemuscheduler_vm.ha", "node", node))
+	}
+	empty := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}
+	runSteps(t,
+		resource.TestStep{Config: vms("pve3"), Check: on("pve3")},
+		// A move, as a rebalance's is applied: pinned to its target, then the pin dropped.
+		resource.TestStep{Config: vms("pve2"), Check: on("pve2")},
+		resource.TestStep{Config: vms(""), ConfigPlanChecks: empty, Check: on("pve2")},
+		resource.TestStep{Config: vms(""), ConfigPlanChecks: empty, Check: on("pve2")},
+	)
+}
+
 // An error the update met before its HA rules (its VM could not be read back, say) neither
 // keeps the rules' policy from being read nor leaves it without a profile: the policy's own
 // diagnostics decide. (A nil profile crashed the provider.)

@@ -427,15 +427,28 @@ func PinKept(plan, state *Model) bool {
 	return HAManaged(state.HA) && HAManaged(plan.HA) && plan.Node.Equal(state.Node)
 }
 
-// unpinPlan plans the node of a VM whose pin the configuration drops unknown: the state's
-// node is the pin, and the VM may run elsewhere.
-func unpinPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if HAPin(ctx, req.Private, &resp.Diagnostics) == "" {
+// unpinPlan plans the node of a VM whose pin the configuration drops unknown when the HA
+// manager runs it elsewhere: the state's node is the pin, and the apply records where it runs.
+// On its pinned node (a pin a move set, then dropped) nothing changes: the node stays, and so
+// does the recorded pin until an apply of the VM forgets it (RecordPin), as good as none while
+// the VM runs there; should the HA manager move it later, that plan records where it went.
+func (r *Resource) unpinPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	pin := HAPin(ctx, req.Private, &resp.Diagnostics)
+	if pin == "" {
 		return
 	}
 	var node types.String
+	var vmid types.Int64
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("node"), &node)...)
-	if node.IsNull() {
-		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("node"), types.StringUnknown())...)
+	resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("vmid"), &vmid)...)
+	if !node.IsNull() {
+		return
 	}
+	// Where it runs; a failed read plans unknown, as before the VM was looked up.
+	if snap, err := r.Data.Snapshot(ctx); err == nil {
+		if at, err := proxmox.LocateIn(snap, int(vmid.ValueInt64())); err == nil && at == pin {
+			return
+		}
+	}
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("node"), types.StringUnknown())...)
 }

@@ -129,7 +129,7 @@ func (r *Resource) ModifyPlan(ctx context.Context, req resource.ModifyPlanReques
 		return
 	}
 	if !req.State.Raw.IsNull() {
-		unpinPlan(ctx, req, resp)
+		r.unpinPlan(ctx, req, resp)
 	}
 	var plan Model
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
