@@ -60,16 +60,30 @@ func (f planCheck) CheckPlan(_ context.Context, _ plancheck.CheckPlanRequest, re
 	resp.Error = f()
 }
 
-// Cluster reads of count = N through Terraform (parallelism 10): per apply at most
+// Cluster reads of count = N beside a placement data source of N names through Terraform
+// (parallelism 10): per apply at most
 // ⌈N/10⌉ + 2, per refresh at most 2, per destroy at most 2, per plan at most 1, and at most 5
 // for the plan, apply, plans after it and destroy together (the change set's budget). The
 // guests still get distinct ids and spread over the nodes.
 func TestAccRequestsPerApplyRefreshAndDestroy(t *testing.T) {
-	const n, parallelism, total = 20, 10, 5
-	env, sim := simEnv(t, equalCluster())
+	t.Run("20 on 3 nodes", func(t *testing.T) { requestsPerApply(t, 20, equalCluster()) })
+	// The change set's own scale: 50 VMs and 50 names on 64 nodes × 10,000 guests.
+	t.Run("50 on 64 nodes x 10000 guests", func(t *testing.T) { requestsPerApply(t, 50, scaleCluster(64, 10000)) })
+}
+
+func requestsPerApply(t *testing.T, n int, cluster pvesim.Cluster) {
+	const parallelism, total = 10, 5
+	env, sim := simEnv(t, cluster)
 	reads := &readCounter{t: t, sim: sim}
 	var start int
-	config := env.config(countedVMs("web", n, 512, ""))
+	// Beside the VMs, a placement data source places n names of its own in the same plan: the
+	// change set decides them together, with no read of their own.
+	config := env.config(countedVMs("web", n, 512, "")) + fmt.Sprintf(`
+data "qemuscheduler_placement" "db" {
+  names  = [for i in range(%d) : "db-${i}"]
+  memory = 512
+}
+`, n)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: steadyProviders,
 		Steps: []resource.TestStep{{
