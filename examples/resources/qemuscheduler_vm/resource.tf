@@ -135,9 +135,9 @@ resource "qemuscheduler_vm" "db" {
   }
 }
 
-# A web tier spread over racks: under the default failover ("preferred") a rack failure moves
-# its VMs into the other racks (each VM's rule ranks its own rack first, then the racks with
-# fewer web VMs, then the rest), and failback brings them home when the rack is back.
+# A web tier spread over zones (racks, say): under the default failover ("preferred") a zone
+# failure moves its VMs into the other zones (each VM's rule ranks its own zone first, then the
+# zones with fewer web VMs, then the rest), and failback brings them home when the zone is back.
 resource "qemuscheduler_vm" "web" {
   count  = 6
   name   = "web-${count.index}"
@@ -150,7 +150,7 @@ resource "qemuscheduler_vm" "web" {
 
   topology_spread {
     tags               = ["web"]
-    topology_key       = "rack"
+    topology_key       = "zone"
     max_skew           = 1
     when_unsatisfiable = "DoNotSchedule"
   }
