@@ -18,6 +18,14 @@ import (
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
+// The values of failover (ha.failover, ha_failover; design-failover §1): whether a failover
+// may break a hard placement rule to keep the VM running (preferred) or leaves it down rather
+// than do so (strict).
+const (
+	FailoverPreferred = "preferred"
+	FailoverStrict    = "strict"
+)
+
 // Prefix starts the id of every rule the provider keeps; it changes no other rule.
 const Prefix = "qemuscheduler-"
 

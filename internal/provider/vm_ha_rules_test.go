@@ -971,7 +971,7 @@ func apartWebState() *vmresource.Model {
 	m.VMAntiAffinity = []scheduling.VMGroupTermModel{{GroupSelectorModel: scheduling.GroupSelectorModel{Tags: types.ListValueMust(types.StringType, stringValues([]string{"web"})),
 		TagsAnyOf: types.ListNull(types.StringType), TagsNoneOf: types.ListNull(types.StringType)}, TopologyKey: types.StringValue("node"), Weight: types.Int64Null()}}
 	m.HA = haBlockOf("started", 1, 1, types.StringNull())
-	m.HA.Failover = types.StringValue(vmresource.FailoverStrict)
+	m.HA.Failover = types.StringValue(harules.FailoverStrict)
 	m.HA.Rules = apartWebRules()
 	return m
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/harules"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/config"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/kit"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/scheduling"
@@ -29,7 +30,7 @@ import (
 
 func haBlockOf(state string, restart, relocate int64, comment types.String) *vmresource.HAModel {
 	return &vmresource.HAModel{State: types.StringValue(state), MaxRestart: types.Int64Value(restart), MaxRelocate: types.Int64Value(relocate), Comment: comment,
-		PlacementRules: types.BoolValue(true), Failover: types.StringValue(vmresource.FailoverPreferred), Rules: scheduling.HARulesValue(nil)}
+		PlacementRules: types.BoolValue(true), Failover: types.StringValue(harules.FailoverPreferred), Rules: scheduling.HARulesValue(nil)}
 }
 
 // sameHA compares two blocks attribute by attribute (a list is not comparable with ==).

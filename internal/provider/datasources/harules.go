@@ -23,12 +23,6 @@ import (
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
 
-// The values of ha_failover (design-failover §1).
-const (
-	failoverPreferred = "preferred"
-	failoverStrict    = "strict"
-)
-
 const haFailoverDescription = "How the HA manager treats the hard rules of these VMs when it recovers or moves them (`ha_rules`): " +
 	"`preferred` (the default) puts availability first: a VM's node rule is non-strict " +
 	"with priority classes, and PVE may run it on any other node, last, when none of its nodes is available. `strict` puts " +
@@ -51,7 +45,7 @@ const haRulesDescription = "The PVE 9 HA rules these VMs need for the HA manager
 func haInput(profile *scheduler.Profile, r scheduler.Request, p scheduler.Placement, snap scheduler.Snapshot, managed, lenient map[int]bool,
 	cur []scheduler.HARule, placing bool, failover string) harules.Input {
 	return harules.Input{VMID: p.VMID, Name: p.Name, Node: p.Node, Request: r, Snap: snap, Managed: managed,
-		PolicyNodes: harules.NodeRuleNodes(profile, snap, r), Strict: failover == failoverStrict, Lenient: lenient,
+		PolicyNodes: harules.NodeRuleNodes(profile, snap, r), Strict: failover == harules.FailoverStrict, Lenient: lenient,
 		Placing: placing, Rules: cur}
 }
 
@@ -87,7 +81,7 @@ func wantHARules(profile *scheduler.Profile, snap scheduler.Snapshot, reqs []sch
 	}
 	lenient := harules.Lenient(cur)
 	for _, p := range d.Placements {
-		if failover == failoverStrict {
+		if failover == harules.FailoverStrict {
 			delete(lenient, p.VMID)
 		} else {
 			lenient[p.VMID] = true
@@ -126,7 +120,7 @@ func (d *placementDataSource) haRules(ctx context.Context, m *placementModel, sn
 	reqs []scheduler.Request, decision scheduler.Decision, diags *diag.Diagnostics) types.List {
 	failover := m.HAFailover.ValueString()
 	if failover == "" {
-		failover = failoverPreferred
+		failover = harules.FailoverPreferred
 	}
 	view, err := d.data.HA.Read(ctx, d.data.Client, time.Now().Add(-d.data.MaxAge))
 	switch {
@@ -151,10 +145,11 @@ func (d *placementDataSource) haRules(ctx context.Context, m *placementModel, sn
 // among the cluster's rules cur (want replacing the rules of the same id), one message per
 // problem of a rule of want.
 func refusedRules(want, cur []scheduler.HARule, nodes int) []string {
-	after := slices.DeleteFunc(slices.Clone(cur), func(c scheduler.HARule) bool {
-		return slices.ContainsFunc(want, func(w scheduler.HARule) bool { return strings.EqualFold(w.Name, c.Name) })
-	})
-	after = append(after, want...)
+	changes := make([]harules.Change, len(want))
+	for i, w := range want {
+		changes[i] = harules.Change{Op: harules.Update, Rule: w}
+	}
+	after := harules.Apply(cur, changes)
 	var out []string
 	for _, p := range harules.Check(after, nodes) {
 		if slices.ContainsFunc(want, func(w scheduler.HARule) bool { return strings.EqualFold(w.Name, p.Rule) }) {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/harules"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/plugins"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
 )
@@ -40,7 +41,7 @@ func TestWantHARulesOfTheNames(t *testing.T) {
 	d := scheduler.Decision{Placements: []scheduler.Placement{
 		{Name: "app-1", Node: "pve1", VMID: 100}, {Name: "app-2", Node: "pve2", VMID: 105}, {Name: "app-3", Node: "pve3", VMID: 106}}}
 	managed := map[int]bool{200: true, 202: false}
-	got := wantHARules(profile, snap, reqs, d, managed, nil, failoverStrict)
+	got := wantHARules(profile, snap, reqs, d, managed, nil, harules.FailoverStrict)
 	type rule struct {
 		name, typ, affinity string
 		vmids               []int
@@ -62,7 +63,7 @@ func TestWantHARulesOfTheNames(t *testing.T) {
 	}
 	// Preferred: no resource rule; each name's node rule is non-strict and ranks the nodes
 	// without another member of the group above those with one.
-	preferred := wantHARules(profile, snap, reqs, d, managed, nil, failoverPreferred)
+	preferred := wantHARules(profile, snap, reqs, d, managed, nil, harules.FailoverPreferred)
 	if len(preferred) != 3 {
 		t.Errorf("preferred: rules %+v, want the three node rules", preferred)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/changeset"
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/harules"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/config"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/kit"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/scheduling"
@@ -118,7 +119,7 @@ func (d *placementDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 				Description: fmt.Sprintf("With `move_existing = \"violations\"`: at most this many members of one group (the VMs carrying the tags of a "+
 					"required `vm_anti_affinity` or a `topology_spread` of the policy that the VM carries itself) move in one plan, as "+
 					"`qemuscheduler_rebalance`'s disruption budget. Default %d.", defaultMaxMovesPerGroup)},
-			"ha_failover": schema.StringAttribute{Optional: true, Validators: []validator.String{stringvalidator.OneOf(failoverPreferred, failoverStrict)},
+			"ha_failover": schema.StringAttribute{Optional: true, Validators: []validator.String{stringvalidator.OneOf(harules.FailoverPreferred, harules.FailoverStrict)},
 				Description: haFailoverDescription},
 			"ha_rules": schema.ListNestedAttribute{Computed: true, Description: haRulesDescription,
 				NestedObject: schema.NestedAttributeObject{Attributes: haRuleAttributes()}},

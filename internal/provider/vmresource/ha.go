@@ -28,6 +28,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/harules"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/kit"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/provider/scheduling"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/proxmox"
@@ -45,15 +46,10 @@ type HAModel struct {
 	Rules          types.List   `tfsdk:"rules"`
 }
 
-// The values of ha.failover: whether a failover may break a hard placement rule to keep the VM
-// running (preferred) or leaves it down rather than do so (strict).
-const (
-	FailoverPreferred = "preferred"
-	FailoverStrict    = "strict"
-)
-
 // failoverStrict tells a block whose rules are kept through failover: ha.failover = "strict".
-func failoverStrict(h *HAModel) bool { return h != nil && h.Failover.ValueString() == FailoverStrict }
+func failoverStrict(h *HAModel) bool {
+	return h != nil && h.Failover.ValueString() == harules.FailoverStrict
+}
 
 // PVE's defaults for a resource's requested state and its restart and relocate counts.
 const (
@@ -106,8 +102,8 @@ func haBlock() schema.Block {
 					"changed. A rule Proxmox VE would refuse is a plan error; on PVE 8 (no HA rules) a warning. `false` writes no " +
 					"rule for this VM, and turning it off takes the VM out of the rules it was in (a peer that keeps its rules puts " +
 					"it back into their group's rule). Default `true`."},
-			"failover": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(FailoverPreferred),
-				Validators: []validator.String{stringvalidator.OneOf(FailoverPreferred, FailoverStrict)},
+			"failover": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(harules.FailoverPreferred),
+				Validators: []validator.String{stringvalidator.OneOf(harules.FailoverPreferred, harules.FailoverStrict)},
 				Description: "What the HA manager may do with the VM's hard placement rules when it recovers or moves the VM " +
 					"(with `placement_rules`). `preferred` (availability first): the VM's `node-affinity` rule is non-strict, its nodes " +
 					"in priority classes (PVE's `node:priority`: 2, 1, 0): its own domain first, then the domains that keep its terms " +
@@ -189,7 +185,7 @@ func HAFromSettings(s *proxmox.HASettings, prior *HAModel, rebalancing bool) *HA
 	}
 	h := &HAModel{State: types.StringValue(s.State), MaxRestart: types.Int64Value(int64(s.MaxRestart)),
 		MaxRelocate: types.Int64Value(int64(s.MaxRelocate)), Comment: types.StringValue(s.Comment),
-		PlacementRules: types.BoolValue(true), Failover: types.StringValue(FailoverPreferred), Rules: rulesValue(nil)}
+		PlacementRules: types.BoolValue(true), Failover: types.StringValue(harules.FailoverPreferred), Rules: rulesValue(nil)}
 	if s.Comment == "" && (prior == nil || prior.Comment.IsNull()) {
 		h.Comment = types.StringNull()
 	}

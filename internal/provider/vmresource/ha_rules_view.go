@@ -94,7 +94,7 @@ func (r *Resource) readHARules(ctx context.Context, m *Model, diags *diag.Diagno
 		if strings.HasPrefix(rule.Name, harules.Prefix) && !rule.Disabled && slices.Contains(rule.VMIDs, vmid) {
 			held = append(held, rule)
 			if imported && (rule.Strict || rule.Affinity == scheduler.HANegative) {
-				m.HA.Failover = types.StringValue(FailoverStrict)
+				m.HA.Failover = types.StringValue(harules.FailoverStrict)
 			}
 		}
 	}
