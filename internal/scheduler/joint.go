@@ -982,16 +982,21 @@ func (s *search) failure(run *run) error {
 	return se
 }
 
-// fill adds every VM that fits, largest class first, each on its best node; where probes
-// leave terms out, only while the branch still holds.
+// fill adds every VM that fits, each on its best node (fillBy).
 func (s *search) fill() {
+	s.fillBy(func(ci int, at []int, state *CycleState) int { return s.byScore(s.classes[ci], at, state)[0] })
+}
+
+// fillBy adds every VM that fits, largest class first, each on the node choose picks among
+// the feasible ones; where probes leave terms out, only while the branch still holds.
+func (s *search) fillBy(choose func(ci int, at []int, state *CycleState) int) {
 	for ci, c := range s.classes {
 		for c.left > 0 {
 			at, state := s.feasible(c, nil)
 			if len(at) == 0 {
 				break
 			}
-			s.push(ci, s.byScore(c, at, state)[0])
+			s.push(ci, choose(ci, at, state))
 			if s.loose && !s.holds() {
 				s.pop()
 				break

@@ -37,8 +37,8 @@ const lnsStep = 20_000
 var lnsNodes = []int{9, 6, 12, 8}
 
 // lns starts from the deepest branch the exact search built, if it holds, with every VM that
-// still fits added tightest fit first (fitRest). Then, until every VM is placed or its budget
-// runs out, it frees the VMs on a neighbourhood of nodes and searches, exactly as the dfs
+// still fits added tightest fit first (fillBy, tightest; the scores' choice, fill, places
+// fewer sets in the end). Then, until every VM is placed or its budget runs out, it frees the VMs on a neighbourhood of nodes and searches, exactly as the dfs
 // does, for a placement of the freed VMs and one unplaced VM more, the other unplaced VMs
 // left out (hide). A placement the dfs finds holds whole (it checks every full branch), so
 // the current placement always holds and each success places one VM more. It returns whether
@@ -55,7 +55,7 @@ func (s *search) lns(budget int) bool {
 	if s.loose && !s.holds() {
 		s.unwind()
 	}
-	s.fitRest()
+	s.fillBy(s.tightest)
 	current := slices.Clone(s.stack)
 	if len(current) == s.total {
 		return true
@@ -117,28 +117,14 @@ func (s *search) hide(target int) (show func()) {
 	}
 }
 
-// fitRest adds every VM that fits, largest class first, each on the node it fits tightest
-// (the least room left, as the dfs orders them); where probes leave terms out, only while
-// the branch still holds.
-func (s *search) fitRest() {
-	for ci, c := range s.classes {
-		for c.left > 0 {
-			at, _ := s.feasible(c, nil)
-			if len(at) == 0 {
-				break
-			}
-			n := at[0]
-			if len(s.caps) > 0 {
-				room := s.leftover(ci, at, nil)
-				n = slices.MinFunc(at, func(a, b int) int { return cmp.Or(cmp.Compare(room[a], room[b]), a-b) })
-			}
-			s.push(ci, n)
-			if s.loose && !s.holds() {
-				s.pop()
-				break
-			}
-		}
+// tightest is the node of at on which class ci's next VM leaves the least room (as the dfs
+// orders them; the first without capacities): the start of the LNS packs as the dfs does.
+func (s *search) tightest(ci int, at []int, _ *CycleState) int {
+	if len(s.caps) == 0 {
+		return at[0]
 	}
+	room := s.leftover(ci, at, nil)
+	return slices.MinFunc(at, func(a, b int) int { return cmp.Or(cmp.Compare(room[a], room[b]), a-b) })
 }
 
 // place makes the branch hold the placements of steps, in their order, from an empty branch:
