@@ -768,7 +768,15 @@ func (s *search) recount(ni *NodeInfo, g *Guest) {
 	ni.chargeDisks(g, false)
 }
 
-func (s *search) pop() { s.remove(len(s.stack) - 1) }
+// pop takes the last placement back. Only the last: a class's placed members are the first
+// of its requests (push), which the LNS's hide relies on.
+func (s *search) pop() {
+	st := s.stack[len(s.stack)-1]
+	s.stack = s.stack[:len(s.stack)-1]
+	s.recount(s.infos[st.node], st.guest)
+	s.classes[st.class].left++
+	s.count[st.node][st.class]--
+}
 
 // unwind takes every placement of the branch back.
 func (s *search) unwind() {
@@ -904,16 +912,6 @@ func (s *search) dfs(parent *level) outcome {
 	}
 	s.dead[key] = struct{}{}
 	return deadEnd
-}
-
-// remove takes the placement at stack index k back, in any order.
-func (s *search) remove(k int) step {
-	st := s.stack[k]
-	s.stack = slices.Delete(s.stack, k, k+1)
-	s.recount(s.infos[st.node], st.guest)
-	s.classes[st.class].left++
-	s.count[st.node][st.class]--
-	return st
 }
 
 // failure explains why the set does not fit: the largest subset the search can place, then
