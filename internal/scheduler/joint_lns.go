@@ -38,8 +38,8 @@ var lnsNodes = []int{9, 6, 12, 8}
 
 // lns starts from the deepest branch the exact search built, if it holds, with every VM that
 // still fits added tightest fit first (fillBy, tightest; the scores' choice, fill, places
-// fewer sets in the end). Then, until every VM is placed or its budget runs out, it frees the VMs on a neighbourhood of nodes and searches, exactly as the dfs
-// does, for a placement of the freed VMs and one unplaced VM more, the other unplaced VMs
+// fewer sets in the end). Then, until every VM is placed or its budget runs out, it frees the
+// VMs on a neighbourhood of nodes and searches, exactly as the dfs does, for a placement of the freed VMs and one unplaced VM more, the other unplaced VMs
 // left out (hide). A placement the dfs finds holds whole (it checks every full branch), so
 // the current placement always holds and each success places one VM more. It returns whether
 // every VM is placed; the stack then holds the placement.
@@ -58,7 +58,8 @@ func (s *search) lns(budget int) bool {
 	s.fillBy(s.tightest)
 	current := slices.Clone(s.stack)
 	if len(current) == s.total {
-		return true
+		// As the dfs checks a full branch.
+		return s.holds()
 	}
 	total, dead := s.total, s.dead
 	defer func() { s.total, s.dead = total, dead }()
