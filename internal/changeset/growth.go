@@ -18,6 +18,7 @@ func (c *Set) Reading(vmid int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.refreshed[vmid] = true
+	c.readAny = true
 }
 
 // Planning notes that the existing VM vmid is planned, or will not be (gone from the state,
