@@ -51,12 +51,7 @@ func (c *Set) PeersChange(ctx context.Context, vmid int, peer func(RuleChange) b
 	read := c.readAny
 	c.mu.Unlock()
 	if read {
-		c.quiet(ctx, c.QuietFor, func() (time.Time, bool) {
-			if len(c.refreshed) > 0 {
-				return c.Clock.Now(), false // a VM read is planned next
-			}
-			return c.lastPlanned, false
-		})
+		c.awaitPlanned(ctx, func() time.Time { return c.lastPlanned })
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

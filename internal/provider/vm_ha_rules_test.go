@@ -1062,17 +1062,7 @@ func TestPlannedRulesHoldWhilePeersWrite(t *testing.T) {
 	}{{"no change", apartWebState()}, {"memory grown", grown}} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := planResource(client)
-			planned := func() types.List {
-				resp := modifyPlan(t, r, apartWebState(), tt.plan)
-				if resp.Diagnostics.HasError() {
-					t.Fatalf("plan: %v", resp.Diagnostics)
-				}
-				var rules types.List
-				if d := resp.Plan.GetAttribute(ctx, path.Root("ha").AtName("rules"), &rules); d.HasError() {
-					t.Fatal(d)
-				}
-				return rules
-			}
+			planned := func() types.List { return plannedRules(t, r, apartWebState(), tt.plan) }
 			first := planned()
 			must(t, client.AddHAResource(ctx, 102, proxmox.HASettings{State: "started", MaxRestart: 1, MaxRelocate: 1}))
 			defer func() { must(t, client.RemoveHAResource(ctx, 102)) }()
@@ -1091,7 +1081,6 @@ func TestPlannedRulesHoldWhilePeersWrite(t *testing.T) {
 // peers and the plan Terraform makes again at apply must come out the same; one that takes it
 // out of the rules (placement_rules off, HA ignoring it) plans none.
 func TestPlannedRulesOfAnUpdate(t *testing.T) {
-	ctx := context.Background()
 	client := apartWebCluster(t)
 	change := func(edit func(m *vmresource.Model)) *vmresource.Model {
 		m := apartWebState()
@@ -1134,20 +1123,26 @@ func TestPlannedRulesOfAnUpdate(t *testing.T) {
 					}
 					want = tt.beside
 				}
-				resp := modifyPlan(t, r, apartWebState(), tt.plan)
-				if resp.Diagnostics.HasError() {
-					t.Fatalf("plan: %v", resp.Diagnostics)
-				}
-				var rules types.List
-				if d := resp.Plan.GetAttribute(ctx, path.Root("ha").AtName("rules"), &rules); d.HasError() {
-					t.Fatal(d)
-				}
-				if !rules.Equal(want) {
+				if rules := plannedRules(t, r, apartWebState(), tt.plan); !rules.Equal(want) {
 					t.Errorf("planned ha.rules %s, want %s", rules, want)
 				}
 			})
 		}
 	}
+}
+
+// plannedRules is the ha.rules r's plan of the change from state to plan plans.
+func plannedRules(t *testing.T, r *vmresource.Resource, state, plan *vmresource.Model) types.List {
+	t.Helper()
+	resp := modifyPlan(t, r, state, plan)
+	if resp.Diagnostics.HasError() {
+		t.Fatalf("plan: %v", resp.Diagnostics)
+	}
+	var rules types.List
+	if d := resp.Plan.GetAttribute(context.Background(), path.Root("ha").AtName("rules"), &rules); d.HasError() {
+		t.Fatal(d)
+	}
+	return rules
 }
 
 // A tag change moves the VM into or out of a group rule only where a group selects by that
