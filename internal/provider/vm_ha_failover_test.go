@@ -249,8 +249,8 @@ func TestAccVMHAFailoverChangeRewritesRules(t *testing.T) {
 
 // A web tier spread over racks, one VM per rack. Changing the failover of web-0 alone plans its
 // ha.rules as the apply writes them (its own node rule, its rack first, strict), since no VM
-// its spread counts changes in the plan; beside a pinned move of a peer, or a new peer, in the
-// same plan they are unknown. Each apply leaves an empty plan.
+// its spread counts changes in the plan; beside a pinned move of a peer, a new peer or a peer's
+// destroy in the same plan they are unknown. Each apply leaves an empty plan.
 func TestAccVMHAFailoverKnownRules(t *testing.T) {
 	env, _ := simEnv(t, rackCluster())
 	config := func(failover, nodes string, count int) string {
@@ -284,5 +284,8 @@ func TestAccVMHAFailoverKnownRules(t *testing.T) {
 		// A new member of the spread, web-3 in web-0's rack, beside web-0's change.
 		resource.TestStep{Config: config("strict", `["pve1", "pve4", "pve5", "pve2"]`, 4), ConfigPlanChecks: unknownRules},
 		resource.TestStep{Config: config("strict", `["pve1", "pve4", "pve5", "pve2"]`, 4), ConfigPlanChecks: empty},
+		// web-3 destroyed beside web-0's change (Terraform plans a destroy too).
+		resource.TestStep{Config: config("preferred", `["pve1", "pve4", "pve5"]`, 3), ConfigPlanChecks: unknownRules},
+		resource.TestStep{Config: config("preferred", `["pve1", "pve4", "pve5"]`, 3), ConfigPlanChecks: empty},
 	)
 }
