@@ -18,6 +18,7 @@ func (c *Set) Reading(vmid int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.refreshed[vmid] = true
+	c.readAny = true
 }
 
 // Planning notes that the existing VM vmid is planned, or will not be (gone from the state,
@@ -50,12 +51,7 @@ func (c *Set) Grow(ctx context.Context, snap scheduler.Snapshot, vmid int, size 
 	}
 	c.mu.Unlock()
 	if grows {
-		c.quiet(ctx, c.QuietFor, func() (time.Time, bool) {
-			if len(c.refreshed) > 0 {
-				return c.Clock.Now(), false // a VM read is planned next
-			}
-			return c.lastGrowth, false
-		})
+		c.awaitPlanned(ctx, func() time.Time { return c.lastGrowth })
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -45,6 +45,12 @@ type Set struct {
 	// plan Terraform refreshes each VM just before planning it, so a VM that grows waits for
 	// them (reading, planning).
 	refreshed map[int]bool
+	// readAny says this process has read a VM: it plans (an apply reads none). ruleChanges are
+	// the plan's VMs planned so far that may alter their peers' HA rules, lastPlanned when a
+	// VM was last planned (rules.go).
+	readAny     bool
+	ruleChanges []RuleChange
+	lastPlanned time.Time
 	// reported are the set refusals this process has reported in full, by the VM explained
 	// and its explanation (addSetError).
 	reported map[string]bool

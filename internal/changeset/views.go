@@ -123,6 +123,11 @@ func without(snap scheduler.Snapshot, vmid int) scheduler.Snapshot {
 func (c *Set) Pending(snap scheduler.Snapshot) scheduler.Snapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.pending(snap)
+}
+
+// pending is Pending under the lock.
+func (c *Set) pending(snap scheduler.Snapshot) scheduler.Snapshot {
 	known := map[string]bool{}
 	for _, g := range snap.Guests {
 		known[g.Name] = true

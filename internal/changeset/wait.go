@@ -63,6 +63,18 @@ func (c *Set) Settle(ctx context.Context) {
 	})
 }
 
+// awaitPlanned waits for the plan's other VMs: until none this process has read is still to be
+// planned (Terraform refreshes each just before planning it) and last() is QuietFor ago, at most
+// firstBurstMax; last is called under the lock.
+func (c *Set) awaitPlanned(ctx context.Context, last func() time.Time) {
+	c.quiet(ctx, c.QuietFor, func() (time.Time, bool) {
+		if len(c.refreshed) > 0 {
+			return c.Clock.Now(), false // a VM read is planned next
+		}
+		return last(), false
+	})
+}
+
 // quiet waits until last() is quiet long ago (at most firstBurstMax), or until it says to stop
 // waiting; last is called under the lock.
 func (c *Set) quiet(ctx context.Context, quiet time.Duration, last func() (time.Time, bool)) {

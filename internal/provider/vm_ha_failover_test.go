@@ -9,8 +9,11 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/pvesim"
 	"github.com/qemuscheduler/terraform-provider-qemuscheduler/internal/scheduler"
@@ -317,5 +320,48 @@ resource "qemuscheduler_vm" %q {
 			sim.RunHARounds(5)
 			together("pve1")
 		}, Config: config, ConfigPlanChecks: empty, Check: rules},
+	)
+}
+
+// A web tier spread over racks, one VM per rack. Changing the failover of web-0 alone plans its
+// ha.rules as the apply writes them (its own node rule, its rack first, strict), since no VM
+// its spread counts changes in the plan; beside a pinned move of a peer, a new peer or a peer's
+// destroy in the same plan they are unknown. Each apply leaves an empty plan.
+func TestAccVMHAFailoverKnownRules(t *testing.T) {
+	env, _ := simEnv(t, rackCluster())
+	config := func(failover, nodes string, count int) string {
+		return env.providerBlock("  read_node_notes = true") + rackTier("web", 100, count, nodes, "web", `topology_spread {
+    tags               = ["web"]
+    topology_key       = "rack"
+    max_skew           = 1
+    when_unsatisfiable = "DoNotSchedule"
+  }`, `failover = count.index == 0 ? "`+failover+`" : "preferred"`)
+	}
+	racks := `["pve1", "pve3", "pve5", "pve2"]`
+	rules := tfjsonpath.New("ha").AtMapKey("rules")
+	strictRule := knownvalue.ListExact([]knownvalue.Check{knownvalue.ObjectExact(map[string]knownvalue.Check{
+		"id": knownvalue.StringExact("qemuscheduler-vm-100"), "type": knownvalue.StringExact("node-affinity"), "strict": knownvalue.Bool(true),
+		"nodes": knownvalue.MapExact(map[string]knownvalue.Check{"pve1": knownvalue.Int64Exact(2), "pve2": knownvalue.Int64Exact(2),
+			"pve3": knownvalue.Int64Exact(0), "pve4": knownvalue.Int64Exact(0), "pve5": knownvalue.Int64Exact(0), "pve6": knownvalue.Int64Exact(0)}),
+		"affinity": knownvalue.Null(), "resources": knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("vm:100")}),
+	})})
+	unknownRules := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectUnknownValue("qemuscheduler_vm.web[0]", rules)}}
+	empty := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}
+	runSteps(t,
+		resource.TestStep{Config: config("preferred", racks, 3)},
+		resource.TestStep{Config: config("strict", racks, 3), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+			plancheck.ExpectResourceAction("qemuscheduler_vm.web[0]", plancheck.ResourceActionUpdate),
+			plancheck.ExpectKnownValue("qemuscheduler_vm.web[0]", rules, strictRule),
+		}}, ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue("qemuscheduler_vm.web[0]", rules, strictRule)}},
+		resource.TestStep{Config: config("strict", racks, 3), ConfigPlanChecks: empty},
+		// web-1 moves within its rack (pinned) as web-0 changes back: web-0's classes count it.
+		resource.TestStep{Config: config("preferred", `["pve1", "pve4", "pve5"]`, 3), ConfigPlanChecks: unknownRules},
+		resource.TestStep{Config: config("preferred", `["pve1", "pve4", "pve5"]`, 3), ConfigPlanChecks: empty},
+		// A new member of the spread, web-3 in web-0's rack, beside web-0's change.
+		resource.TestStep{Config: config("strict", `["pve1", "pve4", "pve5", "pve2"]`, 4), ConfigPlanChecks: unknownRules},
+		resource.TestStep{Config: config("strict", `["pve1", "pve4", "pve5", "pve2"]`, 4), ConfigPlanChecks: empty},
+		// web-3 destroyed beside web-0's change (Terraform plans a destroy too).
+		resource.TestStep{Config: config("preferred", `["pve1", "pve4", "pve5"]`, 3), ConfigPlanChecks: unknownRules},
+		resource.TestStep{Config: config("preferred", `["pve1", "pve4", "pve5"]`, 3), ConfigPlanChecks: empty},
 	)
 }

@@ -978,7 +978,12 @@ func apartWebState() *vmresource.Model {
 
 // apartWebRules is web-0's ha.rules in apartWebCluster: the web group's rule over VMs 100 and 101.
 func apartWebRules() types.List {
-	return scheduling.HARulesValue([]scheduler.HARule{{Name: apartWeb, Type: scheduler.HAResourceAffinity, Affinity: scheduler.HANegative, VMIDs: []int{100, 101}}})
+	return scheduling.HARulesValue([]scheduler.HARule{apartWebRule()})
+}
+
+// apartWebRule is the web group's rule over VMs 100 and 101.
+func apartWebRule() scheduler.HARule {
+	return scheduler.HARule{Name: apartWeb, Type: scheduler.HAResourceAffinity, Affinity: scheduler.HANegative, VMIDs: []int{100, 101}}
 }
 
 // apartWebCluster is a PVE 9 cluster of three nodes running web-0 to web-2 (VMs 100 to 102),
@@ -1057,17 +1062,7 @@ func TestPlannedRulesHoldWhilePeersWrite(t *testing.T) {
 	}{{"no change", apartWebState()}, {"memory grown", grown}} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := planResource(client)
-			planned := func() types.List {
-				resp := modifyPlan(t, r, apartWebState(), tt.plan)
-				if resp.Diagnostics.HasError() {
-					t.Fatalf("plan: %v", resp.Diagnostics)
-				}
-				var rules types.List
-				if d := resp.Plan.GetAttribute(ctx, path.Root("ha").AtName("rules"), &rules); d.HasError() {
-					t.Fatal(d)
-				}
-				return rules
-			}
+			planned := func() types.List { return plannedRules(t, r, apartWebState(), tt.plan) }
 			first := planned()
 			must(t, client.AddHAResource(ctx, 102, proxmox.HASettings{State: "started", MaxRestart: 1, MaxRelocate: 1}))
 			defer func() { must(t, client.RemoveHAResource(ctx, 102)) }()
@@ -1080,12 +1075,12 @@ func TestPlannedRulesHoldWhilePeersWrite(t *testing.T) {
 
 // An update that cannot change which rules the VM is in (its description, its memory) plans
 // the state's ha.rules, not "known after apply" in every plan of an HA VM; one that changes
-// its policy, its groups (tags) or its size plans them unknown, as its group's rule depends
-// on its peers; one that takes it out of the rules (placement_rules off, HA ignoring it)
-// plans none. Decided without the group rules of the moment, as the plan Terraform makes
-// again at apply must come out the same.
+// its policy, its groups (tags) or its size plans them as the configuration, the state and the
+// cluster read at plan decide them while no peer changes in the same plan, and unknown beside
+// a peer's change (here web-1's destroy, planned first), as its group's rule depends on its
+// peers and the plan Terraform makes again at apply must come out the same; one that takes it
+// out of the rules (placement_rules off, HA ignoring it) plans none.
 func TestPlannedRulesOfAnUpdate(t *testing.T) {
-	ctx := context.Background()
 	client := apartWebCluster(t)
 	change := func(edit func(m *vmresource.Model)) *vmresource.Model {
 		m := apartWebState()
@@ -1094,40 +1089,60 @@ func TestPlannedRulesOfAnUpdate(t *testing.T) {
 		return m
 	}
 	none, unknownRules := scheduling.HARulesValue(nil), types.ListUnknown(scheduling.HARuleType)
+	ownZoneA := scheduling.HARulesValue([]scheduler.HARule{apartWebRule(), {Name: "qemuscheduler-vm-100", Type: scheduler.HANodeAffinity,
+		Nodes: []string{"pve1"}, Strict: true, VMIDs: []int{100}}})
 	tests := []struct {
 		name string
 		plan *vmresource.Model
-		want types.List // the state's, unknown, or none
+		// alone: planned alone; beside: after a peer's destroy (the state's, unknown, or none)
+		alone, beside types.List
 	}{
-		{"description", change(func(m *vmresource.Model) { m.Description = types.StringValue("the web tier") }), apartWebRules()},
-		{"memory", change(func(m *vmresource.Model) { m.Memory = types.Int64Value(768) }), apartWebRules()},
-		{"ha comment", change(func(m *vmresource.Model) { m.HA.Comment = types.StringValue("web") }), apartWebRules()},
+		{"description", change(func(m *vmresource.Model) { m.Description = types.StringValue("the web tier") }), apartWebRules(), apartWebRules()},
+		{"memory", change(func(m *vmresource.Model) { m.Memory = types.Int64Value(768) }), apartWebRules(), apartWebRules()},
+		{"ha comment", change(func(m *vmresource.Model) { m.HA.Comment = types.StringValue("web") }), apartWebRules(), apartWebRules()},
 		{"tags", change(func(m *vmresource.Model) {
 			m.Tags = types.SetValueMust(types.StringType, stringValues([]string{"web", "blue"}))
-		}), unknownRules},
-		{"cores", change(func(m *vmresource.Model) { m.Cores = types.Int64Value(2) }), unknownRules},
-		{"anti-affinity over zones", change(func(m *vmresource.Model) { m.VMAntiAffinity[0].TopologyKey = types.StringValue("zone") }), unknownRules},
+		}), apartWebRules(), unknownRules},
+		{"cores", change(func(m *vmresource.Model) { m.Cores = types.Int64Value(2) }), apartWebRules(), unknownRules},
+		{"anti-affinity over zones", change(func(m *vmresource.Model) { m.VMAntiAffinity[0].TopologyKey = types.StringValue("zone") }), none, unknownRules},
 		{"node selector", change(func(m *vmresource.Model) {
 			m.NodeSelector = types.MapValueMust(types.StringType, map[string]attr.Value{"zone": types.StringValue("a")})
-		}), unknownRules},
-		{"placement_rules off", change(func(m *vmresource.Model) { m.HA.PlacementRules = types.BoolValue(false) }), none},
-		{"HA ignores it", change(func(m *vmresource.Model) { m.HA.State = types.StringValue("ignored") }), none},
+		}), ownZoneA, unknownRules},
+		{"placement_rules off", change(func(m *vmresource.Model) { m.HA.PlacementRules = types.BoolValue(false) }), none, none},
+		{"HA ignores it", change(func(m *vmresource.Model) { m.HA.State = types.StringValue("ignored") }), none, none},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			resp := modifyPlan(t, planResource(client), apartWebState(), tt.plan)
-			if resp.Diagnostics.HasError() {
-				t.Fatalf("plan: %v", resp.Diagnostics)
-			}
-			var rules types.List
-			if d := resp.Plan.GetAttribute(ctx, path.Root("ha").AtName("rules"), &rules); d.HasError() {
-				t.Fatal(d)
-			}
-			if !rules.Equal(tt.want) {
-				t.Errorf("planned ha.rules %s, want %s", rules, tt.want)
-			}
-		})
+		for _, peer := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/peer destroyed %t", tt.name, peer), func(t *testing.T) {
+				r, want := planResource(client), tt.alone
+				if peer {
+					web1 := apartWebState()
+					web1.ID, web1.VMID, web1.Node, web1.Name = types.StringValue("101"), types.Int64Value(101), types.StringValue("pve2"), types.StringValue("web-1")
+					if resp := modifyPlan(t, r, web1, nil); resp.Diagnostics.HasError() {
+						t.Fatalf("plan of the destroy: %v", resp.Diagnostics)
+					}
+					want = tt.beside
+				}
+				if rules := plannedRules(t, r, apartWebState(), tt.plan); !rules.Equal(want) {
+					t.Errorf("planned ha.rules %s, want %s", rules, want)
+				}
+			})
+		}
 	}
+}
+
+// plannedRules is the ha.rules r's plan of the change from state to plan plans.
+func plannedRules(t *testing.T, r *vmresource.Resource, state, plan *vmresource.Model) types.List {
+	t.Helper()
+	resp := modifyPlan(t, r, state, plan)
+	if resp.Diagnostics.HasError() {
+		t.Fatalf("plan: %v", resp.Diagnostics)
+	}
+	var rules types.List
+	if d := resp.Plan.GetAttribute(context.Background(), path.Root("ha").AtName("rules"), &rules); d.HasError() {
+		t.Fatal(d)
+	}
+	return rules
 }
 
 // A tag change moves the VM into or out of a group rule only where a group selects by that

@@ -798,7 +798,7 @@ func TestHAPolicyAfterAnotherError(t *testing.T) {
 // never from group rules of the moment (TestPlannedRulesHoldWhilePeersWrite): a VM that does
 // not change or whose change cannot alter its rules (TestPlannedRulesOfAnUpdate) keeps the
 // state's unless the refresh found a write due; otherwise the decided rules where known, else
-// unknown.
+// unknown, deciding only then.
 func TestPlannedRules(t *testing.T) {
 	held := apartWebRules()
 	prior := haBlockOf("started", 1, 1, types.StringNull())
@@ -820,8 +820,14 @@ func TestPlannedRules(t *testing.T) {
 		{"its own node rule changed outside", held, true, true, own, own},
 	}
 	for _, tt := range tests {
-		if got := vmresource.PlannedRules(tt.planned, prior, tt.due, tt.same, tt.decided); !got.Equal(tt.want) {
+		asked := false
+		decided := func() types.List { asked = true; return tt.decided }
+		if got := vmresource.PlannedRules(tt.planned, prior, tt.due, tt.same, decided); !got.Equal(tt.want) {
 			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
+		}
+		// Deciding may wait for the plan's other VMs: a VM that keeps the state's does not.
+		if keeps := tt.same && !tt.due; asked == keeps {
+			t.Errorf("%s: decided asked %t, want %t", tt.name, asked, !keeps)
 		}
 	}
 }

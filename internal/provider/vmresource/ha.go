@@ -124,9 +124,10 @@ func haBlock() schema.Block {
 				"sorted by id (the names and shape of bpg's `proxmox_virtual_environment_harule`). A rule deleted or changed outside " +
 				"Terraform shows as a change here, and the next apply restores it. An update that changes only what the rules do not read " +
 				"(the description, the memory, a tag no group selects by) plans them as the state has them; one that changes what they " +
-				"read plans them as the apply will write them where the VM's own settings decide them (its node-level rules, leaving " +
-				"HA), and as known after apply where they depend on where or whether other VMs run (group rules), which VMs of the same " +
-				"apply may change."),
+				"read plans them as the apply will write them, decided by the configuration, the state and the cluster read at plan; " +
+				"known after apply only where a VM they are computed from changes in the same plan (a VM its required terms or " +
+				"`DoNotSchedule` spreads select by tag, or another VM of its rules: created, destroyed, moved, or with its tags, `ha` " +
+				"block or scheduling terms changed), since that VM's apply may change them before this one's."),
 		},
 	}
 }

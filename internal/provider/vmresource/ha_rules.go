@@ -260,7 +260,11 @@ func (r *Resource) planHARules(ctx context.Context, resp *resource.ModifyPlanRes
 	snap.HAFailbackOff = view.FailbackOff
 	CheckHAMove(snap, view.Rules.Rules, plan, state, vmid, &resp.Diagnostics)
 	same := r.RulesInputsSame(ctx, plan, state, p.req, rec)
-	planned := PlannedRules(plan.HA.Rules, state.HA, rec.due, same, decidedRules(mode, p, want, vmid))
+	planned := PlannedRules(plan.HA.Rules, state.HA, rec.due, same, func() types.List {
+		return decidedRules(mode, p, want, vmid, func() bool {
+			return r.Data.Changes.PeersChange(ctx, vmid, rulePeers(p, want, view.Rules.Rules, vmid))
+		})
+	})
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("ha").AtName("rules"), planned)...)
 	return ruleBreaks(want, snap, vmid, node)
 }

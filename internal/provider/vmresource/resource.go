@@ -125,6 +125,7 @@ func (r *Resource) ModifyPlan(ctx context.Context, req resource.ModifyPlanReques
 		resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("vmid"), &vmid)...)
 		defer r.Data.Changes.Planning(int(vmid.ValueInt64()))
 	}
+	r.notePlanned(ctx, req, &resp.Diagnostics)
 	if req.Plan.Raw.IsNull() {
 		return
 	}
