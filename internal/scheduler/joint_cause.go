@@ -135,7 +135,11 @@ func (s *search) minimalCause(snap *Snapshot) string {
 	}
 	line := "cause: " + listNames(s.reqs, part)
 	if rule := cs.rule(part); rule != "" {
-		line += " with " + rule + ": they cannot be placed together with it, and can without it"
+		it := "it"
+		if strings.Contains(rule, " and ") {
+			it = "them"
+		}
+		line += " with " + rule + ": they cannot be placed together with " + it + ", and can without " + it
 	} else if room := cs.room(part); room != "" {
 		line += " " + room
 	} else if len(part) < s.total {
