@@ -77,8 +77,8 @@ func domainOfKey(n *Node, key string) (string, bool) {
 // trial (the exact search on a part of the set) at most trialBudget, all of them together at
 // most coreBudget, so that a refusal stays fast. A trial that runs out proves nothing.
 const (
-	coreBudget  = 100_000
-	trialBudget = 10_000
+	coreBudget  = 200_000
+	trialBudget = 20_000
 )
 
 // verdict is what a trial found for a part of the set.
@@ -117,7 +117,7 @@ func (s *search) minimalCause(snap *Snapshot) string {
 		lo, hi := 0, keep[ci]
 		for lo < hi {
 			keep[ci] = (lo + hi) / 2
-			switch cs.try(s.reqs, cs.part(keep)) {
+			switch cs.verdict(keep) {
 			case refusedTogether:
 				hi = keep[ci]
 			case undecided:
@@ -154,6 +154,27 @@ func (s *search) minimalCause(snap *Snapshot) string {
 	return line
 }
 
+// verdict is try's for the first keep[c] members of each class, without a trial when they
+// are part of the largest subset the search placed: where no probe leaves terms out (a
+// required vm_affinity, a DoNotSchedule spread), taking VMs out of a placement that holds
+// leaves one that holds.
+func (cs *coreSearch) verdict(keep []int) verdict {
+	if !cs.s.loose {
+		placed := make([]int, len(keep))
+		for _, st := range cs.s.bestSteps {
+			placed[st.class]++
+		}
+		within := true
+		for ci := range keep {
+			within = within && keep[ci] <= placed[ci]
+		}
+		if within {
+			return fitsTogether
+		}
+	}
+	return cs.try(cs.s.reqs, cs.part(keep))
+}
+
 // part lists the request indexes of the first keep[c] members of each class, in request order.
 func (cs *coreSearch) part(keep []int) []int {
 	var part []int
@@ -188,6 +209,11 @@ func (cs *coreSearch) try(reqs []Request, part []int) verdict {
 			return refusedTogether
 		}
 	}
+	// Most parts that fit, fit as they come: the search only for the others.
+	if t.fill(); len(t.stack) == t.total && t.holds() {
+		return fitsTogether
+	}
+	t.unwind()
 	switch t.dfs(nil) {
 	case found:
 		return fitsTogether
