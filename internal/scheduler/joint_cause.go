@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -321,10 +322,11 @@ func describeSelector(g TagSelector) string {
 	return w
 }
 
-// room says what the part needs of the capacity it is shortest of, on the nodes its VMs pass
-// but for the capacities, against what those nodes have free: "need 12 GiB of memory on pve1,
-// pve2, which have 10 GiB free (MemoryOvercommit)". Where every capacity has the room in
-// sum, it is the pieces that are too small. It is "" without a capacity filter or a node.
+// room says what the part needs of a capacity it is short of, on the nodes its VMs pass but
+// for the capacities, against what those nodes have free: "need 12 GiB of memory on pve1,
+// pve2, which have 10 GiB of memory free (MemoryOvercommit)". Where every capacity has the
+// room in sum, it says every capacity and that the pieces are too small. It is "" without a
+// capacity filter or a node.
 func (cs *coreSearch) room(part []int) string {
 	s := cs.s
 	p := s.p.of(&s.reqs[part[0]])
@@ -332,40 +334,45 @@ func (cs *coreSearch) room(part []int) string {
 	if len(nodes) == 0 {
 		return ""
 	}
-	var tightest CapacityPlugin
-	var name string
-	var need, free, worst float64
+	// Per capacity: what the part needs, what the nodes have free.
+	var needs, frees, plugins []string
+	short := -1
 	for _, f := range p.filters {
 		cp, ok := f.(CapacityPlugin)
 		if !ok {
 			continue
 		}
-		d, r := 0.0, 0.0
+		need, free, least := 0.0, 0.0, math.Inf(1)
 		for _, i := range part {
-			d += cp.Demand(&s.reqs[i])
+			need += cp.Demand(&s.reqs[i])
 		}
 		for _, n := range nodes {
-			r += max(0, cp.Room(s.infos[n]))
+			room := max(0, cp.Room(s.infos[n]))
+			free += room
+			least = min(least, room)
 		}
-		if d == 0 {
+		// A capacity of which every node could take the whole part's need splits nothing.
+		if need <= least {
 			continue
 		}
-		if ratio := d / max(r, 1e-9); tightest == nil || ratio > worst {
-			tightest, name, need, free, worst = cp, f.Name(), d, r, ratio
+		if need > free && short < 0 {
+			short = len(needs)
 		}
+		needs, frees, plugins = append(needs, cp.Amount(need)), append(frees, cp.Amount(free)), append(plugins, f.Name())
 	}
-	if tightest == nil {
+	if len(needs) == 0 {
 		return ""
 	}
 	names := make([]string, len(nodes))
 	for j, n := range nodes {
 		names[j] = s.infos[n].Node.Name
 	}
-	line := fmt.Sprintf("need %s on %s, which have %s free (%s)", tightest.Amount(need), listed(names), tightest.Amount(free), name)
-	if need <= free {
-		line += ", in pieces too small for them"
+	if short >= 0 {
+		return fmt.Sprintf("need %s on %s, which have %s free (%s)", needs[short], listed(names), frees[short], plugins[short])
 	}
-	return line
+	// Every capacity has the room in sum: the nodes' pieces are too small.
+	return fmt.Sprintf("need %s on %s, which have %s free (%s), in pieces too small for them",
+		strings.Join(needs, " and "), listed(names), strings.Join(frees, " and "), strings.Join(plugins, ", "))
 }
 
 // eligible lists the nodes where some VM of the part passes every filter of p but the
