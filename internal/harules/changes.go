@@ -228,3 +228,38 @@ func overlap(a, b []int) []int {
 	}
 	return out
 }
+
+// Reranks tells whether changes only give the VM vmid's own node rule in cur other priorities:
+// the same nodes, strictness, comment and members. That is all a move or a create of another
+// member of its groups changes (the classes count the members by their homes); a change of
+// anything else is the VM's own apply's to make.
+func Reranks(vmid int, changes []Change, cur []scheduler.HARule) bool {
+	if len(changes) != 1 || changes[0].Op != Update || changes[0].Rule.Name != NodeRuleName(vmid) {
+		return false
+	}
+	i := slices.IndexFunc(cur, func(r scheduler.HARule) bool { return r.Name == changes[0].Rule.Name })
+	if i < 0 || !slices.Equal(cur[i].VMIDs, []int{vmid}) {
+		return false
+	}
+	was, next := cur[i], changes[0].Rule
+	was.Priorities, next.Priorities = nil, nil
+	return same(was, next)
+}
+
+// Counts tells whether the classes of a VM with the policy req depend on where the members of
+// a group that selects tags have their homes: a required vm_anti_affinity (over nodes, or by
+// domains without another member) or a topology_spread that must be satisfied (by how many
+// members each domain has).
+func Counts(req scheduler.Request, tags []string) bool {
+	for _, t := range req.VMAntiAffinity {
+		if t.Weight == 0 && t.Group().Selects(tags) {
+			return true
+		}
+	}
+	for _, c := range req.TopologySpread {
+		if c.WhenUnsatisfiable == "DoNotSchedule" && c.Group().Selects(tags) {
+			return true
+		}
+	}
+	return false
+}

@@ -405,8 +405,9 @@ func topClass(t *testing.T, sim *pvesim.Server, id string, nodes ...string) reso
 // The finding of issue 32: a spread over zones left skewed (both VMs in zone a, kept there by
 // their own node rules) is repaired by the rebalance: its own rule does not hold the VM, the
 // move is proposed, and pinning the VM to the move's target rewrites the rule for zone b
-// before the HA manager migrates it, so the HA rounds after leave it there, and the next
-// rebalance proposes nothing.
+// before the HA manager migrates it, and web-1's rule, which counts web-0's home, in the same
+// apply: the plan after it is empty, the HA rounds leave it there, and the next rebalance
+// proposes nothing.
 func TestAccRebalanceRepairsSkewAcrossZones(t *testing.T) {
 	env, sim := simEnv(t, haRulesCluster())
 	const rule = "qemuscheduler-vm-100"
@@ -446,17 +447,18 @@ func TestAccRebalanceRepairsSkewAcrossZones(t *testing.T) {
 			resource.TestCheckResourceAttr(rb, "moves.0.from", "pve1"),
 			resource.TestCheckResourceAttr(rb, "moves.0.to", "pve4"),
 		)},
-		// The move changes web-0's home: web-1's rule, whose classes count it there, is
-		// rewritten by web-1's next apply (its plan shows ha.rules).
-		resource.TestStep{Config: skewConfig(env, true, "pve4", "pve2"), ExpectNonEmptyPlan: true, Check: resource.ComposeAggregateTestCheckFunc(
-			runs(100, "pve4"), topClass(t, sim, rule, "pve3", "pve4"), ruleBeforeMigrate,
-			resource.TestCheckResourceAttr(rb, "moves.#", "0"),
-		)},
-		// HA rounds leave it there (a strict rule for zone a would take it back), and once
-		// web-1's rule is rewritten the plan is empty.
-		resource.TestStep{PreConfig: func() { sim.RunHARounds(5) }, Config: skewConfig(env, true, "pve4", "pve2"),
-			Check: resource.ComposeAggregateTestCheckFunc(runs(100, "pve4"), runs(101, "pve2"), topClass(t, sim, "qemuscheduler-vm-101", "pve1", "pve2"))},
+		// The move changes web-0's home: the same apply rewrites web-1's rule, whose classes
+		// count web-0 there (zone b now holds as many web VMs as zone a), so the plan after it
+		// is empty.
 		resource.TestStep{Config: skewConfig(env, true, "pve4", "pve2"),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			Check: resource.ComposeAggregateTestCheckFunc(
+				runs(100, "pve4"), topClass(t, sim, rule, "pve3", "pve4"), ruleBeforeMigrate,
+				topClass(t, sim, "qemuscheduler-vm-101", "pve1", "pve2"),
+				resource.TestCheckResourceAttr(rb, "moves.#", "0"),
+			)},
+		// HA rounds leave it there (a strict rule for zone a would take it back).
+		resource.TestStep{PreConfig: func() { sim.RunHARounds(5) }, Config: skewConfig(env, true, "pve4", "pve2"),
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			Check:            resource.ComposeAggregateTestCheckFunc(runs(100, "pve4"), runs(101, "pve2"), resource.TestCheckResourceAttr(rb, "moves.#", "0"))},
 	)

@@ -243,3 +243,79 @@ func TestAccVMHAFailoverChangeRewritesRules(t *testing.T) {
 		resource.TestStep{Config: config("preferred"), ConfigPlanChecks: update, Check: resource.ComposeTestCheckFunc(strict(false), unchanged)},
 	)
 }
+
+// Pairs that chain: side-b next to web-a (its vm_affinity on tag web), side-c next to side-b
+// (on tag side). PVE makes one positive group of the two pairs and allows it one node rule:
+// the pair rules hold two VMs each, and the group shares web-a's node rule, of one class
+// (web-a allows pve1 alone). pve1 fails: the three recover together onto one node (the rule is
+// non-strict); pve1 back, failback takes them home together, and no plan shows a change.
+func TestAccVMHAFailoverChainedPairs(t *testing.T) {
+	env, sim := simEnv(t, rackCluster())
+	vm := func(name string, vmid int, tag, next, after string) string {
+		attrs := `annotations = { "node.qemu-scheduler/regex" = "pve1" }`
+		if next != "" {
+			attrs = fmt.Sprintf("vm_affinity {\n    tags = [%q]\n  }\n  depends_on = [qemuscheduler_vm.%s]", next, after)
+		}
+		return fmt.Sprintf(`
+resource "qemuscheduler_vm" %q {
+  name   = %q
+  vmid   = %d
+  node   = "pve1"
+  memory = 512
+  tags   = [%q]
+  clone {
+    source_vmid = 9000
+  }
+  %s
+  ha {}
+}
+`, name, name, vmid, tag, attrs)
+	}
+	config := env.providerBlock("  read_node_notes = true") + vm("a", 200, "web", "", "") + vm("b", 300, "side", "web", "a") + vm("c", 301, "other", "side", "b")
+	rules := func(*terraform.State) error {
+		byName := map[string]scheduler.HARule{}
+		for _, r := range simRules(t, sim) {
+			byName[r.Name] = r
+		}
+		want := map[string][]int{"qemuscheduler-together-web-200-300": {200, 300}, "qemuscheduler-together-side-300-301": {300, 301}, "qemuscheduler-vm-200": {200, 300, 301}}
+		if len(byName) != len(want) {
+			return fmt.Errorf("rules %v, want %v", slices.Sorted(maps.Keys(byName)), slices.Sorted(maps.Keys(want)))
+		}
+		for name, vmids := range want {
+			r := byName[name]
+			if !slices.Equal(r.VMIDs, vmids) {
+				return fmt.Errorf("rule %s holds %v, want %v", name, r.VMIDs, vmids)
+			}
+			if r.Type == scheduler.HAResourceAffinity && r.Affinity != scheduler.HAPositive {
+				return fmt.Errorf("rule %s: affinity %s, want positive", name, r.Affinity)
+			}
+		}
+		if node := byName["qemuscheduler-vm-200"]; !slices.Equal(node.Nodes, []string{"pve1"}) || node.MultiplePriorities() || node.Strict {
+			return fmt.Errorf("group node rule %+v, want pve1 alone, one class, not strict", node)
+		}
+		return nil
+	}
+	together := func(nodes ...string) {
+		t.Helper()
+		at, _ := sim.Guest(200)
+		for _, vmid := range []int{200, 300, 301} {
+			runsOn(t, sim, vmid, nodes...)
+			if g, _ := sim.Guest(vmid); g.Node != at.Node {
+				t.Errorf("VM %d on %s, apart from VM 200 on %s", vmid, g.Node, at.Node)
+			}
+		}
+	}
+	empty := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}
+	runSteps(t,
+		resource.TestStep{Config: config, Check: rules},
+		resource.TestStep{PreConfig: func() {
+			failRack(t, sim, "pve1")
+			together("pve2", "pve3", "pve4", "pve5", "pve6")
+		}, Config: config, ConfigPlanChecks: empty, Check: rules},
+		resource.TestStep{PreConfig: func() {
+			must(t, sim.SetNodeOnline("pve1", true))
+			sim.RunHARounds(5)
+			together("pve1")
+		}, Config: config, ConfigPlanChecks: empty, Check: rules},
+	)
+}

@@ -20,14 +20,14 @@ const (
 // Work budgets of the joint search, in units of about a microsecond: one node checked by
 // every filter is one unit, a pre-filter pass one unit per node and per 64 guests. The
 // budget of the complete sizes is a safety net only (no case of the tests comes near it);
-// beyond them the exact search gives up early and the repair takes over. Budgets count
-// work, not time, so the same inputs always give the same decision.
+// beyond them the exact search's restarts spend part of it and the large-neighbourhood
+// search (lns) the rest. Budgets count work, not time, so the same inputs always give the
+// same decision.
 const (
 	exactBudget  = 5_000_000
 	searchBudget = 1_000_000
 	// restartUnit is the budget of the shortest restart beyond the complete sizes.
-	restartUnit  = 40_000
-	repairBudget = 150_000
+	restartUnit = 40_000
 	// growBudget bounds the search for the largest subset that fits, which only words
 	// the error.
 	growBudget = 30_000
@@ -38,7 +38,7 @@ const (
 // Schedule does, so that scores decide as they always did. When a request does not fit, the
 // whole set is placed again jointly: the existing guests Options.Sticky keeps stay where they
 // are, and the new VMs are searched for together (largest first, then a branch and bound over
-// the nodes the hard filters allow, then a local repair beyond the search's bounds). A joint
+// the nodes the hard filters allow, then a large-neighbourhood search beyond its bounds). A joint
 // placement holds with the whole set in place, in no particular order: every new VM passes
 // every hard filter beside all the others (as CheckNode checks an existing guest), which is
 // what a set created in any order needs. For sets of up to 12 new VMs on up to 8 nodes the
@@ -216,6 +216,8 @@ type vmClass struct {
 	// that term's verdict.
 	groups  []TagSelector
 	carrier bool
+	// keys are the topology keys of those terms, in the order of groups.
+	keys []string
 	// left is how many members are not placed on the current branch.
 	left int
 }
@@ -238,6 +240,8 @@ type search struct {
 	// nodeGroup is each node's symmetry group: nodes of one group are alike in everything
 	// the filters look at but their names, so a state is the same with their loads swapped.
 	nodeGroup []int
+	// alike lists the nodes of each group, the groups by their first node.
+	alike [][]int
 	// count[n][c] is how many members of class c the branch placed on node n.
 	count [][]int
 	stack []step
@@ -249,7 +253,7 @@ type search struct {
 	// prefilterCost is the work of one class's pre-filters, on top of one unit per node
 	// checked; work and budget count it.
 	prefilterCost, work, budget int
-	// deepest is the longest branch the search built (where the repair starts); best is the
+	// deepest is the longest branch the search built (where the large-neighbourhood search starts); best is the
 	// largest subset found that passes the whole check (what the error counts).
 	deepest   []step
 	best      int
@@ -285,7 +289,8 @@ func newSearch(p *Profile, infos []*NodeInfo, snap *Snapshot, reqs []Request, fr
 		k := fmt.Sprintf("%p %s", p.of(r), classKey(r))
 		c := byKey[k]
 		if c == nil {
-			c = &vmClass{rep: r, probe: probeOf(r), groups: looseGroups(r)}
+			c = &vmClass{rep: r, probe: probeOf(r)}
+			c.groups, c.keys = looseGroups(r)
 			s.loose = s.loose || c.probe != r
 			byKey[k] = c
 			s.classes = append(s.classes, c)
@@ -325,6 +330,14 @@ func newSearch(p *Profile, infos []*NodeInfo, snap *Snapshot, reqs []Request, fr
 		s.budget, s.complete = exactBudget, true
 	}
 	s.nodeGroup = s.symmetry()
+	at := map[int]int{}
+	for n, g := range s.nodeGroup {
+		if _, ok := at[g]; !ok {
+			at[g] = len(s.alike)
+			s.alike = append(s.alike, nil)
+		}
+		s.alike[at[g]] = append(s.alike[at[g]], n)
+	}
 	s.inter = s.interactions()
 	s.caps = s.capacities()
 	return s
@@ -348,20 +361,19 @@ func probeOf(r *Request) *Request {
 	return &c
 }
 
-// looseGroups lists the groups of the terms probeOf leaves out.
-func looseGroups(r *Request) []TagSelector {
-	var groups []TagSelector
+// looseGroups lists the groups of the terms probeOf leaves out, and their topology keys.
+func looseGroups(r *Request) (groups []TagSelector, keys []string) {
 	for _, t := range r.VMAffinity {
 		if t.Weight == 0 {
-			groups = append(groups, t.Group())
+			groups, keys = append(groups, t.Group()), append(keys, t.TopologyKey)
 		}
 	}
 	for _, c := range r.TopologySpread {
 		if c.WhenUnsatisfiable == "DoNotSchedule" {
-			groups = append(groups, c.Group())
+			groups, keys = append(groups, c.Group()), append(keys, c.TopologyKey)
 		}
 	}
-	return groups
+	return groups, keys
 }
 
 // settled reports whether no VM left to place is in the group of any left-out term of class
@@ -390,7 +402,11 @@ func (s *search) probe(c *vmClass) *Request {
 // settledHold checks the placed members of the classes whose left-out terms the last
 // placement settled, as holds checks a full branch: one that fails already fails every
 // completion. Members placed after their terms settled were checked with the whole request,
-// and what later placements do to them the full branch's check sees.
+// and what later placements do to them the full branch's check sees. Only the members in the
+// last placement's domain under one of their left-out terms' keys are checked: a group member
+// placed elsewhere adds to another domain's count, which lifts a spread's minimum or gives an
+// affinity a domain, never a refusal of theirs (the check only prunes: what it leaves out,
+// the full branch's check still sees).
 func (s *search) settledHold() bool {
 	if len(s.stack) == 0 {
 		return true
@@ -400,11 +416,24 @@ func (s *search) settledHold() bool {
 	for _, st := range s.stack[:len(s.stack)-1] {
 		c := s.classes[st.class]
 		if c.probe != c.rep && slices.ContainsFunc(c.groups, func(g TagSelector) bool { return g.Selects(tags) }) &&
-			s.settled(c) && !s.stepHolds(st) {
+			s.settled(c) && s.sharesDomain(c, st.node, last.node) && !s.stepHolds(st) {
 			return false
 		}
 	}
 	return true
+}
+
+// sharesDomain reports whether nodes a and b are in one domain under the key of one of class
+// c's left-out terms.
+func (s *search) sharesDomain(c *vmClass, a, b int) bool {
+	for _, key := range c.keys {
+		da, okA := domainOfKey(s.infos[a].Node, key)
+		db, okB := domainOfKey(s.infos[b].Node, key)
+		if okA && okB && da == db {
+			return true
+		}
+	}
+	return false
 }
 
 // classKey is the request without its name.
@@ -529,34 +558,43 @@ func guestsKey(ni *NodeInfo) string {
 }
 
 // key is the branch's state up to the symmetry of nodes: per group of alike nodes, the sorted
-// counts of each class on them, two bytes a count.
+// rows of its nodes (row).
 func (s *search) key() string {
-	width := 2 * len(s.classes)
-	b := make([]byte, 0, width*len(s.infos))
+	b := make([]byte, 0, 8*len(s.infos))
 	var rows [][]byte
-	for g := range s.infos {
-		if s.nodeGroup[g] != g {
+	for _, nodes := range s.alike {
+		if len(nodes) == 1 {
+			b = s.row(b, nodes[0])
 			continue
 		}
 		rows = rows[:0]
-		for n := g; n < len(s.infos); n++ {
-			if s.nodeGroup[n] != g {
-				continue
-			}
-			row := make([]byte, 0, width)
-			for _, c := range s.count[n] {
-				row = append(row, byte(c>>8), byte(c))
-			}
-			rows = append(rows, row)
+		for _, n := range nodes {
+			rows = append(rows, s.row(nil, n))
 		}
-		if len(rows) > 1 {
-			slices.SortFunc(rows, bytes.Compare)
-		}
+		slices.SortFunc(rows, bytes.Compare)
 		for _, row := range rows {
 			b = append(b, row...)
 		}
 	}
 	return string(b)
+}
+
+// row appends node n's counts to b: how many classes have members on it, then each such
+// class and its count, two bytes a number (most nodes hold none of a set's many classes).
+func (s *search) row(b []byte, n int) []byte {
+	k := 0
+	for _, c := range s.count[n] {
+		if c > 0 {
+			k++
+		}
+	}
+	b = append(b, byte(k>>8), byte(k))
+	for ci, c := range s.count[n] {
+		if c > 0 {
+			b = append(b, byte(ci>>8), byte(ci), byte(c>>8), byte(c))
+		}
+	}
+	return b
 }
 
 // feasible lists the nodes where the class's probe passes every filter and finds storage,
@@ -728,7 +766,15 @@ func (s *search) recount(ni *NodeInfo, g *Guest) {
 	ni.chargeDisks(g, false)
 }
 
-func (s *search) pop() { s.remove(len(s.stack) - 1) }
+// pop takes the last placement back. Only the last: a class's placed members are the first
+// of its requests (push), which the LNS's hide relies on.
+func (s *search) pop() {
+	st := s.stack[len(s.stack)-1]
+	s.stack = s.stack[:len(s.stack)-1]
+	s.recount(s.infos[st.node], st.guest)
+	s.classes[st.class].left++
+	s.count[st.node][st.class]--
+}
 
 // unwind takes every placement of the branch back.
 func (s *search) unwind() {
@@ -742,7 +788,7 @@ func (s *search) unwind() {
 // from the largest, most constrained class, tightest fit first; beyond the complete sizes it
 // restarts, each time with the fits of nodes blurred its own way and a budget that
 // grows as Luby's sequence (a bad early choice costs one restart, not the whole budget;
-// dead states stay known). Beyond its budget, the repair. On success the stack holds the
+// dead states stay known). Beyond their share of the budget, the large-neighbourhood search. On success the stack holds the
 // placement.
 func (s *search) solve() bool {
 	// A group kept apart with more members than domains is a proof no search needs.
@@ -752,7 +798,9 @@ func (s *search) solve() bool {
 			return false
 		}
 	}
-	total := s.budget
+	budget := s.budget
+	lnsBudget := int(lnsShare * float64(min(budget, searchBudget)))
+	total := budget - lnsBudget
 	proof := s.dead
 	for s.restart = 0; ; s.restart++ {
 		if !s.complete {
@@ -781,7 +829,8 @@ func (s *search) solve() bool {
 			break
 		}
 	}
-	return s.repair()
+	s.dead, s.narrow = proof, false
+	return s.lns(lnsBudget)
 }
 
 // luby is the i-th term (from 1) of Luby's restart sequence: 1 1 2 1 1 2 4 1 1 2 ...
@@ -863,68 +912,6 @@ func (s *search) dfs(parent *level) outcome {
 	return deadEnd
 }
 
-// repair starts from the deepest branch the search reached and places the rest one by one:
-// where a VM fits nowhere, it takes the node of one placed VM of another class that can move
-// to another node. It returns whether every VM is placed and the placement holds.
-func (s *search) repair() bool {
-	s.work = 0
-	s.budget = repairBudget
-	for _, st := range s.deepest {
-		s.push(st.class, st.node)
-	}
-	for progress := true; progress && len(s.stack) < s.total && s.work <= s.budget; {
-		progress = false
-		for ci, c := range s.classes {
-			for c.left > 0 && s.work <= s.budget {
-				if at, state := s.feasible(c, nil); len(at) > 0 {
-					s.push(ci, s.byScore(c, at, state)[0])
-					progress = true
-					continue
-				}
-				if !s.eject(ci) {
-					break
-				}
-				progress = true
-			}
-		}
-	}
-	return len(s.stack) == s.total && s.holds()
-}
-
-// eject places class ci's next VM on a node by moving one placed VM of another class from
-// there to another node where it passes every filter.
-func (s *search) eject(ci int) bool {
-	for n := range s.infos {
-		for k := len(s.stack) - 1; k >= 0; k-- {
-			st := s.stack[k]
-			if st.node != n || st.class == ci || s.work > s.budget {
-				continue
-			}
-			moved := s.remove(k)
-			if at, _ := s.feasible(s.classes[ci], nil); slices.Contains(at, n) {
-				s.push(ci, n)
-				if to, _ := s.feasible(s.classes[moved.class], nil); len(to) > 0 {
-					s.push(moved.class, to[0])
-					return true
-				}
-				s.remove(len(s.stack) - 1)
-			}
-			s.push(moved.class, moved.node)
-		}
-	}
-	return false
-}
-
-// remove takes the placement at stack index k back, in any order.
-func (s *search) remove(k int) step {
-	st := s.stack[k]
-	s.stack = slices.Delete(s.stack, k, k+1)
-	s.recount(s.infos[st.node], st.guest)
-	s.classes[st.class].left++
-	s.count[st.node][st.class]--
-	return st
-}
-
 // failure explains why the set does not fit: the largest subset the search can place, then
 // the first request left out (in request order) evaluated beside it, as Schedule explains a
 // request that fits nowhere. It returns nil, with the placement on the stack, when that
@@ -994,16 +981,21 @@ func (s *search) failure(run *run) error {
 	return se
 }
 
-// fill adds every VM that fits, largest class first, each on its best node; where probes
-// leave terms out, only while the branch still holds.
+// fill adds every VM that fits, each on its best node (fillBy).
 func (s *search) fill() {
+	s.fillBy(func(ci int, at []int, state *CycleState) int { return s.byScore(s.classes[ci], at, state)[0] })
+}
+
+// fillBy adds every VM that fits, largest class first, each on the node choose picks among
+// the feasible ones; where probes leave terms out, only while the branch still holds.
+func (s *search) fillBy(choose func(ci int, at []int, state *CycleState) int) {
 	for ci, c := range s.classes {
 		for c.left > 0 {
 			at, state := s.feasible(c, nil)
 			if len(at) == 0 {
 				break
 			}
-			s.push(ci, s.byScore(c, at, state)[0])
+			s.push(ci, choose(ci, at, state))
 			if s.loose && !s.holds() {
 				s.pop()
 				break

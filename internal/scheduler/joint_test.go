@@ -127,10 +127,10 @@ func TestScheduleSetPassesThroughInputAndVMIDErrors(t *testing.T) {
 	}
 }
 
-// The repair, which takes over beyond the exact search's budget, moves a placed VM to make
-// room: from a branch with both small VMs on one node, the third 5-CPU VM fits only once a
-// small one moves next to another 5.
-func TestRepairMovesAPlacedVM(t *testing.T) {
+// The large-neighbourhood search, which takes over beyond the exact search's share of the
+// budget, frees placed VMs to make room: from a branch with both small VMs on one node, the
+// third 5-CPU VM fits only once a small one moves next to another 5.
+func TestLNSMovesAPlacedVM(t *testing.T) {
 	p := cpuFitProfile(t)
 	snap := Snapshot{Nodes: testNodes("n1", "n2", "n3")}
 	reqs := cpuRequests(5, 5, 5, 3, 3, 3)
@@ -139,9 +139,8 @@ func TestRepairMovesAPlacedVM(t *testing.T) {
 	s.push(small, 0)
 	s.push(small, 0)
 	s.deepest = slices.Clone(s.stack)
-	s.unwind()
-	if !s.repair() {
-		t.Fatal("the repair did not place the set")
+	if !s.lns(lnsStep) {
+		t.Fatal("the large-neighbourhood search did not place the set")
 	}
 	load := make([]int, 3)
 	for _, st := range s.stack {

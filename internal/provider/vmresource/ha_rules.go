@@ -589,5 +589,21 @@ func (r *Resource) haBeforeMove(ctx context.Context, plan, state *Model, vmid in
 		return errors.New("the VM's placement policy cannot be read (see the other errors)")
 	}
 	p.node, p.placing = plan.Node.ValueString(), true
-	return r.syncHARules(ctx, nil, vmid, haRulesKeep, p, time.Now())
+	since := time.Now()
+	if err := r.syncHARules(ctx, nil, vmid, haRulesKeep, p, since); err != nil {
+		return err
+	}
+	r.syncPeers(ctx, vmid, p, since, diags)
+	return nil
+}
+
+// syncPeers rewrites the rules of the peers whose classes count the VM vmid, just placed
+// (syncPeerRules); a failure is a warning: the VM itself is as planned, and each peer's own
+// plan shows what its rules still need.
+func (r *Resource) syncPeers(ctx context.Context, vmid int, p haPolicy, since time.Time, diags *diag.Diagnostics) {
+	if err := r.syncPeerRules(ctx, vmid, p, since); err != nil {
+		diags.AddWarning("Cannot rewrite the HA rules of the VM's peers",
+			fmt.Sprintf("VM %d has a new home, which the priority classes of the other members of its groups count; their rules could not be rewritten: %v. "+
+				"The plan of each such VM shows the change of its ha.rules, and its next apply writes it.", vmid, err))
+	}
 }

@@ -324,9 +324,13 @@ func (r *Resource) Create(ctx context.Context, req resource.CreateRequest, resp 
 	p := res.Placement
 	r.Data.Records.Remember(p.VMID, guest.record)
 	if err == nil && plan.HA != nil {
-		err = r.syncHARules(ctx, &plan, p.VMID, ruleMode(plan.HA), haPolicy{Profile: profile, req: schedReq, Name: plan.Name.ValueString(),
-			strict: failoverStrict(plan.HA), node: p.Node, placing: true}, time.Now())
+		hp, since := haPolicy{Profile: profile, req: schedReq, Name: plan.Name.ValueString(), strict: failoverStrict(plan.HA), node: p.Node, placing: true}, time.Now()
+		err = r.syncHARules(ctx, &plan, p.VMID, ruleMode(plan.HA), hp, since)
 		setRulesDue(ctx, resp.Private, err != nil, &resp.Diagnostics)
+		if err == nil {
+			// Its home counts in its peers' classes whether or not it keeps rules itself.
+			r.syncPeers(ctx, p.VMID, hp, since, &resp.Diagnostics)
+		}
 	}
 	plan.Storage = types.StringValue(p.Storage)
 	plan.PlacementSummary = types.StringValue(config.WithProfile(p.Summary, plan.Profile))
