@@ -110,6 +110,14 @@ func (memoryOvercommit) Demand(r *scheduler.Request) float64 {
 	return float64(uint64(r.MemoryMiB) * scheduler.MiB)
 }
 
+func (cpuOvercommit) Amount(v float64) string {
+	return scheduler.FormatNumber(math.Round(v*100)/100) + " vCPUs"
+}
+
+func (memoryOvercommit) Amount(v float64) string {
+	return scheduler.FormatGiB(uint64(v)) + " GiB of memory"
+}
+
 func parseRatio(args map[string]string, def float64) (float64, error) {
 	s, ok := args["ratio"]
 	if !ok {

@@ -57,3 +57,7 @@ func (storageCapacity) Room(n *scheduler.NodeInfo) float64 {
 }
 
 func (storageCapacity) Demand(r *scheduler.Request) float64 { return float64(r.DiskBytes) }
+
+func (storageCapacity) Amount(v float64) string {
+	return scheduler.FormatGiB(uint64(v)) + " GiB of disk"
+}

@@ -50,9 +50,9 @@ func TestAccChangeSetAllOrNothing(t *testing.T) {
 		want     string
 	}{
 		{"count 4 with required anti-affinity on 3 nodes", bigNodeCluster(3), "", webVMs("web", 4, webAntiAffinity),
-			`only 3 of the plan's 4 new VMs can be placed together.*topology_spread`},
+			`only 3 of the plan's 4 new VMs can be placed together.*topology_spread.*cause:\s+web-\d\s+with\s+vm_anti_affinity\s+\[web\]\s+by\s+node:\s+4\s+members,\s+3\s+eligible\s+nodes`},
 		{"count 7 x 2 vCPU with 12 vCPU free", sizedCluster(3, 4, 16), cpuRatioOne, webVMs("web", 7, "\n  cores  = 2"),
-			`only 6 of the plan's 7 new VMs can be placed together`},
+			`only 6 of the plan's 7 new VMs can be placed together.*cause:\s+web-0,.*need\s+14\s+vCPUs\s+on\s+pve1,\s+pve2,\s+pve3,\s+which\s+have\s+12\s+vCPUs\s+free\s+\(CPUOvercommit\)`},
 		{"six control-plane VMs kept apart on four usable nodes", fourUsableOfFive(), "", webVMs("web", 6, webAntiAffinity),
 			`only 4 of the plan's 6 new VMs can be placed together.*topology_spread`},
 	}

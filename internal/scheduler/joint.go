@@ -114,8 +114,9 @@ type SetError struct {
 	// cannot be placed: the set may still fit. Maximal says that it proved Placed the most
 	// that fit together (only then does the line say "only Placed of Total").
 	GaveUp, Maximal bool
-	// Cause names a smallest cause of a proven refusal, when the search found one: the VM
-	// and the rule that no other VM of the set changes ("" none).
+	// Cause names a smallest cause of a proven refusal, when the search found one ("" none):
+	// a VM and the anti-affinity group no other VM of the set changes, or the fewest VMs of
+	// the set that cannot be placed together and the rule or capacity that keeps them apart.
 	Cause string
 }
 
@@ -127,10 +128,7 @@ const listedNames = 10
 // setLine is the line a SetError adds to the message of the request that does not fit: what
 // the search proved, and no more.
 func setLine(e *SetError, antiAffinity bool) string {
-	names := strings.Join(e.Unplaced[:min(len(e.Unplaced), listedNames)], ", ")
-	if more := len(e.Unplaced) - listedNames; more > 0 {
-		names += fmt.Sprintf(" and %d more", more)
-	}
+	names := listed(e.Unplaced)
 	if e.GaveUp {
 		return fmt.Sprintf("the joint search gave up after its budget, having placed %d of the plan's %d new VMs together (left out: %s); "+
 			"the set may still fit: split the change into two applies (first apply with -target naming the VMs to place first, "+
@@ -973,7 +971,10 @@ func (s *search) failure(run *run) error {
 	ue.Message += "\n" + setLine(se, blockedByAntiAffinity(r, ue.Candidates))
 	if s.proven {
 		s.unwind()
-		if se.Cause = s.cause(r); se.Cause != "" {
+		if se.Cause = s.cause(r); se.Cause == "" {
+			se.Cause = s.minimalCause(run.snap)
+		}
+		if se.Cause != "" {
 			ue.Message += "\n" + se.Cause
 		}
 	}

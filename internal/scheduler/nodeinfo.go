@@ -140,7 +140,10 @@ func buildNodeInfos(snap *Snapshot) ([]*NodeInfo, map[string]*NodeInfo) {
 		}
 		infos[at[i]].add(g)
 		// A guest being migrated weighs on its target too, as a copy marked arriving.
-		if to, ok := byName[g.MigratingTo]; ok && g.MigratingTo != g.Node {
+		if g.MigratingTo == "" || g.MigratingTo == g.Node {
+			continue
+		}
+		if to, ok := byName[g.MigratingTo]; ok {
 			arriving := *g
 			arriving.Node = g.MigratingTo
 			to.add(&arriving)

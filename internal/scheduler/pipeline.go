@@ -86,13 +86,20 @@ func (p *Profile) newRun(snap *Snapshot, reqs []Request, opts Options) *run {
 func guestsByName(snap *Snapshot, reqs []Request) map[string]*Guest {
 	named := make(map[string]*Guest, len(reqs))
 	found := make(map[string]bool, len(reqs))
+	// The lengths of the names sought (63 for any longer): a guest whose name has none of
+	// them is passed over without hashing its name, once per guest of every decision.
+	var lengths uint64
 	for _, r := range reqs {
 		if r.Name != "" {
 			named[r.Name] = nil
+			lengths |= 1 << min(len(r.Name), 63)
 		}
 	}
 	for i := range snap.Guests {
 		g := &snap.Guests[i]
+		if lengths&(1<<min(len(g.Name), 63)) == 0 {
+			continue
+		}
 		if _, wanted := named[g.Name]; !wanted || g.Template {
 			continue
 		}

@@ -28,6 +28,9 @@ type PreFilterPlugin interface {
 type CapacityPlugin interface {
 	Room(n *NodeInfo) float64
 	Demand(r *Request) float64
+	// Amount writes a figure of Room and Demand in user words ("12 GiB of memory"), for a
+	// refusal's cause.
+	Amount(v float64) string
 }
 
 // Rejection explains a failed filter: Reason is per node with numbers

@@ -290,12 +290,17 @@ func (t VMGroupTerm) Group() TagSelector { return TagSelector{t.Tags, t.TagsAnyO
 // Selects reports whether a guest carrying tags is in the selector's group; PVE tags are
 // case-insensitive. It runs for every guest of every group of every request: no closures.
 func (s TagSelector) Selects(tags []string) bool {
+	// The loop of carries, inline: a call per tag of 10,000 guests weighs on every decision.
+next:
 	for _, w := range s.Tags {
-		if !carries(tags, w) {
-			return false
+		for _, t := range tags {
+			if len(t) == len(w) && (t == w || strings.EqualFold(t, w)) {
+				continue next
+			}
 		}
+		return false
 	}
-	return (len(s.TagsAnyOf) == 0 || carriesAny(tags, s.TagsAnyOf)) && !carriesAny(tags, s.TagsNoneOf)
+	return (len(s.TagsAnyOf) == 0 || carriesAny(tags, s.TagsAnyOf)) && (len(s.TagsNoneOf) == 0 || !carriesAny(tags, s.TagsNoneOf))
 }
 
 func carriesAny(tags, want []string) bool {
