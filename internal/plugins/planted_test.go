@@ -235,12 +235,12 @@ func TestScheduleSetPlacesPlantedSets(t *testing.T) {
 
 // Tight sets of 50 VMs on 64 nodes, ten seeds of each kind: every placement returned passes
 // every filter, every set refused is refused as "gave up" (each has a placement: the search
-// must not claim to have proven otherwise), and at least the number placed when the
-// large-neighbourhood search came in is placed, per kind (budgets count work, so these counts
+// must not claim to have proven otherwise), and at least the number placed since the
+// large-neighbourhood search starts from the exact search's deepest branch repaired, per kind (budgets count work, so these counts
 // do not depend on the machine). Not all are placed yet: see benchmarks/changeset.md.
 func TestScheduleSetPlantedFiftyOnSixtyFour(t *testing.T) {
 	p := mustProfile(scheduler.PluginConfig{})
-	atLeast := map[string]int{"plain": 9, "anti": 9, "spread": 5, "both": 5}
+	atLeast := map[string]int{"plain": 9, "anti": 9, "spread": 6, "both": 6}
 	const seeds = 10
 	for _, kind := range plantedKinds {
 		placed := 0

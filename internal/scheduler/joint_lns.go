@@ -36,8 +36,9 @@ const lnsStep = 20_000
 // lnsNodes is how many nodes a neighbourhood frees, in turn.
 var lnsNodes = []int{9, 6, 12, 8}
 
-// lns starts from the deepest branch the exact search built, if it holds, with every VM that
-// still fits added tightest fit first (fillBy, tightest; the scores' choice, fill, places
+// lns starts from the deepest branch the exact search built, less the VMs that do not hold
+// beside the others (the last first, one at a time), with every VM that still fits added
+// tightest fit first (fillBy, tightest; the scores' choice, fill, places
 // fewer sets in the end). Then, until every VM is placed or its budget runs out, it frees the
 // VMs on a neighbourhood of nodes and searches, exactly as the dfs does, for a placement of the freed VMs and one unplaced VM more, the other unplaced VMs
 // left out (hide). A placement the dfs finds holds whole (it checks every full branch), so
@@ -51,9 +52,18 @@ func (s *search) lns(budget int) bool {
 	for ci, c := range s.classes {
 		usable[ci], _ = s.feasible(c, nil)
 	}
-	s.place(s.deepest)
-	if s.loose && !s.holds() {
-		s.unwind()
+	steps := slices.Clone(s.deepest)
+	s.place(steps)
+	for s.loose && !s.holds() {
+		// The deepest branch less, one at a time, the last VM that does not hold beside
+		// the others (a spread's member in a domain that has one too many, most often).
+		for j := len(s.stack) - 1; j >= 0; j-- {
+			if !s.stepHolds(s.stack[j]) {
+				steps = slices.Delete(steps, j, j+1)
+				break
+			}
+		}
+		s.place(steps)
 	}
 	s.fillBy(s.tightest)
 	current := slices.Clone(s.stack)
