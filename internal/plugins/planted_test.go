@@ -233,34 +233,23 @@ func TestScheduleSetPlacesPlantedSets(t *testing.T) {
 	t.Logf("%d planted sets placed, %d of them only jointly", total, joint)
 }
 
-// Tight sets of 50 VMs on 64 nodes, ten seeds of each kind: every placement returned passes
-// every filter, every set refused is refused as "gave up" (each has a placement: the search
-// must not claim to have proven otherwise), and at least the number placed since the
-// large-neighbourhood search starts from the exact search's deepest branch repaired, per kind (budgets count work, so these counts
-// do not depend on the machine). Not all are placed yet: see benchmarks/changeset.md.
+// Tight sets of 50 VMs on 64 nodes, ten seeds of each kind: every one is placed (bin
+// completion fills node after node exactly), and every placement passes every filter.
+// Budgets count work, so this does not depend on the machine; the CPU it takes is in
+// benchmarks/changeset.md.
 func TestScheduleSetPlantedFiftyOnSixtyFour(t *testing.T) {
 	p := mustProfile(scheduler.PluginConfig{})
-	atLeast := map[string]int{"plain": 9, "anti": 9, "spread": 6, "both": 6}
 	const seeds = 10
 	for _, kind := range plantedKinds {
-		placed := 0
 		for seed := range seeds {
 			rng := rand.New(rand.NewSource(int64(1000*50 + 10*seed + len(kind.name))))
 			snap, reqs, at := plantedSet(rng, 50, 64, 4, kind)
 			checkPlanted(t, p, snap, reqs, at)
 			d, err := p.ScheduleSet(snap, reqs, scheduler.Options{})
 			if err != nil {
-				if se := setError(t, err); !se.GaveUp || se.Maximal || strings.Contains(err.Error(), "only ") {
-					t.Fatalf("%s seed %d: %v (%+v), want the search's giving up", kind.name, seed, err, se)
-				}
-				continue
+				t.Fatalf("%s seed %d: %v", kind.name, seed, err)
 			}
 			checkPlacements(t, p, snap, reqs, d)
-			placed++
-		}
-		t.Logf("50x64 %s: %d of %d placed", kind.name, placed, seeds)
-		if placed < atLeast[kind.name] {
-			t.Errorf("50x64 %s: %d of %d placed, want at least %d", kind.name, placed, seeds, atLeast[kind.name])
 		}
 	}
 }

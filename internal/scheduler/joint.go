@@ -38,10 +38,10 @@ const (
 // Schedule does, so that scores decide as they always did. When a request does not fit, the
 // whole set is placed again jointly: the existing guests Options.Sticky keeps stay where they
 // are, and the new VMs are searched for together (largest first, then a branch and bound over
-// the nodes the hard filters allow, then a large-neighbourhood search beyond its bounds). A joint
-// placement holds with the whole set in place, in no particular order: every new VM passes
-// every hard filter beside all the others (as CheckNode checks an existing guest), which is
-// what a set created in any order needs. For sets of up to 12 new VMs on up to 8 nodes the
+// the nodes the hard filters allow, then bin completion and a large-neighbourhood search beyond
+// its bounds). A joint placement holds with the whole set in place, in no particular order:
+// every new VM passes every hard filter beside all the others (as CheckNode checks an
+// existing guest), which is what a set created in any order needs. For sets of up to 12 new VMs on up to 8 nodes the
 // search is complete. VMIDs are chosen after the nodes, in request order, with the same rules
 // as Schedule. The same inputs always give the same decision; placements are in request
 // order.
@@ -788,8 +788,8 @@ func (s *search) unwind() {
 // from the largest, most constrained class, tightest fit first; beyond the complete sizes it
 // restarts, each time with the fits of nodes blurred its own way and a budget that
 // grows as Luby's sequence (a bad early choice costs one restart, not the whole budget;
-// dead states stay known). Beyond their share of the budget, the large-neighbourhood search. On success the stack holds the
-// placement.
+// dead states stay known). Beyond their share of the budget, bin completion (bins), then the
+// large-neighbourhood search. On success the stack holds the placement.
 func (s *search) solve() bool {
 	// A group kept apart with more members than domains is a proof no search needs.
 	for _, c := range s.classes {
@@ -801,6 +801,12 @@ func (s *search) solve() bool {
 	budget := s.budget
 	lnsBudget := int(lnsShare * float64(min(budget, searchBudget)))
 	total := budget - lnsBudget
+	// Beyond the complete sizes, bin completion takes its share out of the LNS's.
+	binsBudget := 0
+	if !s.complete {
+		binsBudget = int(binsShare * float64(budget))
+		lnsBudget -= binsBudget
+	}
 	proof := s.dead
 	for s.restart = 0; ; s.restart++ {
 		if !s.complete {
@@ -830,6 +836,9 @@ func (s *search) solve() bool {
 		}
 	}
 	s.dead, s.narrow = proof, false
+	if binsBudget > 0 && s.bins(binsBudget) {
+		return true
+	}
 	return s.lns(lnsBudget)
 }
 
