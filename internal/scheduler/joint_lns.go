@@ -66,6 +66,8 @@ func (s *search) lns(budget int) bool {
 		s.place(steps)
 	}
 	s.fillBy(s.tightest)
+	// The placements the LNS keeps hold whole: the largest is what a refusal counts.
+	s.record()
 	current := slices.Clone(s.stack)
 	if len(current) == s.total {
 		// As the dfs checks a full branch.
@@ -95,6 +97,7 @@ func (s *search) lns(budget int) bool {
 		if s.dfs(nil) == found {
 			current = slices.Clone(s.stack)
 			stall = 0
+			s.record()
 		}
 		s.unwind()
 		show()

@@ -151,6 +151,33 @@ func TestLNSMovesAPlacedVM(t *testing.T) {
 	}
 }
 
+// A refusal after the search gave up counts the most VMs the search placed together: the
+// large-neighbourhood search's best placement, not only what the error's own short search
+// finds again. Seven VMs of 5, 5, 5, 3, 3, 3 and 3 CPUs on three 8-CPU nodes: at most six fit
+// (a 5 and a 3 on each), which the LNS reaches from both 3s stacked on one node.
+func TestScheduleSetGaveUpCountsTheLNSBest(t *testing.T) {
+	p := cpuFitProfile(t)
+	snap := Snapshot{Nodes: testNodes("n1", "n2", "n3")}
+	reqs := cpuRequests(5, 5, 5, 3, 3, 3, 3)
+	s, run := newTestSearch(p, &snap, reqs)
+	s.complete = false
+	small := slices.IndexFunc(s.classes, func(c *vmClass) bool { return c.rep.Cores == 3 })
+	s.push(small, 0)
+	s.push(small, 0)
+	s.deepest = slices.Clone(s.stack)
+	if s.lns(10 * lnsStep) {
+		t.Fatal("the large-neighbourhood search placed a set that does not fit")
+	}
+	if s.best != 6 {
+		t.Fatalf("best = %d after the LNS, want its 6", s.best)
+	}
+	err := s.failure(run)
+	var se *SetError
+	if !errors.As(err, &se) || !se.GaveUp || se.Placed != 6 || !strings.Contains(err.Error(), "having placed 6 of the plan's 7 new VMs") {
+		t.Fatalf("err = %v (%+v), want the search's giving up with 6 placed", err, se)
+	}
+}
+
 // A search that runs out of its budget proves nothing: its error says that it gave up and the
 // set may still fit, never "only N of M".
 func TestScheduleSetGaveUpSaysSo(t *testing.T) {
