@@ -12,15 +12,17 @@ import (
 // closed node takes no VM more, so its room left is waste, and the waste of all closed nodes
 // may not exceed what the VMs left leave unused of the open nodes (slack): in a set with no
 // room to spare, every node must be filled exactly, which cuts every other set at once. The
-// dfs, branching on VMs, only sees the stranded room once a VM runs out of nodes. A full
-// branch counts only after the whole check (holds), as the dfs's does.
+// dfs's bound counts a node's room as long as some VM left may use it, so a branch that
+// strands room in pieces no combination of the VMs left fills runs on until a VM runs out of
+// nodes. The sets tried per node are capped, so this search is not complete; a full branch
+// counts only after the whole check (holds), as the dfs's does, and it proves nothing.
 
 // binsShare is the part of the search budget that bin completion spends beyond the complete
 // sizes, after the restarts of the exact search and before the LNS.
 const binsShare = 0.25
 
-// binSets bounds the sets of VMs tried on one node; binSteps the enumeration of one node's
-// sets (each step is a class considered at one depth).
+// binSets bounds the sets of VMs tried on one node (those that pass pushSet); binSteps the
+// sets of a node visited while listing them.
 const (
 	binSets  = 16
 	binSteps = 4096
@@ -36,6 +38,10 @@ type binSet struct {
 // bins runs bin completion from an empty branch within budget and reports whether it placed
 // every VM; the stack then holds the placement.
 func (s *search) bins(budget int) bool {
+	if len(s.caps) == 0 {
+		// Without capacities every set of VMs fits every node: nothing to complete.
+		return false
+	}
 	s.unwind()
 	s.work, s.budget = 0, budget
 	lv, ok := s.advance(nil)
@@ -47,7 +53,8 @@ func (s *search) bins(budget int) bool {
 }
 
 // binFill closes one more node, on each of its sets in turn, and recurses. seen holds the
-// states (counts and closed nodes) found dead.
+// states (counts and closed nodes) this search left without a placement (its caps make that
+// no proof: the dfs's dead states are not written).
 func (s *search) binFill(lv *level, closed []bool, seen map[string]struct{}) outcome {
 	if s.work > s.budget {
 		return exhausted
@@ -173,8 +180,8 @@ func (s *search) slack(lv *level, closed []bool) (slack, units []float64, ok boo
 }
 
 // binSets lists the maximal sets of VMs left that fit node n by every capacity and leave no
-// more room than slack allows, fullest first, at most binSets of them; fits is false when no
-// class left passes n at all. A class is a candidate where the level finds it feasible; the
+// more room than slack allows, fullest first; fits is false when no class left passes n at
+// all, cut true when the listing stopped after binSteps sets visited. A class is a candidate where the level finds it feasible; the
 // members' other checks come as pushSet places them.
 func (s *search) binSets(lv *level, n int, slack, units []float64) (sets []binSet, fits, cut bool) {
 	var cands []int
@@ -235,7 +242,7 @@ func (s *search) binSets(lv *level, n int, slack, units []float64) (sets []binSe
 			walk(i, slices.Clone(next))
 			count[ci]--
 		}
-		if !maximal {
+		if !maximal || steps > binSteps {
 			return
 		}
 		// Maximal: no candidate before j with a member left out fits either.
