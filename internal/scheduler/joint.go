@@ -20,9 +20,9 @@ const (
 // Work budgets of the joint search, in units of about a microsecond: one node checked by
 // every filter is one unit, a pre-filter pass one unit per node and per 64 guests. The
 // budget of the complete sizes is a safety net only (no case of the tests comes near it);
-// beyond them the exact search's restarts spend part of it and the large-neighbourhood
-// search (lns) the rest. Budgets count work, not time, so the same inputs always give the
-// same decision.
+// beyond them the exact search's restarts spend part of it, bin completion (bins) a part and
+// the large-neighbourhood search (lns) the rest. Budgets count work, not time, so the same
+// inputs always give the same decision.
 const (
 	exactBudget  = 5_000_000
 	searchBudget = 1_000_000

@@ -25,7 +25,8 @@ import (
 // iteration (noise), budgets counted in work.
 
 // lnsShare is the part of the search budget (at most searchBudget) that the restarts of the
-// exact search leave to the LNS.
+// exact search leave to the LNS; beyond the complete sizes bin completion takes binsShare of
+// it first.
 const lnsShare = 0.7
 
 // lnsStep is the budget unit of one neighbourhood's sub-search; the sub-searches' budgets
